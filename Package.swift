@@ -1,0 +1,124 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Guard rails for every Swift target: Swift 6 language mode (strict concurrency) everywhere.
+/// `ROUSE_STRICT=1` (set by `deploy/test.sh`, so by CI) turns every warning into an error.
+let strict = Context.environment["ROUSE_STRICT"] == "1"
+let swiftSettings: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny")
+    ] + (strict ? [.treatAllWarnings(as: .error)] : [])
+
+let package = Package(
+    name: "rouse",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "rouse", targets: ["rouse"]),
+        .executable(name: "rouse-bench", targets: ["rouse-bench"]),
+        .library(name: "RouseAPNs", targets: ["RouseAPNs"]),
+        .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
+        .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
+        .library(name: "RouseReachability", targets: ["RouseReachability"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // MARK: C at the edge
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL"]),
+
+        // MARK: Pure Swift models (no C module)
+        .target(
+            name: "RouseAPNs",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Bindings
+        .target(name: "RouseSystem", swiftSettings: swiftSettings),
+        .target(
+            name: "RouseHTTP2",
+            dependencies: [
+                "CNghttp2", "COpenSSL", "CRouseShim", "RouseSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RouseCurl",
+            dependencies: ["CCurl", "CRouseShim", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RouseNetlink",
+            dependencies: ["CRouseShim", "RouseSystem"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Products
+        .target(
+            name: "RouseMockAPNs",
+            dependencies: [
+                "RouseAPNs", "RouseHTTP2",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RouseReachability",
+            dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "rouse",
+            dependencies: [
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "rouse-bench",
+            dependencies: [
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RouseHTTP2Tests",
+            dependencies: ["RouseHTTP2", "RouseCurl"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseMockAPNsTests",
+            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2"],
+            resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseReachabilityTests",
+            dependencies: ["RouseReachability", "RouseNetlink"],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

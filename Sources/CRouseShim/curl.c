@@ -1,0 +1,26 @@
+#include "rouse_curl.h"
+
+CURLcode rouse_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+CURLcode rouse_curl_easy_setopt_ptr(CURL *handle, CURLoption option, const void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+CURLcode rouse_curl_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+CURLcode rouse_curl_easy_setopt_data_cb(CURL *handle, CURLoption option, rouse_curl_data_cb cb) {
+    return curl_easy_setopt(handle, option, cb);
+}
+CURLcode rouse_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *out) {
+    return curl_easy_getinfo(handle, info, out);
+}
+CURLcode rouse_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *out) {
+    return curl_easy_getinfo(handle, info, out);
+}
+CURLcode rouse_curl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out) {
+    return curl_easy_getinfo(handle, info, out);
+}
+CURLMcode rouse_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}

@@ -1,0 +1,16 @@
+// Typed wrappers for libcurl's variadic setopt/getinfo calls.
+#ifndef ROUSE_CURL_H
+#define ROUSE_CURL_H
+#include <curl/curl.h>
+
+typedef size_t (*rouse_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+CURLcode rouse_curl_easy_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode rouse_curl_easy_setopt_ptr(CURL *handle, CURLoption option, const void *value);
+CURLcode rouse_curl_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode rouse_curl_easy_setopt_data_cb(CURL *handle, CURLoption option, rouse_curl_data_cb cb);
+CURLcode rouse_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *out);
+CURLcode rouse_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *out);
+CURLcode rouse_curl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out);
+CURLMcode rouse_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+#endif

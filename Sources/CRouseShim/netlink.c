@@ -1,0 +1,1 @@
+#include "rouse_netlink.h"

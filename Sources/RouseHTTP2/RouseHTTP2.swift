@@ -1,0 +1,1 @@
+// RouseHTTP2

@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// `rouse`: the command-line front of Rouse (push sender, mock APNs, reachability, gateway admin).
+@main
+struct Rouse: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rouse",
+        abstract: "VoIP push, reachability and mock APNs tools for Linux.",
+        subcommands: [MockAPNsCommand.self, ReachCommand.self]
+    )
+}

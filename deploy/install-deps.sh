@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Rouse needs to build, test and benchmark. Idempotent; runs as root or
+# through sudo. Swift itself (6.x, at /opt/swift or on PATH) is expected to be present.
+set -euo pipefail
+
+packages=(
+    pkg-config
+    libcurl4-openssl-dev # libcurl (device channel, curl transport, test client)
+    libnghttp2-dev       # HTTP/2 kernel
+    libssl-dev           # TLS
+    libsqlite3-dev       # gateway and agent stores
+    nghttp2-client       # h2load and nghttp: independent HTTP/2 peers for tests and benchmarks
+    nghttp2-server       # nghttpd: the benchmark's reference server
+    curl                 # the curl CLI (one-shot comparisons)
+    openssl              # the certs/ generator
+    iproute2             # ip netns / veth for the network tests
+    procps               # ps, used by benchmarks for RSS
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
