@@ -45,7 +45,7 @@ let package = Package(
         ),
 
         // MARK: Bindings
-        .target(name: "RouseSystem", swiftSettings: swiftSettings),
+        .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
             dependencies: [

@@ -17,3 +17,8 @@ void rouse_ssl_last_error(char *buf, size_t len) {
     if (code != 0) ERR_error_string_n(code, buf, len);
     ERR_clear_error();
 }
+void rouse_ssl_ctx_set_h2_options(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION |
+                                 SSL_OP_NO_RENEGOTIATION);
+}
+long rouse_ssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) { return SSL_CTX_add_extra_chain_cert(ctx, cert); }

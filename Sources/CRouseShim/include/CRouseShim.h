@@ -5,4 +5,5 @@
 #include "rouse_curl.h"
 #include "rouse_openssl.h"
 #include "rouse_netlink.h"
+#include "rouse_sys.h"
 #endif

@@ -1,0 +1,159 @@
+import CRouseShim
+import Foundation
+import Glibc
+import RouseSystem
+import Synchronization
+
+/// Something the event loop calls when its file descriptor is ready. Called on the loop's thread only.
+package protocol EventLoopFDHandler: AnyObject {
+    func handleEvents(_ events: UInt32)
+}
+
+/// One epoll loop on one thread: file-descriptor readiness, timers, and work handed over from other threads.
+///
+/// Everything registered with a loop is touched only on its thread; `execute` is the way in from elsewhere.
+public final class EventLoop: @unchecked Sendable {  // `pending` is under its Mutex; the rest is loop-thread only.
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var handlers: [Int32: any EventLoopFDHandler] = [:]
+    private var timers = TimerHeap()
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let stopped = Atomic<Bool>(false)
+    private var thread: Thread?
+    /// The loop thread's `pthread_t` (0 until started).
+    private let threadID = Atomic<UInt>(0)
+    private let exited = DispatchSemaphore(value: 0)
+    /// The loop's name, for logs and thread names.
+    public let name: String
+
+    public init(name: String) throws {
+        self.name = name
+        epfd = try Sys.epollCreate()
+        wakeFD = try Sys.eventFD()
+        try Sys.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: UInt64(wakeFD))
+    }
+
+    deinit {
+        Sys.close(wakeFD)
+        Sys.close(epfd)
+    }
+
+    /// Starts the loop's thread.
+    public func start() {
+        let thread = Thread { [self] in
+            threadID.store(UInt(pthread_self()), ordering: .releasing)
+            run()
+            exited.signal()
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Whether the caller runs on this loop's thread.
+    public var inLoop: Bool {
+        threadID.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+
+    /// Runs `work` on the loop's thread, soon.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let wasEmpty = pending.withLock { queue in
+            queue.append(work)
+            return queue.count == 1
+        }
+        if wasEmpty { Sys.eventFDSignal(wakeFD) }
+    }
+
+    /// Stops the loop after the current iteration and waits for its thread to end (not from the loop itself).
+    public func stopAndWait() {
+        stopped.store(true, ordering: .releasing)
+        Sys.eventFDSignal(wakeFD)
+        if thread != nil, !inLoop { exited.wait() }
+    }
+
+    // MARK: loop-thread API
+
+    package func register(_ fd: Int32, events: UInt32, handler: any EventLoopFDHandler) throws {
+        try Sys.epollControl(epfd, EPOLL_CTL_ADD, fd, events: events, data: UInt64(UInt32(bitPattern: fd)))
+        handlers[fd] = handler
+    }
+
+    package func modify(_ fd: Int32, events: UInt32) {
+        try? Sys.epollControl(epfd, EPOLL_CTL_MOD, fd, events: events, data: UInt64(UInt32(bitPattern: fd)))
+    }
+
+    package func unregister(_ fd: Int32) {
+        try? Sys.epollControl(epfd, EPOLL_CTL_DEL, fd, events: 0, data: 0)
+        handlers[fd] = nil
+    }
+
+    /// Calls `body` on the loop after `delay`; returns an id for `cancelTimer`.
+    @discardableResult
+    package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> UInt64 {
+        timers.insert(deadline: MonotonicClock.now() &+ delay.nanoseconds, body)
+    }
+
+    package func cancelTimer(_ id: UInt64) {
+        timers.cancel(id)
+    }
+
+    private func run() {
+        let capacity: Int32 = 256
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
+        defer { events.deallocate() }
+        while !stopped.load(ordering: .acquiring) {
+            let timeout = timers.millisecondsUntilNext(now: MonotonicClock.now())
+            let n: Int32
+            do {
+                n = try Sys.epollWait(epfd, events, capacity, timeoutMS: timeout)
+            } catch {
+                // Only a bug can make epoll_wait fail on our own descriptors (EINTR is absorbed).
+                preconditionFailure("\(error)")
+            }
+            for i in 0..<Int(n) {
+                let fd = Int32(truncatingIfNeeded: events[i].data.u64)
+                let flags = events[i].events
+                if fd == wakeFD {
+                    Sys.eventFDDrain(wakeFD)
+                    continue
+                }
+                let handler = handlers[fd]
+                handler?.handleEvents(flags)
+            }
+            runPending()
+            for body in timers.takeDue(now: MonotonicClock.now()) { body() }
+        }
+    }
+
+    private func runPending() {
+        while true {
+            let work = pending.withLock { queue -> [@Sendable () -> Void] in
+                let taken = queue
+                queue.removeAll(keepingCapacity: true)
+                return taken
+            }
+            if work.isEmpty { return }
+            for item in work { item() }
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+package enum MonotonicClock {
+    @inline(__always)
+    package static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (clamped at 0).
+    package var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        if seconds < 0 { return 0 }
+        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}

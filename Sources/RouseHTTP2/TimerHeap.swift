@@ -1,0 +1,65 @@
+/// A min-heap of one-shot timers with lazy cancellation (cancelled ids are skipped when they come up).
+struct TimerHeap {
+    private struct Entry {
+        var deadline: UInt64
+        var id: UInt64
+    }
+    private var heap: [Entry] = []
+    private var bodies: [UInt64: () -> Void] = [:]
+    private var nextID: UInt64 = 1
+
+    mutating func insert(deadline: UInt64, _ body: @escaping () -> Void) -> UInt64 {
+        let id = nextID
+        nextID += 1
+        bodies[id] = body
+        heap.append(Entry(deadline: deadline, id: id))
+        var i = heap.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            if heap[parent].deadline <= heap[i].deadline { break }
+            heap.swapAt(parent, i)
+            i = parent
+        }
+        return id
+    }
+
+    mutating func cancel(_ id: UInt64) {
+        bodies[id] = nil
+    }
+
+    /// Milliseconds until the earliest live timer (rounded up), or -1 (wait forever) when there is none.
+    mutating func millisecondsUntilNext(now: UInt64) -> Int32 {
+        while let top = heap.first, bodies[top.id] == nil { popMin() }
+        guard let top = heap.first else { return -1 }
+        if top.deadline <= now { return 0 }
+        let ms = (top.deadline - now + 999_999) / 1_000_000
+        return Int32(min(ms, UInt64(Int32.max)))
+    }
+
+    /// Removes and returns every timer whose deadline has passed (run them outside the heap's access).
+    mutating func takeDue(now: UInt64) -> [() -> Void] {
+        var due: [() -> Void] = []
+        while let top = heap.first, top.deadline <= now {
+            popMin()
+            if let body = bodies.removeValue(forKey: top.id) { due.append(body) }
+        }
+        return due
+    }
+
+    private mutating func popMin() {
+        let last = heap.removeLast()
+        if heap.isEmpty { return }
+        heap[0] = last
+        var i = 0
+        while true {
+            let l = 2 * i + 1
+            let r = l + 1
+            var smallest = i
+            if l < heap.count && heap[l].deadline < heap[smallest].deadline { smallest = l }
+            if r < heap.count && heap[r].deadline < heap[smallest].deadline { smallest = r }
+            if smallest == i { return }
+            heap.swapAt(i, smallest)
+            i = smallest
+        }
+    }
+}

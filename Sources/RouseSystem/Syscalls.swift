@@ -1,0 +1,195 @@
+import CRouseShim
+import Glibc
+
+// The only file of RouseSystem that calls libc for file descriptors and sockets.
+//
+// errno policy:
+// - EINTR: retried here, callers never see it;
+// - EAGAIN/EWOULDBLOCK: a value (`nil` or `.wouldBlock`), not an error;
+// - EBADF on a descriptor we own: a bug, so `preconditionFailure`;
+// - everything a peer or the kernel can cause (ECONNRESET, EPIPE, ENOBUFS, EMFILE, …): thrown as `SystemError`.
+
+/// Thin, typed wrappers around the system calls the event loop and sockets need.
+public enum Sys {
+    @inline(__always)
+    static func check(_ call: String, _ result: Int32) throws(SystemError) -> Int32 {
+        if result >= 0 { return result }
+        let e = Glibc.errno
+        if e == EBADF { preconditionFailure("\(call) on a descriptor we do not own (EBADF)") }
+        throw SystemError(call: call, errno: e)
+    }
+
+    /// Runs `body` until it does not fail with EINTR.
+    @inline(__always)
+    static func retrying(_ body: () -> Int32) -> Int32 {
+        while true {
+            let r = body()
+            if r >= 0 || Glibc.errno != EINTR { return r }
+        }
+    }
+
+    @inline(__always)
+    static func retrying(_ body: () -> Int) -> Int {
+        while true {
+            let r = body()
+            if r >= 0 || Glibc.errno != EINTR { return r }
+        }
+    }
+
+    /// `close(2)`: errors other than EBADF are ignored (the descriptor is gone either way).
+    public static func close(_ fd: Int32) {
+        if Glibc.close(fd) < 0 && Glibc.errno == EBADF {
+            preconditionFailure("close on a descriptor we do not own (EBADF)")
+        }
+    }
+
+    // MARK: epoll
+
+    public static func epollCreate() throws(SystemError) -> Int32 {
+        try check("epoll_create1", epoll_create1(Int32(EPOLL_CLOEXEC)))
+    }
+
+    public static func epollControl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, data: UInt64)
+        throws(SystemError)
+    {
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = data
+        _ = try check("epoll_ctl", epoll_ctl(epfd, op, fd, &event))
+    }
+
+    /// `epoll_wait(2)`; returns 0 when interrupted by a signal.
+    public static func epollWait(
+        _ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, _ capacity: Int32, timeoutMS: Int32
+    ) throws(SystemError) -> Int32 {
+        let n = epoll_wait(epfd, events, capacity, timeoutMS)
+        if n < 0 && Glibc.errno == EINTR { return 0 }
+        return try check("epoll_wait", n)
+    }
+
+    // MARK: eventfd
+
+    public static func eventFD() throws(SystemError) -> Int32 {
+        try check("eventfd", eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)))
+    }
+
+    /// Adds one to an eventfd counter (wakes its reader).
+    public static func eventFDSignal(_ fd: Int32) {
+        var one: UInt64 = 1
+        _ = retrying { Glibc.write(fd, &one, 8) }
+    }
+
+    /// Resets an eventfd counter.
+    public static func eventFDDrain(_ fd: Int32) {
+        var value: UInt64 = 0
+        _ = retrying { Glibc.read(fd, &value, 8) }
+    }
+
+    // MARK: sockets
+
+    public static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0) throws(SystemError) -> Int32 {
+        try check("socket", Glibc.socket(family, type | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), proto))
+    }
+
+    public static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
+        var v = value
+        _ = try check("setsockopt", setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)))
+    }
+
+    public static func setLinger(_ fd: Int32, onOff: Int32, seconds: Int32) throws(SystemError) {
+        var l = linger(l_onoff: onOff, l_linger: seconds)
+        _ = try check("setsockopt", setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size)))
+    }
+
+    public static func bind(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
+        var storage = address.storage
+        let r = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, address.length) }
+        }
+        _ = try check("bind", r)
+    }
+
+    public static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
+        _ = try check("listen", Glibc.listen(fd, backlog))
+    }
+
+    /// `accept4(2)`; `nil` when no connection is pending.
+    public static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let r = withUnsafeMutablePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sp in
+                retrying { rouse_accept4(fd, sp, &length, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)) }
+            }
+        }
+        if r < 0 {
+            let e = Glibc.errno
+            // The connection went away before we took it, or a transient kernel condition: try again later.
+            if e == EAGAIN || e == EWOULDBLOCK || e == ECONNABORTED || e == EPROTO { return nil }
+        }
+        let client = try check("accept4", r)
+        return (client, SocketAddress(storage: storage, length: length))
+    }
+
+    /// Non-blocking `connect(2)`; returns `true` when connected at once, `false` when in progress.
+    public static func connect(_ fd: Int32, _ address: SocketAddress) throws(SystemError) -> Bool {
+        var storage = address.storage
+        let r = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sp in
+                retrying { Glibc.connect(fd, sp, address.length) }
+            }
+        }
+        if r < 0 && Glibc.errno == EINPROGRESS { return false }
+        _ = try check("connect", r)
+        return true
+    }
+
+    /// The pending error of a socket (`SO_ERROR`), 0 if none.
+    public static func socketError(_ fd: Int32) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length)
+        return value
+    }
+
+    public static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let r = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        _ = try check("getsockname", r)
+        return SocketAddress(storage: storage, length: length)
+    }
+
+    /// Result of a non-blocking read or write.
+    public enum IOResult: Equatable, Sendable {
+        case bytes(Int)
+        case wouldBlock
+        case endOfFile
+    }
+
+    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult {
+        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+        if n > 0 { return .bytes(n) }
+        if n == 0 { return .endOfFile }
+        let e = Glibc.errno
+        if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
+        if e == EBADF { preconditionFailure("recv on a descriptor we do not own (EBADF)") }
+        throw SystemError(call: "recv", errno: e)
+    }
+
+    public static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
+        let n = retrying { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+        if n >= 0 { return .bytes(n) }
+        let e = Glibc.errno
+        if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
+        if e == EBADF { preconditionFailure("send on a descriptor we do not own (EBADF)") }
+        throw SystemError(call: "send", errno: e)
+    }
+
+    /// `shutdown(2)` of both directions; errors ignored (the peer may be gone).
+    public static func shutdownBoth(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
