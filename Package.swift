@@ -102,15 +102,16 @@ let package = Package(
         ),
 
         // MARK: Tests
+        .target(name: "RouseTestSupport", path: "Tests/RouseTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
-            dependencies: ["RouseHTTP2", "RouseCurl"],
+            dependencies: ["RouseHTTP2", "RouseCurl", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseMockAPNsTests",
-            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2"],
+            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
             resources: [],
             swiftSettings: swiftSettings
         ),

@@ -95,7 +95,7 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
                 c.dispatch(stream)
             }
         case NGHTTP2_RST_STREAM.rawValue:
-            if c.shared.configuration.resetProtection == .rouse && !c.streamResetReceived(id) {
+            if c.shared.configuration.resetProtection == .rouse && !c.streamResetReceived(id) && !c.closeAfterFlush {
                 c.logger.info("rapid reset limit reached", metadata: ["remote": "\(c.info.remoteAddress)"])
                 c.goAway(code: .enhanceYourCalm, lastStreamID: nil, debugData: [])
             }

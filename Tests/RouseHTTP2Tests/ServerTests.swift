@@ -1,0 +1,215 @@
+import Foundation
+import RouseHTTP2
+import RouseTestSupport
+import Synchronization
+import Testing
+
+@Suite("HTTP/2 server kernel")
+struct ServerTests {
+    @Test("advertises APNs' SETTINGS and answers over TLS with ALPN h2")
+    func settingsAndEcho() async throws {
+        let server = try makeServer { request, stream in
+            stream.respond(
+                status: 200, headers: [HTTP2Header("x-echo-path", request.path)],
+                body: Array("got \(request.body.count) bytes".utf8))
+        }
+        defer { Task { await server.shutdown() } }
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-body-\(UUID())")
+        try Data("hello".utf8).write(to: body)
+        let out = try await ChildProcess.run(nghttp, ["-v", "-d", body.path, "\(server.httpsURL)/3/device/ab"])
+        let text = out.stdout
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(text.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1000]"))
+        #expect(text.contains("[SETTINGS_HEADER_TABLE_SIZE(0x01):4096]"))
+        #expect(text.contains("[SETTINGS_MAX_HEADER_LIST_SIZE(0x06):8000]"))
+        #expect(text.contains("x-echo-path: /3/device/ab"))
+        #expect(text.contains("got 5 bytes"))
+    }
+
+    @Test("h2c with prior knowledge, for debugging")
+    func cleartext() async throws {
+        let server = try makeServer(tls: false) { _, stream in stream.respond(status: 204) }
+        defer { Task { await server.shutdown() } }
+        let out = try await nghttpVerbose("http://127.0.0.1:\(server.port)/x")
+        #expect(out.contains(":status: 204"))
+    }
+
+    @Test("streaming response written from another thread, with trailers")
+    func streamingWithTrailers() async throws {
+        let server = try makeServer { _, stream in
+            stream.sendHead(status: 200, headers: [HTTP2Header("content-type", "text/plain")])
+            Thread.detachNewThread {
+                for i in 0..<3 { stream.write(Array("chunk-\(i);".utf8)) }
+                stream.finish(trailers: [HTTP2Header("x-trailer", "done")])
+            }
+        }
+        defer { Task { await server.shutdown() } }
+        let out = try await nghttpVerbose("\(server.httpsURL)/stream")
+        #expect(out.contains("chunk-0;"))
+        let all = try await ChildProcess.run(nghttp, ["\(server.httpsURL)/stream"])
+        #expect(all.stdout == "chunk-0;chunk-1;chunk-2;")
+        #expect(out.contains("x-trailer: done"))
+    }
+
+    @Test("GOAWAY on demand carries code, last-stream-id and a JSON debug payload")
+    func goAwayOnDemand() async throws {
+        let server = try makeServer { request, stream in
+            stream.connection.goAway(
+                code: .internalError, lastStreamID: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+        }
+        defer { Task { await server.shutdown() } }
+        let out = try await nghttpVerbose("\(server.httpsURL)/x")
+        #expect(out.contains("recv GOAWAY frame"))
+        #expect(out.contains("last_stream_id=0, error_code=INTERNAL_ERROR(0x02)"))
+        #expect(out.contains(#"{"reason":"Shutdown"}"#))
+    }
+
+    @Test("RST_STREAM on demand")
+    func resetOnDemand() async throws {
+        let server = try makeServer { _, stream in stream.reset(.refusedStream) }
+        defer { Task { await server.shutdown() } }
+        let out = try await nghttpVerbose("\(server.httpsURL)/x")
+        #expect(out.contains("recv RST_STREAM frame"))
+        #expect(out.contains("error_code=REFUSED_STREAM(0x07)"))
+    }
+
+    @Test("SETTINGS changed mid-connection")
+    func settingsMidConnection() async throws {
+        let server = try makeServer { _, stream in
+            stream.connection.setMaxConcurrentStreams(1)
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let out = try await nghttpVerbose("\(server.httpsURL)/x")
+        #expect(out.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1]"))
+    }
+
+    @Test("PING is answered with the same opaque data")
+    func pingAnswered() async throws {
+        let server = try makeServer(tls: false) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port)
+        try client.sendPreface()
+        let opaque: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        try client.send(RawH2Client.frame(type: 6, payload: opaque))
+        let ack = try client.readUntil { $0.type == 6 }
+        #expect(ack?.flags == 1)
+        #expect(ack?.payload == opaque)
+    }
+
+    @Test("idle connections get a GOAWAY with the configured debug data, then close")
+    func idleTimeout() async throws {
+        let server = try makeServer(
+            tls: false,
+            configure: {
+                $0.idleTimeout = .milliseconds(300)
+                $0.idleGoAwayDebugData = Array(#"{"reason":"IdleTimeout"}"#.utf8)
+            }
+        ) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port)
+        try client.sendPreface()
+        let started = ContinuousClock.now
+        let goAway = try client.readUntil { $0.type == 7 }
+        let elapsed = ContinuousClock.now - started
+        let frame = try #require(goAway)
+        #expect(String(decoding: frame.payload.dropFirst(8), as: UTF8.self) == #"{"reason":"IdleTimeout"}"#)
+        #expect(elapsed >= .milliseconds(250))
+        #expect(try client.readUntil { _ in false } == nil, "connection closes after the idle GOAWAY")
+    }
+
+    @Test("garbage instead of the preface: connection error, server keeps serving")
+    func garbagePreface() async throws {
+        let server = try makeServer(tls: false) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port)
+        try client.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8) + [UInt8](repeating: 0xff, count: 100))
+        #expect(try client.readUntil { _ in false } == nil)
+        let out = try await nghttpVerbose("http://127.0.0.1:\(server.port)/ok")
+        #expect(out.contains(":status: 200"))
+    }
+
+    @Test("malformed frames get GOAWAY PROTOCOL_ERROR or FRAME_SIZE_ERROR")
+    func malformedFrames() async throws {
+        let server = try makeServer(tls: false) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        // A PING with 3 bytes of payload is a FRAME_SIZE_ERROR; a DATA frame on stream 0 a PROTOCOL_ERROR.
+        let cases: [([UInt8], UInt32)] = [
+            (RawH2Client.frame(type: 6, payload: [1, 2, 3]), 0x6),
+            (RawH2Client.frame(type: 0, stream: 0, payload: [1]), 0x1),
+            (RawH2Client.frame(type: 1, flags: 0x5, stream: 2, payload: [0x82]), 0x1),  // even stream id
+        ]
+        for (bytes, expected) in cases {
+            let client = try RawH2Client(port: server.port)
+            try client.sendPreface()
+            try client.send(bytes)
+            let goAway = try #require(try client.readUntil { $0.type == 7 })
+            let code = goAway.payload[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            #expect(code == expected)
+        }
+    }
+
+    @Test("an oversized header list gets 431; a huge body is counted, not buffered")
+    func oversizedInput() async throws {
+        let seen = Mutex<(Int, Bool, Int)?>(nil)
+        let server = try makeServer(configure: { $0.maxRequestBodySize = 4096 }) { request, stream in
+            seen.withLock { $0 = (request.body.count, request.bodyTruncated, request.bodyLength) }
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let big = String(repeating: "a", count: 9000)
+        let headers = try await nghttpVerbose("\(server.httpsURL)/x", extra: ["-H", "x-big: \(big)"])
+        #expect(headers.contains(":status: 431"))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-big-\(UUID())")
+        try Data(count: 1 << 20).write(to: file)
+        let out = try await nghttpVerbose("\(server.httpsURL)/x", extra: ["-d", file.path])
+        #expect(out.contains(":status: 200"))
+        let s = try #require(seen.withLock { $0 })
+        #expect(s.0 == 4096)
+        #expect(s.1)
+        #expect(s.2 == 1 << 20)
+    }
+
+    @Test("clients that do not negotiate h2 are turned away")
+    func http11Refused() async throws {
+        let server = try makeServer { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let out = try await ChildProcess.run(
+            curlCLI, ["-sS", "--cacert", Repository.cert("ca.pem"), "--http1.1", "\(server.httpsURL)/x"])
+        #expect(out.status != 0)
+    }
+
+    @Test("many connections and streams at once (h2load)")
+    func load() async throws {
+        let count = Atomic<Int>(0)
+        let server = try makeServer(configure: { $0.workers = 2 }) { _, stream in
+            count.add(1, ordering: .relaxed)
+            stream.respond(status: 200, body: [1, 2, 3])
+        }
+        defer { Task { await server.shutdown() } }
+        let out = try await ChildProcess.run(h2load, ["-n", "20000", "-c", "20", "-m", "50", "\(server.httpsURL)/x"])
+        #expect(out.stdout.contains("20000 succeeded, 0 failed, 0 errored"), "\(out.stdout)")
+        #expect(count.load(ordering: .relaxed) == 20000)
+    }
+
+    @Test("graceful shutdown: GOAWAY, in-flight stream finishes, then closed")
+    func gracefulShutdown() async throws {
+        let pending = Mutex<HTTP2Stream?>(nil)
+        let arrived = AsyncStream<Void>.makeStream()
+        let server = try makeServer { _, stream in
+            pending.withLock { $0 = stream }
+            arrived.continuation.yield()
+        }
+        let client = Task { try await nghttpVerbose("\(server.httpsURL)/slow") }
+        for await _ in arrived.stream { break }
+        let shutdown = Task { await server.shutdown(gracePeriod: .seconds(10)) }
+        // The in-flight request is still answered after shutdown began.
+        try await Task.sleep(for: .milliseconds(100))
+        pending.withLock { $0?.respond(status: 200, body: Array("late".utf8)) }
+        let out = try await client.value
+        await shutdown.value
+        #expect(out.contains("recv GOAWAY frame"))
+        #expect(out.contains("late"))
+        #expect(server.connectionCount == 0)
+    }
+}
