@@ -6,256 +6,49 @@ import RouseSystem
 
 /// One accepted connection: transport (TLS or h2c) + nghttp2 server session + the application's handler.
 /// Loop-confined: every method runs on `loop`'s thread.
-final class ServerConnection: EventLoopFDHandler {
-    enum Phase {
-        case handshaking
-        case active
-        case blackholed
-        case closed
-    }
-
+final class ServerConnection: H2Connection {
     let info: HTTP2ConnectionInfo
-    let loop: EventLoop
-    let transport: Transport
     let shared: ServerShared
     let ref: ConnectionRef
-    var logger: Logger
-    private(set) var phase = Phase.handshaking
-    private var session: OpaquePointer?
     var handler: (any HTTP2ConnectionHandler)?
     var streams: [Int32: ServerStream] = [:]
-    private var output: [UInt8] = []
-    private var outputOffset = 0
-    private var writeArmed = false
-    private var lastActivity = MonotonicClock.now()
     private var idleTimer: UInt64?
-    /// Close once the output is written (a GOAWAY with an error, or the idle GOAWAY, was sent).
-    var closeAfterFlush = false
     /// Streams above this id arrived after our GOAWAY: they are never handed to the application.
     var goAwayLastStreamID: Int32 = .max
     var rapidReset: RapidResetGuard
-    private var inCallback = false
-    private var flushPending = false
 
     init(fd: Int32, info: HTTP2ConnectionInfo, loop: EventLoop, shared: ServerShared) throws {
         self.info = info
-        self.loop = loop
         self.shared = shared
-        self.transport = try Transport(fd: fd, tls: shared.tls)
         self.ref = ConnectionRef(loop: loop)
         self.rapidReset = RapidResetGuard(
             burst: shared.configuration.streamResetBurst, ratePerSecond: shared.configuration.streamResetRate)
         var logger = shared.logger
         logger[metadataKey: "conn-id"] = "\(info.id)"
-        self.logger = logger
+        super.init(loop: loop, transport: try Transport(fd: fd, tls: shared.tls), logger: logger, connecting: false)
         ref.connection = self
     }
 
-    deinit {
-        if let session { nghttp2_session_del(session) }
-    }
+    override var readBuffer: UnsafeMutableRawBufferPointer { shared.readBuffer(for: loop) }
 
     /// Registers the socket and starts the TLS handshake (or the HTTP/2 session for h2c).
     func start() throws {
-        try loop.register(transport.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue, handler: self)
         armIdleTimer()
-        if transport.isTLS {
-            advanceHandshake()
-        } else {
-            startSession()
-        }
+        try register()
     }
 
-    // MARK: events
-
-    func handleEvents(_ events: UInt32) {
-        if phase == .closed { return }
-        if phase == .blackholed {
-            if events & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0 {
-                close(reason: "peer gone")
-            }
-            return
-        }
-        lastActivity = MonotonicClock.now()
-        if phase == .handshaking {
-            advanceHandshake()
-            return
-        }
-        if events & EPOLLOUT.rawValue != 0 { flush() }
-        if phase == .active && events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { readAll() }
-        if phase == .active && events & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0
-            && events & EPOLLIN.rawValue == 0
-        {
-            close(reason: "peer closed")
-        }
-    }
-
-    private func advanceHandshake() {
-        do {
-            switch try transport.handshake() {
-            case .done:
-                guard transport.negotiatedProtocol == "h2" else {
-                    close(reason: "client did not negotiate h2 (ALPN)")
-                    return
-                }
-                startSession()
-            case .wantRead:
-                setWriteInterest(false)
-            case .wantWrite:
-                setWriteInterest(true)
-            }
-        } catch {
-            logger.debug("TLS handshake failed", metadata: ["error": "\(error)"])
-            close(reason: "handshake failed")
-        }
-    }
-
-    private func startSession() {
+    override func startSession() -> Bool {
         var s: OpaquePointer?
         let rv = nghttp2_session_server_new2(
-            &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(),
-            shared.option)
-        guard rv == 0, let s else {
-            close(reason: "nghttp2_session_server_new2 failed")
-            return
-        }
+            &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option)
+        guard rv == 0, let s else { return false }
         session = s
-        phase = .active
         var connectionInfo = info
         connectionInfo.tlsVersion = transport.tlsVersion
         connectionInfo.peerCertificate = transport.peerCertificate()
         handler = shared.factory(connectionInfo, HTTP2Connection(ref: ref))
         submitSettings(shared.configuration.settings)
-        flush()
-        // Data may already be buffered inside TLS.
-        readAll()
-    }
-
-    private func submitSettings(_ settings: HTTP2Settings) {
-        guard let session else { return }
-        let entries: [nghttp2_settings_entry] = [
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize),
-            .init(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                value: settings.maxConcurrentStreams),
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue), value: settings.maxFrameSize),
-            .init(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
-        ]
-        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
-    }
-
-    private func readAll() {
-        guard let session else { return }
-        let buffer = shared.readBuffer(for: loop)
-        var budget = 1 << 20  // fairness: at most 1 MiB per wake-up, then let other connections run
-        while phase == .active && budget > 0 {
-            let result: Sys.IOResult
-            do {
-                result = try transport.read(into: buffer)
-            } catch {
-                logger.debug("read failed", metadata: ["error": "\(error)"])
-                close(reason: "read error")
-                return
-            }
-            switch result {
-            case .wouldBlock:
-                budget = 0
-            case .endOfFile:
-                close(reason: "peer closed")
-                return
-            case .bytes(let n):
-                budget -= n
-                inCallback = true
-                let rv = nghttp2_session_mem_recv(
-                    session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), n)
-                inCallback = false
-                if rv < 0 {
-                    logger.debug(
-                        "HTTP/2 protocol error",
-                        metadata: ["error": "\(String(cString: nghttp2_strerror(Int32(rv))))"])
-                    // nghttp2 queued a GOAWAY for most errors; send it, then close.
-                    closeAfterFlush = true
-                    flush()
-                    if phase != .closed { close(reason: "protocol error") }
-                    return
-                }
-            }
-        }
-        flush()
-    }
-
-    // MARK: output
-
-    /// Writes everything nghttp2 has to send; arms EPOLLOUT when the socket is full.
-    func flush() {
-        if inCallback {
-            flushPending = true
-            return
-        }
-        guard phase == .active, let session else { return }
-        flushPending = false
-        while true {
-            if output.count - outputOffset < 65536 {
-                var chunk: UnsafePointer<UInt8>?
-                let n = nghttp2_session_mem_send(session, &chunk)
-                if n < 0 {
-                    close(reason: "nghttp2 send error")
-                    return
-                }
-                if n > 0, let chunk {
-                    if outputOffset > 0 && outputOffset == output.count {
-                        output.removeAll(keepingCapacity: true)
-                        outputOffset = 0
-                    }
-                    output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: n))
-                    continue
-                }
-            }
-            if outputOffset == output.count { break }
-            let result: Sys.IOResult
-            do {
-                result = try output.withUnsafeBytes { raw in
-                    try transport.write(UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
-                }
-            } catch {
-                logger.debug("write failed", metadata: ["error": "\(error)"])
-                close(reason: "write error")
-                return
-            }
-            switch result {
-            case .bytes(let n):
-                outputOffset += n
-                if outputOffset == output.count {
-                    output.removeAll(keepingCapacity: output.capacity <= 1 << 17)
-                    outputOffset = 0
-                }
-            case .wouldBlock, .endOfFile:
-                setWriteInterest(true)
-                return
-            }
-        }
-        setWriteInterest(false)
-        if closeAfterFlush || (nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0) {
-            close(reason: closeAfterFlush ? "GOAWAY sent" : "session finished")
-        }
-    }
-
-    private func setWriteInterest(_ on: Bool) {
-        guard on != writeArmed, phase != .closed else { return }
-        writeArmed = on
-        loop.modify(
-            transport.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (on ? EPOLLOUT.rawValue : 0))
-    }
-
-    /// Flushes at the end of the current callback batch, or now.
-    func flushSoon() {
-        if inCallback { flushPending = true } else { flush() }
-    }
-
-    func callbackBatchEnded() {
-        if flushPending { flush() }
+        return true
     }
 
     // MARK: idle
@@ -287,13 +80,8 @@ final class ServerConnection: EventLoopFDHandler {
 
     // MARK: close
 
-    func close(reason: String) {
-        guard phase != .closed else { return }
-        phase = .closed
-        logger.trace("connection closed", metadata: ["reason": "\(reason)"])
+    override func didClose(reason: String) {
         if let idleTimer { loop.cancelTimer(idleTimer) }
-        loop.unregister(transport.fd)
-        Sys.close(transport.fd)
         streams.removeAll()
         let h = handler
         handler = nil
@@ -307,7 +95,7 @@ final class ServerConnection: EventLoopFDHandler {
         switch phase {
         case .active:
             goAway(code: .noError, lastStreamID: nil, debugData: shared.configuration.shutdownGoAwayDebugData)
-        case .handshaking, .blackholed:
+        case .connecting, .handshaking, .blackholed:
             close(reason: "server shutdown")
         case .closed:
             break
@@ -338,20 +126,6 @@ final class ServerConnection: EventLoopFDHandler {
         settings.maxConcurrentStreams = value
         submitSettings(settings)
         flushSoon()
-    }
-
-    func resetTCP() {
-        guard phase != .closed else { return }
-        try? Sys.setLinger(transport.fd, onOff: 1, seconds: 0)
-        close(reason: "reset on request")
-    }
-
-    func blackhole() {
-        guard phase == .active || phase == .handshaking else { return }
-        phase = .blackholed
-        output.removeAll()
-        outputOffset = 0
-        loop.modify(transport.fd, events: EPOLLRDHUP.rawValue)
     }
 
     func respond(streamID: Int32, status: Int, headers: [HTTP2Header], body: [UInt8], trailers: [HTTP2Header]) {

@@ -5,7 +5,7 @@ import Testing
 
 /// The rapid-reset guard lets libcurl 7.88 (which resets every stream after its response) keep its connection,
 /// and still stops a real rapid-reset attack.
-@Suite("Rapid-reset guard")
+@Suite("Rapid-reset guard", .timeLimit(.minutes(2)))
 struct RapidResetTests {
     /// Runs `count` sequential requests with the curl CLI (libcurl 7.88 on Debian 12) on one handle and returns
     /// how many connections it had to open.

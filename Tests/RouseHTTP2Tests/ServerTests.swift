@@ -4,7 +4,7 @@ import RouseTestSupport
 import Synchronization
 import Testing
 
-@Suite("HTTP/2 server kernel")
+@Suite("HTTP/2 server kernel", .timeLimit(.minutes(1)))
 struct ServerTests {
     @Test("advertises APNs' SETTINGS and answers over TLS with ALPN h2")
     func settingsAndEcho() async throws {

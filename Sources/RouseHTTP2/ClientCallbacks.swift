@@ -1,0 +1,102 @@
+import CNghttp2
+
+/// The nghttp2 client callbacks, created once. Each gets the `ClientConnection` as `user_data`.
+final class ClientCallbacks: @unchecked Sendable {  // immutable after init; nghttp2 only reads the callback table.
+    static let shared = ClientCallbacks()
+    let callbacks: OpaquePointer
+
+    private init() {
+        var cbs: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
+            fatalError("nghttp2_session_callbacks_new: out of memory")
+        }
+        callbacks = cbs
+        nghttp2_session_callbacks_set_on_header_callback(cbs, ClientCallbacks.onHeader)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, ClientCallbacks.onDataChunk)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, ClientCallbacks.onFrameRecv)
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, ClientCallbacks.onStreamClose)
+    }
+
+    @inline(__always)
+    static func connection(_ userData: UnsafeMutableRawPointer?) -> ClientConnection? {
+        guard let userData else { return nil }
+        return Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+    }
+
+    static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
+        guard let frame, let c = connection(userData), let stream = c.streams[frame.pointee.hd.stream_id] else {
+            return 0
+        }
+        let n = String(nghttp2: name, length: nameLength)
+        let v = String(nghttp2: value, length: valueLength)
+        if n == ":status" {
+            stream.status = Int(v) ?? 0
+        } else {
+            stream.headers.append(HTTP2Header(n, v))
+        }
+        return 0
+    }
+
+    static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
+        guard let c = connection(userData), let stream = c.streams[streamID], let data else { return 0 }
+        // Responses are small (APNs: a JSON reason); cap what is kept so a hostile server cannot exhaust memory.
+        let room = max(0, (1 << 20) - stream.body.count)
+        stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(length, room)))
+        return 0
+    }
+
+    static let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, userData in
+        guard let frame, let c = connection(userData) else { return 0 }
+        let flags = frame.pointee.hd.flags
+        switch UInt32(frame.pointee.hd.type) {
+        case NGHTTP2_SETTINGS.rawValue:
+            if flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { c.remoteSettingsReceived() }
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = c.streams[frame.pointee.hd.stream_id] {
+                s.complete = true
+            }
+        case NGHTTP2_GOAWAY.rawValue:
+            let g = frame.pointee.goaway
+            let debug =
+                g.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: g.opaque_data_len)) } ?? []
+            c.goAwayReceived(
+                code: HTTP2ErrorCode(rawValue: g.error_code), lastStreamID: g.last_stream_id, debugData: debug)
+        case NGHTTP2_PING.rawValue:
+            if flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                let opaque = withUnsafeBytes(of: frame.pointee.ping.opaque_data) {
+                    UInt64(bigEndian: $0.load(as: UInt64.self))
+                }
+                c.pingAcknowledged(opaque)
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
+        connection(userData)?.streamClosed(streamID, code: errorCode)
+        return 0
+    }
+
+    static let readRequestBody: nghttp2_data_source_read_callback = {
+        _, streamID, buffer, length, flags, _, userData in
+        guard let c = connection(userData), let stream = c.streams[streamID], let buffer, let flags else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let n = min(stream.requestBody.count - stream.requestOffset, length)
+        if n > 0 {
+            stream.requestBody.withUnsafeBytes { raw in
+                buffer.update(
+                    from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + stream.requestOffset, count: n)
+            }
+            stream.requestOffset += n
+        }
+        if stream.requestOffset == stream.requestBody.count {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            stream.requestBody = []
+            stream.requestOffset = 0
+        }
+        return n
+    }
+}

@@ -1,0 +1,293 @@
+import CNghttp2
+import CRouseShim
+import Glibc
+import Logging
+import RouseSystem
+
+/// What server and client connections share: a socket on an event loop, the transport (TLS or h2c), an nghttp2
+/// session fed with `mem_recv` and drained with `mem_send`, and write-interest bookkeeping. Subclasses create the
+/// session (`startSession`) and react to close (`didClose`). Loop-confined.
+class H2Connection: EventLoopFDHandler {
+    enum Phase {
+        case connecting
+        case handshaking
+        case active
+        case blackholed
+        case closed
+    }
+
+    let loop: EventLoop
+    let transport: Transport
+    var logger: Logger
+    var phase: Phase
+    var session: OpaquePointer?
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var writeArmed = false
+    var lastActivity = MonotonicClock.now()
+    /// Close once the output is written (a GOAWAY with an error, or the idle GOAWAY, was sent).
+    var closeAfterFlush = false
+    private var inCallback = false
+    private var flushPending = false
+
+    init(loop: EventLoop, transport: Transport, logger: Logger, connecting: Bool) {
+        self.loop = loop
+        self.transport = transport
+        self.logger = logger
+        self.phase = connecting ? .connecting : .handshaking
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    // MARK: subclass hooks
+
+    /// Creates `session` (server or client) and submits the first SETTINGS. Return false on failure.
+    func startSession() -> Bool { false }
+
+    /// The connection closed; release application state.
+    func didClose(reason: String) {}
+
+    /// The shared read buffer for this connection's loop.
+    var readBuffer: UnsafeMutableRawBufferPointer { preconditionFailure("subclass provides a read buffer") }
+
+    /// The protocol the peer must agree on via ALPN ("h2").
+    var requiresH2: Bool { true }
+
+    // MARK: lifecycle
+
+    /// Registers the socket and starts connecting, handshaking, or the session (h2c).
+    func register() throws {
+        let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (phase == .connecting ? EPOLLOUT.rawValue : 0)
+        writeArmed = phase == .connecting
+        try loop.register(transport.fd, events: events, handler: self)
+        if phase == .handshaking { afterConnect() }
+    }
+
+    func handleEvents(_ events: UInt32) {
+        switch phase {
+        case .closed:
+            return
+        case .blackholed:
+            if events & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue | EPOLLERR.rawValue) != 0 {
+                close(reason: "peer gone")
+            }
+            return
+        case .connecting:
+            let error = Sys.socketError(transport.fd)
+            if error != 0 {
+                close(reason: "connect failed: \(SystemError(call: "connect", errno: error))")
+                return
+            }
+            if events & (EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) == 0 { return }
+            phase = .handshaking
+            afterConnect()
+            return
+        case .handshaking:
+            lastActivity = MonotonicClock.now()
+            advanceHandshake()
+            return
+        case .active:
+            lastActivity = MonotonicClock.now()
+            if events & EPOLLOUT.rawValue != 0 { flush() }
+            if phase == .active && events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+                readAll()
+            }
+            if phase == .active && events & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0
+                && events & EPOLLIN.rawValue == 0
+            {
+                close(reason: "peer closed")
+            }
+        }
+    }
+
+    private func afterConnect() {
+        if transport.isTLS {
+            advanceHandshake()
+        } else {
+            activate()
+        }
+    }
+
+    private func advanceHandshake() {
+        do {
+            switch try transport.handshake() {
+            case .done:
+                guard !requiresH2 || transport.negotiatedProtocol == "h2" else {
+                    close(reason: "peer did not negotiate h2 (ALPN)")
+                    return
+                }
+                activate()
+            case .wantRead:
+                setWriteInterest(false)
+            case .wantWrite:
+                setWriteInterest(true)
+            }
+        } catch {
+            logger.debug("TLS handshake failed", metadata: ["error": "\(error)"])
+            close(reason: "TLS handshake failed: \(error)")
+        }
+    }
+
+    private func activate() {
+        phase = .active
+        guard startSession(), session != nil else {
+            close(reason: "nghttp2 session could not be created")
+            return
+        }
+        flush()
+        // Data may already be buffered inside TLS.
+        if phase == .active { readAll() }
+    }
+
+    // MARK: input
+
+    func readAll() {
+        guard let session else { return }
+        let buffer = readBuffer
+        var budget = 1 << 20  // fairness: at most 1 MiB per wake-up, then let other connections run
+        while phase == .active && budget > 0 {
+            let result: Sys.IOResult
+            do {
+                result = try transport.read(into: buffer)
+            } catch {
+                logger.debug("read failed", metadata: ["error": "\(error)"])
+                close(reason: "read error: \(error)")
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                budget = 0
+            case .endOfFile:
+                close(reason: "peer closed")
+                return
+            case .bytes(let n):
+                budget -= n
+                inCallback = true
+                let rv = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), n)
+                inCallback = false
+                if rv < 0 {
+                    let message = String(cString: nghttp2_strerror(Int32(rv)))
+                    logger.debug("HTTP/2 protocol error", metadata: ["error": "\(message)"])
+                    // nghttp2 queued a GOAWAY for most errors; send it, then close.
+                    closeAfterFlush = true
+                    flush()
+                    if phase != .closed { close(reason: "protocol error: \(message)") }
+                    return
+                }
+            }
+        }
+        flush()
+    }
+
+    // MARK: output
+
+    /// Writes everything nghttp2 has to send; arms EPOLLOUT when the socket is full.
+    func flush() {
+        if inCallback {
+            flushPending = true
+            return
+        }
+        guard phase == .active, let session else { return }
+        flushPending = false
+        while true {
+            if output.count - outputOffset < 65536 {
+                var chunk: UnsafePointer<UInt8>?
+                let n = nghttp2_session_mem_send(session, &chunk)
+                if n < 0 {
+                    close(reason: "nghttp2 send error")
+                    return
+                }
+                if n > 0, let chunk {
+                    if outputOffset > 0 && outputOffset == output.count {
+                        output.removeAll(keepingCapacity: true)
+                        outputOffset = 0
+                    }
+                    output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: n))
+                    continue
+                }
+            }
+            if outputOffset == output.count { break }
+            let result: Sys.IOResult
+            do {
+                result = try output.withUnsafeBytes { raw in
+                    try transport.write(UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
+                }
+            } catch {
+                logger.debug("write failed", metadata: ["error": "\(error)"])
+                close(reason: "write error: \(error)")
+                return
+            }
+            switch result {
+            case .bytes(let n):
+                outputOffset += n
+                if outputOffset == output.count {
+                    output.removeAll(keepingCapacity: output.capacity <= 1 << 17)
+                    outputOffset = 0
+                }
+            case .wouldBlock, .endOfFile:
+                setWriteInterest(true)
+                return
+            }
+        }
+        setWriteInterest(false)
+        if closeAfterFlush || (nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0) {
+            close(reason: closeAfterFlush ? "GOAWAY sent" : "session finished")
+        }
+    }
+
+    func setWriteInterest(_ on: Bool) {
+        guard on != writeArmed, phase != .closed else { return }
+        writeArmed = on
+        loop.modify(transport.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (on ? EPOLLOUT.rawValue : 0))
+    }
+
+    /// Flushes after the current nghttp2 callback batch, or now.
+    func flushSoon() {
+        if inCallback { flushPending = true } else { flush() }
+    }
+
+    // MARK: close
+
+    func close(reason: String) {
+        guard phase != .closed else { return }
+        phase = .closed
+        logger.trace("connection closed", metadata: ["reason": "\(reason)"])
+        loop.unregister(transport.fd)
+        Sys.close(transport.fd)
+        didClose(reason: reason)
+    }
+
+    /// Closes with a TCP reset (RST) instead of a FIN.
+    func resetTCP() {
+        guard phase != .closed else { return }
+        try? Sys.setLinger(transport.fd, onOff: 1, seconds: 0)
+        close(reason: "reset on request")
+    }
+
+    /// Stops reading and writing (PINGs included) until the peer gives up.
+    func blackhole() {
+        guard phase == .active || phase == .handshaking else { return }
+        phase = .blackholed
+        output.removeAll()
+        outputOffset = 0
+        loop.modify(transport.fd, events: EPOLLRDHUP.rawValue)
+    }
+
+    /// Submits SETTINGS.
+    func submitSettings(_ settings: HTTP2Settings) {
+        guard let session else { return }
+        let entries: [nghttp2_settings_entry] = [
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: settings.maxConcurrentStreams),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue), value: settings.maxFrameSize),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
+        ]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
+    }
+}
