@@ -67,6 +67,12 @@ public struct DeviceTokenRegistry: Sendable {
         /// For 410 Unregistered: "the last time at which APNs confirmed that the device token was no longer
         /// valid for the topic", UNIX ms.
         public var timestamp: Int64?
+
+        /// A verdict.
+        public init(reason: APNsReason, timestamp: Int64? = nil) {
+            self.reason = reason
+            self.timestamp = timestamp
+        }
     }
 
     /// Policy for tokens not listed.
