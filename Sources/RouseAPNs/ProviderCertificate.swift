@@ -88,7 +88,9 @@ public struct ProviderCertificate: Sendable, Hashable {
     public var defaultTopic: String? { isMultiTopic ? nil : topics.first }
 
     /// Parses the topics extension value. Accepts the value wrapped in one OCTET STRING too.
-    static func parseTopics(_ der: [UInt8]) throws(ProviderCertificateError) -> (topics: [String], kinds: [String: [String]]) {
+    static func parseTopics(_ der: [UInt8]) throws(ProviderCertificateError) -> (
+        topics: [String], kinds: [String: [String]]
+    ) {
         do {
             var root = try DER.parse(der)
             if root.identifier == .octetString, case .primitive(let inner) = root.content {

@@ -122,7 +122,9 @@ public final class MockAPNs: Sendable {
         case .none: break
         case .burst(let reason, let status):
             let response = errorResponse(reason: reason, status: status, apnsID: echoedID(request), timestamp: nil)
-            finish(request, connection: connection, token: pathToken, now: now, status: status, outcome: .rejected(reason), apnsID: response.apnsID, uniqueID: nil)
+            finish(
+                request, connection: connection, token: pathToken, now: now, status: status, outcome: .rejected(reason),
+                apnsID: response.apnsID, uniqueID: nil)
             return decision(.respond(response.response.delayed(latency)), rejected: status, connection: &connection)
         case .action(let action, let name):
             logger.debug("fault fired", metadata: ["fault": "\(name)", "conn-id": "\(connection.info.id)"])
@@ -143,10 +145,12 @@ public final class MockAPNs: Sendable {
                 case .previous: last = max(0, request.streamID - 2)
                 case .id(let id): last = id
                 }
-                let frame = MockGoAwayFrame(errorCode: goAway.errorCode, lastStreamID: last, debugData: goAway.debugData)
+                let frame = MockGoAwayFrame(
+                    errorCode: goAway.errorCode, lastStreamID: last, debugData: goAway.debugData)
                 if last < request.streamID {
                     record(unprocessed: "goAway", request, connection: connection, token: pathToken, now: now)
-                    return MockDecision(action: .goAway(errorCode: frame.errorCode, lastStreamID: last, debugData: frame.debugData))
+                    return MockDecision(
+                        action: .goAway(errorCode: frame.errorCode, lastStreamID: last, debugData: frame.debugData))
                 }
                 goAwayAfter = frame
             case .latency(let milliseconds):
@@ -224,7 +228,8 @@ public final class MockAPNs: Sendable {
         let deadline = clock.now.advanced(by: timeout)
         while true {
             let (made, snapshot) = state.withLock { state -> (Int, [PushRecord]?) in
-                state.recordedSinceClear >= count ? (state.recordedSinceClear, state.records.snapshot) : (state.recordedSinceClear, nil)
+                state.recordedSinceClear >= count
+                    ? (state.recordedSinceClear, state.records.snapshot) : (state.recordedSinceClear, nil)
             }
             if let snapshot { return snapshot }
             if clock.now >= deadline { throw MockAPNsError.timeout("\(made) of \(count) records after \(timeout)") }
@@ -259,11 +264,15 @@ extension MockAPNs {
     }
 
     /// Steps 2 to 7 of the documented order.
-    private func process(_ request: MockRequest, token: Substring?, connection: inout MockConnection, now: APNsTime) -> Processed {
+    private func process(_ request: MockRequest, token: Substring?, connection: inout MockConnection, now: APNsTime)
+        -> Processed
+    {
         let apnsID = echoedID(request)
         func reject(_ reason: APNsReason) -> Processed {
             let built = errorResponse(reason: reason, status: reason.status ?? 400, apnsID: apnsID, timestamp: nil)
-            finish(request, connection: connection, token: token, now: now, status: built.response.status, outcome: .rejected(reason), apnsID: built.apnsID, uniqueID: nil)
+            finish(
+                request, connection: connection, token: token, now: now, status: built.response.status,
+                outcome: .rejected(reason), apnsID: built.apnsID, uniqueID: nil)
             return Processed(response: built.response, apnsID: built.apnsID)
         }
         if let reason = APNsRules.checkMethod(request.method) { return reject(reason) }
@@ -277,7 +286,9 @@ extension MockAPNs {
         case .success(let parsed): raw = parsed
         case .failure(let reason): return reject(reason)
         }
-        if let reason = connection.auth.authenticate(authorization: raw.authorization, now: now) { return reject(reason) }
+        if let reason = connection.auth.authenticate(authorization: raw.authorization, now: now) {
+            return reject(reason)
+        }
         var headers: APNsNotificationHeaders
         switch raw.validate() {
         case .success(let validated): headers = validated
@@ -307,13 +318,19 @@ extension MockAPNs {
             return nil
         }
         if let rejection {
-            let built = errorResponse(reason: rejection.reason, status: rejection.reason.status ?? 400, apnsID: id, timestamp: rejection.timestamp)
-            finish(request, connection: connection, token: token, now: now, status: built.response.status, outcome: .rejected(rejection.reason), apnsID: id, uniqueID: nil)
+            let built = errorResponse(
+                reason: rejection.reason, status: rejection.reason.status ?? 400, apnsID: id,
+                timestamp: rejection.timestamp)
+            finish(
+                request, connection: connection, token: token, now: now, status: built.response.status,
+                outcome: .rejected(rejection.reason), apnsID: id, uniqueID: nil)
             return Processed(response: built.response, apnsID: id)
         }
         var responseHeaders = [(name: "apns-id", value: id)]
         if let uniqueID { responseHeaders.append((name: "apns-unique-id", value: uniqueID)) }
-        finish(request, connection: connection, token: token, now: now, status: 200, outcome: .accepted, apnsID: id, uniqueID: uniqueID)
+        finish(
+            request, connection: connection, token: token, now: now, status: 200, outcome: .accepted, apnsID: id,
+            uniqueID: uniqueID)
         return Processed(response: MockResponse(status: 200, headers: responseHeaders, body: []), apnsID: id)
     }
 
@@ -329,7 +346,8 @@ extension MockAPNs {
     }
 
     /// Applies the stream-limit rules after a decision.
-    private func decision(_ action: MockAction, rejected status: Int, connection: inout MockConnection) -> MockDecision {
+    private func decision(_ action: MockAction, rejected status: Int, connection: inout MockConnection) -> MockDecision
+    {
         if dropStreamLimitAfterRejection {
             if status == 200 {
                 connection.droppedAfterRejection = false
@@ -347,8 +365,12 @@ extension MockAPNs {
         return decision
     }
 
-    private func record(unprocessed fault: String, _ request: MockRequest, connection: MockConnection, token: Substring?, now: APNsTime) {
-        finish(request, connection: connection, token: token, now: now, status: nil, outcome: .unprocessed(fault), apnsID: nil, uniqueID: nil)
+    private func record(
+        unprocessed fault: String, _ request: MockRequest, connection: MockConnection, token: Substring?, now: APNsTime
+    ) {
+        finish(
+            request, connection: connection, token: token, now: now, status: nil, outcome: .unprocessed(fault),
+            apnsID: nil, uniqueID: nil)
     }
 
     private func finish(
@@ -388,7 +410,9 @@ extension MockAPNs {
 
     /// Step 1: counts the request and picks the faults that fire. Terminal actions: the first matching
     /// rule wins; latency rules add up.
-    private static func evaluateFaults(_ state: inout State, token: Substring?, sinceStart: Int64) -> (FaultVerdict, Int) {
+    private static func evaluateFaults(_ state: inout State, token: Substring?, sinceStart: Int64) -> (
+        FaultVerdict, Int
+    ) {
         state.requestNumber += 1
         if var burst = state.burst {
             burst.remaining -= 1
@@ -401,7 +425,8 @@ extension MockAPNs {
         for index in state.faults.indices {
             let slot = state.faults[index]
             if let times = slot.rule.times, slot.fired >= times { continue }
-            guard slot.rule.match.matches(requestNumber: state.requestNumber, deviceToken: token, sinceStart: sinceStart)
+            guard
+                slot.rule.match.matches(requestNumber: state.requestNumber, deviceToken: token, sinceStart: sinceStart)
             else { continue }
             if case .latency(let milliseconds) = slot.rule.action {
                 latency += milliseconds

@@ -44,7 +44,9 @@ public struct MockGoAway: Sendable, Hashable {
     public var debugData: [UInt8]
 
     /// A GOAWAY with raw debug data.
-    public init(errorCode: UInt32 = MockHTTP2ErrorCode.noError, lastStreamID: MockLastStreamID = .current, debugData: [UInt8]) {
+    public init(
+        errorCode: UInt32 = MockHTTP2ErrorCode.noError, lastStreamID: MockLastStreamID = .current, debugData: [UInt8]
+    ) {
         self.errorCode = errorCode
         self.lastStreamID = lastStreamID
         self.debugData = debugData
@@ -52,7 +54,9 @@ public struct MockGoAway: Sendable, Hashable {
 
     /// A GOAWAY carrying `{"reason":"…"}` as APNs does ("The payload of the GOAWAY frame includes JSON data
     /// with a reason key").
-    public init(errorCode: UInt32 = MockHTTP2ErrorCode.noError, lastStreamID: MockLastStreamID = .current, reason: APNsReason) {
+    public init(
+        errorCode: UInt32 = MockHTTP2ErrorCode.noError, lastStreamID: MockLastStreamID = .current, reason: APNsReason
+    ) {
         self.init(errorCode: errorCode, lastStreamID: lastStreamID, debugData: JSONText.errorBody(reason: reason))
     }
 }

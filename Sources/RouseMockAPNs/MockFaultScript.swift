@@ -187,7 +187,8 @@ public enum MockFaultScript {
             last = .id(id)
         case .name("current"): last = .current
         case .name("previous"): last = .previous
-        case .name(let other): throw .badFaultsFile("\(at).lastStreamID: '\(other)' is not current, previous or a number")
+        case .name(let other):
+            throw .badFaultsFile("\(at).lastStreamID: '\(other)' is not current, previous or a number")
         }
         if goAway.reason != nil, goAway.debug != nil { throw .badFaultsFile("\(at): give reason or debug, not both") }
         if let reason = goAway.reason {

@@ -32,7 +32,8 @@ public struct MockRequest: Sendable {
     public var streamID: Int32
 
     /// A request.
-    public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8], streamID: Int32) {
+    public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8], streamID: Int32)
+    {
         self.method = method
         self.path = path
         self.headers = headers

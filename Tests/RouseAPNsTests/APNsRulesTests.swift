@@ -3,7 +3,9 @@ import Testing
 
 @Suite("APNs request rules")
 struct APNsRulesTests {
-    @Test(arguments: [("POST", nil), ("GET", APNsReason.methodNotAllowed), ("post", .methodNotAllowed), ("", .methodNotAllowed)])
+    @Test(arguments: [
+        ("POST", nil), ("GET", APNsReason.methodNotAllowed), ("post", .methodNotAllowed), ("", .methodNotAllowed),
+    ])
     func method(method: String, expected: APNsReason?) {
         #expect(APNsRules.checkMethod(method) == expected)
     }
@@ -52,7 +54,10 @@ struct APNsRulesTests {
         for _ in 0..<100 { #expect(APNsRules.isCanonicalUUID(APNsID.random())) }
     }
 
-    @Test(arguments: [("0", Int64(0)), ("1700000000", 1_700_000_000), ("-1", nil), ("", nil), ("1.5", nil), (" 1", nil), ("99999999999999999999", nil)])
+    @Test(arguments: [
+        ("0", Int64(0)), ("1700000000", 1_700_000_000), ("-1", nil), ("", nil), ("1.5", nil), (" 1", nil),
+        ("99999999999999999999", nil),
+    ])
     func expiration(value: String, expected: Int64?) {
         switch APNsRules.parseExpiration(value) {
         case .success(let parsed): #expect(parsed == expected)

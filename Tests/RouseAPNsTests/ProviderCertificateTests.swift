@@ -40,7 +40,9 @@ struct ProviderCertificateTests {
     @Test func acceptsOctetStringWrapping() throws {
         let certificate = try ProviderCertificate(
             subjectUID: nil,
-            extensions: [ProviderCertificate.topicsOID: der(0x04, topicsExtension("a.b")), ProviderCertificate.productionOID: []],
+            extensions: [
+                ProviderCertificate.topicsOID: der(0x04, topicsExtension("a.b")), ProviderCertificate.productionOID: [],
+            ],
             verification: .ok
         )
         #expect(certificate.topics.count == 3)
@@ -71,7 +73,8 @@ struct ProviderCertificateTests {
     ])
     func badTopicsExtension(bytes: [UInt8]) {
         #expect(throws: ProviderCertificateError.badTopicsExtension("")) {
-            try ProviderCertificate(subjectUID: "x", extensions: [ProviderCertificate.topicsOID: bytes], verification: .ok)
+            try ProviderCertificate(
+                subjectUID: "x", extensions: [ProviderCertificate.topicsOID: bytes], verification: .ok)
         }
     }
 
@@ -80,7 +83,8 @@ struct ProviderCertificateTests {
             try ProviderCertificate(subjectUID: nil, extensions: [:], verification: .ok)
         }
         #expect(throws: ProviderCertificateError.noTopics) {
-            try ProviderCertificate(subjectUID: "x", extensions: [ProviderCertificate.topicsOID: sequence()], verification: .ok)
+            try ProviderCertificate(
+                subjectUID: "x", extensions: [ProviderCertificate.topicsOID: sequence()], verification: .ok)
         }
     }
 }

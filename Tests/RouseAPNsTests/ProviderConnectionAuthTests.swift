@@ -39,7 +39,8 @@ struct AuthFixture {
         ])
     }
 
-    func bearer(_ key: P256.Signing.PrivateKey, kid: String, team: String = "TEAM000001", iat: APNsTime = t0) -> String {
+    func bearer(_ key: P256.Signing.PrivateKey, kid: String, team: String = "TEAM000001", iat: APNsTime = t0) -> String
+    {
         let jwt = try? ProviderToken(keyID: kid, teamID: team, issuedAt: iat.seconds).signed(with: key)
         return "bearer " + (jwt ?? "")
     }
@@ -78,12 +79,16 @@ struct ProviderTokenConnectionTests {
     @Test func invalidTokens() {
         var auth = f.connection()
         // Unknown kid, wrong team for the key, signature by another key.
-        #expect(auth.authenticate(authorization: f.bearer(f.sandboxKey, kid: "UNKNOWNKEY"), now: t0) == .invalidProviderToken)
+        #expect(
+            auth.authenticate(authorization: f.bearer(f.sandboxKey, kid: "UNKNOWNKEY"), now: t0)
+                == .invalidProviderToken)
         #expect(
             auth.authenticate(authorization: f.bearer(f.sandboxKey, kid: "KEYSANDBOX", team: "TEAM000002"), now: t0)
                 == .invalidProviderToken
         )
-        #expect(auth.authenticate(authorization: f.bearer(f.productionKey, kid: "KEYSANDBOX"), now: t0) == .invalidProviderToken)
+        #expect(
+            auth.authenticate(authorization: f.bearer(f.productionKey, kid: "KEYSANDBOX"), now: t0)
+                == .invalidProviderToken)
         // Same bad token again: answered from the cache, same reason.
         let bad = f.bearer(f.productionKey, kid: "KEYSANDBOX")
         #expect(auth.authenticate(authorization: bad, now: t0) == .invalidProviderToken)
@@ -143,7 +148,8 @@ struct ProviderTokenConnectionTests {
         #expect(auth.authenticate(authorization: f.bearer(f.sandboxKey, kid: "KEYSANDBOX"), now: t0) == nil)
         let later = t0.adding(seconds: 1500)
         #expect(
-            auth.authenticate(authorization: f.bearer(f.otherTeamKey, kid: "KEYOTHERTM", team: "TEAM000002", iat: later), now: later)
+            auth.authenticate(
+                authorization: f.bearer(f.otherTeamKey, kid: "KEYOTHERTM", team: "TEAM000002", iat: later), now: later)
                 == .invalidProviderToken
         )
     }
@@ -165,7 +171,9 @@ struct ProviderTokenConnectionTests {
         // Topic key first, then its related key: fine; then an unrelated topic key.
         var topicFirst = f.connection()
         #expect(topicFirst.authenticate(authorization: f.bearer(f.topicKey, kid: "KEYTOPIC01"), now: t0) == nil)
-        #expect(topicFirst.authenticate(authorization: f.bearer(f.relatedTopicKey, kid: "KEYTOPIC02", iat: later), now: later) == nil)
+        #expect(
+            topicFirst.authenticate(
+                authorization: f.bearer(f.relatedTopicKey, kid: "KEYTOPIC02", iat: later), now: later) == nil)
         #expect(
             topicFirst.authenticate(authorization: f.bearer(f.otherTopicKey, kid: "KEYTOPIC03", iat: later), now: later)
                 == .unrelatedKeyIdInToken
@@ -216,7 +224,9 @@ struct ProviderTokenConnectionTests {
         var registry = f.registry
         let auth0 = ProviderConnectionAuth(serverEnvironment: .sandbox, keys: registry, certificate: nil)
         registry.insert(
-            APNsSigningKey(teamID: "TEAM000001", keyID: "KEYSANDBOX", publicKey: f.sandboxKey.publicKey, environments: [.sandbox], scope: .team(bundleIDs: ["com.example.new"]))
+            APNsSigningKey(
+                teamID: "TEAM000001", keyID: "KEYSANDBOX", publicKey: f.sandboxKey.publicKey, environments: [.sandbox],
+                scope: .team(bundleIDs: ["com.example.new"]))
         )
         var old = auth0
         var new = ProviderConnectionAuth(serverEnvironment: .sandbox, keys: registry, certificate: nil)
@@ -239,7 +249,9 @@ struct ProviderCertificateConnectionTests {
         environments: [.sandbox]
     )
 
-    static func connection(_ certificate: ProviderCertificate, _ environment: APNsEnvironment = .sandbox) -> ProviderConnectionAuth {
+    static func connection(_ certificate: ProviderCertificate, _ environment: APNsEnvironment = .sandbox)
+        -> ProviderConnectionAuth
+    {
         ProviderConnectionAuth(serverEnvironment: environment, keys: APNsKeyRegistry(), certificate: certificate)
     }
 
@@ -250,7 +262,9 @@ struct ProviderCertificateConnectionTests {
         (.unknownCA, .sandbox, .badCertificate),
         (.failed("x"), .sandbox, .badCertificate),
     ])
-    func credentials(verification: ProviderCertificate.Verification, environment: APNsEnvironment, expected: APNsReason?) {
+    func credentials(
+        verification: ProviderCertificate.Verification, environment: APNsEnvironment, expected: APNsReason?
+    ) {
         var certificate = Self.multi
         certificate.verification = verification
         var auth = Self.connection(certificate, environment)
@@ -278,7 +292,8 @@ struct ProviderCertificateConnectionTests {
     }
 
     @Test func singleTopicCertificateDefaultsTheTopic() {
-        let auth = Self.connection(ProviderCertificate(subjectUID: "com.example.one", topics: ["com.example.one"], environments: [.sandbox]))
+        let auth = Self.connection(
+            ProviderCertificate(subjectUID: "com.example.one", topics: ["com.example.one"], environments: [.sandbox]))
         var headers = APNsNotificationHeaders()
         #expect(auth.authorizeTopic(&headers) == nil)
         #expect(headers.topic == "com.example.one")

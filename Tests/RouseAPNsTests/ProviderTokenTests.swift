@@ -44,7 +44,9 @@ struct ProviderTokenTests {
         let jwt = try ProviderToken(keyID: "K", teamID: "T", issuedAt: 1).signed(with: Self.key)
         let parts = jwt.split(separator: ".")
         let forged = "\(parts[0]).\(Self.b64(#"{"iss":"T","iat":2}"#)).\(parts[2])"
-        #expect(throws: ProviderTokenError.badSignature) { try ProviderToken.verify(forged, publicKey: Self.key.publicKey) }
+        #expect(throws: ProviderTokenError.badSignature) {
+            try ProviderToken.verify(forged, publicKey: Self.key.publicKey)
+        }
     }
 
     static let sig = String(repeating: "A", count: 86)
@@ -89,7 +91,9 @@ struct ProviderTokenTests {
         for length in [0, 1, 2, 3, 5, 17, 64, 300, 4096, 4097] {
             for _ in 0..<20 {
                 var text = ""
-                for _ in 0..<length { text.unicodeScalars.append(alphabet[Int(generator.next() % UInt64(alphabet.count))]) }
+                for _ in 0..<length {
+                    text.unicodeScalars.append(alphabet[Int(generator.next() % UInt64(alphabet.count))])
+                }
                 _ = try? ProviderToken.parse(text)
             }
         }

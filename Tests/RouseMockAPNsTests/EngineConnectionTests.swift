@@ -51,14 +51,21 @@ struct EngineConnectionTests {
     @Test func streamLimitDropsAfterRejectionAndComesBack() {
         let mock = F.mock()
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
-        #expect(mock.handle(F.request(streamID: 1), connection: &connection, now: F.t0).advertiseMaxConcurrentStreams == 1000)
+        #expect(
+            mock.handle(F.request(streamID: 1), connection: &connection, now: F.t0).advertiseMaxConcurrentStreams
+                == 1000)
         let rejected = mock.handle(F.request(streamID: 3) { $0.body = [] }, connection: &connection, now: F.t0)
         #expect(rejected.advertiseMaxConcurrentStreams == 1)
-        #expect(mock.handle(F.request(streamID: 5) { $0.body = [] }, connection: &connection, now: F.t0).advertiseMaxConcurrentStreams == nil)
+        #expect(
+            mock.handle(F.request(streamID: 5) { $0.body = [] }, connection: &connection, now: F.t0)
+                .advertiseMaxConcurrentStreams == nil)
         // 410 is "not considered an error condition": no change.
-        let gone = mock.handle(F.request(streamID: 7) { $0.path = "/3/device/" + F.goneToken }, connection: &connection, now: F.t0)
+        let gone = mock.handle(
+            F.request(streamID: 7) { $0.path = "/3/device/" + F.goneToken }, connection: &connection, now: F.t0)
         #expect(gone.advertiseMaxConcurrentStreams == nil)
-        #expect(mock.handle(F.request(streamID: 9), connection: &connection, now: F.t0).advertiseMaxConcurrentStreams == 1000)
+        #expect(
+            mock.handle(F.request(streamID: 9), connection: &connection, now: F.t0).advertiseMaxConcurrentStreams
+                == 1000)
         #expect(connection.requestCount == 5)
     }
 
@@ -66,7 +73,9 @@ struct EngineConnectionTests {
         let mock = F.mock { $0.dropStreamLimitAfterRejection = false }
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
         _ = mock.handle(F.request(streamID: 1), connection: &connection, now: F.t0)
-        #expect(mock.handle(F.request(streamID: 3) { $0.body = [] }, connection: &connection, now: F.t0).advertiseMaxConcurrentStreams == nil)
+        #expect(
+            mock.handle(F.request(streamID: 3) { $0.body = [] }, connection: &connection, now: F.t0)
+                .advertiseMaxConcurrentStreams == nil)
     }
 
     @Test func unknownTokensAcceptedByDefault() {
@@ -96,7 +105,9 @@ struct EngineConnectionTests {
         var accepted = 0
         for index in stride(from: 0, to: 100_000, by: 997) {
             let path = "/3/device/" + String(index, radix: 16).leftPadded(64)
-            let decision = mock.handle(F.request(streamID: Int32(index % 1_000_000) * 2 + 1) { $0.path = path }, connection: &connection, now: F.t0)
+            let decision = mock.handle(
+                F.request(streamID: Int32(index % 1_000_000) * 2 + 1) { $0.path = path }, connection: &connection,
+                now: F.t0)
             if decision.response?.status == 200 { accepted += 1 }
         }
         #expect(accepted == 101)

@@ -17,9 +17,13 @@ struct EngineFileTests {
         #expect(registry.count == 4)
         #expect(registry.unknownTokens == .reject)
         #expect(registry.check(token: "aabb", topic: "com.example.app.voip", environment: .sandbox) == nil)
-        #expect(registry.check(token: "AABB", topic: "com.example.app", environment: .sandbox)?.reason == .deviceTokenNotForTopic)
+        #expect(
+            registry.check(token: "AABB", topic: "com.example.app", environment: .sandbox)?.reason
+                == .deviceTokenNotForTopic)
         #expect(registry.check(token: "ccdd", topic: "x", environment: .sandbox)?.reason == .badDeviceToken)
-        #expect(registry.check(token: "eeff", topic: "x", environment: .sandbox) == .init(reason: .unregistered, timestamp: 1_767_225_600_000))
+        #expect(
+            registry.check(token: "eeff", topic: "x", environment: .sandbox)
+                == .init(reason: .unregistered, timestamp: 1_767_225_600_000))
         #expect(registry.check(token: "0011", topic: "x", environment: .sandbox)?.reason == .expiredToken)
         #expect(registry.check(token: "9999", topic: "x", environment: .sandbox)?.reason == .badDeviceToken)
     }
@@ -74,7 +78,10 @@ struct EngineFileTests {
         #expect(rules[4].action == .status(reason: .serviceUnavailable, status: 503, count: 50))
         #expect(
             rules[5].action
-                == .goAway(MockGoAway(errorCode: 0xB, lastStreamID: .id(0), debugData: Array("Maximum active streams violated for this endpoint.".utf8)))
+                == .goAway(
+                    MockGoAway(
+                        errorCode: 0xB, lastStreamID: .id(0),
+                        debugData: Array("Maximum active streams violated for this endpoint.".utf8)))
         )
         #expect(rules[6].action == .tcpReset)
         #expect(rules[7].action == .idleTimeout)
@@ -110,7 +117,9 @@ struct EngineFileTests {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array(#"{}[]":,0123456789abcdefnulltrue -."#.utf8)
         for _ in 0..<300 {
-            let bytes = (0..<Int(generator.next() % 80)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+            let bytes = (0..<Int(generator.next() % 80)).map { _ in
+                alphabet[Int(generator.next() % UInt64(alphabet.count))]
+            }
             _ = try? DeviceTokenRegistry.parse(json: bytes)
             _ = try? MockFaultScript.parse(json: bytes)
         }

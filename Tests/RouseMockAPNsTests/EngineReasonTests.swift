@@ -56,16 +56,21 @@ struct EngineReasonTests {
         let decision = mock.handle(F.request(testCase.edit), connection: &connection, now: F.t0)
         #expect(decision.statusAndReason?.0 == testCase.status)
         #expect(decision.statusAndReason?.1 == testCase.reason)
-        #expect(decision.response?.headers.contains { $0.name == "content-type" && $0.value == "application/json" } == true)
+        #expect(
+            decision.response?.headers.contains { $0.name == "content-type" && $0.value == "application/json" } == true)
         #expect(mock.records().first?.reason?.rawValue == testCase.reason)
     }
 
     @Test func unregisteredCarriesTimestamp() {
         let mock = F.mock()
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
-        let decision = mock.handle(F.request { $0.path = "/3/device/" + F.goneToken }, connection: &connection, now: F.t0)
-        #expect(String(decoding: decision.response?.body ?? [], as: UTF8.self) == #"{"reason":"Unregistered","timestamp":1700000000123}"#)
-        let expired = mock.handle(F.request { $0.path = "/3/device/" + F.expiredToken }, connection: &connection, now: F.t0)
+        let decision = mock.handle(
+            F.request { $0.path = "/3/device/" + F.goneToken }, connection: &connection, now: F.t0)
+        #expect(
+            String(decoding: decision.response?.body ?? [], as: UTF8.self)
+                == #"{"reason":"Unregistered","timestamp":1700000000123}"#)
+        let expired = mock.handle(
+            F.request { $0.path = "/3/device/" + F.expiredToken }, connection: &connection, now: F.t0)
         #expect(String(decoding: expired.response?.body ?? [], as: UTF8.self) == #"{"reason":"ExpiredToken"}"#)
     }
 
@@ -75,7 +80,9 @@ struct EngineReasonTests {
         #expect(mock.handle(F.request(), connection: &connection, now: F.t0).response?.status == 200)
         let later = F.t0.adding(seconds: 600)
         let refreshed = F.request(streamID: 3) { $0.set("authorization", "bearer " + F.token(iat: later)) }
-        #expect(mock.handle(refreshed, connection: &connection, now: later).statusAndReason?.1 == "TooManyProviderTokenUpdates")
+        #expect(
+            mock.handle(refreshed, connection: &connection, now: later).statusAndReason?.1
+                == "TooManyProviderTokenUpdates")
         #expect(mock.handle(refreshed, connection: &connection, now: later).statusAndReason?.0 == 429)
     }
 
@@ -83,8 +90,12 @@ struct EngineReasonTests {
         let mock = F.mock()
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
         #expect(mock.handle(F.request(), connection: &connection, now: F.t0).response?.status == 200)
-        let topicKey = F.request(streamID: 3) { $0.set("authorization", "bearer " + F.token(F.topicKey, kid: "KEY0000003")) }
-        #expect(mock.handle(topicKey, connection: &connection, now: F.t0.adding(seconds: 1300)).statusAndReason?.1 == "UnrelatedKeyIdInToken")
+        let topicKey = F.request(streamID: 3) {
+            $0.set("authorization", "bearer " + F.token(F.topicKey, kid: "KEY0000003"))
+        }
+        #expect(
+            mock.handle(topicKey, connection: &connection, now: F.t0.adding(seconds: 1300)).statusAndReason?.1
+                == "UnrelatedKeyIdInToken")
     }
 
     @Test func tooManyRequests() {
@@ -92,7 +103,9 @@ struct EngineReasonTests {
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
         var statuses: [Int] = []
         for (index, offset) in [0, 10, 20, 999, 1000, 1001, 1002].enumerated() {
-            let decision = mock.handle(F.request(streamID: Int32(2 * index + 1)), connection: &connection, now: F.t0.adding(milliseconds: Int64(offset)))
+            let decision = mock.handle(
+                F.request(streamID: Int32(2 * index + 1)), connection: &connection,
+                now: F.t0.adding(milliseconds: Int64(offset)))
             statuses.append(decision.response?.status ?? 0)
         }
         #expect(statuses == [200, 200, 429, 429, 200, 200, 429])
@@ -111,12 +124,15 @@ struct EngineReasonTests {
         (.unknownCA, [.sandbox], 403, "BadCertificate"),
         (.ok, [.production], 403, "BadCertificateEnvironment"),
     ])
-    func certificateConnections(verification: ProviderCertificate.Verification, environments: [APNsEnvironment], status: Int, reason: String?) {
+    func certificateConnections(
+        verification: ProviderCertificate.Verification, environments: [APNsEnvironment], status: Int, reason: String?
+    ) {
         var certificate = Self.certificate
         certificate.verification = verification
         certificate.environments = Set(environments)
         let mock = F.mock()
-        var connection = mock.openConnection(info: MockConnectionInfo(id: 7, remoteAddress: "a", certificate: certificate))
+        var connection = mock.openConnection(
+            info: MockConnectionInfo(id: 7, remoteAddress: "a", certificate: certificate))
         #expect(connection.advertisedMaxConcurrentStreams == 1000)
         let decision = mock.handle(F.request { $0.set("authorization", nil) }, connection: &connection, now: F.t0)
         #expect(decision.statusAndReason?.0 == status)
@@ -125,10 +141,12 @@ struct EngineReasonTests {
 
     @Test func certificateTopicRules() {
         let mock = F.mock()
-        var connection = mock.openConnection(info: MockConnectionInfo(id: 7, remoteAddress: "a", certificate: Self.certificate))
+        var connection = mock.openConnection(
+            info: MockConnectionInfo(id: 7, remoteAddress: "a", certificate: Self.certificate))
         let missing = mock.handle(F.request { $0.set("apns-topic", nil) }, connection: &connection, now: F.t0)
         #expect(missing.statusAndReason?.1 == "MissingTopic")
-        let other = mock.handle(F.request { $0.set("apns-topic", "com.example.other.voip") }, connection: &connection, now: F.t0)
+        let other = mock.handle(
+            F.request { $0.set("apns-topic", "com.example.other.voip") }, connection: &connection, now: F.t0)
         #expect(other.statusAndReason?.1 == "TopicDisallowed")
     }
 }

@@ -9,7 +9,8 @@ struct EngineRecordTests {
         let mock = F.mock()
         var connection = mock.openConnection(info: MockConnectionInfo(id: 42, remoteAddress: "127.0.0.1:5"))
         _ = mock.handle(F.request(streamID: 1), connection: &connection, now: F.t0)
-        _ = mock.handle(F.request(streamID: 3) { $0.body = [] }, connection: &connection, now: F.t0.adding(milliseconds: 5))
+        _ = mock.handle(
+            F.request(streamID: 3) { $0.body = [] }, connection: &connection, now: F.t0.adding(milliseconds: 5))
         let records = mock.records()
         #expect(records.count == 2)
         #expect(records[0].sequence == 1)
@@ -33,10 +34,14 @@ struct EngineRecordTests {
         let mock = F.mock()
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
         let id = "123e4567-e89b-12d3-a456-426614174000"
-        _ = mock.handle(F.request { $0.set("apns-id", id); $0.body = Array("{\"a\":\"\u{1}\"}".utf8) }, connection: &connection, now: F.t0)
+        _ = mock.handle(
+            F.request {
+                $0.set("apns-id", id); $0.body = Array("{\"a\":\"\u{1}\"}".utf8)
+            }, connection: &connection, now: F.t0)
         let line = mock.records()[0].jsonLine()
         #expect(!line.contains("\n"))
-        #expect(line.hasPrefix(#"{"seq":1,"time":1800000000000,"conn":1,"stream":1,"method":"POST","path":"/3/device/"#))
+        #expect(
+            line.hasPrefix(#"{"seq":1,"time":1800000000000,"conn":1,"stream":1,"method":"POST","path":"/3/device/"#))
         #expect(line.contains(#""outcome":"accepted","status":200,"apnsID":"\#(id)""#))
         #expect(line.contains(#"["apns-push-type","voip"]"#))
         #expect(line.contains(#""payload":"{\"a\":\"\u0001\"}"}"#))
@@ -46,7 +51,9 @@ struct EngineRecordTests {
     @Test func recordLimitKeepsNewest() {
         let mock = F.mock { $0.recordLimit = 3 }
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
-        for index in 0..<7 { _ = mock.handle(F.request(streamID: Int32(2 * index + 1)), connection: &connection, now: F.t0) }
+        for index in 0..<7 {
+            _ = mock.handle(F.request(streamID: Int32(2 * index + 1)), connection: &connection, now: F.t0)
+        }
         #expect(mock.records().map(\.sequence) == [5, 6, 7])
         #expect(mock.recordCount() == 7)
     }
@@ -67,7 +74,9 @@ struct EngineRecordTests {
             try await mock.waitForRecords(count: 3, timeout: .seconds(5))
         }
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
-        for index in 0..<3 { _ = mock.handle(F.request(streamID: Int32(2 * index + 1)), connection: &connection, now: F.t0) }
+        for index in 0..<3 {
+            _ = mock.handle(F.request(streamID: Int32(2 * index + 1)), connection: &connection, now: F.t0)
+        }
         let records = try await task.value
         #expect(records.count == 3)
         await #expect(throws: MockAPNsError.timeout("")) {
@@ -80,7 +89,8 @@ struct EngineRecordTests {
         await withTaskGroup(of: Void.self) { group in
             for connectionID in 0..<4 {
                 group.addTask {
-                    var connection = mock.openConnection(info: MockConnectionInfo(id: UInt64(connectionID), remoteAddress: "a"))
+                    var connection = mock.openConnection(
+                        info: MockConnectionInfo(id: UInt64(connectionID), remoteAddress: "a"))
                     for index in 0..<250 {
                         _ = mock.handle(F.request(streamID: Int32(2 * index + 1)), connection: &connection, now: F.t0)
                     }
