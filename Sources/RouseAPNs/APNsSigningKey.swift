@@ -41,6 +41,31 @@ public struct APNsSigningKey: Sendable {
         self.relatedKeyID = relatedKeyID
     }
 
+    /// A key record from the public key in PEM (`BEGIN PUBLIC KEY`, as `openssl ec -pubout` writes it).
+    public init(
+        teamID: String,
+        keyID: String,
+        publicKeyPEM: String,
+        environments: Set<APNsEnvironment> = Set(APNsEnvironment.allCases),
+        scope: Scope = .team(bundleIDs: nil),
+        relatedKeyID: String? = nil
+    ) throws(ProviderTokenError) {
+        let publicKey: P256.Signing.PublicKey
+        do {
+            publicKey = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
+        } catch {
+            throw .badPrivateKey("public key \(keyID): \(error)")
+        }
+        self.init(
+            teamID: teamID,
+            keyID: keyID,
+            publicKey: publicKey,
+            environments: environments,
+            scope: scope,
+            relatedKeyID: relatedKeyID
+        )
+    }
+
     /// Whether the key is topic-specific.
     public var isTopicSpecific: Bool {
         if case .topics = scope { return true }

@@ -3,6 +3,7 @@ public struct MockAPNsError: Error, Hashable, Sendable, CustomStringConvertible 
     private enum Code: Hashable, Sendable {
         case badTokensFile
         case badFaultsFile
+        case badKeysFile
         case timeout
     }
 
@@ -19,6 +20,8 @@ public struct MockAPNsError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func badTokensFile(_ detail: String) -> MockAPNsError { MockAPNsError(.badTokensFile, detail) }
     /// The fault file is not what `MockFaultScript.parse(json:)` documents.
     public static func badFaultsFile(_ detail: String) -> MockAPNsError { MockAPNsError(.badFaultsFile, detail) }
+    /// The key table is not what `MockKeyFile.parse(json:readPEM:)` documents.
+    public static func badKeysFile(_ detail: String) -> MockAPNsError { MockAPNsError(.badKeysFile, detail) }
     /// `waitForRecords` reached its deadline first.
     public static func timeout(_ detail: String) -> MockAPNsError { MockAPNsError(.timeout, detail) }
 
@@ -30,6 +33,7 @@ public struct MockAPNsError: Error, Hashable, Sendable, CustomStringConvertible 
         switch code {
         case .badTokensFile: "bad device-token file: \(detail)"
         case .badFaultsFile: "bad fault file: \(detail)"
+        case .badKeysFile: "bad key file: \(detail)"
         case .timeout: "timed out waiting for records: \(detail)"
         }
     }
