@@ -71,3 +71,30 @@ struct APNsReasonTests {
         #expect(JSONText.escape("a\"b\\c\n\u{1}") == #"a\"b\\c\n\u0001"#)
     }
 }
+
+@Suite("APNs error bodies")
+struct APNsErrorBodyTests {
+    @Test(arguments: [
+        (#"{"reason":"BadDeviceToken"}"#, APNsErrorBody?.some(APNsErrorBody(reason: .badDeviceToken))),
+        (
+            #"{"reason":"Unregistered","timestamp":1700000000123}"#,
+            APNsErrorBody(reason: .unregistered, timestamp: 1_700_000_000_123)
+        ),
+        (
+            #" { "timestamp" : 5 , "reason" : "Brand\u0020New" } "#,
+            APNsErrorBody(reason: APNsReason(rawValue: "Brand New"), timestamp: 5)
+        ),
+        ("Maximum active streams violated for this endpoint.", nil),
+        (#"{"reason":1}"#, nil),
+        ("", nil),
+        (String(repeating: " ", count: 5000) + #"{"reason":"X"}"#, nil),
+    ])
+    func parse(text: String, expected: APNsErrorBody?) {
+        #expect(APNsErrorBody.parse(Array(text.utf8)) == expected)
+    }
+
+    @Test func roundTrip() {
+        let body = APNsErrorBody(reason: .unregistered, timestamp: 42)
+        #expect(APNsErrorBody.parse(body.bytes) == body)
+    }
+}
