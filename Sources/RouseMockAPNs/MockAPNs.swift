@@ -44,7 +44,11 @@ public final class MockAPNs: Sendable {
         var recordedSinceClear = 0
         var sequence = 0
         var rateWindows: [String: (start: Int64, count: Int)] = [:]
+        var statistics = MockStatistics()
     }
+
+    /// Rate windows are swept when more tokens than this have one.
+    static let rateWindowSweepThreshold = 200_000
 
     /// Result of the fault step.
     private enum FaultVerdict {
@@ -211,6 +215,14 @@ public final class MockAPNs: Sendable {
     /// The kept records, oldest first.
     public func records() -> [PushRecord] { state.withLock { $0.records.snapshot } }
 
+    /// Counters since the engine started (not reset by `clearRecords`).
+    public func statistics() -> MockStatistics { state.withLock { $0.statistics } }
+
+    /// The kept records with a sequence number above `sequence`, oldest first (for polling admin clients).
+    public func records(after sequence: Int) -> [PushRecord] {
+        state.withLock { $0.records.snapshot.filter { $0.sequence > sequence } }
+    }
+
     /// How many records were made since the last `clearRecords()` (including ones dropped by the limit).
     public func recordCount() -> Int { state.withLock { $0.recordedSinceClear } }
 
@@ -313,6 +325,12 @@ extension MockAPNs {
                 if now.milliseconds - window.start >= limit.windowMilliseconds { window = (now.milliseconds, 0) }
                 window.count += 1
                 state.rateWindows[key] = window
+                if state.rateWindows.count > Self.rateWindowSweepThreshold {
+                    // Bound memory with many distinct tokens: forget windows that have ended.
+                    state.rateWindows = state.rateWindows.filter {
+                        now.milliseconds - $0.value.start < limit.windowMilliseconds
+                    }
+                }
                 if window.count > limit.maxRequests { return DeviceTokenRegistry.Rejection(reason: .tooManyRequests) }
             }
             return nil
@@ -403,6 +421,7 @@ extension MockAPNs {
             record.sequence = state.sequence
             state.recordedSinceClear += 1
             state.records.append(record)
+            state.statistics.count(record.outcome)
             return record
         }
         onRecord?(record)

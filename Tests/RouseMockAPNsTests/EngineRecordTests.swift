@@ -101,3 +101,27 @@ struct EngineRecordTests {
         #expect(Set(mock.records().map(\.sequence)).count == 1000)
     }
 }
+
+@Suite("Engine: statistics")
+struct EngineStatisticsTests {
+    @Test func countsByOutcome() {
+        let mock = F.mock {
+            $0.faults = [MockFaultRule(id: "r", match: MockFaultMatch(nth: 3), action: .refusedStream)]
+        }
+        var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
+        _ = mock.handle(F.request(streamID: 1), connection: &connection, now: F.t0)
+        _ = mock.handle(F.request(streamID: 3) { $0.body = [] }, connection: &connection, now: F.t0)
+        _ = mock.handle(F.request(streamID: 5), connection: &connection, now: F.t0)
+        let statistics = mock.statistics()
+        #expect(statistics.total == 3)
+        #expect(statistics.accepted == 1)
+        #expect(statistics.rejected == [.payloadEmpty: 1])
+        #expect(statistics.unprocessed == ["refusedStream": 1])
+        #expect(
+            statistics.json()
+                == #"{"total":3,"accepted":1,"rejected":{"PayloadEmpty":1},"unprocessed":{"refusedStream":1}}"#)
+        #expect(mock.records(after: 1).map(\.sequence) == [2, 3])
+        mock.clearRecords()
+        #expect(mock.statistics().total == 3)
+    }
+}
