@@ -11,6 +11,8 @@ public struct ProviderCertificate: Sendable, Hashable {
         case ok
         /// The certificate (or its chain) is expired.
         case expired
+        /// Not valid yet (its notBefore is in the future).
+        case notYetValid
         /// Issued by a CA the server does not trust.
         case unknownCA
         /// Any other verification failure, with the library's message.

@@ -294,6 +294,8 @@ extension MockAPNs {
         case .failure(let reason): return reject(reason)
         }
         let raw: APNsRequestHeaders
+        // "One or more headers are repeated." [RESP] — pseudo-headers included.
+        if request.duplicatePseudoHeaders { return reject(.duplicateHeaders) }
         switch APNsRequestHeaders.parse(request.headers) {
         case .success(let parsed): raw = parsed
         case .failure(let reason): return reject(reason)
@@ -307,7 +309,7 @@ extension MockAPNs {
         case .failure(let reason): return reject(reason)
         }
         if let reason = connection.auth.authorizeTopic(&headers) { return reject(reason) }
-        if let reason = APNsRules.checkPayload(byteCount: request.body.count, pushType: headers.pushType) {
+        if let reason = APNsRules.checkPayload(byteCount: request.bodyLength, pushType: headers.pushType) {
             return reject(reason)
         }
         let topic = headers.topic ?? ""

@@ -32,12 +32,32 @@ public struct MockRequest: Sendable {
     public var streamID: Int32
 
     /// A request.
-    public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8], streamID: Int32)
-    {
+    /// The total body length received; larger than `body.count` when the kernel kept only a prefix of an
+    /// oversized body. PayloadTooLarge is decided on this.
+    public var bodyLength: Int {
+        get { max(receivedBodyLength ?? body.count, body.count) }
+        set { receivedBodyLength = newValue }
+    }
+    private var receivedBodyLength: Int?
+    /// Whether a pseudo-header was repeated (or unknown): answered with DuplicateHeaders.
+    public var duplicatePseudoHeaders: Bool
+
+    /// A request. `bodyLength` defaults to `body.count`.
+    public init(
+        method: String,
+        path: String,
+        headers: [(name: String, value: String)],
+        body: [UInt8],
+        bodyLength: Int? = nil,
+        duplicatePseudoHeaders: Bool = false,
+        streamID: Int32
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.receivedBodyLength = bodyLength
+        self.duplicatePseudoHeaders = duplicatePseudoHeaders
         self.streamID = streamID
     }
 }

@@ -260,6 +260,7 @@ struct ProviderCertificateConnectionTests {
         (.ok, .production, .badCertificateEnvironment),
         (.expired, .sandbox, .badCertificate),
         (.unknownCA, .sandbox, .badCertificate),
+        (.notYetValid, .sandbox, .badCertificate),
         (.failed("x"), .sandbox, .badCertificate),
     ])
     func credentials(

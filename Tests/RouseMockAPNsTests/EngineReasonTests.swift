@@ -44,6 +44,8 @@ struct EngineReasonTests {
         Case(reason: "TopicDisallowed", status: 400) { $0.set("apns-topic", "com.example.other.voip") },
         Case(reason: "PayloadEmpty", status: 400) { $0.body = [] },
         Case(reason: "PayloadTooLarge", status: 413) { $0.body = [UInt8](repeating: 0x20, count: 5121) },
+        Case(reason: "PayloadTooLarge", status: 413) { $0.bodyLength = 1_000_000 },  // body truncated by the kernel
+        Case(reason: "DuplicateHeaders", status: 400) { $0.duplicatePseudoHeaders = true },
         Case(reason: "DeviceTokenNotForTopic", status: 400) { $0.path = "/3/device/" + F.alertToken },
         Case(reason: "Unregistered", status: 410) { $0.path = "/3/device/" + F.goneToken },
         Case(reason: "ExpiredToken", status: 410) { $0.path = "/3/device/" + F.expiredToken },
