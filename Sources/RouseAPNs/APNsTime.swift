@@ -16,7 +16,10 @@ public struct APNsTime: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// Whole UNIX seconds (rounded down).
-    public var seconds: Int64 { milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000 }
+    public var seconds: Int64 {
+        let (quotient, remainder) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        return remainder < 0 ? quotient - 1 : quotient
+    }
 
     /// This instant moved by `milliseconds`.
     public func adding(milliseconds delta: Int64) -> APNsTime { APNsTime(milliseconds: milliseconds &+ delta) }

@@ -208,9 +208,20 @@ public struct ProviderConnectionAuth: Sendable {
     /// ("The provider token is stale and a new token should be generated."); more than an hour in the future
     /// is treated as InvalidProviderToken.
     private func checkIssuedAt(_ issuedAt: Int64, now: APNsTime) -> APNsReason? {
-        let age = now.seconds - issuedAt
-        if age > Self.tokenLifetimeSeconds { return .expiredProviderToken }
-        if age < -Self.tokenLifetimeSeconds { return .invalidProviderToken }
+        // `iat` comes from the network: compare without arithmetic that could overflow.
+        let nowSeconds = now.seconds
+        if issuedAt < nowSeconds,
+            nowSeconds.subtractingReportingOverflow(issuedAt).overflow
+                || nowSeconds - issuedAt > Self.tokenLifetimeSeconds
+        {
+            return .expiredProviderToken
+        }
+        if issuedAt > nowSeconds,
+            issuedAt.subtractingReportingOverflow(nowSeconds).overflow
+                || issuedAt - nowSeconds > Self.tokenLifetimeSeconds
+        {
+            return .invalidProviderToken
+        }
         return nil
     }
 }

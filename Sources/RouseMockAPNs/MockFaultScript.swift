@@ -146,7 +146,9 @@ public enum MockFaultScript {
         if action.tcpReset != nil { found.append(.tcpReset) }
         if action.blackhole != nil { found.append(.blackhole) }
         if let latency = action.latency {
-            guard latency.ms >= 0 else { throw .badFaultsFile("\(at).latency.ms: must not be negative") }
+            guard latency.ms >= 0, latency.ms <= 3_600_000 else {
+                throw .badFaultsFile("\(at).latency.ms: must be between 0 and 3600000")
+            }
             found.append(.latency(milliseconds: latency.ms))
         }
         if let status = action.status {

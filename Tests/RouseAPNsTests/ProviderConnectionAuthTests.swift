@@ -304,3 +304,29 @@ struct ProviderCertificateConnectionTests {
 extension String {
     fileprivate func replacingPrefix(_ prefix: String) -> String { prefix + dropFirst(prefix.count) }
 }
+
+@Suite("Provider connection auth: hostile claims")
+struct ProviderHostileClaimsTests {
+    @Test(arguments: [
+        (Int64.min + 1, APNsReason.expiredProviderToken), (-Int64.max, .expiredProviderToken),
+        (0, .expiredProviderToken),
+        (Int64.max, .invalidProviderToken),
+    ])
+    func extremeIssuedAtNeverTraps(iat: Int64, expected: APNsReason) throws {
+        let key = P256.Signing.PrivateKey()
+        let registry = APNsKeyRegistry([APNsSigningKey(teamID: "T", keyID: "K", publicKey: key.publicKey)])
+        var auth = ProviderConnectionAuth(serverEnvironment: .sandbox, keys: registry, certificate: nil)
+        let jwt = try ProviderToken(keyID: "K", teamID: "T", issuedAt: iat).signed(with: key)
+        #expect(auth.authenticate(authorization: "bearer " + jwt, now: AuthFixture.t0) == expected)
+        // Extreme clocks do not trap either.
+        _ = auth.authenticate(authorization: "bearer " + jwt, now: APNsTime(milliseconds: .min))
+        _ = auth.authenticate(authorization: "bearer " + jwt, now: APNsTime(milliseconds: .max))
+    }
+
+    @Test func timeSeconds() {
+        #expect(APNsTime(milliseconds: 1999).seconds == 1)
+        #expect(APNsTime(milliseconds: -1).seconds == -1)
+        #expect(APNsTime(milliseconds: -1000).seconds == -1)
+        #expect(APNsTime(milliseconds: .min).seconds == Int64.min / 1000 - 1)
+    }
+}
