@@ -116,7 +116,7 @@ public final class MockAPNs: Sendable {
     public func handle(_ request: MockRequest, connection: inout MockConnection, now: APNsTime) -> MockDecision {
         connection.requestCount += 1
         let pathToken = try? APNsRules.deviceToken(fromPath: request.path).get()
-        let sinceStart = now.milliseconds - startedAt.milliseconds
+        let sinceStart = now.milliseconds &- startedAt.milliseconds
         var (verdict, latency) = state.withLock { state in
             Self.evaluateFaults(&state, token: pathToken, sinceStart: sinceStart)
         }
@@ -146,7 +146,7 @@ public final class MockAPNs: Sendable {
                 let last: Int32
                 switch goAway.lastStreamID {
                 case .current: last = request.streamID
-                case .previous: last = max(0, request.streamID - 2)
+                case .previous: last = request.streamID > 2 ? request.streamID - 2 : 0
                 case .id(let id): last = id
                 }
                 let frame = MockGoAwayFrame(
@@ -324,13 +324,13 @@ extension MockAPNs {
             if let limit = state.rateLimit {
                 let key = DeviceTokenRegistry.normalized(deviceToken)
                 var window = state.rateWindows[key] ?? (now.milliseconds, 0)
-                if now.milliseconds - window.start >= limit.windowMilliseconds { window = (now.milliseconds, 0) }
+                if now.milliseconds &- window.start >= limit.windowMilliseconds { window = (now.milliseconds, 0) }
                 window.count += 1
                 state.rateWindows[key] = window
                 if state.rateWindows.count > Self.rateWindowSweepThreshold {
                     // Bound memory with many distinct tokens: forget windows that have ended.
                     state.rateWindows = state.rateWindows.filter {
-                        now.milliseconds - $0.value.start < limit.windowMilliseconds
+                        now.milliseconds &- $0.value.start < limit.windowMilliseconds
                     }
                 }
                 if window.count > limit.maxRequests { return DeviceTokenRegistry.Rejection(reason: .tooManyRequests) }
