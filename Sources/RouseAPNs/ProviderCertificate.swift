@@ -82,6 +82,26 @@ public struct ProviderCertificate: Sendable, Hashable {
         if topics.isEmpty { throw .noTopics }
     }
 
+    /// Like `init(subjectUID:extensions:verification:)`, but never fails: a certificate whose APNs extensions
+    /// cannot be read comes back with `verification == .failed(reason)`, so connections using it get
+    /// 403 BadCertificate ("The certificate is invalid").
+    public static func reading(
+        subjectUID: String?,
+        extensions: [String: [UInt8]],
+        verification: Verification
+    ) -> ProviderCertificate {
+        do {
+            return try ProviderCertificate(subjectUID: subjectUID, extensions: extensions, verification: verification)
+        } catch {
+            return ProviderCertificate(
+                subjectUID: subjectUID,
+                topics: [],
+                environments: [],
+                verification: .failed(error.description)
+            )
+        }
+    }
+
     /// Whether the certificate lists several topics (then a request without `apns-topic` gets MissingTopic).
     public var isMultiTopic: Bool { topics.count > 1 }
 

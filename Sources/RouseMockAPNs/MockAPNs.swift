@@ -21,6 +21,25 @@ import Synchronization
 /// 6. payload: PayloadEmpty, PayloadTooLarge;
 /// 7. device token: BadDeviceToken (unknown / other environment), DeviceTokenNotForTopic, 410 Unregistered,
 ///    410 ExpiredToken; then the per-token rate (429 TooManyRequests).
+///
+/// Wiring, in the HTTP/2 kernel's per-connection handler (all calls for one connection on one thread):
+/// ```swift
+/// let certificate = peer.map {
+///     ProviderCertificate.reading(subjectUID: $0.subjectUID, extensions: $0.extensions, verification: …)
+/// }
+/// var state = mock.openConnection(info: MockConnectionInfo(id: info.id, remoteAddress: info.remoteAddress,
+///                                                          certificate: certificate))
+/// // First SETTINGS: MAX_CONCURRENT_STREAMS = state.advertisedMaxConcurrentStreams (1 for token connections).
+/// let decision = mock.handle(request, connection: &state, now: APNsTime(milliseconds: unixMilliseconds))
+/// if let limit = decision.advertiseMaxConcurrentStreams { connection.setMaxConcurrentStreams(UInt32(limit)) }
+/// switch decision.action {
+/// case .respond(let response): // after response.delayMilliseconds; then decision.goAwayAfterResponse, if any
+/// case .goAway(let code, let lastStreamID, let debugData): // GOAWAY; do not answer this stream
+/// case .resetStream(let code): // RST_STREAM
+/// case .resetConnection: // TCP reset
+/// case .blackhole: // stop reading and writing
+/// }
+/// ```
 public final class MockAPNs: Sendable {
     private struct FaultSlot: Sendable {
         var rule: MockFaultRule

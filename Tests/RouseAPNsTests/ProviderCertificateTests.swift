@@ -88,3 +88,21 @@ struct ProviderCertificateTests {
         }
     }
 }
+
+@Suite("Provider certificates: lenient reading")
+struct ProviderCertificateReadingTests {
+    @Test func unreadableExtensionsBecomeBadCertificate() {
+        let certificate = ProviderCertificate.reading(
+            subjectUID: "x",
+            extensions: [ProviderCertificate.topicsOID: [0x30, 0x01], ProviderCertificate.developmentOID: []],
+            verification: .ok
+        )
+        guard case .failed = certificate.verification else {
+            Issue.record("expected .failed, got \(certificate.verification)")
+            return
+        }
+        var auth = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(), certificate: certificate)
+        #expect(auth.authenticate(authorization: nil, now: APNsTime(seconds: 0)) == .badCertificate)
+    }
+}
