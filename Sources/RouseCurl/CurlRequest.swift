@@ -1,0 +1,131 @@
+/// One HTTP request for ``CurlHTTPClient``: what to send, the deadlines, and how to reach the server.
+public struct CurlRequest: Sendable {
+    /// HTTP method, e.g. `GET`, `POST`.
+    public var method: String
+    /// Absolute URL (`https://…` or `http://…`).
+    public var url: String
+    /// Request headers in order. libcurl's own defaults (`Accept`, `Content-Type` for bodies, `Expect`) are
+    /// suppressed: what is listed here is what is sent.
+    public var headers: [(name: String, value: String)]
+    /// Request body; sent when non-empty or when the method is not `GET`/`HEAD`.
+    public var body: [UInt8]
+    /// Deadline for name resolution, TCP, proxy and TLS handshakes (`CURLOPT_CONNECTTIMEOUT_MS`).
+    public var connectTimeout: Duration
+    /// Deadline for the whole transfer, connect included (`CURLOPT_TIMEOUT_MS`). Streams use it as their
+    /// maximum lifetime.
+    public var timeout: Duration
+    /// Which HTTP version to speak.
+    public var httpVersion: CurlHTTPVersionPreference
+    /// Server verification and client certificate.
+    public var tls: CurlTLSOptions
+    /// Proxy settings; nil leaves libcurl's defaults, which read `https_proxy`, `http_proxy`, `all_proxy`
+    /// and `no_proxy` from the environment.
+    public var proxy: CurlProxyOptions?
+    /// Buffered responses larger than this fail with `CURLE_WRITE_ERROR` (streams are not limited).
+    public var maxResponseBodyBytes: Int
+
+    /// A request with the common defaults: 10 s to connect, 30 s in total, HTTP/2 over TLS, peer and host
+    /// verification on, at most 16 MiB of response body.
+    public init(
+        method: String = "GET",
+        url: String,
+        headers: [(name: String, value: String)] = [],
+        body: [UInt8] = [],
+        connectTimeout: Duration = .seconds(10),
+        timeout: Duration = .seconds(30),
+        httpVersion: CurlHTTPVersionPreference = .http2TLS,
+        tls: CurlTLSOptions = CurlTLSOptions(),
+        proxy: CurlProxyOptions? = nil,
+        maxResponseBodyBytes: Int = 16 << 20
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.httpVersion = httpVersion
+        self.tls = tls
+        self.proxy = proxy
+        self.maxResponseBodyBytes = maxResponseBodyBytes
+    }
+}
+
+/// The HTTP version a request asks libcurl for (`CURLOPT_HTTP_VERSION`).
+public enum CurlHTTPVersionPreference: Sendable, Hashable {
+    /// HTTP/2 over TLS (ALPN `h2`), HTTP/1.1 for cleartext URLs (`CURL_HTTP_VERSION_2TLS`).
+    case http2TLS
+    /// HTTP/2 without negotiation, also over cleartext: h2c prior knowledge
+    /// (`CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE`).
+    case http2PriorKnowledge
+    /// HTTP/1.1 only (`CURL_HTTP_VERSION_1_1`).
+    case http1_1
+}
+
+/// TLS settings of one request. libcurl keys connection reuse on them, so requests with different client
+/// certificates never share a connection.
+public struct CurlTLSOptions: Sendable {
+    /// A client certificate with its private key.
+    public enum ClientCertificate: Sendable {
+        /// PEM files: certificate (optionally followed by its chain) and private key; `keyPassword` for an
+        /// encrypted key.
+        case pem(certificateFile: String, keyFile: String, keyPassword: String? = nil)
+        /// A PKCS#12 bundle holding certificate and key, with its password.
+        case pkcs12(file: String, password: String)
+    }
+
+    /// CA bundle used to verify the server (`CURLOPT_CAINFO`); nil uses the system store.
+    public var caFile: String?
+    /// Client certificate for mutual TLS (APNs certificate auth).
+    public var clientCertificate: ClientCertificate?
+    /// Verify the server certificate chain (`CURLOPT_SSL_VERIFYPEER`).
+    public var verifyPeer: Bool
+    /// Verify that the certificate names the host (`CURLOPT_SSL_VERIFYHOST`).
+    public var verifyHost: Bool
+
+    /// TLS options; verification is on unless switched off.
+    public init(
+        caFile: String? = nil,
+        clientCertificate: ClientCertificate? = nil,
+        verifyPeer: Bool = true,
+        verifyHost: Bool = true
+    ) {
+        self.caFile = caFile
+        self.clientCertificate = clientCertificate
+        self.verifyPeer = verifyPeer
+        self.verifyHost = verifyHost
+    }
+}
+
+/// Proxy settings of one request (libcurl's `CURLOPT_PROXY*` family).
+public struct CurlProxyOptions: Sendable {
+    /// Proxy URL with scheme: `http://`, `https://`, `socks5h://` …; "" disables proxies, environment included.
+    public var url: String
+    /// Hosts that bypass the proxy, comma separated (`CURLOPT_NOPROXY`); nil keeps `no_proxy`.
+    public var noProxy: String?
+    /// Proxy user name and password (`CURLOPT_PROXYUSERNAME`, `CURLOPT_PROXYPASSWORD`).
+    public var credentials: (user: String, password: String)?
+    /// Always tunnel through `CONNECT` (`CURLOPT_HTTPPROXYTUNNEL`); HTTPS URLs tunnel anyway.
+    public var tunnel: Bool
+    /// CA bundle for an HTTPS proxy (`CURLOPT_PROXY_CAINFO`).
+    public var caFile: String?
+    /// Verify an HTTPS proxy's certificate and name.
+    public var verify: Bool
+
+    /// Proxy settings; tunnelling and verification on.
+    public init(
+        url: String,
+        noProxy: String? = nil,
+        credentials: (user: String, password: String)? = nil,
+        tunnel: Bool = true,
+        caFile: String? = nil,
+        verify: Bool = true
+    ) {
+        self.url = url
+        self.noProxy = noProxy
+        self.credentials = credentials
+        self.tunnel = tunnel
+        self.caFile = caFile
+        self.verify = verify
+    }
+}
