@@ -136,8 +136,10 @@ final class CurlMultiLoop: @unchecked Sendable {
                     transfer.fail(error)
                 }
                 active = [:]
+                usleep(10_000)  // do not spin if the multi handle keeps failing
             } catch {
                 logger.error("unexpected curl loop error", metadata: ["error": "\(error)"])
+                usleep(10_000)
             }
         }
         let (leftover, waiters) = shared.withLock { shared in

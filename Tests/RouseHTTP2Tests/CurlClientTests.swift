@@ -168,4 +168,51 @@ struct CurlClientTests {
         #expect(error?.processing == .notProcessed)
         await client.shutdown()
     }
+
+    @Test func shutdownFailsTransfersInFlight() async throws {
+        let blackhole = try CurlTestSupport.LoopbackSocket(listen: true)
+        let client = try CurlHTTPClient()
+        let request = CurlRequest(url: "https://127.0.0.1:\(blackhole.port)/", timeout: .seconds(30), tls: tls())
+        let task = Task { try await client.send(request) }
+        try await Task.sleep(for: .milliseconds(100))
+        await client.shutdown()
+        let error = await #expect(throws: CurlError.self) { try await task.value }
+        #expect(error?.isClientShutdown == true)
+        #expect(error?.processing == .notProcessed)
+        let late = await #expect(throws: CurlError.self) { try await client.send(request) }
+        #expect(late?.isClientShutdown == true)
+    }
+
+    @Test func streamConsumerStoppingEarlyLeavesClientUsable() async throws {
+        let big = Data(repeating: 0x61, count: 4 << 20)
+        let server = try NghttpdServer(files: ["big.bin": big, "hello.txt": hello])
+        defer { server.stop() }
+        let client = try CurlHTTPClient()
+        let response = try await client.stream(
+            CurlRequest(url: "https://localhost:\(server.port)/big.bin", tls: tls())
+        )
+        for try await chunk in response.body {
+            #expect(!chunk.isEmpty)
+            break
+        }
+        let next = try await client.send(CurlRequest(url: "https://localhost:\(server.port)/hello.txt", tls: tls()))
+        #expect(next.status == 200)
+        #expect(next.body == Array(hello))
+        await client.shutdown()
+    }
+
+    @Test func bufferedBodyLimitFailsAsProcessed() async throws {
+        let server = try NghttpdServer(files: ["big.bin": Data(repeating: 0x62, count: 64 << 10)])
+        defer { server.stop() }
+        let client = try CurlHTTPClient()
+        let request = CurlRequest(
+            url: "https://localhost:\(server.port)/big.bin",
+            tls: tls(),
+            maxResponseBodyBytes: 1000
+        )
+        let error = await #expect(throws: CurlError.self) { try await client.send(request) }
+        #expect(error?.code == .writeError)
+        #expect(error?.processing == .processed)
+        await client.shutdown()
+    }
 }
