@@ -59,6 +59,13 @@ package final class CurlMulti {
         }
     }
 
+    /// libcurl's next timer (`curl_multi_timeout`), capped at `limit`; `limit` when libcurl has none.
+    package func timeoutMilliseconds(atMost limit: Int32) -> Int32 {
+        var timeout = -1
+        guard curl_multi_timeout(handle, &timeout) == CURLM_OK, timeout >= 0 else { return limit }
+        return Int32(min(timeout, Int(limit)))
+    }
+
     /// Interrupts a ``poll(timeoutMilliseconds:)`` in progress (or the next one). Thread-safe.
     package func wakeup() {
         _ = curl_multi_wakeup(handle)

@@ -21,6 +21,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let multi: CurlMulti
     private let shared = Mutex(Shared())
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Attached transfers whose response head has not arrived yet (loop thread only).
+    private var awaitingHead: Set<ObjectIdentifier> = []
     private let logger: Logger
 
     init(configuration: CurlHTTPClient.Configuration, logger: Logger) throws {
@@ -127,7 +129,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             do {
                 _ = try multi.perform()
                 completeFinished()
-                try multi.poll(timeoutMilliseconds: 1000)
+                let cap: Int32 = awaitingHead.isEmpty ? 1000 : 50
+                try multi.poll(timeoutMilliseconds: multi.timeoutMilliseconds(atMost: cap))
             } catch let error as CurlError {
                 // Multi-level failures are not tied to one transfer (out of memory, a bad handle): fail all.
                 logger.error("curl multi failure", metadata: ["error": "\(error)"])
@@ -136,6 +139,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                     transfer.fail(error)
                 }
                 active = [:]
+                awaitingHead = []
                 usleep(10_000)  // do not spin if the multi handle keeps failing
             } catch {
                 logger.error("unexpected curl loop error", metadata: ["error": "\(error)"])
@@ -165,6 +169,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         do {
             try multi.add(transfer.easy)
             active[transfer.easy.handle] = transfer
+            let id = ObjectIdentifier(transfer)
+            awaitingHead.insert(id)
+            transfer.onHeadArrived = { [unowned self] in self.awaitingHead.remove(id) }
         } catch let error as CurlError {
             transfer.fail(error)
         } catch {
@@ -174,12 +181,14 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func detach(_ transfer: CurlTransfer) {
         guard active.removeValue(forKey: transfer.easy.handle) != nil else { return }
+        awaitingHead.remove(ObjectIdentifier(transfer))
         multi.remove(transfer.easy)
     }
 
     private func completeFinished() {
         while let (easy, result) = multi.nextDone() {
             guard let transfer = active.removeValue(forKey: easy) else { continue }
+            awaitingHead.remove(ObjectIdentifier(transfer))
             multi.remove(transfer.easy)
             transfer.finish(result: result)
         }

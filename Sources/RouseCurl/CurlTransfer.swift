@@ -4,8 +4,9 @@ import Synchronization
 
 /// One request in flight: its easy handle, what libcurl has delivered so far, and who is waiting.
 ///
-/// `@unchecked Sendable`: all mutable state lives in `state`, a `Mutex`. `easy` is configured before the
-/// transfer is submitted and afterwards used only on the loop thread (libcurl's callbacks run there, inside
+/// `@unchecked Sendable`: all mutable state lives in `state`, a `Mutex`, except `onHeadArrived`, which only
+/// the loop thread touches. `easy` is configured before the transfer is submitted and afterwards used only
+/// on the loop thread (libcurl's callbacks run there, inside
 /// `curl_multi_perform`). Continuations are always resumed outside the lock.
 final class CurlTransfer: @unchecked Sendable {
     private enum Waiter {
@@ -28,6 +29,8 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     let easy: CurlEasy
+    /// Loop thread only: called once when the response head has arrived (see `CurlMultiLoop`).
+    var onHeadArrived: (() -> Void)?
     private let state = Mutex(State())
     private let maxBodyBytes: Int
     /// Set for streaming transfers: where body chunks go.
@@ -130,8 +133,9 @@ final class CurlTransfer: @unchecked Sendable {
             state.headers.append((name, value))
             return false
         }
-        if headJustCompleted, bodyContinuation != nil {
-            deliverStreamHead()
+        if headJustCompleted {
+            onHeadArrived?()
+            if bodyContinuation != nil { deliverStreamHead() }
         }
     }
 

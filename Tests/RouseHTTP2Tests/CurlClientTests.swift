@@ -215,4 +215,35 @@ struct CurlClientTests {
         #expect(error?.processing == .processed)
         await client.shutdown()
     }
+
+    @Test func requestsBeyondTheServerStreamLimitQueueOnOneConnection() async throws {
+        let server = try NghttpdServer(files: ["hello.txt": hello])  // nghttpd allows 100 streams
+        defer { server.stop() }
+        let client = try CurlHTTPClient()  // default: one connection per host
+        let url = "https://127.0.0.1:\(server.port)/hello.txt"
+        let started = ContinuousClock.now
+        let responses = try await withThrowingTaskGroup(of: CurlResponse.self) { group in
+            for _ in 0..<500 {
+                group.addTask { try await client.send(CurlRequest(url: url, tls: self.tls())) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(responses.count == 500)
+        #expect(responses.allSatisfy { $0.status == 200 && $0.body == Array(hello) })
+        #expect(Set(responses.map(\.connection.localPort)).count == 1)
+        // libcurl 7.88 can leave queued transfers without a wake-up; the loop's 50 ms tick must cover it.
+        #expect(ContinuousClock.now - started < .seconds(3))
+
+        let several = try CurlHTTPClient(configuration: .init(maxHostConnections: 3))
+        let spread = try await withThrowingTaskGroup(of: CurlResponse.self) { group in
+            for _ in 0..<300 {
+                group.addTask { try await several.send(CurlRequest(url: url, tls: self.tls())) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(spread.allSatisfy { $0.status == 200 })
+        #expect(Set(spread.map(\.connection.localPort)).count <= 3)
+        await several.shutdown()
+        await client.shutdown()
+    }
 }
