@@ -246,4 +246,61 @@ struct CurlClientTests {
         await several.shutdown()
         await client.shutdown()
     }
+
+    @Test func proxyTunnelCarriesHTTP2AndNoProxyBypassesIt() async throws {
+        let server = try NghttpdServer(files: ["hello.txt": hello])
+        defer { server.stop() }
+        let proxy = try ConnectProxy()
+        defer { proxy.stop() }
+        let client = try CurlHTTPClient()
+        var request = CurlRequest(
+            url: "https://localhost:\(server.port)/hello.txt",
+            tls: tls(),
+            proxy: CurlProxyOptions(url: "http://127.0.0.1:\(proxy.port)")
+        )
+        let response = try await client.send(request)
+        #expect(response.status == 200)
+        #expect(response.body == Array(hello))
+        #expect(response.httpVersion == .http2)
+        #expect(response.connection.remotePort == proxy.port)
+        #expect(proxy.connectTargets == ["localhost:\(server.port)"])
+
+        request.proxy?.noProxy = "localhost"
+        let direct = try await client.send(request)
+        #expect(direct.status == 200)
+        #expect(direct.connection.remotePort == server.port)
+        #expect(proxy.connectTargets.count == 1)
+        await client.shutdown()
+    }
+
+    @Test func unreachableProxyIsNotProcessed() async throws {
+        let closed = try CurlTestSupport.LoopbackSocket(listen: false)  // bound, not listening: refused
+        let client = try CurlHTTPClient()
+        let request = CurlRequest(
+            url: "https://localhost:1/",
+            tls: tls(),
+            proxy: CurlProxyOptions(url: "http://127.0.0.1:\(closed.port)")
+        )
+        let error = await #expect(throws: CurlError.self) { try await client.send(request) }
+        #expect(error?.code == .couldntConnect)
+        #expect(error?.processing == .notProcessed)
+        await client.shutdown()
+    }
+
+    @Test func serverDroppingTheConnectionAfterTheRequestIsUnknown() async throws {
+        let server = try DropAfterReadServer()
+        defer { server.stop() }
+        let client = try CurlHTTPClient()
+        let request = CurlRequest(
+            method: "POST",
+            url: "http://127.0.0.1:\(server.port)/3/device/abcd",
+            body: Array("{}".utf8),
+            timeout: .seconds(5),
+            httpVersion: .http2PriorKnowledge
+        )
+        let error = await #expect(throws: CurlError.self) { try await client.send(request) }
+        #expect(error?.isTimeout == false)
+        #expect(error?.processing == .unknown)
+        await client.shutdown()
+    }
 }
