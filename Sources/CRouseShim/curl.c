@@ -42,3 +42,10 @@ int rouse_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
     }
     return 0;
 }
+CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = length;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(handle, option, &blob);
+}

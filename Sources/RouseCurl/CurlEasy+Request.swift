@@ -44,7 +44,9 @@ extension CurlEasy {
     }
 
     private func applyTLS(_ tls: CurlTLSOptions) throws {
-        if let caFile = tls.caFile {
+        if let caPEM = tls.caPEM {
+            try set(CURLOPT_CAINFO_BLOB, blob: caPEM, name: "CURLOPT_CAINFO_BLOB")
+        } else if let caFile = tls.caFile {
             try set(CURLOPT_CAINFO, caFile, name: "CURLOPT_CAINFO")
         }
         try set(CURLOPT_SSL_VERIFYPEER, tls.verifyPeer ? 1 : 0, name: "CURLOPT_SSL_VERIFYPEER")
@@ -62,6 +64,18 @@ extension CurlEasy {
             }
         case .pkcs12(let file, let password):
             try set(CURLOPT_SSLCERT, file, name: "CURLOPT_SSLCERT")
+            try set(CURLOPT_SSLCERTTYPE, "P12", name: "CURLOPT_SSLCERTTYPE")
+            try set(CURLOPT_KEYPASSWD, password, name: "CURLOPT_KEYPASSWD")
+        case .pemData(let certificate, let key, let keyPassword):
+            try set(CURLOPT_SSLCERT_BLOB, blob: certificate, name: "CURLOPT_SSLCERT_BLOB")
+            try set(CURLOPT_SSLCERTTYPE, "PEM", name: "CURLOPT_SSLCERTTYPE")
+            try set(CURLOPT_SSLKEY_BLOB, blob: key, name: "CURLOPT_SSLKEY_BLOB")
+            try set(CURLOPT_SSLKEYTYPE, "PEM", name: "CURLOPT_SSLKEYTYPE")
+            if let keyPassword {
+                try set(CURLOPT_KEYPASSWD, keyPassword, name: "CURLOPT_KEYPASSWD")
+            }
+        case .pkcs12Data(let bytes, let password):
+            try set(CURLOPT_SSLCERT_BLOB, blob: bytes, name: "CURLOPT_SSLCERT_BLOB")
             try set(CURLOPT_SSLCERTTYPE, "P12", name: "CURLOPT_SSLCERTTYPE")
             try set(CURLOPT_KEYPASSWD, password, name: "CURLOPT_KEYPASSWD")
         }

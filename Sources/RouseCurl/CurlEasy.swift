@@ -48,6 +48,12 @@ package final class CurlEasy {
         try check(rouse_curl_easy_setopt_off(handle, option, curl_off_t(value)), name)
     }
 
+    /// Sets a blob option; libcurl copies the bytes (`CURL_BLOB_COPY`).
+    package func set(_ option: CURLoption, blob: [UInt8], name: String) throws {
+        let result = blob.withUnsafeBytes { rouse_curl_easy_setopt_blob(handle, option, $0.baseAddress, $0.count) }
+        try check(result, name)
+    }
+
     /// Sets a pointer option; the caller keeps the memory alive while the handle may use it.
     package func setPointer(_ option: CURLoption, _ value: UnsafeRawPointer?, name: String) throws {
         try check(rouse_curl_easy_setopt_ptr(handle, option, value), name)

@@ -190,6 +190,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             guard let transfer = active.removeValue(forKey: easy) else { continue }
             awaitingHead.remove(ObjectIdentifier(transfer))
             multi.remove(transfer.easy)
+            if result != .ok {
+                logger.debug(
+                    "curl transfer failed",
+                    metadata: ["curl-code": "\(result.rawValue)", "curl-error": "\(transfer.easy.errorDetail)"]
+                )
+            }
             transfer.finish(result: result)
         }
     }

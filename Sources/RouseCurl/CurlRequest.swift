@@ -72,10 +72,16 @@ public struct CurlTLSOptions: Sendable {
         case pem(certificateFile: String, keyFile: String, keyPassword: String? = nil)
         /// A PKCS#12 bundle holding certificate and key, with its password.
         case pkcs12(file: String, password: String)
+        /// PEM certificate and key held in memory (credentials from the environment or a secret store).
+        case pemData(certificate: [UInt8], key: [UInt8], keyPassword: String? = nil)
+        /// A PKCS#12 bundle held in memory, with its password.
+        case pkcs12Data([UInt8], password: String)
     }
 
     /// CA bundle used to verify the server (`CURLOPT_CAINFO`); nil uses the system store.
     public var caFile: String?
+    /// PEM CA certificates held in memory (`CURLOPT_CAINFO_BLOB`), used instead of `caFile` when set.
+    public var caPEM: [UInt8]?
     /// Client certificate for mutual TLS (APNs certificate auth).
     public var clientCertificate: ClientCertificate?
     /// Verify the server certificate chain (`CURLOPT_SSL_VERIFYPEER`).
@@ -86,11 +92,13 @@ public struct CurlTLSOptions: Sendable {
     /// TLS options; verification is on unless switched off.
     public init(
         caFile: String? = nil,
+        caPEM: [UInt8]? = nil,
         clientCertificate: ClientCertificate? = nil,
         verifyPeer: Bool = true,
         verifyHost: Bool = true
     ) {
         self.caFile = caFile
+        self.caPEM = caPEM
         self.clientCertificate = clientCertificate
         self.verifyPeer = verifyPeer
         self.verifyHost = verifyHost

@@ -303,4 +303,20 @@ struct CurlClientTests {
         #expect(error?.processing == .unknown)
         await client.shutdown()
     }
+
+    @Test func credentialsFromMemory() async throws {
+        let server = try NghttpdServer(files: ["hello.txt": hello], extraArguments: ["--verify-client"])
+        defer { server.stop() }
+        let client = try CurlHTTPClient()
+        let read = { (name: String) in
+            try [UInt8](Data(contentsOf: CurlTestSupport.certsDirectory.appendingPathComponent(name)))
+        }
+        var request = CurlRequest(url: "https://localhost:\(server.port)/hello.txt")
+        request.tls.caPEM = try read("ca.pem")
+        request.tls.clientCertificate = .pkcs12Data(try read("provider.p12"), password: "rouse-test")
+        #expect(try await client.send(request).status == 200)
+        request.tls.clientCertificate = .pemData(certificate: try read("provider.pem"), key: try read("provider.key"))
+        #expect(try await client.send(request).status == 200)
+        await client.shutdown()
+    }
 }

@@ -19,4 +19,7 @@ CURLcode rouse_curl_global_init_default(void);
 /// Reads the multi handle's message queue up to the next CURLMSG_DONE; returns 1 and fills `easy` and
 /// `result` for it, or 0 when the queue holds no finished transfer. Avoids importing CURLMsg's union.
 int rouse_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
+/// Sets a `struct curl_blob` option (CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB, CURLOPT_CAINFO_BLOB …) with
+/// CURL_BLOB_COPY, so libcurl keeps its own copy of the bytes.
+CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length);
 #endif
