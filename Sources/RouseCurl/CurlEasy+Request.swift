@@ -13,6 +13,12 @@ extension CurlEasy {
         try set(CURLOPT_HTTP_VERSION, Self.curlVersion(request.httpVersion), name: "CURLOPT_HTTP_VERSION")
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout), name: "CURLOPT_CONNECTTIMEOUT_MS")
         try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout), name: "CURLOPT_TIMEOUT_MS")
+        if let keepAlive = request.tcpKeepAlive {
+            let seconds = max(1, Int((Self.milliseconds(keepAlive) + 999) / 1000))
+            try set(CURLOPT_TCP_KEEPALIVE, 1, name: "CURLOPT_TCP_KEEPALIVE")
+            try set(CURLOPT_TCP_KEEPIDLE, seconds, name: "CURLOPT_TCP_KEEPIDLE")
+            try set(CURLOPT_TCP_KEEPINTVL, seconds, name: "CURLOPT_TCP_KEEPINTVL")
+        }
         try applyMethodAndBody(request)
         try setHeaders(Self.headerLines(request.headers))
         try applyTLS(request.tls)
@@ -117,6 +123,9 @@ extension CurlEasy {
         }
         guard request.connectTimeout > .zero, request.timeout > .zero else {
             throw CurlError.invalidRequest("timeouts must be positive")
+        }
+        if let keepAlive = request.tcpKeepAlive, keepAlive <= .zero {
+            throw CurlError.invalidRequest("tcpKeepAlive must be positive")
         }
         guard request.maxResponseBodyBytes >= 0 else {
             throw CurlError.invalidRequest("maxResponseBodyBytes must not be negative")

@@ -23,6 +23,11 @@ public struct CurlRequest: Sendable {
     public var proxy: CurlProxyOptions?
     /// Buffered responses larger than this fail with `CURLE_WRITE_ERROR` (streams are not limited).
     public var maxResponseBodyBytes: Int
+    /// TCP keepalive probes after this much idle time, then at this interval (`CURLOPT_TCP_KEEPALIVE`,
+    /// `CURLOPT_TCP_KEEPIDLE`, `CURLOPT_TCP_KEEPINTVL`); nil leaves them off. For long-lived streams:
+    /// libcurl 7.88 cannot send HTTP/2 PINGs on multi-interface connections (`curl_easy_upkeep` only serves
+    /// handles run by `curl_easy_perform`), so TCP keepalive is the only liveness probe available here.
+    public var tcpKeepAlive: Duration?
 
     /// A request with the common defaults: 10 s to connect, 30 s in total, HTTP/2 over TLS, peer and host
     /// verification on, at most 16 MiB of response body.
@@ -36,7 +41,8 @@ public struct CurlRequest: Sendable {
         httpVersion: CurlHTTPVersionPreference = .http2TLS,
         tls: CurlTLSOptions = CurlTLSOptions(),
         proxy: CurlProxyOptions? = nil,
-        maxResponseBodyBytes: Int = 16 << 20
+        maxResponseBodyBytes: Int = 16 << 20,
+        tcpKeepAlive: Duration? = nil
     ) {
         self.method = method
         self.url = url
@@ -48,6 +54,7 @@ public struct CurlRequest: Sendable {
         self.tls = tls
         self.proxy = proxy
         self.maxResponseBodyBytes = maxResponseBodyBytes
+        self.tcpKeepAlive = tcpKeepAlive
     }
 }
 

@@ -111,7 +111,8 @@ struct CurlClientTests {
         let server = try NghttpdServer(files: ["big.bin": big])
         defer { server.stop() }
         let client = try CurlHTTPClient()
-        let request = CurlRequest(url: "https://localhost:\(server.port)/big.bin", tls: tls())
+        var request = CurlRequest(url: "https://localhost:\(server.port)/big.bin", tls: tls())
+        request.tcpKeepAlive = .seconds(30)
         let response = try await client.stream(request)
         #expect(response.head.status == 200)
         #expect(response.head.httpVersion == .http2)
