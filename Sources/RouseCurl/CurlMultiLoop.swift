@@ -8,7 +8,14 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `shared` is a `Mutex` and holds everything other threads touch; `multi` is used
 /// only on the loop thread, except `curl_multi_wakeup`, which is called under `shared`'s lock and only
-/// while `closed` is false (so never on a freed handle); `active` is touched only on the loop thread.
+/// while `closed` is false (so never on a freed handle); `active` and `awaitingHead` are touched only on the
+/// loop thread.
+///
+/// Poll interval: libcurl 7.88 can leave transfers queued behind `CURLMOPT_MAX_HOST_CONNECTIONS` with no
+/// timer and no socket to wake `curl_multi_poll` (measured here: 500 concurrent requests on one connection
+/// to nghttpd stalled for a whole poll timeout in about one run of four). So while any attached transfer still
+/// waits for its response head, the loop wakes at least every 50 ms; when only established streams remain it
+/// sleeps up to 1 s. libcurl's own timers, deadlines included, wake it earlier.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []

@@ -6,8 +6,8 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: all mutable state lives in `state`, a `Mutex`, except `onHeadArrived`, which only
 /// the loop thread touches. `easy` is configured before the transfer is submitted and afterwards used only
-/// on the loop thread (libcurl's callbacks run there, inside
-/// `curl_multi_perform`). Continuations are always resumed outside the lock.
+/// on the loop thread (libcurl's callbacks run there, inside `curl_multi_perform`). Continuations are always
+/// resumed outside the lock.
 final class CurlTransfer: @unchecked Sendable {
     private enum Waiter {
         case buffered(CheckedContinuation<CurlResponse, any Error>)
