@@ -62,6 +62,19 @@ public struct CurlResponseHead: Sendable {
     /// The connection that carried it.
     public var connection: CurlConnectionInfo
 
+    /// A response head; the client builds these, tests of code above the transport may too.
+    public init(
+        status: Int,
+        headers: [(name: String, value: String)],
+        httpVersion: CurlHTTPVersion,
+        connection: CurlConnectionInfo
+    ) {
+        self.status = status
+        self.headers = headers
+        self.httpVersion = httpVersion
+        self.connection = connection
+    }
+
     /// The first value of header `name`, compared case-insensitively.
     public func header(_ name: String) -> String? {
         let wanted = name.lowercased()
@@ -75,6 +88,12 @@ public struct CurlResponse: Sendable {
     public var head: CurlResponseHead
     /// The whole body.
     public var body: [UInt8]
+
+    /// A buffered response; the client builds these, tests of code above the transport may too.
+    public init(head: CurlResponseHead, body: [UInt8]) {
+        self.head = head
+        self.body = body
+    }
 
     /// HTTP status code.
     public var status: Int { head.status }
