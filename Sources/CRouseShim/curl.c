@@ -24,3 +24,28 @@ CURLcode rouse_curl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out) {
 CURLMcode rouse_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+CURLcode rouse_curl_easy_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *out) {
+    return curl_easy_getinfo(handle, info, out);
+}
+CURLcode rouse_curl_global_init_default(void) {
+    return curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+int rouse_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
+    int queued = 0;
+    CURLMsg *msg;
+    while ((msg = curl_multi_info_read(multi, &queued)) != NULL) {
+        if (msg->msg == CURLMSG_DONE) {
+            *easy = msg->easy_handle;
+            *result = msg->data.result;
+            return 1;
+        }
+    }
+    return 0;
+}
+CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = length;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(handle, option, &blob);
+}

@@ -13,4 +13,13 @@ CURLcode rouse_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *out);
 CURLcode rouse_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *out);
 CURLcode rouse_curl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out);
 CURLMcode rouse_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+CURLcode rouse_curl_easy_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *out);
+/// curl_global_init(CURL_GLOBAL_DEFAULT); the flag macro does not import into Swift reliably.
+CURLcode rouse_curl_global_init_default(void);
+/// Reads the multi handle's message queue up to the next CURLMSG_DONE; returns 1 and fills `easy` and
+/// `result` for it, or 0 when the queue holds no finished transfer. Avoids importing CURLMsg's union.
+int rouse_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
+/// Sets a `struct curl_blob` option (CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB, CURLOPT_CAINFO_BLOB …) with
+/// CURL_BLOB_COPY, so libcurl keeps its own copy of the bytes.
+CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length);
 #endif
