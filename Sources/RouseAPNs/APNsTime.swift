@@ -1,3 +1,5 @@
+import Glibc
+
 /// A wall-clock instant in UNIX milliseconds, passed in by callers so that rules never read a clock.
 ///
 /// APNs speaks UNIX time: `iat` and `apns-expiration` in seconds, the 410 `timestamp` in milliseconds.
@@ -31,4 +33,13 @@ public struct APNsTime: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Milliseconds since the epoch.
     public var description: String { "\(milliseconds)ms" }
+}
+
+extension APNsTime {
+    /// The wall clock now (`CLOCK_REALTIME`). Engines take `now` as a parameter; only I/O shells call this.
+    public static func now() -> APNsTime {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return APNsTime(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+    }
 }

@@ -46,8 +46,9 @@ final class ServerConnection: H2Connection {
         var connectionInfo = info
         connectionInfo.tlsVersion = transport.tlsVersion
         connectionInfo.peerCertificate = transport.peerCertificate()
-        handler = shared.factory(connectionInfo, HTTP2Connection(ref: ref))
+        // SETTINGS first, so a handler that changes them at once (the mock's one-stream rule) is the last word.
         submitSettings(shared.configuration.settings)
+        handler = shared.factory(connectionInfo, HTTP2Connection(ref: ref))
         return true
     }
 
