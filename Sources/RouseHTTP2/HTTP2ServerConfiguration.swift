@@ -10,6 +10,9 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var settings = HTTP2Settings()
     /// A connection without any frame for this long gets a GOAWAY and is closed (`nil`: never).
     public var idleTimeout: Duration? = .seconds(3600)
+    /// A connection that has not completed TLS (and, for h2c, sent its preface) within this long is closed:
+    /// slow or silent clients cannot hold connections open.
+    public var handshakeTimeout: Duration = .seconds(10)
     /// GOAWAY debug data on idle timeout (APNs sends `{"reason":"IdleTimeout"}`).
     public var idleGoAwayDebugData: [UInt8] = []
     /// GOAWAY debug data on graceful shutdown (APNs sends `{"reason":"Shutdown"}`).

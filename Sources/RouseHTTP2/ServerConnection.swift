@@ -34,6 +34,10 @@ final class ServerConnection: H2Connection {
     /// Registers the socket and starts the TLS handshake (or the HTTP/2 session for h2c).
     func start() throws {
         armIdleTimer()
+        loop.schedule(after: shared.configuration.handshakeTimeout) { [weak self] in
+            guard let self, self.phase == .handshaking || self.phase == .connecting else { return }
+            self.close(reason: "handshake timeout")
+        }
         try register()
     }
 

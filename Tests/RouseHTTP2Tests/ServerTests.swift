@@ -118,6 +118,19 @@ struct ServerTests {
         #expect(try client.readUntil { _ in false } == nil, "connection closes after the idle GOAWAY")
     }
 
+    @Test("a client that never starts TLS is dropped at the handshake deadline")
+    func silentClient() async throws {
+        let server = try makeServer(configure: { $0.handshakeTimeout = .milliseconds(200) }) { _, stream in
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port)
+        let started = ContinuousClock.now
+        #expect(try client.readUntil { _ in false } == nil, "the server closes the connection")
+        #expect(ContinuousClock.now - started >= .milliseconds(150))
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
     @Test("garbage instead of the preface: connection error, server keeps serving")
     func garbagePreface() async throws {
         let server = try makeServer(tls: false) { _, stream in stream.respond(status: 200) }
