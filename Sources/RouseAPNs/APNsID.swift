@@ -1,10 +1,31 @@
+import Synchronization
+
 /// `apns-id` values: canonical lowercase UUIDs (version 4), generated without Foundation.
 public enum APNsID {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
+    /// SplitMix64 state, seeded once from the system generator. An `apns-id` must be unique, not secret: a
+    /// lock-free sequence avoids a `getrandom` system call per id (the mock hands out two per push).
+    private static let sequence: Atomic<UInt64> = {
+        var system = SystemRandomNumberGenerator()
+        return Atomic(system.next())
+    }()
+
+    /// The next SplitMix64 output (thread-safe, lock-free).
+    private static func nextFast() -> UInt64 {
+        var z = sequence.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    private struct FastGenerator: RandomNumberGenerator {
+        mutating func next() -> UInt64 { APNsID.nextFast() }
+    }
+
     /// A random version-4 UUID in canonical lowercase 8-4-4-4-12 form.
     public static func random() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = FastGenerator()
         return random(using: &generator)
     }
 
@@ -12,14 +33,24 @@ public enum APNsID {
     public static func random(using generator: inout some RandomNumberGenerator) -> String {
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> UInt64(56 - 8 * index))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> UInt64(56 - 8 * index))
+        // Version 4 (byte 6 high nibble) and RFC 4122 variant (byte 8 top bits).
+        let h = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let l = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var i = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[i] = UInt8(ascii: "-")
+                    i += 1
+                }
+                let word = index < 8 ? h : l
+                let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (index & 7)))
+                out[i] = hexDigits[Int(byte >> 4)]
+                out[i + 1] = hexDigits[Int(byte & 0x0F)]
+                i += 2
+            }
+            return i
         }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return format(bytes)
     }
 
     /// Formats 16 bytes as a canonical lowercase UUID.

@@ -40,6 +40,8 @@ struct MockAPNsCommand: AsyncParsableCommand {
     var workers = 1
     @Option(name: .customLong("max-streams"), help: "MAX_CONCURRENT_STREAMS for authenticated connections.")
     var maxStreams = 1000
+    @Option(name: .customLong("record-limit"), help: "Push records kept in memory for inspection (oldest dropped).")
+    var recordLimit = 100_000
     @Flag(name: .customLong("no-stream-limit-drop"), help: "Do not drop the stream limit to 1 after a rejection.")
     var noStreamLimitDrop = false
     @Option(name: .customLong("rate-limit"), help: "Per-token limit for 429 TooManyRequests, as N/MS (e.g. 10/1000).")
@@ -77,6 +79,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
         let logger = Logger(label: "rouse.mock-apns")
         var configuration = MockAPNsConfiguration(environment: production ? .production : .sandbox)
         configuration.maxConcurrentStreams = maxStreams
+        configuration.recordLimit = max(recordLimit, 0)
         configuration.dropStreamLimitAfterRejection = !noStreamLimitDrop
         configuration.perTokenRateLimit = rateLimit.flatMap(parseRate)
         do {

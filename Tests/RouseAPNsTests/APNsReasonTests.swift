@@ -98,3 +98,19 @@ struct APNsErrorBodyTests {
         #expect(APNsErrorBody.parse(body.bytes) == body)
     }
 }
+
+@Suite("apns-id generation")
+struct APNsIDTests {
+    @Test("generated ids are canonical v4 UUIDs and do not repeat (the sequence wraps without trapping)")
+    func generated() {
+        var seen = Set<String>()
+        for _ in 0..<100_000 {
+            let id = APNsID.random()
+            #expect(APNsRules.isCanonicalUUID(id))
+            seen.insert(id)
+        }
+        #expect(seen.count == 100_000)
+        let sample = APNsID.random()
+        #expect(sample[sample.index(sample.startIndex, offsetBy: 14)] == "4")
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// Process and measurement helpers shared by the benchmarks.
+enum Bench {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The directory of this executable (sibling products such as `rouse` live there).
+    static var binDirectory: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+    }
+
+    /// A sibling product, or a clear error telling how to build it.
+    static func product(_ name: String) throws -> String {
+        let path = "\(binDirectory)/\(name)"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw Failure(description: "\(path) not found: build it first (swift build -c release)")
+        }
+        return path
+    }
+
+    static func tool(_ path: String) throws -> String {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw Failure(description: "\(path) not found: run deploy/install-deps.sh")
+        }
+        return path
+    }
+
+    /// CPU time (user+system) of a process so far, from /proc/PID/stat.
+    static func cpuSeconds(pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // fields[0] is state (field 3); utime is field 14, stime field 15.
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// A `VmHWM`/`VmRSS` figure of a process in KiB.
+    static func memoryKiB(pid: Int32, field: String) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        return 0
+    }
+
+    /// Runs a program to completion and returns its stdout.
+    static func run(_ path: String, _ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Starts a server process; waits until `port` accepts connections (deadline 10 s).
+    static func startServer(_ path: String, _ args: [String], port: UInt16) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if canConnect(port: port) { return p }
+            usleep(20_000)
+        }
+        p.terminate()
+        throw Failure(description: "\(path) did not listen on port \(port) within 10 s")
+    }
+
+    static func stop(_ p: Process) {
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+    }
+
+    static func canConnect(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    /// A port that was free a moment ago.
+    static func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
+                _ = bind(fd, p, len)
+                return getsockname(fd, p, &len)
+            }
+        }
+        return UInt16(bigEndian: addr.sin_port)
+    }
+
+    /// The value after `--name` in `arguments`, if any.
+    static func option(_ arguments: [String], _ name: String) -> String? {
+        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
+        return arguments[i + 1]
+    }
+}
