@@ -260,4 +260,36 @@ public enum NetlinkSystem {
         guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec) == 0 else { return 0 }
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
+
+    /// `getaddrinfo(3)` for a host name: its IPv4 and IPv6 addresses in the resolver's order of
+    /// preference, de-duplicated. Blocks: call it off the monitor thread. Failures (`EAI_*`) are
+    /// thrown as `.syscall` with the EAI code in `errno`.
+    public static func resolve(host: String) throws(NetlinkError) -> [IPAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let code = getaddrinfo(host, nil, &hints, &list)
+        guard code == 0 else { throw NetlinkError(.syscall, "getaddrinfo(\(host))", errno: code) }
+        defer { freeaddrinfo(list) }
+        var result: [IPAddress] = []
+        var cursor = list
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr {
+                var parsed: IPAddress?
+                if entry.pointee.ai_family == AF_INET {
+                    parsed = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                        withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: $0) }
+                    }
+                } else if entry.pointee.ai_family == AF_INET6 {
+                    parsed = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
+                    }
+                }
+                if let parsed, !result.contains(parsed) { result.append(parsed) }
+            }
+            cursor = entry.pointee.ai_next
+        }
+        return result
+    }
 }
