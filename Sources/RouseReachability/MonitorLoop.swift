@@ -13,6 +13,7 @@ final class MonitorLoop {
     private var query: NetlinkSocket?
     private var statistics = ReachabilityStatistics()
     private var logger: Logger
+    private var barriers: [DispatchSemaphore] = []
 
     init(monitor: ReachabilityMonitor, eventDescriptor: Int32) {
         self.monitor = monitor
@@ -53,7 +54,10 @@ final class MonitorLoop {
             }
             if !stopping && evaluator.needsEvaluation { evaluate() }
             publishStatistics()
+            for barrier in barriers { barrier.signal() }
+            barriers = []
         }
+        for barrier in barriers { barrier.signal() }
         close()
         logger.debug("reachability monitor stopped")
     }
@@ -165,6 +169,7 @@ final class MonitorLoop {
             case .resolved(let host, let generation, let addresses):
                 evaluator.resolved(host: host, generation: generation, addresses: addresses)
             case .refreshNames: actions += evaluator.refreshNames()
+            case .barrier(let semaphore): barriers.append(semaphore)
             }
         }
         perform(actions)

@@ -40,6 +40,7 @@ public final class ReachabilityMonitor: Sendable {
         case unwatch(ReachabilityTarget)
         case resolved(host: String, generation: Int, addresses: [IPAddress]?)
         case refreshNames
+        case barrier(DispatchSemaphore)
         case stop
     }
 
@@ -145,6 +146,22 @@ public final class ReachabilityMonitor: Sendable {
     /// Re-resolves every host-name target now (they are also re-resolved when links or addresses change).
     public func refreshNames() {
         post(.refreshNames)
+    }
+
+    /// Waits until the monitor has processed every kernel message queued before this call and
+    /// delivered (dispatched) the resulting events. Returns false on timeout or when not running.
+    /// Tests use it to assert that *no* notification followed a change.
+    @discardableResult
+    public func sync(timeout seconds: Double = 10) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let running = shared.withLock { state -> Bool in
+            guard case .running(let fd) = state.phase else { return false }
+            state.commands.append(.barrier(done))
+            NetlinkSystem.signal(eventDescriptor: fd)
+            return true
+        }
+        guard running else { return false }
+        return done.wait(timeout: .now() + seconds) == .success
     }
 
     func post(_ command: Command) {
