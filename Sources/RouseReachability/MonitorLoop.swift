@@ -14,6 +14,7 @@ final class MonitorLoop {
     private var statistics = ReachabilityStatistics()
     private var logger: Logger
     private var barriers: [DispatchSemaphore] = []
+    private var pendingDump = false
 
     init(monitor: ReachabilityMonitor, eventDescriptor: Int32) {
         self.monitor = monitor
@@ -119,11 +120,14 @@ final class MonitorLoop {
             }
         }
         statistics.bursts += 1
-        if needsDump {
+        if needsDump || pendingDump {
             do {
                 try dumpAll()
+                pendingDump = false
             } catch {
-                logger.error("re-dump failed", metadata: ["error": "\(error)"])
+                // Still churning: the next burst retries.
+                pendingDump = true
+                logger.warning("re-dump failed, retrying on the next burst", metadata: ["error": "\(error)"])
             }
         }
     }
@@ -143,7 +147,7 @@ final class MonitorLoop {
                 for event in collected { evaluator.apply(event) }
                 statistics.dumps += 1
                 return
-            } catch where error.code == .overrun && attempt < 5 {
+            } catch where error.code == .overrun && attempt < 20 {
                 continue
             }
         }
