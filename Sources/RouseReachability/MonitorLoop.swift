@@ -36,6 +36,7 @@ final class MonitorLoop {
         logger.debug("reachability monitor started")
         _ = processCommands()
         evaluate()
+        publishStatistics()
         ready.signal()
         guard let events else { return }
         var stopping = false
@@ -246,6 +247,7 @@ final class MonitorLoop {
     }
 
     private func publishStatistics() {
+        statistics.cpuNanoseconds = NetlinkSystem.threadCPUTimeNanoseconds()
         let statistics = self.statistics
         monitor.shared.withLock { $0.statistics = statistics }
     }

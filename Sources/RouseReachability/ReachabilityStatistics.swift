@@ -16,6 +16,8 @@ public struct ReachabilityStatistics: Sendable, Equatable {
     public var dumps = 0
     /// Returns from `poll` (the monitor thread's wake-ups).
     public var wakeups = 0
+    /// CPU time used by the monitor thread, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+    public var cpuNanoseconds: UInt64 = 0
     /// Malformed kernel messages skipped (each followed by a re-dump).
     public var malformedMessages = 0
 
