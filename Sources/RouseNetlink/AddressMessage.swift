@@ -46,7 +46,8 @@ public struct AddressMessage: Sendable, Equatable, Hashable {
         var address: IPAddress?
         var local: IPAddress?
         var label: String?
-        for attribute in try NetlinkAttribute.parse(try reader.slice(at: size, length: reader.count - size, "ifa"), "ifa")
+        for attribute in try NetlinkAttribute.parse(
+            try reader.slice(at: size, length: reader.count - size, "ifa"), "ifa")
         {
             switch attribute.type {
             case RTNL.ifaAddress: address = try attribute.address("IFA_ADDRESS")

@@ -46,8 +46,9 @@ public struct LinkMessage: Sendable, Equatable {
     /// `IFF_LOWER_UP` (carrier), or an operstate of up; `unknown` counts for links without carrier
     /// reporting (loopback, tun) only when `IFF_LOWER_UP` is also set.
     public var hasCarrier: Bool {
-        if let operState, operState == RTNL.operDown || operState == RTNL.operLowerLayerDown
-            || operState == RTNL.operDormant
+        if let operState,
+            operState == RTNL.operDown || operState == RTNL.operLowerLayerDown
+                || operState == RTNL.operDormant
         {
             return false
         }
@@ -69,7 +70,8 @@ public struct LinkMessage: Sendable, Equatable {
             flags: try reader.integer(UInt32.self, at: 8, "ifi_flags"),
             change: try reader.integer(UInt32.self, at: 12, "ifi_change")
         )
-        let attributes = try NetlinkAttribute.parse(try reader.slice(at: size, length: reader.count - size, "ifla"), "ifla")
+        let attributes = try NetlinkAttribute.parse(
+            try reader.slice(at: size, length: reader.count - size, "ifla"), "ifla")
         for attribute in attributes {
             switch attribute.type {
             case RTNL.iflaIfname: link.name = attribute.string()

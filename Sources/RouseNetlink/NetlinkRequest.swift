@@ -74,14 +74,17 @@ public struct NetlinkRequest: Sendable, Equatable {
     }
 
     /// An `RTM_GETROUTE` FIB lookup toward `destination`, optionally from `source` (an address pair):
-    /// what `ip route get DST [from SRC]` sends. Honours policy rules.
-    public static func routeLookup(to destination: IPAddress, from source: IPAddress? = nil, sequence: UInt32)
-        -> NetlinkRequest
-    {
+    /// what `ip route get DST [from SRC]` sends. Honours policy rules. With `fibMatch` the kernel
+    /// answers with the matched FIB entry (its prefix and table) instead of the resolved path
+    /// (`ip route get fibmatch`).
+    public static func routeLookup(
+        to destination: IPAddress, from source: IPAddress? = nil, fibMatch: Bool = false, sequence: UInt32
+    ) -> NetlinkRequest {
         var header = [UInt8](repeating: 0, count: MemoryLayout<rtmsg>.size)
         header[0] = destination.family.addressFamily
         header[1] = destination.family.bitCount
         if source != nil { header[2] = destination.family.bitCount }
+        if fibMatch { withUnsafeBytes(of: RTNL.rtmFFibMatch) { for index in 0..<4 { header[8 + index] = $0[index] } } }
         var request = NetlinkRequest(type: RTNL.getRoute, flags: RTNL.request, sequence: sequence, fixedHeader: header)
         request.attribute(RTNL.rtaDst, destination.bytes)
         if let source { request.attribute(RTNL.rtaSrc, source.bytes) }
@@ -94,7 +97,8 @@ public struct NetlinkRequest: Sendable, Equatable {
         header += integerBytes(index)
         header += integerBytes(up ? RTNL.iffUp : 0)
         header += integerBytes(RTNL.iffUp)
-        return NetlinkRequest(type: RTNL.newLink, flags: RTNL.request | RTNL.ack, sequence: sequence, fixedHeader: header)
+        return NetlinkRequest(
+            type: RTNL.newLink, flags: RTNL.request | RTNL.ack, sequence: sequence, fixedHeader: header)
     }
 
     /// `RTM_NEWROUTE`/`RTM_DELROUTE` for a static unicast route in the main table, with an ack.

@@ -130,7 +130,8 @@ public struct RouteMessage: Sendable, Equatable {
             type: try reader.integer(UInt8.self, at: 7, "rtm_type"),
             flags: try reader.integer(UInt32.self, at: 8, "rtm_flags")
         )
-        for attribute in try NetlinkAttribute.parse(try reader.slice(at: size, length: reader.count - size, "rta"), "rta")
+        for attribute in try NetlinkAttribute.parse(
+            try reader.slice(at: size, length: reader.count - size, "rta"), "rta")
         {
             switch attribute.type {
             case RTNL.rtaDst: route.destination = try attribute.address("RTA_DST")

@@ -84,6 +84,7 @@ package enum RTNL {
     package static let rtScopeLink = UInt8(RT_SCOPE_LINK.rawValue)
     package static let rtProtStatic = UInt8(RTPROT_STATIC)
     package static let rtmFCloned = UInt32(RTM_F_CLONED)
+    package static let rtmFFibMatch = UInt32(RTM_F_FIB_MATCH)
 
     // Nexthop flags.
     package static let rtnhDead = UInt32(RTNH_F_DEAD)
@@ -119,6 +120,12 @@ package enum RTNL {
     package static let arphrdIPGRE = UInt16(ARPHRD_IPGRE)
     package static let arphrdRawIP = UInt16(ARPHRD_RAWIP)
     package static let arphrdIEEE80211 = UInt16(ARPHRD_IEEE80211)
+
+    // errno values the route lookup answers with.
+    package static let networkUnreachable = ENETUNREACH
+    package static let hostUnreachable = EHOSTUNREACH
+    package static let invalidArgument = EINVAL
+    package static let addressNotAvailable = EADDRNOTAVAIL
 
     // Families.
     package static let afInet = UInt8(AF_INET)

@@ -33,7 +33,8 @@ public struct RuleMessage: Sendable, Equatable {
             action: try reader.integer(UInt8.self, at: 7, "action"),
             table: UInt32(try reader.integer(UInt8.self, at: 4, "table"))
         )
-        for attribute in try NetlinkAttribute.parse(try reader.slice(at: size, length: reader.count - size, "fra"), "fra")
+        for attribute in try NetlinkAttribute.parse(
+            try reader.slice(at: size, length: reader.count - size, "fra"), "fra")
         {
             switch attribute.type {
             case RTNL.fraTable: rule.table = try attribute.integer(UInt32.self, "FRA_TABLE")

@@ -106,7 +106,8 @@ final class MonitorLoop {
             case .overrun:
                 statistics.overruns += 1
                 needsDump = true
-                logger.notice("netlink overrun, events lost; re-dumping", metadata: ["overruns": "\(statistics.overruns)"])
+                logger.notice(
+                    "netlink overrun, events lost; re-dumping", metadata: ["overruns": "\(statistics.overruns)"])
             case .messages(let messages):
                 for message in messages {
                     statistics.messages += 1
@@ -148,7 +149,7 @@ final class MonitorLoop {
                 for event in collected { evaluator.apply(event) }
                 statistics.dumps += 1
                 return
-            } catch where error.code == .overrun && attempt < 20 {
+            } catch  where error.code == .overrun && attempt < 20 {
                 continue
             }
         }
@@ -185,25 +186,59 @@ final class MonitorLoop {
         guard let query else { return }
         statistics.evaluations += 1
         let now = Date().timeIntervalSince1970
+        let model = evaluator.model
+        let deleted = evaluator.deletedRoutes
+        let deletedAddresses = evaluator.deletedAddresses
         let actions = evaluator.evaluate(now: now) { request in
-            statistics.routeLookups += 1
-            do throws(NetlinkError) {
-                let replies = try query.exchange(
-                    .routeLookup(to: request.destination, from: request.source, sequence: query.makeSequence()))
-                for case .newRoute(let route) in replies { return .route(route) }
-                return .failed(errno: PathDecision.enetunreach)
-            } catch {
-                if error.code == .kernel, let code = error.errno { return .failed(errno: code) }
-                logger.warning("route lookup failed", metadata: ["error": "\(error)", "destination": "\(request.destination)"])
-                return .failed(errno: PathDecision.enetunreach)
+            var answer = lookup(request, query: query)
+            // A kernel answer that contradicts events already received is retried briefly: the kernel
+            // announces some changes just before applying them.
+            for _ in 0..<Self.staleRetries {
+                guard case .route(let route) = answer,
+                    let suspicion = StaleAnswer.suspicion(
+                        of: route, for: request, model: model, deletedRoutes: deleted,
+                        deletedAddresses: deletedAddresses)
+                else { break }
+                if case .maybeDeleted(let gone) = suspicion,
+                    case .route(let entry) = lookup(request, query: query, fibMatch: true),
+                    !StaleAnswer.isDeletedEntry(entry, gone)
+                {
+                    break  // another route with the same nexthop legitimately matches
+                }
+                statistics.staleRetries += 1
+                Thread.sleep(forTimeInterval: Self.staleRetryPause)
+                answer = lookup(request, query: query)
             }
+            return answer
         }
         perform(actions)
-        let model = evaluator.model
         let targets = evaluator.watchedTargets
+        let results = evaluator.results
         monitor.shared.withLock { state in
-            state.model = model
+            state.model = evaluator.model
             state.order = targets
+            state.results = results
+        }
+    }
+
+    /// At most this many re-asks, this far apart, for an answer that contradicts received events
+    /// (the kernel finishes within microseconds; the bound keeps a persistent contradiction cheap).
+    static let staleRetries = 50
+    static let staleRetryPause = 0.00002
+
+    private func lookup(_ request: RouteQuery, query: NetlinkSocket, fibMatch: Bool = false) -> RouteLookup {
+        statistics.routeLookups += 1
+        do throws(NetlinkError) {
+            let replies = try query.exchange(
+                .routeLookup(
+                    to: request.destination, from: request.source, fibMatch: fibMatch, sequence: query.makeSequence()))
+            for case .newRoute(let route) in replies { return .route(route) }
+            return .failed(errno: PathDecision.enetunreach)
+        } catch {
+            if error.code == .kernel, let code = error.errno { return .failed(errno: code) }
+            logger.warning(
+                "route lookup failed", metadata: ["error": "\(error)", "destination": "\(request.destination)"])
+            return .failed(errno: PathDecision.enetunreach)
         }
     }
 

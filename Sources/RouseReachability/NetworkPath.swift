@@ -127,8 +127,14 @@ public struct ReachabilityResult: Hashable, Sendable, CustomStringConvertible {
     /// Reachable and no connection needed first.
     public var isUsable: Bool { flags.isUsable }
 
-    /// Equal in everything but the source address (which has its own event).
+    /// Equal for notification purposes: equal in everything but the source address (which has its own
+    /// event); and any two unsatisfied results with the same flags are equal, whatever their reason or
+    /// interface (a link going down is seen as "link down" or, once the kernel has flushed its routes,
+    /// "no route": one change, not two). The latest reason is still what `result(for:)` returns.
     public func isSameReachability(as other: ReachabilityResult) -> Bool {
+        if case .unsatisfied = path.status, case .unsatisfied = other.path.status, flags == other.flags {
+            return true
+        }
         var left = self
         var right = other
         left.path.sourceAddress = nil

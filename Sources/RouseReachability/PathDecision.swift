@@ -25,11 +25,10 @@ public enum RouteLookup: Sendable, Equatable {
 /// The decision for one destination: the kernel's chosen route, checked against the mirrored state
 /// of the chosen interface (up, carrier), the nexthop flags and the source address.
 public enum PathDecision {
-    /// errno values, from the kernel's ABI (identical on every Linux architecture Rouse runs on).
-    static let enetunreach: Int32 = 101
-    static let ehostunreach: Int32 = 113
-    static let einval: Int32 = 22
-    static let eaddrnotavail: Int32 = 99
+    /// errno values, from the C headers through the binding.
+    static let enetunreach = RTNL.networkUnreachable
+    static let einval = RTNL.invalidArgument
+    static let eaddrnotavail = RTNL.addressNotAvailable
 
     /// Decides the result for `query` from the kernel's `lookup` answer and the model.
     public static func decide(
@@ -40,7 +39,8 @@ public enum PathDecision {
             -> ReachabilityResult
         {
             ReachabilityResult(
-                flags: [], path: NetworkPath(status: .unsatisfied(reason), interface: interface, remoteAddress: destination))
+                flags: [],
+                path: NetworkPath(status: .unsatisfied(reason), interface: interface, remoteAddress: destination))
         }
         if let source = query.source, !model.isLocal(source) {
             return unsatisfied(.localAddressNotAvailable)
@@ -95,15 +95,19 @@ public enum PathDecision {
         let path = NetworkPath(
             status: .satisfied, interface: interface,
             isExpensive: interface.type == .cellular || expensiveInterfaces.contains(interface.name),
-            supportsIPv4: !model.usableAddresses(on: index, family: .v4).isEmpty,
-            supportsIPv6: !model.usableAddresses(on: index, family: .v6).isEmpty,
+            // The kernel's chosen source proves its family is usable even before its RTM_NEWADDR arrives
+            // (the kernel announces an IPv6 prefix route before the address).
+            supportsIPv4: source.family == .v4 || !model.usableAddresses(on: index, family: .v4).isEmpty,
+            supportsIPv6: (source.family == .v6 && !source.isLinkLocal)
+                || !model.usableAddresses(on: index, family: .v6).isEmpty,
             supportsDNS: true, gateway: route.gateway ?? hops.first?.gateway, sourceAddress: source,
             remoteAddress: destination)
         return ReachabilityResult(flags: flags, path: path)
     }
 
     /// A human-readable reason for going from `old` to `new`.
-    public static func reason(from old: ReachabilityResult?, to new: ReachabilityResult, model: NetworkModel) -> String {
+    public static func reason(from old: ReachabilityResult?, to new: ReachabilityResult, model: NetworkModel) -> String
+    {
         guard let old else { return "initial: \(new.path.status)" }
         let newName = new.path.interface?.name
         let oldName = old.path.interface?.name
@@ -111,7 +115,9 @@ public enum PathDecision {
         case .satisfied:
             if old.path.status != .satisfied { return "path via \(newName ?? "?") available" }
             if oldName != newName { return "egress moved from \(oldName ?? "?") to \(newName ?? "?")" }
-            if old.path.gateway != new.path.gateway { return "gateway changed to \(new.path.gateway?.description ?? "none")" }
+            if old.path.gateway != new.path.gateway {
+                return "gateway changed to \(new.path.gateway?.description ?? "none")"
+            }
             return "path attributes changed on \(newName ?? "?")"
         case .requiresConnection:
             return "\(newName ?? "tunnel") needs a connection"

@@ -50,6 +50,11 @@ public struct ReachabilityEvaluator: Sendable {
     private var signature: [String]?
     /// True when something happened since the last evaluation.
     public private(set) var needsEvaluation = true
+    /// Routes deleted since the last evaluation: the kernel announces `RTM_DELROUTE` just before it
+    /// unlinks the route, so a lookup racing the announcement may still return it (see `StaleAnswer`).
+    public private(set) var deletedRoutes: [RouteMessage] = []
+    /// Addresses deleted since the last evaluation (`RTM_DELADDR` precedes the route flush).
+    public private(set) var deletedAddresses: Set<IPAddress> = []
 
     /// Creates an evaluator.
     public init(configuration: Configuration = Configuration()) {
@@ -61,6 +66,12 @@ public struct ReachabilityEvaluator: Sendable {
 
     /// The current result of a target (nil before its first evaluation or resolution).
     public func result(for target: ReachabilityTarget) -> ReachabilityResult? { targets[target]?.result }
+
+    /// The latest result of every target that has one (including silent refinements, such as a
+    /// new unsatisfied reason, that did not warrant a notification).
+    public var results: [ReachabilityTarget: ReachabilityResult] {
+        targets.compactMapValues { $0.result }
+    }
 
     /// Starts watching a target; returns a resolution action for a host name.
     public mutating func watch(_ target: ReachabilityTarget) -> [Action] {
@@ -88,6 +99,8 @@ public struct ReachabilityEvaluator: Sendable {
     public mutating func apply(_ event: RouteNetlinkEvent) {
         let classifier = configuration.classifier
         model.apply(event) { classifier.classify($0) }
+        if case .deleteRoute(let route) = event, route.kind == .unicast { deletedRoutes.append(route) }
+        if case .deleteAddress(let address) = event { deletedAddresses.insert(address.address) }
         switch event {
         case .newLink, .deleteLink, .newAddress, .deleteAddress, .newRoute, .deleteRoute, .rule:
             needsEvaluation = true
@@ -141,15 +154,22 @@ public struct ReachabilityEvaluator: Sendable {
             } else {
                 let reason = PathDecision.reason(from: old, to: new, model: model)
                 actions.append(
-                    .emit(.changed(ReachabilityChange(target: target, result: new, previous: old, reason: reason, timestamp: now))))
+                    .emit(
+                        .changed(
+                            ReachabilityChange(
+                                target: target, result: new, previous: old, reason: reason, timestamp: now))))
             }
             if let before = old?.path.sourceAddress, let after = new.path.sourceAddress, before != after,
                 old?.path.status == .satisfied, new.path.status == .satisfied
             {
                 actions.append(
-                    .emit(.sourceAddressChanged(SourceAddressChange(target: target, previous: before, current: after, timestamp: now))))
+                    .emit(
+                        .sourceAddressChanged(
+                            SourceAddressChange(target: target, previous: before, current: after, timestamp: now))))
             }
         }
+        deletedRoutes = []
+        deletedAddresses = []
         let newSignature = model.resolutionSignature
         if let signature, signature != newSignature { actions += refreshNames() }
         signature = newSignature
@@ -171,8 +191,12 @@ public struct ReachabilityEvaluator: Sendable {
         case .anyNetwork:
             let results = configuration.anyNetworkProbes.map { decide(RouteQuery(destination: $0)) }
             guard var best = Self.best(results) else { return nil }
-            best.path.supportsIPv4 = results.contains { $0.path.status == .satisfied && $0.path.remoteAddress?.family == .v4 }
-            best.path.supportsIPv6 = results.contains { $0.path.status == .satisfied && $0.path.remoteAddress?.family == .v6 }
+            best.path.supportsIPv4 = results.contains {
+                $0.path.status == .satisfied && $0.path.remoteAddress?.family == .v4
+            }
+            best.path.supportsIPv6 = results.contains {
+                $0.path.status == .satisfied && $0.path.remoteAddress?.family == .v6
+            }
             best.path.remoteAddress = nil
             return best
         case .host:

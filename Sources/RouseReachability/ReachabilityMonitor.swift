@@ -114,7 +114,8 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Stops the monitor thread, waits for it to exit, and finishes every event stream. Idempotent.
     public func stop() {
-        let (wasRunning, continuations) = shared.withLock { state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation]) in
+        let (wasRunning, continuations) = shared.withLock {
+            state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation]) in
             var running = false
             if case .running(let fd) = state.phase {
                 state.commands.append(.stop)
@@ -122,7 +123,8 @@ public final class ReachabilityMonitor: Sendable {
                 running = true
             }
             state.phase = .stopped
-            let streams = state.subscribers.values.compactMap { subscriber -> AsyncStream<ReachabilityEvent>.Continuation? in
+            let streams = state.subscribers.values.compactMap {
+                subscriber -> AsyncStream<ReachabilityEvent>.Continuation? in
                 if case .stream(let continuation) = subscriber { return continuation }
                 return nil
             }
@@ -215,7 +217,9 @@ public final class ReachabilityMonitor: Sendable {
     /// Calls `handler` on `queue` with the current value of every target, then every change.
     /// Returns a token for `removeHandler(_:)`.
     @discardableResult
-    public func addHandler(on queue: DispatchQueue, _ handler: @escaping @Sendable (ReachabilityEvent) -> Void) -> UInt64 {
+    public func addHandler(on queue: DispatchQueue, _ handler: @escaping @Sendable (ReachabilityEvent) -> Void)
+        -> UInt64
+    {
         shared.withLock { state in
             let id = state.nextSubscriber
             state.nextSubscriber += 1

@@ -18,6 +18,8 @@ public struct ReachabilityStatistics: Sendable, Equatable {
     public var wakeups = 0
     /// CPU time used by the monitor thread, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
     public var cpuNanoseconds: UInt64 = 0
+    /// Lookups re-asked because the answer contradicted events already received (kernel races).
+    public var staleRetries = 0
     /// Malformed kernel messages skipped (each followed by a re-dump).
     public var malformedMessages = 0
 

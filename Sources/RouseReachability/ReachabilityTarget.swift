@@ -18,7 +18,9 @@ public enum ReachabilityTarget: Hashable, Sendable, CustomStringConvertible {
         let trimmed = text.trimmingSpaces
         if trimmed == "any" { self = .anyNetwork; return }
         if trimmed.contains(",") {
-            let parts = trimmed.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingSpaces }
+            let parts = trimmed.split(separator: ",", omittingEmptySubsequences: false).map {
+                String($0).trimmingSpaces
+            }
             guard parts.count == 2 else {
                 throw ReachabilityError(.badTarget, "'\(text)': an address pair is LOCAL,REMOTE (two addresses)")
             }
@@ -46,14 +48,19 @@ public enum ReachabilityTarget: Hashable, Sendable, CustomStringConvertible {
 
     static func isValidHostName(_ name: String) -> Bool {
         guard !name.isEmpty, name.utf8.count <= 253 else { return false }
-        let labels = name.hasSuffix(".") ? name.dropLast().split(separator: ".", omittingEmptySubsequences: false)
+        let labels =
+            name.hasSuffix(".")
+            ? name.dropLast().split(separator: ".", omittingEmptySubsequences: false)
             : name.split(separator: ".", omittingEmptySubsequences: false)
         guard !labels.isEmpty else { return false }
         for label in labels {
             guard !label.isEmpty, label.utf8.count <= 63, label.first != "-", label.last != "-" else { return false }
-            guard label.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
-                || ("A"..."Z").contains($0) || $0 == "-"
-            }) else { return false }
+            guard
+                label.unicodeScalars.allSatisfy({
+                    $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
+                        || ("A"..."Z").contains($0) || $0 == "-"
+                })
+            else { return false }
         }
         // An all-numeric last label is a mistyped address, not a name.
         if let last = labels.last, last.allSatisfy({ $0.isNumber }) { return false }

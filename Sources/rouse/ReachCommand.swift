@@ -66,7 +66,9 @@ struct ReachCommand: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let routes = try ReachOutput.defaultRoutes(netns: netns, monitor: monitor)
-            print(json ? ReachOutput.statusJSON(monitor, wanted, routes) : ReachOutput.statusText(monitor, wanted, routes))
+            print(
+                json ? ReachOutput.statusJSON(monitor, wanted, routes) : ReachOutput.statusText(monitor, wanted, routes)
+            )
         }
     }
 }
@@ -110,7 +112,8 @@ enum ReachOutput {
             return "\(timestamp(change.timestamp)) \(change.target) \(change.result) usable=\(change.result.isUsable)"
                 + " — \(change.reason)"
         case .sourceAddressChanged(let change):
-            return "\(timestamp(change.timestamp)) \(change.target) source address \(change.previous) → \(change.current)"
+            return
+                "\(timestamp(change.timestamp)) \(change.target) source address \(change.previous) → \(change.current)"
         }
     }
 
@@ -125,7 +128,9 @@ enum ReachOutput {
             "supportsDNS": result.path.supportsDNS,
         ]
         if let interface = result.path.interface {
-            object["interface"] = ["name": interface.name, "index": Int(interface.index), "type": interface.type.rawValue]
+            object["interface"] = [
+                "name": interface.name, "index": Int(interface.index), "type": interface.type.rawValue,
+            ]
         }
         if let gateway = result.path.gateway { object["gateway"] = gateway.description }
         if let source = result.path.sourceAddress { object["source"] = source.description }
@@ -134,7 +139,9 @@ enum ReachOutput {
     }
 
     static func encode(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -147,7 +154,8 @@ enum ReachOutput {
             ])
         case .sourceAddressChanged(let change):
             return encode([
-                "time": timestamp(change.timestamp), "event": "sourceAddressChanged", "target": change.target.description,
+                "time": timestamp(change.timestamp), "event": "sourceAddressChanged",
+                "target": change.target.description,
                 "previous": change.previous.description, "current": change.current.description,
             ])
         }
@@ -182,7 +190,9 @@ enum ReachOutput {
             let interface = model.interface(index)
             var state = link.isUp ? "up" : "down"
             if link.isUp && !link.hasCarrier { state += ",no-carrier" }
-            lines.append("  \(interface.name) #\(index) \(interface.type.rawValue) \(state)\(link.kind.map { " kind=\($0)" } ?? "")")
+            lines.append(
+                "  \(interface.name) #\(index) \(interface.type.rawValue) \(state)\(link.kind.map { " kind=\($0)" } ?? "")"
+            )
             for address in (model.addresses[index] ?? []).sorted(by: { $0.address < $1.address }) {
                 lines.append("    \(address.address)/\(address.prefixLength)\(address.isUsable ? "" : " (tentative)")")
             }
@@ -192,7 +202,8 @@ enum ReachOutput {
         for route in routes { lines.append("  " + routeText(route, model)) }
         lines.append("targets:")
         for target in targets {
-            let result = monitor.result(for: target).map { "\($0) usable=\($0.isUsable)" } ?? "unknown (name not resolved yet)"
+            let result =
+                monitor.result(for: target).map { "\($0) usable=\($0.isUsable)" } ?? "unknown (name not resolved yet)"
             lines.append("  \(target): \(result)")
         }
         return lines.joined(separator: "\n")
