@@ -37,7 +37,8 @@ enum ReachBench {
                 }
                 options.idleSeconds = value
             case "--json": options.json = true
-            default: throw BenchError(description: "unknown argument \(argument) (--iterations N, --idle-seconds S, --json)")
+            default:
+                throw BenchError(description: "unknown argument \(argument) (--iterations N, --idle-seconds S, --json)")
             }
         }
         return options
@@ -46,7 +47,8 @@ enum ReachBench {
     static func run(arguments: [String]) async throws {
         let options = try parse(arguments)
         // Everything blocking (child processes, waits) runs on a dedicated thread, off the main actor.
-        let report = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Report, any Error>) in
+        let report = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Report, any Error>) in
             Thread {
                 do {
                     continuation.resume(returning: try runBlocking(options))
@@ -63,7 +65,10 @@ enum ReachBench {
         try ip(["netns", "add", namespace])
         defer { _ = try? ip(["netns", "del", namespace]) }
         for command in [
-            "link set lo up", "link add veth0 type veth peer name veth1", "link set veth1 up", "link set veth0 up",
+            "link set lo up", "link add veth0 type veth peer name veth1",
+            // No IPv6 autoconfiguration: its late DAD events would land in the idle window.
+            "link set veth0 addrgenmode none", "link set veth1 addrgenmode none", "link set veth1 up",
+            "link set veth0 up",
             "addr add 10.1.0.2/24 dev veth0", "route add default via 10.1.0.1",
         ] {
             try ip(["-n", namespace] + command.split(separator: " ").map(String.init))
@@ -80,7 +85,7 @@ enum ReachBench {
         try monitor.start()
         defer { monitor.stop() }
         let notifications = NotificationClock()
-        monitor.addHandler(on: DispatchQueue(label: "rouse.bench.handler")) { event in
+        monitor.addHandler(on: notifications.queue) { event in
             if event.target == target { notifications.record() }
         }
         monitor.sync()
@@ -136,19 +141,33 @@ enum ReachBench {
         let startNotifications = notifications.count
         let floorStartCPU = floor.cpuTicks
         let floorStartLines = floor.lineCount
-        func change(_ action: () throws -> Void) throws {
+        var anomalies: [String: Int] = [:]
+        func change(_ label: String, _ action: () throws -> Void) throws {
             let expected = notifications.count + 1
             let floorLines = floor.lineCount
             let start = DispatchTime.now().uptimeNanoseconds
             try action()
             changes += 1
-            if let at = notifications.waitForCount(expected, timeout: 2) { ours.append(at - start) } else { missed += 1 }
-            if let at = floor.waitForLine(after: floorLines, timeout: 2) { theirs.append(at > start ? at - start : 0) } else {
+            if let at = notifications.waitForCount(expected, timeout: 2) {
+                ours.append(at - start)
+            } else {
+                missed += 1
+                anomalies["\(label): missed", default: 0] += 1
+            }
+            if let at = floor.waitForLine(after: floorLines, timeout: 2) {
+                theirs.append(at > start ? at - start : 0)
+            } else {
                 floorMissed += 1
+            }
+            // Exactly one notification per change: let the monitor finish the burst and count.
+            monitor.sync()
+            notifications.flush()
+            if notifications.count > expected {
+                anomalies["\(label): extra", default: 0] += notifications.count - expected
             }
         }
         for _ in 0..<options.iterations {
-            try change { try setLink(false) }
+            try change("link down") { try setLink(false) }
             try setLink(true)
             // The carrier comes back through the kernel's link watch; add the route once it is there
             // so the route addition is one change, not a no-carrier step and then a second one.
@@ -158,9 +177,13 @@ enum ReachBench {
                 if monitor.model.links[index]?.hasCarrier == true { break }
                 Thread.sleep(forTimeInterval: 0.0002)
             }
-            try change { try route(true) }
-            try change { try route(false) }
-            try change { try route(true) }
+            let before = notifications.count
+            monitor.sync()
+            notifications.flush()
+            if notifications.count > before { anomalies["link up: extra", default: 0] += notifications.count - before }
+            try change("route add") { try route(true) }
+            try change("route del") { try route(false) }
+            try change("route re-add") { try route(true) }
         }
         monitor.sync()
         floor.settle()
@@ -171,9 +194,11 @@ enum ReachBench {
 
         // Idle: nothing changes; count wake-ups.
         let idleStartWakeups = monitor.statistics.wakeups
+        let idleStartMessages = monitor.statistics.messages
         let floorIdleStart = floor.contextSwitches
         if options.idleSeconds > 0 { Thread.sleep(forTimeInterval: options.idleSeconds) }
         let idleWakeups = monitor.statistics.wakeups - idleStartWakeups
+        let idleMessages = monitor.statistics.messages - idleStartMessages
         let floorIdleWakeups = floor.contextSwitches - floorIdleStart
 
         let messages = endStatistics.messages - startStatistics.messages
@@ -185,8 +210,10 @@ enum ReachBench {
             floorP99: percentile(theirs, 0.99), notificationsPerChange: Double(delivered) / Double(max(changes, 1)),
             messages: messages, cpuPerMessageMicroseconds: Double(cpu) / 1000 / Double(max(messages, 1)),
             floorCPUPerMessageMicroseconds: Double(floorCPU) / ticksPerSecond * 1_000_000 / Double(max(floorLines, 1)),
-            overruns: endStatistics.overruns - startStatistics.overruns, idleSeconds: options.idleSeconds,
-            idleWakeups: idleWakeups, floorIdleWakeups: floorIdleWakeups, rssKiB: rss("self"),
+            overruns: endStatistics.overruns - startStatistics.overruns, anomalies: anomalies,
+            idleSeconds: options.idleSeconds,
+            idleWakeups: idleWakeups, idleMessages: idleMessages, floorIdleWakeups: floorIdleWakeups,
+            rssKiB: rss("self"),
             floorRSSKiB: rss("\(floor.processID)"))
     }
 
@@ -208,7 +235,8 @@ enum ReachBench {
     @discardableResult
     static func ip(_ arguments: [String]) throws -> Int32 {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip")
+        process.executableURL = URL(
+            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip")
         process.arguments = arguments
         try process.run()
         process.waitUntilExit()

@@ -7,6 +7,11 @@ import Synchronization
 final class NotificationClock: Sendable {
     private let times = Mutex<[UInt64]>([])
     private let arrived = DispatchSemaphore(value: 0)
+    /// The queue the monitor delivers notifications on.
+    let queue = DispatchQueue(label: "rouse.bench.handler")
+
+    /// Waits until every notification dispatched so far has been recorded.
+    func flush() { queue.sync {} }
 
     func record() {
         let now = DispatchTime.now().uptimeNanoseconds
@@ -71,7 +76,9 @@ final class LineMonitor: Sendable {
         let deadline = DispatchTime.now() + timeout
         while true {
             if let time = lines.withLock({ $0.count > count ? $0[count] : nil }) { return time }
-            if arrived.wait(timeout: deadline) == .timedOut { return lines.withLock { $0.count > count ? $0[count] : nil } }
+            if arrived.wait(timeout: deadline) == .timedOut {
+                return lines.withLock { $0.count > count ? $0[count] : nil }
+            }
         }
     }
 
@@ -121,8 +128,10 @@ struct Report {
     var cpuPerMessageMicroseconds: Double
     var floorCPUPerMessageMicroseconds: Double
     var overruns: Int
+    var anomalies: [String: Int]
     var idleSeconds: Double
     var idleWakeups: Int
+    var idleMessages: Int
     var floorIdleWakeups: Int
     var rssKiB: Int
     var floorRSSKiB: Int
@@ -135,10 +144,11 @@ struct Report {
             latency p50              \(ms(p50).padding(toLength: 18, withPad: " ", startingAt: 0))\(ms(floorP50))
             latency p99              \(ms(p99).padding(toLength: 18, withPad: " ", startingAt: 0))\(ms(floorP99))
             missed changes           \(String(missed).padding(toLength: 18, withPad: " ", startingAt: 0))\(floorMissed)
-            notifications/change     \(String(format: "%.3f", notificationsPerChange))
+            notifications/change     \(String(format: "%.4f", notificationsPerChange))\(anomalies.isEmpty ? "" : " " + anomalies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             netlink messages         \(messages)
             CPU per message          \(String(format: "%.2f µs", cpuPerMessageMicroseconds).padding(toLength: 18, withPad: " ", startingAt: 0))\(String(format: "%.2f µs (per line, 10 ms ticks)", floorCPUPerMessageMicroseconds))
             overruns                 \(overruns)
+            kernel messages in idle  \(idleMessages)
             idle wake-ups (\(String(format: "%.0f", idleSeconds)) s)    \(String(idleWakeups).padding(toLength: 18, withPad: " ", startingAt: 0))\(floorIdleWakeups) (context switches)
             RSS                      \(String(rssKiB) + " KiB (whole bench)")  \(floorRSSKiB) KiB
             """
@@ -150,10 +160,13 @@ struct Report {
             "latencyP50Ms": p50, "latencyP99Ms": p99, "floorLatencyP50Ms": floorP50, "floorLatencyP99Ms": floorP99,
             "notificationsPerChange": notificationsPerChange, "messages": messages,
             "cpuPerMessageUs": cpuPerMessageMicroseconds, "floorCpuPerLineUs": floorCPUPerMessageMicroseconds,
-            "overruns": overruns, "idleSeconds": idleSeconds, "idleWakeups": idleWakeups,
+            "overruns": overruns, "anomalies": anomalies, "idleSeconds": idleSeconds, "idleWakeups": idleWakeups,
+            "idleKernelMessages": idleMessages,
             "floorIdleContextSwitches": floorIdleWakeups, "rssKiB": rssKiB, "floorRssKiB": floorRSSKiB,
         ]
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

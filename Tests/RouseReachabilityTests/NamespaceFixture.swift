@@ -117,7 +117,8 @@ final class EventRecorder: Sendable {
 
     /// Waits until the target's latest result satisfies `predicate`.
     @discardableResult
-    func waitFor(_ target: ReachabilityTarget, timeout: Double = 10, _ predicate: (ReachabilityResult) -> Bool) -> Bool {
+    func waitFor(_ target: ReachabilityTarget, timeout: Double = 10, _ predicate: (ReachabilityResult) -> Bool) -> Bool
+    {
         wait(timeout: timeout) { events in
             let latest = events.last { event in
                 if case .changed(let change) = event { return change.target == target }
@@ -150,4 +151,11 @@ func address(_ text: String) -> IPAddress {
         return .unspecified(.v4)
     }
     return parsed
+}
+
+/// The result after the egress link went administratively down: no usable path, reported as "link
+/// down" (decided while the kernel was still flushing the link's routes) or "no route" (after).
+func linkIsGone(_ result: ReachabilityResult) -> Bool {
+    result.flags == []
+        && (result.path.status == .unsatisfied(.noRoute) || result.path.status == .unsatisfied(.linkDown))
 }

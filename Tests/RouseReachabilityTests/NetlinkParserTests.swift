@@ -203,7 +203,9 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
 
 let malformedCases: [MalformedCase] = {
     var cases: [MalformedCase] = []
-    cases.append(MalformedCase(name: "10-byte header", bytes: [UInt8](repeating: 0, count: 10), code: .truncated, context: "nlmsghdr"))
+    cases.append(
+        MalformedCase(
+            name: "10-byte header", bytes: [UInt8](repeating: 0, count: 10), code: .truncated, context: "nlmsghdr"))
     var small = Bytes.message(type: rtmNewLink, payload: [])
     small[0] = 8
     cases.append(MalformedCase(name: "nlmsg_len 8", bytes: small, code: .badLength, context: "smaller than the header"))

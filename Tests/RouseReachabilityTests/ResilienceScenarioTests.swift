@@ -44,7 +44,7 @@ struct ResilienceScenarioTests {
         defer { try? FileManager.default.removeItem(at: batch) }
         try NetworkNamespaceFixture.run(["-n", ns.name, "-batch", batch.path])
 
-        #expect(recorder.waitFor(target) { $0.path.status == .unsatisfied(.noRoute) })
+        #expect(recorder.waitFor(target) { linkIsGone($0) })
         #expect(monitor.sync())
         #expect(monitor.statistics.overruns >= 1)
         #expect(monitor.statistics.dumps >= 2)

@@ -82,7 +82,8 @@ struct RouteScenarioTests {
         try ns.ip("addr add 2001:db8:1::2/64 dev veth0 nodad")
         #expect(recorder.waitFor(target) { $0.path.status == .satisfied })
         #expect(monitor.sync())
-        #expect(recorder.changes(target).count == 2)
+        #expect(
+            recorder.changes(target).count == 2, "\(recorder.changes(target).map { "\($0.result) \($0.result.path)" })")
         #expect(monitor.result(for: target)?.path.sourceAddress == address("2001:db8:1::2"))
         #expect(monitor.result(for: target)?.path.gateway == address("fe80::1"))
     }

@@ -13,14 +13,17 @@ struct TargetAndEvaluatorTests {
             (
                 "10.0.0.1,198.51.100.7",
                 .addressPair(
-                    local: IPAddress("10.0.0.1") ?? .unspecified(.v4), remote: IPAddress("198.51.100.7") ?? .unspecified(.v4))
+                    local: IPAddress("10.0.0.1") ?? .unspecified(.v4),
+                    remote: IPAddress("198.51.100.7") ?? .unspecified(.v4))
             ),
         ])
     func parsing(_ text: String, _ expected: ReachabilityTarget) throws {
         #expect(try ReachabilityTarget(parsing: text) == expected)
     }
 
-    @Test("Bad targets are rejected with a clear message", arguments: ["", "1.2.3", "10.0.0.1,", "10.0.0.1,::1", "a..b", "-x.com", "ex ample"])
+    @Test(
+        "Bad targets are rejected with a clear message",
+        arguments: ["", "1.2.3", "10.0.0.1,", "10.0.0.1,::1", "a..b", "-x.com", "ex ample"])
     func badTargets(_ text: String) {
         #expect(throws: ReachabilityError.self) { try ReachabilityTarget(parsing: text) }
     }
@@ -88,10 +91,67 @@ struct TargetAndEvaluatorTests {
         let wwanSysfs = InterfaceClassifier { _, _ in .init(isWireless: false, deviceType: "wwan") }
         let none = Self.classifier
         #expect(none.classify(LinkMessage(index: 1, hardwareType: 772, flags: 0x8, name: "lo")) == .loopback)
-        #expect(none.classify(LinkMessage(index: 2, hardwareType: 65534, flags: 0x1, name: "wg0", kind: "wireguard")) == .tunnel)
+        #expect(
+            none.classify(LinkMessage(index: 2, hardwareType: 65534, flags: 0x1, name: "wg0", kind: "wireguard"))
+                == .tunnel)
         #expect(none.classify(LinkMessage(index: 3, hardwareType: 1, flags: 0x1, name: "tun0")) == .wired)
         #expect(wifiSysfs.classify(LinkMessage(index: 4, hardwareType: 1, flags: 0x1, name: "eth9")) == .wifi)
         #expect(wwanSysfs.classify(LinkMessage(index: 5, hardwareType: 1, flags: 0x1, name: "x")) == .cellular)
         #expect(none.classify(LinkMessage(index: 6, hardwareType: 512, flags: 0x1, name: "ppp0")) == .tunnel)
+    }
+}
+
+@Suite("Stale kernel answers (announced-before-applied races)")
+struct StaleAnswerTests {
+    static let model: NetworkModel = {
+        var model = NetworkModel()
+        let classify: (LinkMessage) -> InterfaceType = { _ in .wired }
+        model.apply(
+            .newLink(LinkMessage(index: 2, hardwareType: 1, flags: 0x1 | 0x10000, name: "eth0")), classify: classify)
+        model.apply(.newLink(LinkMessage(index: 3, hardwareType: 1, flags: 0, name: "eth1")), classify: classify)
+        if let address = IPAddress("10.0.0.2") {
+            model.apply(.newAddress(AddressMessage(index: 2, prefixLength: 24, address: address)), classify: classify)
+        }
+        return model
+    }()
+
+    static func answer(index: Int32, gateway: String, source: String) -> RouteMessage {
+        RouteMessage(
+            family: 2, destinationLength: 32, type: 1, outputInterface: index, gateway: IPAddress(gateway),
+            preferredSource: IPAddress(source))
+    }
+
+    @Test("A just-deleted default route returned by a lookup is suspect; an unrelated one is not")
+    func deletedRoute() throws {
+        let query = RouteQuery(destination: try #require(IPAddress("198.51.100.7")))
+        let deleted = RouteMessage(
+            family: 2, destinationLength: 0, type: 1, outputInterface: 2, gateway: IPAddress("10.0.0.1"))
+        let answer = Self.answer(index: 2, gateway: "10.0.0.1", source: "10.0.0.2")
+        #expect(
+            StaleAnswer.suspicion(of: answer, for: query, model: Self.model, deletedRoutes: [deleted])
+                == .maybeDeleted(deleted))
+        let other = Self.answer(index: 2, gateway: "10.0.0.254", source: "10.0.0.2")
+        #expect(StaleAnswer.suspicion(of: other, for: query, model: Self.model, deletedRoutes: [deleted]) == nil)
+        #expect(StaleAnswer.suspicion(of: answer, for: query, model: Self.model, deletedRoutes: []) == nil)
+        var fibEntry = deleted
+        fibEntry.table = 254
+        #expect(StaleAnswer.isDeletedEntry(fibEntry, deleted))
+        fibEntry.destinationLength = 1
+        #expect(!StaleAnswer.isDeletedEntry(fibEntry, deleted))
+    }
+
+    @Test("A route via a link known to be down, or from a just-deleted source, is suspect")
+    func downLinkAndDeletedSource() throws {
+        let query = RouteQuery(destination: try #require(IPAddress("198.51.100.7")))
+        let viaDown = Self.answer(index: 3, gateway: "10.1.0.1", source: "10.0.0.2")
+        #expect(StaleAnswer.suspicion(of: viaDown, for: query, model: Self.model, deletedRoutes: []) == .interfaceDown)
+        let fromGone = Self.answer(index: 2, gateway: "10.0.0.1", source: "10.0.0.9")
+        let gone: Set<IPAddress> = [try #require(IPAddress("10.0.0.9"))]
+        #expect(
+            StaleAnswer.suspicion(
+                of: fromGone, for: query, model: Self.model, deletedRoutes: [], deletedAddresses: gone)
+                == .sourceRemoved)
+        // A source the model does not know yet (its RTM_NEWADDR is still in flight) is not suspect.
+        #expect(StaleAnswer.suspicion(of: fromGone, for: query, model: Self.model, deletedRoutes: []) == nil)
     }
 }
