@@ -108,6 +108,7 @@ public final class ReachabilityMonitor: Sendable {
         ready.wait()
         if let error = shared.withLock({ $0.startError }) {
             exited.wait()
+            shared.withLock { $0.phase = .stopped }
             throw error
         }
     }

@@ -36,6 +36,11 @@ final class NetworkNamespaceFixture: Sendable {
         try Self.run(["-n", name] + arguments.split(separator: " ").map(String.init))
     }
 
+    /// Sets a sysctl inside the namespace (`ip netns exec NAME sysctl -w KEY=VALUE`).
+    func sysctl(_ assignment: String) throws {
+        try Self.run(["netns", "exec", name, "sysctl", "-q", "-w", assignment])
+    }
+
     /// Deletes the namespace (and every interface in it).
     func delete() {
         _ = try? Self.run(["netns", "del", name])
