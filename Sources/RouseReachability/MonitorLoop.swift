@@ -42,8 +42,13 @@ final class MonitorLoop {
         var stopping = false
         while !stopping {
             let readable: [Bool]
+            var timeout: Int32 = -1
+            if let deadline = evaluator.nextDeadline {
+                let milliseconds = ((deadline - Date().timeIntervalSince1970) * 1000).rounded(.up)
+                timeout = Int32(max(0, min(milliseconds, Double(Int32.max))))
+            }
             do {
-                readable = try NetlinkSystem.poll([eventDescriptor, events.descriptor], timeoutMilliseconds: -1)
+                readable = try NetlinkSystem.poll([eventDescriptor, events.descriptor], timeoutMilliseconds: timeout)
             } catch {
                 logger.error("poll failed", metadata: ["error": "\(error)"])
                 break
@@ -54,7 +59,8 @@ final class MonitorLoop {
                 NetlinkSystem.drain(eventDescriptor: eventDescriptor)
                 stopping = processCommands()
             }
-            if !stopping && evaluator.needsEvaluation { evaluate() }
+            let holdExpired = evaluator.nextDeadline.map { Date().timeIntervalSince1970 >= $0 } ?? false
+            if !stopping && (evaluator.needsEvaluation || holdExpired) { evaluate() }
             publishStatistics()
             for barrier in barriers { barrier.signal() }
             barriers = []
@@ -189,6 +195,7 @@ final class MonitorLoop {
         let model = evaluator.model
         let deleted = evaluator.deletedRoutes
         let deletedAddresses = evaluator.deletedAddresses
+        let linksWentDown = evaluator.linksWentDown
         let actions = evaluator.evaluate(now: now) { request in
             var answer = lookup(request, query: query)
             // A kernel answer that contradicts events already received is retried briefly: the kernel
@@ -197,7 +204,7 @@ final class MonitorLoop {
                 guard case .route(let route) = answer,
                     let suspicion = StaleAnswer.suspicion(
                         of: route, for: request, model: model, deletedRoutes: deleted,
-                        deletedAddresses: deletedAddresses)
+                        deletedAddresses: deletedAddresses, linksWentDown: linksWentDown)
                 else { break }
                 if case .maybeDeleted(let gone) = suspicion,
                     case .route(let entry) = lookup(request, query: query, fibMatch: true),

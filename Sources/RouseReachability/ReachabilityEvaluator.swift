@@ -14,15 +14,24 @@ public struct ReachabilityEvaluator: Sendable {
         public var expensiveInterfaces: Set<String>
         /// How interfaces get their type.
         public var classifier: InterfaceClassifier
+        /// Flap damping, off (nil) by default. When set, a recovery (unusable → usable) is delivered
+        /// only once the path has stayed usable for this many seconds; losses are always delivered at
+        /// once. A link flapping faster than the hold-down then costs one notification (the loss) until
+        /// it settles. While a recovery is held the monitor wakes once at its deadline; otherwise it
+        /// never wakes on its own.
+        public var recoveryHoldDown: Double?
 
-        /// The defaults: probes `203.0.113.1` and `2001:db8::1`, no expensive names, sysfs classifier.
+        /// The defaults: probes `203.0.113.1` and `2001:db8::1`, no expensive names, sysfs classifier,
+        /// no flap damping.
         public init(
             anyNetworkProbes: [IPAddress] = [IPAddress.probeV4, IPAddress.probeV6],
-            expensiveInterfaces: Set<String> = [], classifier: InterfaceClassifier = .system
+            expensiveInterfaces: Set<String> = [], classifier: InterfaceClassifier = .system,
+            recoveryHoldDown: Double? = nil
         ) {
             self.anyNetworkProbes = anyNetworkProbes
             self.expensiveInterfaces = expensiveInterfaces
             self.classifier = classifier
+            self.recoveryHoldDown = recoveryHoldDown
         }
     }
 
@@ -39,6 +48,7 @@ public struct ReachabilityEvaluator: Sendable {
         var resolutionFailed = false
         var generation = 0
         var result: ReachabilityResult?
+        var recoveringSince: Double?
     }
 
     /// The mirrored links and addresses.
@@ -55,10 +65,20 @@ public struct ReachabilityEvaluator: Sendable {
     public private(set) var deletedRoutes: [RouteMessage] = []
     /// Addresses deleted since the last evaluation (`RTM_DELADDR` precedes the route flush).
     public private(set) var deletedAddresses: Set<IPAddress> = []
+    /// Links that went administratively down since the last evaluation (the kernel announces it
+    /// before flushing their routes).
+    public private(set) var linksWentDown: Set<Int32> = []
 
     /// Creates an evaluator.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+    }
+
+    /// When a held recovery (flap damping) is due: the shell evaluates again at this time (same clock
+    /// as `evaluate(now:)`). Nil when nothing is held, so the monitor sleeps until the kernel speaks.
+    public var nextDeadline: Double? {
+        guard let hold = configuration.recoveryHoldDown else { return nil }
+        return targets.values.compactMap { $0.recoveringSince.map { $0 + hold } }.min()
     }
 
     /// The watched targets, in the order they were added.
@@ -98,6 +118,9 @@ public struct ReachabilityEvaluator: Sendable {
     /// targets for re-evaluation, since the kernel removes routes without telling (IPv4 link down).
     public mutating func apply(_ event: RouteNetlinkEvent) {
         let classifier = configuration.classifier
+        if case .newLink(let link) = event, !link.isUp, model.links[link.index]?.isUp != false {
+            linksWentDown.insert(link.index)
+        }
         model.apply(event) { classifier.classify($0) }
         if case .deleteRoute(let route) = event, route.kind == .unicast { deletedRoutes.append(route) }
         if case .deleteAddress(let address) = event { deletedAddresses.insert(address.address) }
@@ -147,6 +170,15 @@ public struct ReachabilityEvaluator: Sendable {
         for target in order {
             guard var state = targets[target], let new = compute(target, state, lookup) else { continue }
             let old = state.result
+            if let hold = configuration.recoveryHoldDown, let old, !old.isUsable, new.isUsable {
+                let since = state.recoveringSince ?? now
+                if now - since < hold {
+                    state.recoveringSince = since
+                    targets[target] = state
+                    continue
+                }
+            }
+            state.recoveringSince = nil
             state.result = new
             targets[target] = state
             if let old, old.isSameReachability(as: new) {
@@ -170,6 +202,7 @@ public struct ReachabilityEvaluator: Sendable {
         }
         deletedRoutes = []
         deletedAddresses = []
+        linksWentDown = []
         let newSignature = model.resolutionSignature
         if let signature, signature != newSignature { actions += refreshNames() }
         signature = newSignature

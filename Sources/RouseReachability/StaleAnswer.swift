@@ -7,7 +7,7 @@ import RouseNetlink
 public enum StaleAnswer {
     /// Why a lookup answer is suspect.
     public enum Suspicion: Sendable, Equatable {
-        /// The route's interface is administratively down: the kernel is about to flush its routes.
+        /// The route's interface just went administratively down: the kernel is about to flush its routes.
         case interfaceDown
         /// The route's preferred source (or a local route's address) was just deleted.
         case sourceRemoved
@@ -18,9 +18,11 @@ public enum StaleAnswer {
     /// Why `route` (the kernel's answer to `query`) may be stale, or nil when it agrees with the model.
     public static func suspicion(
         of route: RouteMessage, for query: RouteQuery, model: NetworkModel, deletedRoutes: [RouteMessage],
-        deletedAddresses: Set<IPAddress> = []
+        deletedAddresses: Set<IPAddress> = [], linksWentDown: Set<Int32> = []
     ) -> Suspicion? {
-        if let index = route.outputInterface, route.kind == .unicast, model.links[index]?.isUp == false {
+        if let index = route.outputInterface, route.kind == .unicast, linksWentDown.contains(index),
+            model.links[index]?.isUp == false
+        {
             return .interfaceDown
         }
         if route.kind == .local, deletedAddresses.contains(query.destination), !model.isLocal(query.destination) {

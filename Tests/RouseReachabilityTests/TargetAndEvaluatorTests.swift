@@ -144,7 +144,11 @@ struct StaleAnswerTests {
     func downLinkAndDeletedSource() throws {
         let query = RouteQuery(destination: try #require(IPAddress("198.51.100.7")))
         let viaDown = Self.answer(index: 3, gateway: "10.1.0.1", source: "10.0.0.2")
-        #expect(StaleAnswer.suspicion(of: viaDown, for: query, model: Self.model, deletedRoutes: []) == .interfaceDown)
+        #expect(
+            StaleAnswer.suspicion(of: viaDown, for: query, model: Self.model, deletedRoutes: [], linksWentDown: [3])
+                == .interfaceDown)
+        // A link that was already down before this burst: the model may simply lag; not suspect.
+        #expect(StaleAnswer.suspicion(of: viaDown, for: query, model: Self.model, deletedRoutes: []) == nil)
         let fromGone = Self.answer(index: 2, gateway: "10.0.0.1", source: "10.0.0.9")
         let gone: Set<IPAddress> = [try #require(IPAddress("10.0.0.9"))]
         #expect(
@@ -153,5 +157,55 @@ struct StaleAnswerTests {
                 == .sourceRemoved)
         // A source the model does not know yet (its RTM_NEWADDR is still in flight) is not suspect.
         #expect(StaleAnswer.suspicion(of: fromGone, for: query, model: Self.model, deletedRoutes: []) == nil)
+    }
+}
+
+@Suite("Flap damping (optional, off by default)")
+struct FlapDampingTests {
+    @Test("Losses at once; a recovery only after the hold-down; a flap inside it costs one notification")
+    func holdDown() throws {
+        let classifier = InterfaceClassifier { _, _ in nil }
+        var evaluator = ReachabilityEvaluator(configuration: .init(classifier: classifier, recoveryHoldDown: 5))
+        let target = ReachabilityTarget.address(try #require(IPAddress("198.51.100.7")))
+        _ = evaluator.watch(target)
+        evaluator.apply(.newLink(TargetAndEvaluatorTests.eth))
+        let up = RouteLookup.route(TargetAndEvaluatorTests.route(via: "10.0.0.1", source: "10.0.0.2"))
+        let down = RouteLookup.failed(errno: 101)
+        var emitted = 0
+        func run(_ now: Double, _ answer: RouteLookup) {
+            emitted += evaluator.evaluate(now: now) { _ in answer }.count
+        }
+        run(0, up)
+        #expect(emitted == 1)  // the initial value is never held
+        run(1, down)
+        #expect(emitted == 2)  // the loss, at once
+        run(2, up)
+        #expect(emitted == 2)  // recovery held
+        #expect(evaluator.nextDeadline == 7)
+        run(3, down)
+        run(4, up)
+        #expect(emitted == 2)  // flapping inside the hold-down: nothing more
+        #expect(evaluator.nextDeadline == 9)
+        run(8.9, up)
+        #expect(emitted == 2)
+        run(9, up)
+        #expect(emitted == 3)  // stable for 5 s: the recovery
+        #expect(evaluator.nextDeadline == nil)
+        #expect(evaluator.result(for: target)?.isUsable == true)
+    }
+
+    @Test("Off by default: every change is delivered at once")
+    func offByDefault() throws {
+        var evaluator = ReachabilityEvaluator(configuration: .init(classifier: InterfaceClassifier { _, _ in nil }))
+        let target = ReachabilityTarget.address(try #require(IPAddress("198.51.100.7")))
+        _ = evaluator.watch(target)
+        evaluator.apply(.newLink(TargetAndEvaluatorTests.eth))
+        let up = RouteLookup.route(TargetAndEvaluatorTests.route(via: "10.0.0.1", source: "10.0.0.2"))
+        var emitted = 0
+        for (index, answer) in [up, .failed(errno: 101), up, .failed(errno: 101), up].enumerated() {
+            emitted += evaluator.evaluate(now: Double(index)) { _ in answer }.count
+        }
+        #expect(emitted == 5)
+        #expect(evaluator.nextDeadline == nil)
     }
 }
