@@ -60,10 +60,19 @@ struct ReachCommand: AsyncParsableCommand {
             let wanted = targets.isEmpty ? [ReachabilityTarget.anyNetwork] : try parsedTargets(targets)
             let monitor = try startMonitor(targets: wanted, netns: netns)
             defer { monitor.stop() }
-            // Host names resolve asynchronously: wait (at most 5 s) until every target has a result.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while wanted.contains(where: { monitor.result(for: $0) == nil }) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            // Host names resolve asynchronously: wait for their first results (event-driven, at most 5 s).
+            if wanted.contains(where: { monitor.result(for: $0) == nil }) {
+                let stream = monitor.events()
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await _ in stream where !wanted.contains(where: { monitor.result(for: $0) == nil }) {
+                            return
+                        }
+                    }
+                    group.addTask { try? await Task.sleep(for: .seconds(5)) }
+                    await group.next()
+                    group.cancelAll()
+                }
             }
             let routes = try ReachOutput.defaultRoutes(netns: netns, monitor: monitor)
             print(
