@@ -1,1 +1,24 @@
+#define _GNU_SOURCE
 #include "rouse_netlink.h"
+#include <fcntl.h>
+#include <linux/if.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+int rouse_netlink_socket_type(void) { return SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC; }
+
+int rouse_eventfd_open(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int rouse_setns_net(int fd) { return setns(fd, CLONE_NEWNET); }
+
+int rouse_so_rcvbufforce(void) { return SO_RCVBUFFORCE; }
+
+int rouse_open_rdonly_cloexec(void) { return O_RDONLY | O_CLOEXEC; }
+
+uint32_t rouse_iff_lower_up(void) { return IFF_LOWER_UP; }
+uint8_t rouse_if_oper_unknown(void) { return IF_OPER_UNKNOWN; }
+uint8_t rouse_if_oper_down(void) { return IF_OPER_DOWN; }
+uint8_t rouse_if_oper_lowerlayerdown(void) { return IF_OPER_LOWERLAYERDOWN; }
+uint8_t rouse_if_oper_dormant(void) { return IF_OPER_DORMANT; }
+uint8_t rouse_if_oper_up(void) { return IF_OPER_UP; }

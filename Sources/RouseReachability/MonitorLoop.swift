@@ -1,0 +1,296 @@
+import Dispatch
+import Foundation
+import Logging
+import RouseNetlink
+
+/// The monitor thread's body: owns the sockets and the evaluator; everything here runs on that one
+/// thread. Shared state is reached only through `ReachabilityMonitor.shared` (a `Mutex`).
+final class MonitorLoop {
+    private let monitor: ReachabilityMonitor
+    private let eventDescriptor: Int32
+    private var evaluator: ReachabilityEvaluator
+    private var events: NetlinkSocket?
+    private var query: NetlinkSocket?
+    private var statistics = ReachabilityStatistics()
+    private var logger: Logger
+    private var barriers: [DispatchSemaphore] = []
+    private var pendingDump = false
+
+    init(monitor: ReachabilityMonitor, eventDescriptor: Int32) {
+        self.monitor = monitor
+        self.eventDescriptor = eventDescriptor
+        self.evaluator = ReachabilityEvaluator(configuration: monitor.configuration.evaluator)
+        self.logger = monitor.logger
+        if let path = monitor.configuration.networkNamespacePath { logger[metadataKey: "netns"] = "\(path)" }
+    }
+
+    func run(ready: DispatchSemaphore) {
+        do throws(ReachabilityError) {
+            try open()
+        } catch {
+            monitor.shared.withLock { $0.startError = error }
+            close()
+            ready.signal()
+            return
+        }
+        logger.debug("reachability monitor started")
+        _ = processCommands()
+        evaluate()
+        publishStatistics()
+        ready.signal()
+        guard let events else { return }
+        var stopping = false
+        while !stopping {
+            let readable: [Bool]
+            var timeout: Int32 = -1
+            if let deadline = evaluator.nextDeadline {
+                let milliseconds = ((deadline - Date().timeIntervalSince1970) * 1000).rounded(.up)
+                timeout = Int32(max(0, min(milliseconds, Double(Int32.max))))
+            }
+            do {
+                readable = try NetlinkSystem.poll([eventDescriptor, events.descriptor], timeoutMilliseconds: timeout)
+            } catch {
+                logger.error("poll failed", metadata: ["error": "\(error)"])
+                break
+            }
+            statistics.wakeups += 1
+            if readable[1] { drain(events) }
+            if readable[0] {
+                NetlinkSystem.drain(eventDescriptor: eventDescriptor)
+                stopping = processCommands()
+            }
+            let holdExpired = evaluator.nextDeadline.map { Date().timeIntervalSince1970 >= $0 } ?? false
+            if !stopping && (evaluator.needsEvaluation || holdExpired) { evaluate() }
+            publishStatistics()
+            for barrier in barriers { barrier.signal() }
+            barriers = []
+        }
+        for barrier in barriers { barrier.signal() }
+        close()
+        logger.debug("reachability monitor stopped")
+    }
+
+    private func open() throws(ReachabilityError) {
+        let configuration = monitor.configuration
+        do {
+            if let path = configuration.networkNamespacePath { try NetlinkSystem.enterNetworkNamespace(path: path) }
+            events = try NetlinkSocket(groups: RTNL.groups, receiveBufferSize: configuration.receiveBufferSize)
+            query = try NetlinkSocket(groups: 0)
+        } catch {
+            throw ReachabilityError(.startFailed, "opening netlink sockets", underlying: error)
+        }
+        do {
+            try dumpAll()
+        } catch {
+            throw ReachabilityError(.startFailed, "initial dump", underlying: error)
+        }
+    }
+
+    private func close() {
+        events?.close()
+        query?.close()
+        events = nil
+        query = nil
+    }
+
+    /// Receives until `EAGAIN`, applying every message; re-dumps after an overrun or a malformed message.
+    private func drain(_ socket: NetlinkSocket) {
+        var needsDump = false
+        receiving: while true {
+            let received: NetlinkSocket.Receive
+            do {
+                received = try socket.receive()
+            } catch {
+                logger.warning("netlink receive failed", metadata: ["error": "\(error)"])
+                statistics.malformedMessages += 1
+                needsDump = true
+                break receiving
+            }
+            switch received {
+            case .wouldBlock:
+                break receiving
+            case .overrun:
+                statistics.overruns += 1
+                needsDump = true
+                logger.notice(
+                    "netlink overrun, events lost; re-dumping", metadata: ["overruns": "\(statistics.overruns)"])
+            case .messages(let messages):
+                for message in messages {
+                    statistics.messages += 1
+                    do {
+                        evaluator.apply(try RouteNetlinkEvent.decode(message))
+                    } catch {
+                        statistics.malformedMessages += 1
+                        needsDump = true
+                        logger.warning("malformed netlink message", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        }
+        statistics.bursts += 1
+        if needsDump || pendingDump {
+            do {
+                try dumpAll()
+                pendingDump = false
+            } catch {
+                // Still churning: the next burst retries.
+                pendingDump = true
+                logger.warning("re-dump failed, retrying on the next burst", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Replaces the model with a fresh dump of links and addresses (retried when interrupted).
+    private func dumpAll() throws(NetlinkError) {
+        guard let query else { return }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do throws(NetlinkError) {
+                var collected: [RouteNetlinkEvent] = []
+                for kind in [NetlinkRequest.DumpKind.links, .addresses] {
+                    collected += try query.exchange(.dump(kind, sequence: query.makeSequence()))
+                }
+                evaluator.resetModel()
+                for event in collected { evaluator.apply(event) }
+                statistics.dumps += 1
+                return
+            } catch  where error.code == .overrun && attempt < 20 {
+                continue
+            }
+        }
+    }
+
+    /// Runs queued commands; returns true on stop.
+    private func processCommands() -> Bool {
+        let commands = monitor.shared.withLock { state -> [ReachabilityMonitor.Command] in
+            defer { state.commands = [] }
+            return state.commands
+        }
+        var actions: [ReachabilityEvaluator.Action] = []
+        for command in commands {
+            switch command {
+            case .stop: return true
+            case .watch(let target): actions += evaluator.watch(target)
+            case .unwatch(let target):
+                evaluator.unwatch(target)
+                monitor.shared.withLock { state in
+                    state.results[target] = nil
+                    state.order.removeAll { $0 == target }
+                }
+            case .resolved(let host, let generation, let addresses):
+                evaluator.resolved(host: host, generation: generation, addresses: addresses)
+            case .refreshNames: actions += evaluator.refreshNames()
+            case .barrier(let semaphore): barriers.append(semaphore)
+            }
+        }
+        perform(actions)
+        return false
+    }
+
+    private func evaluate() {
+        guard let query else { return }
+        statistics.evaluations += 1
+        let now = Date().timeIntervalSince1970
+        let model = evaluator.model
+        let deleted = evaluator.deletedRoutes
+        let deletedAddresses = evaluator.deletedAddresses
+        let linksWentDown = evaluator.linksWentDown
+        let actions = evaluator.evaluate(now: now) { request in
+            var answer = lookup(request, query: query)
+            // A kernel answer that contradicts events already received is retried briefly: the kernel
+            // announces some changes just before applying them.
+            for _ in 0..<Self.staleRetries {
+                guard case .route(let route) = answer,
+                    let suspicion = StaleAnswer.suspicion(
+                        of: route, for: request, model: model, deletedRoutes: deleted,
+                        deletedAddresses: deletedAddresses, linksWentDown: linksWentDown)
+                else { break }
+                if case .maybeDeleted(let gone) = suspicion,
+                    case .route(let entry) = lookup(request, query: query, fibMatch: true),
+                    !StaleAnswer.isDeletedEntry(entry, gone)
+                {
+                    break  // another route with the same nexthop legitimately matches
+                }
+                statistics.staleRetries += 1
+                Thread.sleep(forTimeInterval: Self.staleRetryPause)
+                answer = lookup(request, query: query)
+            }
+            return answer
+        }
+        perform(actions)
+        let targets = evaluator.watchedTargets
+        let results = evaluator.results
+        monitor.shared.withLock { state in
+            state.model = evaluator.model
+            state.order = targets
+            state.results = results
+        }
+    }
+
+    /// At most this many re-asks, this far apart, for an answer that contradicts received events
+    /// (the kernel finishes within microseconds; the bound keeps a persistent contradiction cheap).
+    static let staleRetries = 50
+    static let staleRetryPause = 0.00002
+
+    private func lookup(_ request: RouteQuery, query: NetlinkSocket, fibMatch: Bool = false) -> RouteLookup {
+        statistics.routeLookups += 1
+        do throws(NetlinkError) {
+            let replies = try query.exchange(
+                .routeLookup(
+                    to: request.destination, from: request.source, fibMatch: fibMatch, sequence: query.makeSequence()))
+            for case .newRoute(let route) in replies { return .route(route) }
+            return .failed(errno: PathDecision.enetunreach)
+        } catch {
+            if error.code == .kernel, let code = error.errno { return .failed(errno: code) }
+            logger.warning(
+                "route lookup failed", metadata: ["error": "\(error)", "destination": "\(request.destination)"])
+            return .failed(errno: PathDecision.enetunreach)
+        }
+    }
+
+    private func perform(_ actions: [ReachabilityEvaluator.Action]) {
+        for action in actions {
+            switch action {
+            case .emit(let event):
+                statistics.notifications += 1
+                if case .changed(let change) = event {
+                    logger.debug(
+                        "reachability changed",
+                        metadata: [
+                            "target": "\(change.target)", "status": "\(change.result.path.status)",
+                            "reason": "\(change.reason)",
+                        ])
+                }
+                let targets = evaluator.watchedTargets
+                monitor.shared.withLock { state in
+                    if case .changed(let change) = event { state.results[change.target] = change.result }
+                    if case .sourceAddressChanged(let change) = event, var result = state.results[change.target] {
+                        result.path.sourceAddress = change.current
+                        state.results[change.target] = result
+                    }
+                    state.order = targets
+                    for subscriber in state.subscribers.values {
+                        switch subscriber {
+                        case .stream(let continuation): continuation.yield(event)
+                        case .handler(let queue, let handler): queue.async { handler(event) }
+                        }
+                    }
+                }
+            case .resolve(let host, let generation):
+                let resolver = monitor.configuration.resolver
+                let monitor = self.monitor
+                DispatchQueue.global().async {
+                    let addresses = try? resolver.resolve(host)
+                    monitor.post(.resolved(host: host, generation: generation, addresses: addresses))
+                }
+            }
+        }
+    }
+
+    private func publishStatistics() {
+        statistics.cpuNanoseconds = NetlinkSystem.threadCPUTimeNanoseconds()
+        let statistics = self.statistics
+        monitor.shared.withLock { $0.statistics = statistics }
+    }
+}

@@ -1,0 +1,248 @@
+import Dispatch
+import Foundation
+import Logging
+import RouseNetlink
+import Synchronization
+
+/// Watches targets with one `NETLINK_ROUTE` socket and tells subscribers when a target's result
+/// changes — in the spirit of `SCNetworkReachability` and `NWPathMonitor`, without polling.
+///
+/// A dedicated thread (optionally moved into a network namespace first) blocks in `poll()` on the
+/// netlink socket and an eventfd. Each burst of kernel messages is drained until `EAGAIN`, then every
+/// target is evaluated once by asking the kernel for the route (`RTM_GETROUTE`). `ENOBUFS` triggers a
+/// full re-dump; the monitor never stops listening. The decisions live in `ReachabilityEvaluator`.
+public final class ReachabilityMonitor: Sendable {
+    /// Monitor settings.
+    public struct Configuration: Sendable {
+        /// A network namespace to monitor (e.g. `/run/netns/NAME`); nil for the caller's own.
+        public var networkNamespacePath: String?
+        /// The event socket's receive buffer (`SO_RCVBUFFORCE`, then `SO_RCVBUF`); 4 MiB by default.
+        public var receiveBufferSize: Int
+        /// Decision settings.
+        public var evaluator: ReachabilityEvaluator.Configuration
+        /// Resolver for host-name targets.
+        public var resolver: any HostResolver
+
+        /// Creates settings.
+        public init(
+            networkNamespacePath: String? = nil, receiveBufferSize: Int = 4 << 20,
+            evaluator: ReachabilityEvaluator.Configuration = .init(), resolver: any HostResolver = SystemHostResolver()
+        ) {
+            self.networkNamespacePath = networkNamespacePath
+            self.receiveBufferSize = receiveBufferSize
+            self.evaluator = evaluator
+            self.resolver = resolver
+        }
+    }
+
+    enum Command: Sendable {
+        case watch(ReachabilityTarget)
+        case unwatch(ReachabilityTarget)
+        case resolved(host: String, generation: Int, addresses: [IPAddress]?)
+        case refreshNames
+        case barrier(DispatchSemaphore)
+        case stop
+    }
+
+    enum Subscriber: Sendable {
+        case stream(AsyncStream<ReachabilityEvent>.Continuation)
+        case handler(DispatchQueue, @Sendable (ReachabilityEvent) -> Void)
+    }
+
+    enum Phase: Sendable {
+        case idle
+        case running(eventDescriptor: Int32)
+        case stopped
+    }
+
+    struct Shared: Sendable {
+        var phase = Phase.idle
+        var commands: [Command] = []
+        var results: [ReachabilityTarget: ReachabilityResult] = [:]
+        var order: [ReachabilityTarget] = []
+        var subscribers: [UInt64: Subscriber] = [:]
+        var nextSubscriber: UInt64 = 1
+        var statistics = ReachabilityStatistics()
+        var model = NetworkModel()
+        var startError: ReachabilityError?
+    }
+
+    let configuration: Configuration
+    let logger: Logger
+    let shared = Mutex(Shared())
+    private let exited = DispatchSemaphore(value: 0)
+
+    /// Creates a monitor; nothing runs until `start()`.
+    public init(configuration: Configuration = Configuration(), logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Opens the sockets on the monitor thread, dumps links and addresses, evaluates the targets
+    /// watched so far and returns once their results are known (host names may still be resolving).
+    public func start() throws(ReachabilityError) {
+        let eventDescriptor: Int32
+        do {
+            eventDescriptor = try NetlinkSystem.openEventDescriptor()
+        } catch {
+            throw ReachabilityError(.startFailed, "eventfd", underlying: error)
+        }
+        let alreadyStarted = shared.withLock { state -> Bool in
+            guard case .idle = state.phase else { return true }
+            state.phase = .running(eventDescriptor: eventDescriptor)
+            return false
+        }
+        if alreadyStarted {
+            NetlinkSystem.close(eventDescriptor)
+            throw ReachabilityError(.notRunning, "start() called twice")
+        }
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            let loop = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor)
+            loop.run(ready: ready)
+            NetlinkSystem.close(eventDescriptor)
+            exited.signal()
+        }
+        thread.name = "rouse-reachability"
+        thread.start()
+        ready.wait()
+        if let error = shared.withLock({ $0.startError }) {
+            exited.wait()
+            shared.withLock { $0.phase = .stopped }
+            throw error
+        }
+    }
+
+    /// Stops the monitor thread, waits for it to exit, and finishes every event stream. Idempotent.
+    public func stop() {
+        let (wasRunning, continuations) = shared.withLock {
+            state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation]) in
+            var running = false
+            if case .running(let fd) = state.phase {
+                state.commands.append(.stop)
+                NetlinkSystem.signal(eventDescriptor: fd)
+                running = true
+            }
+            state.phase = .stopped
+            let streams = state.subscribers.values.compactMap {
+                subscriber -> AsyncStream<ReachabilityEvent>.Continuation? in
+                if case .stream(let continuation) = subscriber { return continuation }
+                return nil
+            }
+            state.subscribers = [:]
+            return (running, streams)
+        }
+        if wasRunning { exited.wait() }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    /// Starts watching a target. Its first result is delivered as a `.changed` event with no previous value.
+    public func watch(_ target: ReachabilityTarget) {
+        post(.watch(target))
+    }
+
+    /// Stops watching a target.
+    public func unwatch(_ target: ReachabilityTarget) {
+        post(.unwatch(target))
+    }
+
+    /// Re-resolves every host-name target now (they are also re-resolved when links or addresses change).
+    public func refreshNames() {
+        post(.refreshNames)
+    }
+
+    /// Waits until the monitor has processed every kernel message queued before this call and
+    /// delivered (dispatched) the resulting events. Returns false on timeout or when not running.
+    /// Tests use it to assert that *no* notification followed a change.
+    @discardableResult
+    public func sync(timeout seconds: Double = 10) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let running = shared.withLock { state -> Bool in
+            guard case .running(let fd) = state.phase else { return false }
+            state.commands.append(.barrier(done))
+            NetlinkSystem.signal(eventDescriptor: fd)
+            return true
+        }
+        guard running else { return false }
+        return done.wait(timeout: .now() + seconds) == .success
+    }
+
+    func post(_ command: Command) {
+        shared.withLock { state in
+            state.commands.append(command)
+            if case .running(let fd) = state.phase { NetlinkSystem.signal(eventDescriptor: fd) }
+        }
+    }
+
+    /// The current result of a target, without blocking (nil until first known).
+    public func result(for target: ReachabilityTarget) -> ReachabilityResult? {
+        shared.withLock { $0.results[target] }
+    }
+
+    /// The current flags of a target, like `SCNetworkReachabilityGetFlags` (nil until known).
+    public func flags(for target: ReachabilityTarget) -> ReachabilityFlags? {
+        result(for: target)?.flags
+    }
+
+    /// Counters so far.
+    public var statistics: ReachabilityStatistics { shared.withLock { $0.statistics } }
+
+    /// The mirrored links and addresses after the last evaluation.
+    public var model: NetworkModel { shared.withLock { $0.model } }
+
+    /// A stream of events: the current value of every target with a result first, then every change.
+    public func events() -> AsyncStream<ReachabilityEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityEvent.self, bufferingPolicy: .unbounded)
+        let id = shared.withLock { state -> UInt64? in
+            if case .stopped = state.phase { return nil }
+            let id = state.nextSubscriber
+            state.nextSubscriber += 1
+            for target in state.order {
+                if let result = state.results[target] {
+                    continuation.yield(.changed(Self.initial(target, result)))
+                }
+            }
+            state.subscribers[id] = .stream(continuation)
+            return id
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.shared.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Calls `handler` on `queue` with the current value of every target, then every change.
+    /// Returns a token for `removeHandler(_:)`.
+    @discardableResult
+    public func addHandler(on queue: DispatchQueue, _ handler: @escaping @Sendable (ReachabilityEvent) -> Void)
+        -> UInt64
+    {
+        shared.withLock { state in
+            let id = state.nextSubscriber
+            state.nextSubscriber += 1
+            for target in state.order {
+                if let result = state.results[target] {
+                    let event = ReachabilityEvent.changed(Self.initial(target, result))
+                    queue.async { handler(event) }
+                }
+            }
+            state.subscribers[id] = .handler(queue, handler)
+            return id
+        }
+    }
+
+    /// Removes a handler added with `addHandler(on:_:)`.
+    public func removeHandler(_ token: UInt64) {
+        _ = shared.withLock { $0.subscribers.removeValue(forKey: token) }
+    }
+
+    static func initial(_ target: ReachabilityTarget, _ result: ReachabilityResult) -> ReachabilityChange {
+        ReachabilityChange(
+            target: target, result: result, previous: nil, reason: "current value",
+            timestamp: Date().timeIntervalSince1970)
+    }
+}
