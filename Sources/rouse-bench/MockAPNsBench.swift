@@ -35,11 +35,13 @@ enum MockAPNsBench {
         let h2load = try Bench.tool("/usr/bin/h2load")
         let nghttpd = try Bench.tool("/usr/sbin/nghttpd")
         guard FileManager.default.fileExists(atPath: "\(certs)/server.pem") else {
-            throw Bench.Failure(description: "\(certs)/server.pem not found: run from the repository root or pass --certs")
+            throw Bench.Failure(
+                description: "\(certs)/server.pem not found: run from the repository root or pass --certs")
         }
 
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bench-\(getpid())")
-        try FileManager.default.createDirectory(at: work.appendingPathComponent("docroot/3/device"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: work.appendingPathComponent("docroot/3/device"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         // 100k distinct tokens registered for the VoIP topic, and one URI per token.
         var tokensJSON = #"{"unknownTokens":"reject","tokens":["#
@@ -104,7 +106,9 @@ enum MockAPNsBench {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             for r in results { print(String(decoding: try encoder.encode(r), as: UTF8.self)) }
-            print(#"{"idleConnections":\#(idleCount),"mockRSSKiB":\#(idleRSS.after),"mockRSSKiBBefore":\#(idleRSS.before)}"#)
+            print(
+                #"{"idleConnections":\#(idleCount),"mockRSSKiB":\#(idleRSS.after),"mockRSSKiBBefore":\#(idleRSS.before)}"#
+            )
             return
         }
         print("h2load over TLS, \(requests) requests, 256-byte VoIP payload, token auth, \(tokenCount) device tokens")
@@ -112,17 +116,23 @@ enum MockAPNsBench {
         for r in results {
             print(
                 r.server.padding(toLength: 17, withPad: " ", startingAt: 0)
-                    + String(format: " %2d %3d %9.0f %10.2f %9d KiB", r.clients, r.streams, r.requestsPerSecond,
+                    + String(
+                        format: " %2d %3d %9.0f %10.2f %9d KiB", r.clients, r.streams, r.requestsPerSecond,
                         r.serverCPUMicrosecondsPerRequest, r.serverPeakRSSKiB))
         }
         for (clients, _) in [(1, 100), (4, 100)] {
             let m = results.first { $0.server == "rouse mock-apns" && $0.clients == clients }
             let n = results.first { $0.server == "nghttpd" && $0.clients == clients }
             if let m, let n, n.requestsPerSecond > 0 {
-                print(String(format: "-c%d: mock reaches %.0f%% of nghttpd's rate", clients, 100 * m.requestsPerSecond / n.requestsPerSecond))
+                print(
+                    String(
+                        format: "-c%d: mock reaches %.0f%% of nghttpd's rate", clients,
+                        100 * m.requestsPerSecond / n.requestsPerSecond))
             }
         }
-        print("rouse mock-apns RSS: \(idleRSS.before) KiB idle, \(idleRSS.after) KiB with \(idleCount) idle TLS connections")
+        print(
+            "rouse mock-apns RSS: \(idleRSS.before) KiB idle, \(idleRSS.after) KiB with \(idleCount) idle TLS connections"
+        )
     }
 
     static func measure(
@@ -171,7 +181,8 @@ enum MockAPNsBench {
         var clients: [HTTP2Client] = []
         for _ in 0..<count {
             clients.append(
-                try await HTTP2Client.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: tls), on: loop))
+                try await HTTP2Client.connect(
+                    HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: tls), on: loop))
         }
         let after = Bench.memoryKiB(pid: mock.processIdentifier, field: "VmRSS")
         for c in clients { c.abort() }
