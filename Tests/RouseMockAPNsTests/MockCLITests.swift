@@ -1,0 +1,58 @@
+import Foundation
+import RouseTestSupport
+import Testing
+
+/// `rouse mock-apns` as users run it: a child process, JSON lines, SIGTERM.
+@Suite("rouse mock-apns CLI", .timeLimit(.minutes(1)))
+struct MockCLITests {
+    @Test("prints its address and one JSON line per push; SIGTERM shuts it down gracefully")
+    func jsonAndSIGTERM() async throws {
+        let rouse = try Products.path("rouse")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: rouse)
+        process.arguments = [
+            "mock-apns", "--listen", "127.0.0.1:0", "--cert", Repository.cert("server.pem"), "--key",
+            Repository.cert("server.key"), "--client-ca", Repository.cert("ca.pem"), "--json", "--log-level", "error",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
+        try process.run()
+        let lines = LineReader(out.fileHandleForReading)
+        let startup = try #require(await lines.next())
+        #expect(startup.contains(#""event":"listening""#))
+        let address = try #require(startup.split(separator: "\"").drop { $0 != "address" }.dropFirst(2).first)
+        let push = try await ChildProcess.run(
+            "/usr/bin/curl",
+            [
+                "-s", "--http2", "--cacert", Repository.cert("ca.pem"), "--cert", Repository.cert("provider.pem"),
+                "--key", Repository.cert("provider.key"), "-H", "apns-topic: com.example.rouse.voip", "-H",
+                "apns-push-type: voip", "-d", #"{"aps":{}}"#, "-o", "/dev/null", "-w", "%{http_code}",
+                "https://localhost:\(address.split(separator: ":").last ?? "")/3/device/abcd",
+            ])
+        #expect(push.stdout == "200")
+        let record = try #require(await lines.next())
+        #expect(record.contains(#""outcome":"accepted""#))
+        #expect(record.contains(#""token":"abcd""#))
+        kill(process.processIdentifier, SIGTERM)
+        var status: Int32 = -1
+        for await s in exited.stream {
+            status = s
+            break
+        }
+        #expect(status == 0)
+    }
+
+    @Test("a garbage tokens file is a clear error, not a crash")
+    func badTokensFile() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bad-tokens-\(UUID()).json")
+        try Data(#"{"tokens":[{"token":"xyz"}]}"#.utf8).write(to: file)
+        let out = try await ChildProcess.run(
+            try Products.path("rouse"), ["mock-apns", "--h2c", "--listen", "127.0.0.1:0", "--tokens", file.path])
+        #expect(out.status != 0)
+        #expect(out.stderr.contains("tokens"))
+        #expect(!out.stderr.contains("Fatal error"))
+    }
+}
