@@ -64,6 +64,11 @@ public final class MockAPNs: Sendable {
         var sequence = 0
         var rateWindows: [String: (start: Int64, count: Int)] = [:]
         var statistics = MockStatistics()
+        /// `waitForRecords` callers: resumed (outside the lock) when enough records exist or their deadline passes.
+        var waiters: [UInt64: (count: Int, continuation: CheckedContinuation<[PushRecord]?, Never>)] = [:]
+        var nextWaiter: UInt64 = 0
+        /// Waiters whose deadline passed before they registered.
+        var expiredWaiters: Set<UInt64> = []
     }
 
     /// Rate windows are swept when more tokens than this have one.
@@ -253,19 +258,47 @@ public final class MockAPNs: Sendable {
         }
     }
 
-    /// Waits until at least `count` records were made since the last clear, or throws `.timeout`.
+    /// Waits until at least `count` records were made since the last clear, or throws `.timeout`. Woken by the
+    /// record itself, not by polling.
     public func waitForRecords(count: Int, timeout: Duration) async throws -> [PushRecord] {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while true {
-            let (made, snapshot) = state.withLock { state -> (Int, [PushRecord]?) in
-                state.recordedSinceClear >= count
-                    ? (state.recordedSinceClear, state.records.snapshot) : (state.recordedSinceClear, nil)
-            }
-            if let snapshot { return snapshot }
-            if clock.now >= deadline { throw MockAPNsError.timeout("\(made) of \(count) records after \(timeout)") }
-            try await Task.sleep(for: .milliseconds(2))
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
         }
+        let deadline = Task {
+            try await Task.sleep(for: timeout)
+            self.expireWaiter(id)
+        }
+        defer {
+            deadline.cancel()
+            _ = state.withLock { $0.expiredWaiters.remove(id) }
+        }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<[PushRecord]?, Never>) in
+            let (snapshot, expired) = state.withLock { state -> ([PushRecord]?, Bool) in
+                if state.recordedSinceClear >= count { return (state.records.snapshot, false) }
+                if state.expiredWaiters.remove(id) != nil { return (nil, true) }
+                state.waiters[id] = (count, continuation)
+                return (nil, false)
+            }
+            if let snapshot {
+                continuation.resume(returning: snapshot)
+            } else if expired {
+                continuation.resume(returning: nil)
+            }
+        }
+        if let result { return result }
+        let made = state.withLock { $0.recordedSinceClear }
+        throw MockAPNsError.timeout("\(made) of \(count) records after \(timeout)")
+    }
+
+    /// Resumes a waiter whose deadline passed with `nil`.
+    private func expireWaiter(_ id: UInt64) {
+        let waiter = state.withLock { state in
+            let waiter = state.waiters.removeValue(forKey: id)
+            if waiter == nil { state.expiredWaiters.insert(id) }
+            return waiter
+        }
+        waiter?.continuation.resume(returning: nil)
     }
 
     /// All kept records as a JSON array (admin endpoint).
@@ -437,14 +470,22 @@ extension MockAPNs {
             apnsID: apnsID,
             apnsUniqueID: uniqueID
         )
+        var ready: [(CheckedContinuation<[PushRecord]?, Never>, [PushRecord])] = []
         record = state.withLock { state in
             state.sequence += 1
             record.sequence = state.sequence
             state.recordedSinceClear += 1
             state.records.append(record)
             state.statistics.count(record.outcome)
+            if !state.waiters.isEmpty {
+                for (id, waiter) in state.waiters where state.recordedSinceClear >= waiter.count {
+                    state.waiters[id] = nil
+                    ready.append((waiter.continuation, state.records.snapshot))
+                }
+            }
             return record
         }
+        for (continuation, snapshot) in ready { continuation.resume(returning: snapshot) }
         onRecord?(record)
     }
 
