@@ -94,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -106,7 +106,7 @@ let package = Package(
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
-            dependencies: ["RouseHTTP2", "RouseCurl", "RouseTestSupport"],
+            dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -6,10 +6,7 @@ final class ClientCallbacks: @unchecked Sendable {  // immutable after init; ngh
     let callbacks: OpaquePointer
 
     private init() {
-        var cbs: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
-            fatalError("nghttp2_session_callbacks_new: out of memory")
-        }
+        let cbs = newCallbackTable()
         callbacks = cbs
         nghttp2_session_callbacks_set_on_header_callback(cbs, ClientCallbacks.onHeader)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, ClientCallbacks.onDataChunk)

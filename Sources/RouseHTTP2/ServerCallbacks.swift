@@ -6,10 +6,7 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
     let callbacks: OpaquePointer
 
     private init() {
-        var cbs: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
-            fatalError("nghttp2_session_callbacks_new: out of memory")
-        }
+        let cbs = newCallbackTable()
         callbacks = cbs
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, ServerCallbacks.onBeginHeaders)
         nghttp2_session_callbacks_set_on_header_callback(cbs, ServerCallbacks.onHeader)
@@ -144,4 +141,13 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
         }
         return n
     }
+}
+
+/// A new, empty nghttp2 callback table (server and client fill in their own); only memory exhaustion fails.
+func newCallbackTable() -> OpaquePointer {
+    var cbs: OpaquePointer?
+    guard nghttp2_session_callbacks_new(&cbs) == 0, let cbs else {
+        fatalError("nghttp2_session_callbacks_new: out of memory")
+    }
+    return cbs
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RouseSystem
 
 /// Process and measurement helpers shared by the benchmarks.
 enum Bench {
@@ -99,19 +100,7 @@ enum Bench {
 
     /// A port that was free a moment ago.
     static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-                _ = bind(fd, p, len)
-                return getsockname(fd, p, &len)
-            }
-        }
-        return UInt16(bigEndian: addr.sin_port)
+        (try? Sys.freeLoopbackPort()) ?? 0
     }
 
     /// The value after `--name` in `arguments`, if any.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RouseHTTP2
+import RouseSystem
 import RouseTestSupport
 import Synchronization
 import Testing
@@ -49,7 +50,7 @@ struct ClientTests {
         let docroot = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-docroot-\(UUID())")
         try FileManager.default.createDirectory(at: docroot, withIntermediateDirectories: true)
         try Data("from nghttpd".utf8).write(to: docroot.appendingPathComponent("hello.txt"))
-        let port = try freePort()
+        let port = try Sys.freeLoopbackPort()
         let nghttpd = Process()
         try ChildProcess.require("/usr/sbin/nghttpd")
         nghttpd.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
@@ -226,21 +227,9 @@ struct ClientTests {
     @Test("connect deadline: a server that never completes TLS")
     func connectTimeout() async throws {
         // A listening socket that never accepts: TCP completes in the kernel, TLS never starts.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-                _ = bind(fd, p, len)
-                _ = listen(fd, 8)
-                return getsockname(fd, p, &len)
-            }
-        }
-        var configuration = HTTP2ClientConfiguration(
-            host: "127.0.0.1", port: UInt16(bigEndian: addr.sin_port), tls: trustingTestCA())
+        let (fd, port) = try Sys.loopbackSocket(listen: true)
+        defer { Sys.close(fd) }
+        var configuration = HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: trustingTestCA())
         configuration.connectTimeout = .milliseconds(300)
         let started = ContinuousClock.now
         await #expect(throws: HTTP2Client.ConnectError.self) {
@@ -260,21 +249,4 @@ struct ClientTests {
                 HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: tls), on: loop)
         }
     }
-}
-
-/// A port that was free a moment ago (for external servers that need one on the command line).
-func freePort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-            _ = bind(fd, p, len)
-            return getsockname(fd, p, &len)
-        }
-    }
-    return UInt16(bigEndian: addr.sin_port)
 }
