@@ -1,0 +1,53 @@
+import Logging
+import RouseAPNs
+import RouseHTTP2
+
+/// One provider connection on the APNs-compatible API: the same rules as APNs (shared with the mock through
+/// `APNsRequestValidator`), then the store thread decides about the device token and stores the push.
+/// Loop-confined, like every `HTTP2ConnectionHandler`.
+final class ProviderHandler: HTTP2ConnectionHandler {
+    private let core: GatewayCore
+    private var auth: ProviderConnectionAuth
+
+    init(core: GatewayCore, auth: ProviderConnectionAuth) {
+        self.core = core
+        self.auth = auth
+    }
+
+    func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream) {
+        let now = core.clock()
+        let headers = request.headers.map { (name: $0.name, value: $0.value) }
+        let echoed = APNsRequestValidator.echoedID(headers)
+        let result = APNsRequestValidator.validate(
+            method: request.method, path: request.path, headers: headers,
+            duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
+            auth: &auth, now: APNsTime(milliseconds: now))
+        switch result {
+        case .failure(let reason):
+            core.metrics.pushIn(type: request.header("apns-push-type"), outcome: reason.rawValue)
+            ProviderResponse.reject(stream, reason: reason, apnsID: echoed)
+        case .success(let accepted):
+            let submission = PushSubmission(
+                token: accepted.deviceToken.lowercased(), headers: accepted.headers, payload: request.body,
+                apnsID: accepted.headers.apnsID ?? APNsID.random(), receivedAt: now)
+            core.submitPush(submission, stream: stream)
+        }
+    }
+
+    func connectionClosed() {}
+
+    /// The provider certificate as the APNs rules read it.
+    static func certificate(_ peer: PeerCertificate?) -> ProviderCertificate? {
+        guard let peer else { return nil }
+        let verification: ProviderCertificate.Verification
+        switch peer.verification {
+        case .ok: verification = .ok
+        case .expired: verification = .expired
+        case .notYetValid: verification = .notYetValid
+        case .unknownIssuer: verification = .unknownCA
+        case .other(_, let message): verification = .failed(message)
+        }
+        return ProviderCertificate.reading(
+            subjectUID: peer.subjectUID, extensions: peer.extensions, verification: verification)
+    }
+}
