@@ -145,7 +145,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseGatewayTests",
-            dependencies: ["RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport"],
+            dependencies: [
+                "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

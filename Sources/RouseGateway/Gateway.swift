@@ -27,6 +27,12 @@ public final class Gateway: Sendable {
     public var deviceAddress: SocketAddress { device.localAddress }
     /// The admin endpoint, if configured.
     public var adminAddress: SocketAddress? { admin?.localAddress }
+    /// The provider API's port.
+    public var providerPort: UInt16 { provider.localAddress.port }
+    /// The device API's port.
+    public var devicePort: UInt16 { device.localAddress.port }
+    /// The admin endpoint's port, if configured.
+    public var adminPort: UInt16? { admin?.localAddress.port }
 
     /// Opens the store, registers the configured keys and starts listening.
     ///
