@@ -136,3 +136,69 @@ struct Provider: Sendable {
 
     func close() { client.close() }
 }
+
+/// A gateway in this process with one enrolled device, its token for the bundle, and a provider.
+struct Harness: Sendable {
+    let directory: TemporaryDirectory
+    let gateway: Gateway
+    let curl: CurlHTTPClient
+    let device: DeviceClient
+    let token: String
+    let provider: Provider
+
+    static func start(clock: ManualWallClock? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in })
+        async throws -> Harness
+    {
+        let directory = try TemporaryDirectory()
+        let gateway = try GatewayFixture.start(in: directory, clock: clock, configure: configure)
+        let curl = try CurlHTTPClient()
+        let device = try await DeviceClient.enroll(
+            curl: curl, port: gateway.devicePort, secret: try gateway.makeEnrollmentSecret())
+        let token = try await device.token(topic: GatewayFixture.bundleID)
+        let issuedAt = (clock?.now ?? Gateway.systemMilliseconds()) / 1000
+        let provider = try await Provider.connect(port: gateway.providerPort, issuedAt: issuedAt)
+        return Harness(
+            directory: directory, gateway: gateway, curl: curl, device: device, token: token, provider: provider)
+    }
+
+    /// Sends a push with `{"n":<n>}` as payload and expects 200.
+    func push(
+        _ n: Int, token: String? = nil, topic: String = GatewayFixture.bundleID, type: String = "alert",
+        priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let answer = await provider.push(
+            token: token ?? self.token, topic: topic, type: type, priority: priority ?? (type == "background" ? 5 : nil),
+            expiration: expiration, collapseID: collapseID, payload: #"{"n":\#(n)}"#)
+        #expect(answer.status == 200, "push \(n): \(answer.status) \(answer.reason ?? "")", sourceLocation: sourceLocation)
+    }
+
+    /// The `n` of a push record's `{"n":…}` payload.
+    static func number(_ push: [String: String]) -> Int? {
+        guard let data = Data(base64Encoded: push["payload"] ?? ""),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return object["n"] as? Int
+    }
+
+    /// Opens the channel and reads the hello record.
+    func channel() async throws -> Channel {
+        let channel = try await device.channel()
+        let hello = try await channel.next()
+        guard hello["type"] == "hello" else { throw FixtureError("expected hello, got \(hello)") }
+        return channel
+    }
+
+    /// The `n` of the next `count` pushes on `channel`.
+    func numbers(_ channel: Channel, count: Int) async throws -> [Int] {
+        var result: [Int] = []
+        for _ in 0..<count { result.append(Self.number(try await channel.nextPush()) ?? -1) }
+        return result
+    }
+
+    func stop() async {
+        provider.close()
+        await curl.shutdown()
+        await gateway.shutdown(gracePeriod: .seconds(1))
+    }
+}
