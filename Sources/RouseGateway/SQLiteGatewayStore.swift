@@ -18,12 +18,12 @@ public final class SQLiteGatewayStore: GatewayStore {
     public init(path: String) throws(GatewayError) {
         self.path = path
         var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         configuration.busyMode = .timeout(5)
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB sets NORMAL when it enables WAL on the writer connection; the pool keeps that one connection
+            // for every write, so FULL set here stays in force.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(pool)
         } catch {
             throw .storage("\(path): \(error)")
@@ -45,6 +45,20 @@ public final class SQLiteGatewayStore: GatewayStore {
             return try pool.read { db in try body(SQLiteTransaction(db: db)) }
         } catch let error as GatewayError {
             throw error
+        } catch {
+            throw GatewayError.storage("\(path): \(error)")
+        }
+    }
+
+    /// The durability settings in force on the writer connection: `journal_mode` and `synchronous`
+    /// (2 = FULL), for checks and the admin view.
+    public func durabilitySettings() throws -> (journalMode: String, synchronous: Int) {
+        do {
+            return try pool.write { db in
+                let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? ""
+                let synchronous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+                return (mode, synchronous)
+            }
         } catch {
             throw GatewayError.storage("\(path): \(error)")
         }
