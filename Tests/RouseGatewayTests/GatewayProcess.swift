@@ -12,26 +12,26 @@ final class GatewayProcess: Sendable {
     private let stderrPath: String
 
     /// Finds the executable next to the test bundle (or in the package's build directories).
-    static func executable() throws -> String {
+    static func executable(_ name: String = "rouse-gateway") throws -> String {
         var candidates: [String] = []
         for argument in CommandLine.arguments.prefix(3) where argument.contains("/") {
             var url = URL(fileURLWithPath: argument).deletingLastPathComponent()
-            candidates.append(url.appendingPathComponent("rouse-gateway").path)
+            candidates.append(url.appendingPathComponent(name).path)
             // Inside a .xctest bundle directory.
             url = url.deletingLastPathComponent()
-            candidates.append(url.appendingPathComponent("rouse-gateway").path)
+            candidates.append(url.appendingPathComponent(name).path)
         }
         for argument in CommandLine.arguments where argument.hasSuffix(".xctest") {
             candidates.append(
-                URL(fileURLWithPath: argument).deletingLastPathComponent().appendingPathComponent("rouse-gateway").path)
+                URL(fileURLWithPath: argument).deletingLastPathComponent().appendingPathComponent(name).path)
         }
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("rouse-gateway").path)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path)
         for scratch in [".build-gateway", ".build"] {
-            candidates.append("\(Repository.root)/\(scratch)/debug/rouse-gateway")
+            candidates.append("\(Repository.root)/\(scratch)/debug/\(name)")
         }
         for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         throw FixtureError(
-            "rouse-gateway is not built (looked in \(candidates.joined(separator: ", "))): run "
+            "\(name) is not built (looked in \(candidates.joined(separator: ", "))): run "
                 + "`swift build --build-tests` first, which builds every product")
     }
 
