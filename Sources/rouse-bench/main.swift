@@ -1,1 +1,6 @@
-print("rouse-bench")
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "gateway" {
+    try await GatewayBench.run(arguments: Array(arguments.dropFirst()))
+} else {
+    print("rouse-bench")
+}
