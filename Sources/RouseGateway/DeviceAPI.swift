@@ -39,7 +39,10 @@ enum DeviceAPI {
     /// Reads `authorization: Bearer <device id>.<64 hex digits>`.
     static func bearer(_ authorization: String?) -> Result<DeviceCredential, DeviceReply> {
         guard let authorization, !authorization.isEmpty else {
-            return .failure(.error(401, "missingCredential", "authorization: Bearer <device>.<secret> or a client certificate is required"))
+            return .failure(
+                .error(
+                    401, "missingCredential",
+                    "authorization: Bearer <device>.<secret> or a client certificate is required"))
         }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {

@@ -47,7 +47,8 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         case ("GET", "channel"), ("POST", "channel"): openChannel(request, stream)
         case ("POST", "ack"): acknowledge(request, stream)
         case ("POST", "tokens"): createToken(request, stream)
-        case ("GET", "tokens"): authenticated(request, stream) { context, device in try context.listTokens(device: device) }
+        case ("GET", "tokens"):
+            authenticated(request, stream) { context, device in try context.listTokens(device: device) }
         case ("DELETE", _) where route.hasPrefix("tokens/"):
             let token = route.dropFirst("tokens/".count).lowercased()
             guard APNsRules.checkDeviceToken(token) == nil else {
@@ -55,7 +56,8 @@ final class DeviceHandler: HTTP2ConnectionHandler {
             }
             authenticated(request, stream) { context, device in try context.dropToken(device: device, token: token) }
         case (_, "enroll"), (_, "channel"), (_, "ack"), (_, "tokens"):
-            Self.send(.error(405, "methodNotAllowed", "\(request.method) is not allowed on \(request.path)"), on: stream)
+            Self.send(
+                .error(405, "methodNotAllowed", "\(request.method) is not allowed on \(request.path)"), on: stream)
         default:
             Self.send(.error(404, "notFound", "unknown path \(request.path)"), on: stream)
         }
@@ -77,7 +79,8 @@ final class DeviceHandler: HTTP2ConnectionHandler {
     private func enroll(_ request: HTTP2Request, _ stream: HTTP2Stream) {
         if request.header("authorization") == nil, request.bodyLength == 0 {
             guard let deviceID = certificateDeviceID else {
-                let detail = certificateProblem.map { "client certificate rejected: \($0)" }
+                let detail =
+                    certificateProblem.map { "client certificate rejected: \($0)" }
                     ?? "send {\"secret\":…} or present a device certificate"
                 return Self.send(.error(401, "missingCredential", detail), on: stream)
             }
@@ -173,7 +176,8 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         let limit = core.limits.maxDeviceRequestsInProgress
         if inProgress.value.add(1, ordering: .relaxed).newValue > limit {
             inProgress.value.subtract(1, ordering: .relaxed)
-            Self.send(.error(429, "tooManyRequests", "at most \(limit) requests in progress per connection"), on: stream)
+            Self.send(
+                .error(429, "tooManyRequests", "at most \(limit) requests in progress per connection"), on: stream)
             return false
         }
         return true

@@ -138,7 +138,8 @@ public final class Gateway: Sendable {
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 
-    private static func serverConfiguration(_ listener: GatewayConfiguration.Listener, workers: Int) throws(GatewayError)
+    private static func serverConfiguration(_ listener: GatewayConfiguration.Listener, workers: Int)
+        throws(GatewayError)
         -> HTTP2ServerConfiguration
     {
         var configuration = HTTP2ServerConfiguration()

@@ -18,9 +18,10 @@ public struct GatewayConfiguration: Sendable {
         public var clientCAFile: String?
 
         /// A listener.
-        public init(listen: String, certificateFile: String? = nil, privateKeyFile: String? = nil,
-            clientCAFile: String? = nil)
-        {
+        public init(
+            listen: String, certificateFile: String? = nil, privateKeyFile: String? = nil,
+            clientCAFile: String? = nil
+        ) {
             self.listen = listen
             self.certificateFile = certificateFile
             self.privateKeyFile = privateKeyFile

@@ -80,7 +80,8 @@ extension CoreContext {
             return .ok("{\"deviceID\":\(JSONText.quoted(deviceID))}")
         }
         try transaction.insertDevice(
-            DeviceRecord(id: deviceID, authentication: .certificate, credentialHash: nil, createdAt: now, revokedAt: nil))
+            DeviceRecord(
+                id: deviceID, authentication: .certificate, credentialHash: nil, createdAt: now, revokedAt: nil))
         return DeviceReply(status: 201, body: "{\"deviceID\":\(JSONText.quoted(deviceID))}")
     }
 
@@ -145,7 +146,9 @@ extension CoreContext {
         effects.append {
             stream.sendHead(
                 status: 200,
-                headers: [HTTP2Header("content-type", "application/x-ndjson"), HTTP2Header("cache-control", "no-store")])
+                headers: [
+                    HTTP2Header("content-type", "application/x-ndjson"), HTTP2Header("cache-control", "no-store"),
+                ])
             stream.write(hello)
         }
         if case .refill(let limit) = slot.delivery.start { try refill(&slot, limit: limit) }

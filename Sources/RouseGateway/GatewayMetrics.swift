@@ -101,7 +101,8 @@ public final class GatewayMetrics: Sendable {
     ]
 
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "rouse", subsystem: "gateway", metricName: metric, unitName: unit, helpText: help)
+        MetricNameDescriptor(
+            namespace: "rouse", subsystem: "gateway", metricName: metric, unitName: unit, helpText: help)
     }
 
     private func add(_ key: String, _ amount: Int) {

@@ -42,7 +42,10 @@ final class ChildGateway: Sendable {
             text += String(decoding: data, as: UTF8.self)
         }
         func port(_ name: String) -> UInt16? {
-            guard let field = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first(where: { $0.hasPrefix(name + "=") }),
+            guard
+                let field = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first(where: {
+                    $0.hasPrefix(name + "=")
+                }),
                 let colon = field.lastIndex(of: ":")
             else { return nil }
             return UInt16(field[field.index(after: colon)...])

@@ -31,7 +31,8 @@ enum GatewayBench {
 
     static func run(arguments: [String]) async throws {
         let options = try parse(arguments)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-gateway-bench-\(UUID())").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-gateway-bench-\(UUID())")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certs = try certsDirectory()
@@ -42,14 +43,16 @@ enum GatewayBench {
         let now = Gateway.systemMilliseconds()
         let ids = (0..<(options.channels + 2)).map { "bench-\($0)" }
         let credentials = try Gateway.provisionDevices(store: store, ids: ids, now: now)
-        let tokens = try Gateway.provisionTokens(store: store, deviceIDs: Array(ids.prefix(2)), topic: "com.example.rouse", now: now)
+        let tokens = try Gateway.provisionTokens(
+            store: store, deviceIDs: Array(ids.prefix(2)), topic: "com.example.rouse", now: now)
 
         let gateway = try await ChildGateway.start(
             executable: try options.gateway ?? sibling("rouse-gateway"), directory: directory, database: database,
             certs: certs)
         defer { gateway.stop() }
         let jwt = try ProviderToken(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", issuedAt: now / 1000)
-            .signed(with: ProviderToken.privateKey(pem: String(contentsOfFile: certs + "/apns-key.p8", encoding: .utf8)))
+            .signed(
+                with: ProviderToken.privateKey(pem: String(contentsOfFile: certs + "/apns-key.p8", encoding: .utf8)))
         let loop = try EventLoop(name: "bench-client")
         loop.start()
 
@@ -62,7 +65,8 @@ enum GatewayBench {
         report("durability", "SQLite WAL, synchronous=FULL, 200 after COMMIT")
 
         // 1. Ingest with h2load.
-        let h2 = try await h2loadIngest(options, port: gateway.providerPort, token: tokens[0], jwt: jwt, directory: directory)
+        let h2 = try await h2loadIngest(
+            options, port: gateway.providerPort, token: tokens[0], jwt: jwt, directory: directory)
         report("ingest_h2load_per_second", String(format: "%.0f", h2.rate))
         report("ingest_h2load_succeeded", "\(h2.succeeded)/\(options.pushes)")
 
@@ -119,8 +123,10 @@ enum GatewayBench {
                 rate = Double(field.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? 0
             }
             if line.hasPrefix("status codes:") {
-                succeeded = Int(line.dropFirst("status codes:".count).trimmingCharacters(in: .whitespaces)
-                    .split(separator: " ").first ?? "") ?? 0
+                succeeded =
+                    Int(
+                        line.dropFirst("status codes:".count).trimmingCharacters(in: .whitespaces)
+                            .split(separator: " ").first ?? "") ?? 0
             }
         }
         return (rate, succeeded)
@@ -251,7 +257,9 @@ enum GatewayBench {
                 HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
             {
                 let text = String(decoding: body, as: UTF8.self)
-                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("rouse_gateway_connected_devices ") }) {
+                if let line = text.split(separator: "\n").first(where: {
+                    $0.hasPrefix("rouse_gateway_connected_devices ")
+                }) {
                     open = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
                 }
             }
@@ -269,7 +277,8 @@ enum GatewayBench {
     static func connect(port: UInt16, loop: EventLoop) async throws -> HTTP2Client {
         var tls = TLSConfiguration()
         tls.verifyPeer = false
-        return try await HTTP2Client.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: tls), on: loop)
+        return try await HTTP2Client.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: tls), on: loop)
     }
 
     static func percentile(_ samples: [Double], _ p: Double) -> Double {
@@ -283,7 +292,9 @@ enum GatewayBench {
         var index = 0
         func value() throws -> String {
             index += 1
-            guard index < arguments.count else { throw BenchError(description: "\(arguments[index - 1]) needs a value\n\(usage)") }
+            guard index < arguments.count else {
+                throw BenchError(description: "\(arguments[index - 1]) needs a value\n\(usage)")
+            }
             return arguments[index]
         }
         func number() throws -> Int {
@@ -312,7 +323,9 @@ enum GatewayBench {
     }
 
     static func sibling(_ name: String) throws -> String {
-        let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
+        let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            name
+        ).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw BenchError(description: "\(path) is not built: swift build --product \(name) (or --gateway PATH)")
         }

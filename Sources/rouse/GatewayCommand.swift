@@ -25,7 +25,9 @@ struct GatewayCommand: AsyncParsableCommand {
 
         func store() throws -> SQLiteGatewayStore {
             if let database { return try SQLiteGatewayStore(path: database) }
-            if let config { return try SQLiteGatewayStore(path: try GatewayConfiguration.load(path: config).databasePath) }
+            if let config {
+                return try SQLiteGatewayStore(path: try GatewayConfiguration.load(path: config).databasePath)
+            }
             throw ValidationError("give --database FILE or --config FILE")
         }
     }
@@ -40,7 +42,8 @@ struct GatewayCommand: AsyncParsableCommand {
 
     struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Provider signing keys (ES256, token authentication).", subcommands: [Add.self, List.self, Revoke.self])
+            abstract: "Provider signing keys (ES256, token authentication).",
+            subcommands: [Add.self, List.self, Revoke.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Register a provider key (or replace it).")
@@ -85,7 +88,9 @@ struct GatewayCommand: AsyncParsableCommand {
                 }
                 for key in keys {
                     let state = key.revokedAt.map { "revoked \(GatewayCommand.time($0))" } ?? "active"
-                    print("\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "any")  \(state)")
+                    print(
+                        "\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "any")  \(state)"
+                    )
                 }
             }
         }
@@ -126,7 +131,9 @@ struct GatewayCommand: AsyncParsableCommand {
                 }
                 for d in devices {
                     let state = d.revokedAt.map { "revoked \(GatewayCommand.time($0))" } ?? "active"
-                    print("\(d.id)  \(d.authentication.rawValue)  enrolled \(GatewayCommand.time(d.createdAt))  pending \(counts[d.id] ?? 0)  \(state)")
+                    print(
+                        "\(d.id)  \(d.authentication.rawValue)  enrolled \(GatewayCommand.time(d.createdAt))  pending \(counts[d.id] ?? 0)  \(state)"
+                    )
                 }
             }
         }

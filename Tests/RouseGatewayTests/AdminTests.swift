@@ -7,7 +7,8 @@ import Testing
 @Suite("Gateway administration: rouse gateway CLI and the admin endpoint", .timeLimit(.minutes(2)))
 struct AdminTests {
     func rouse(_ arguments: [String]) async throws -> ChildProcess.Output {
-        try await ChildProcess.run(try GatewayProcess.executable("rouse"), ["gateway"] + arguments, timeout: .seconds(30))
+        try await ChildProcess.run(
+            try GatewayProcess.executable("rouse"), ["gateway"] + arguments, timeout: .seconds(30))
     }
 
     @Test("keys add/revoke take effect on new provider connections; devices revoke answers 410; lists")
@@ -51,7 +52,8 @@ struct AdminTests {
         #expect(try await rouse(["devices", "revoke", "--database", database, deviceID]).status != 0)
         let secret = try await rouse(["devices", "enroll-secret", "--database", database])
         let enrolled = try await DeviceClient.enroll(
-            curl: h.curl, port: h.gateway.devicePort, secret: secret.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            curl: h.curl, port: h.gateway.devicePort,
+            secret: secret.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(try await enrolled.call("GET", "/device/v1/tokens").status == 200)
         await h.stop()
     }
@@ -64,7 +66,9 @@ struct AdminTests {
         let client = try await HTTP2Client.connect(
             HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
         func get(_ path: String) async -> (Int, String) {
-            switch await client.send(HTTP2ClientRequest(method: "GET", path: path, authority: "localhost", scheme: "http")) {
+            switch await client.send(
+                HTTP2ClientRequest(method: "GET", path: path, authority: "localhost", scheme: "http"))
+            {
             case .response(let status, _, let body): return (status, String(decoding: body, as: UTF8.self))
             default: return (-1, "")
             }

@@ -8,7 +8,8 @@ struct AuthenticationTests {
     @Test("providers: bad, missing, foreign and stale tokens; unknown device tokens; wrong topic")
     func providerFailures() async throws {
         let h = try await Harness.start()
-        #expect(await h.provider.push(token: h.token, authorization: "bearer not.a.jwt").reason == "InvalidProviderToken")
+        #expect(
+            await h.provider.push(token: h.token, authorization: "bearer not.a.jwt").reason == "InvalidProviderToken")
         #expect(await h.provider.push(token: h.token, authorization: "").reason == "MissingProviderToken")
         let foreign = try await Provider.connect(
             port: h.gateway.providerPort, keyFile: "apns-key-other-team.p8", keyID: "ROUSEKEY02", teamID: "ROUSETEAM2")
@@ -43,7 +44,9 @@ struct AuthenticationTests {
         let curl = h.curl
         var request = h.device.request("POST", "/3/device/\(h.token)", body: #"{"n":7}"#)
         request.url = "https://127.0.0.1:\(h.gateway.providerPort)/3/device/\(h.token)"
-        request.headers = [(name: "apns-topic", value: GatewayFixture.bundleID), (name: "apns-push-type", value: "alert")]
+        request.headers = [
+            (name: "apns-topic", value: GatewayFixture.bundleID), (name: "apns-push-type", value: "alert"),
+        ]
         request.tls.clientCertificate = .pem(
             certificateFile: Repository.cert("provider.pem"), keyFile: Repository.cert("provider.key"))
         let response = try await curl.send(request)
@@ -116,7 +119,9 @@ struct AuthenticationTests {
         let unknown = try await d.ack(["999", "1000"])
         #expect(unknown.status == 200)
         #expect(unknown.json["unknown"] as? Int == 2)
-        #expect(try await d.call("POST", "/device/v1/tokens", body: #"{"topic":""}"#).json["error"] as? String == "badTopic")
+        #expect(
+            try await d.call("POST", "/device/v1/tokens", body: #"{"topic":""}"#).json["error"] as? String == "badTopic"
+        )
         #expect(try await d.call("PUT", "/device/v1/tokens").status == 405)
         #expect(try await d.call("GET", "/device/v1/nothing").status == 404)
         #expect(try await d.call("DELETE", "/device/v1/tokens/zz").status == 400)

@@ -39,7 +39,8 @@ struct DeviceClient: Sendable {
     }
 
     /// Sends a request; returns the status and the JSON object of the body.
-    func call(_ method: String, _ path: String, body: String? = nil) async throws -> (status: Int, json: [String: Any]) {
+    func call(_ method: String, _ path: String, body: String? = nil) async throws -> (status: Int, json: [String: Any])
+    {
         let response = try await curl.send(request(method, path, body: body))
         let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
         return (response.status, json)

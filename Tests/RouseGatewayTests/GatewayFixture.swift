@@ -95,9 +95,10 @@ struct Provider: Sendable {
     let client: HTTP2Client
     let jwt: String
 
-    static func connect(port: UInt16, issuedAt: Int64 = Gateway.systemMilliseconds() / 1000, keyFile: String = "apns-key.p8",
-        keyID: String = "ROUSEKEY01", teamID: String = "ROUSETEAM1") async throws -> Provider
-    {
+    static func connect(
+        port: UInt16, issuedAt: Int64 = Gateway.systemMilliseconds() / 1000, keyFile: String = "apns-key.p8",
+        keyID: String = "ROUSEKEY01", teamID: String = "ROUSETEAM1"
+    ) async throws -> Provider {
         var tls = TLSConfiguration()
         tls.trustRootsFile = Repository.cert("ca.pem")
         let client = try await HTTP2Client.connect(
@@ -168,9 +169,11 @@ struct Harness: Sendable {
         sourceLocation: SourceLocation = #_sourceLocation
     ) async {
         let answer = await provider.push(
-            token: token ?? self.token, topic: topic, type: type, priority: priority ?? (type == "background" ? 5 : nil),
+            token: token ?? self.token, topic: topic, type: type,
+            priority: priority ?? (type == "background" ? 5 : nil),
             expiration: expiration, collapseID: collapseID, payload: #"{"n":\#(n)}"#)
-        #expect(answer.status == 200, "push \(n): \(answer.status) \(answer.reason ?? "")", sourceLocation: sourceLocation)
+        #expect(
+            answer.status == 200, "push \(n): \(answer.status) \(answer.reason ?? "")", sourceLocation: sourceLocation)
     }
 
     /// The `n` of a push record's `{"n":…}` payload.

@@ -40,8 +40,14 @@ struct StoreAndConfigurationTests {
         arguments: [
             (#"{"provider":{"listen":"x"},"device":{"listen":"y"}}"#, "$.database: missing"),
             (#"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","typo":1}"#, "unknown member $.typo"),
-            (#"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","environment":"dev"}"#, "environment 'dev'"),
-            (#"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","limits":{"window":0}}"#, "limits.window"),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","environment":"dev"}"#,
+                "environment 'dev'"
+            ),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","limits":{"window":0}}"#,
+                "limits.window"
+            ),
             (#"{"provider":{"listen":1},"device":{"listen":"y"},"database":"d"}"#, "$.provider.listen: expected"),
             ("not json", "config.json: "),
         ])
