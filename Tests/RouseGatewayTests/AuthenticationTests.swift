@@ -1,6 +1,8 @@
 import Foundation
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
+import Synchronization
 import Testing
 
 @Suite("Gateway authentication and bad input, both sides", .timeLimit(.minutes(2)))
@@ -137,4 +139,37 @@ struct AuthenticationTests {
         #expect(try await h.numbers(again, count: 1) == [1])
         await h.stop()
     }
+}
+
+@Suite("Gateway device connections: keepalive", .timeLimit(.minutes(1)))
+struct KeepaliveTests {
+    @Test("a burst of HTTP/2 PINGs is answered and the connection keeps serving")
+    func pings() async throws {
+        let h = try await Harness.start()
+        let acknowledged = PingCounter()
+        var tls = TLSConfiguration()
+        tls.trustRootsFile = Repository.cert("ca.pem")
+        let client = try await HTTP2Client.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: h.gateway.devicePort, tls: tls), on: providerLoop
+        ) { event in
+            if case .pingAcknowledged = event { acknowledged.add() }
+        }
+        for _ in 0..<200 { client.ping() }
+        guard case .bearer(let credential) = h.device.credential else { throw FixtureError("bearer device expected") }
+        let result = await client.send(
+            HTTP2ClientRequest(
+                method: "GET", path: "/device/v1/tokens", authority: "localhost",
+                headers: [HTTP2Header("authorization", "Bearer \(credential)")]))
+        guard case .response(let status, _, _) = result else { throw FixtureError("request failed: \(result)") }
+        #expect(status == 200)
+        #expect(acknowledged.value > 0)
+        client.close()
+        await h.stop()
+    }
+}
+
+final class PingCounter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
