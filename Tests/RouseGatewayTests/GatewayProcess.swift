@@ -61,7 +61,7 @@ final class GatewayProcess: Sendable {
         let stdout = Pipe()
         process.standardOutput = stdout
         let stderrPath = directory.path + "/gateway-\(UUID().uuidString).stderr"
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         let lines = AsyncStream<String>.makeStream()
         stdout.fileHandleForReading.readabilityHandler = { handle in
