@@ -160,3 +160,30 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 }
+
+@Suite("Gateway channel lifecycle", .timeLimit(.minutes(1)))
+struct ChannelLifecycleTests {
+    @Test("idle channels get heartbeat records")
+    func heartbeat() async throws {
+        let h = try await Harness.start { $0.limits.heartbeatSeconds = 1 }
+        let channel = try await h.channel()
+        let record = try await channel.next(timeout: .seconds(5))
+        #expect(record["type"] == "heartbeat")
+        await h.stop()
+    }
+
+    @Test("graceful shutdown ends every channel with a shutdown record; stored pushes stay stored")
+    func shutdown() async throws {
+        let h = try await Harness.start()
+        let channel = try await h.channel()
+        await h.push(1)
+        #expect(try await h.numbers(channel, count: 1) == [1])
+        h.provider.close()
+        await h.gateway.shutdown(gracePeriod: .seconds(2))
+        #expect(try await channel.next()["type"] == "shutdown")
+        #expect(try await channel.next()["type"] == "end")
+        let pending = try h.gateway.store.read { try $0.pendingList(deviceID: nil, limit: 10) }
+        #expect(pending.count == 1)
+        await h.curl.shutdown()
+    }
+}
