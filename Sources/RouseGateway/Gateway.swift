@@ -78,7 +78,7 @@ public final class Gateway: Sendable {
                 let auth = ProviderConnectionAuth(
                     serverEnvironment: environment, keys: keys.registry(),
                     certificate: ProviderHandler.certificate(info.peerCertificate))
-                return ProviderHandler(core: core, auth: auth)
+                return ProviderHandler(core: core, auth: auth, keys: keys)
             }
             device = try HTTP2Server(configuration: deviceConfiguration, logger: logger) { info, connection in
                 DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)
@@ -176,6 +176,9 @@ final class ProviderKeyCache: Sendable {
         self.store = store
         self.logger = logger
     }
+
+    /// Whether `keyID` is still registered and not revoked (as of at most a second ago).
+    func isActive(_ keyID: String) -> Bool { registry()[keyID] != nil }
 
     func registry() -> APNsKeyRegistry {
         let now = ContinuousClock.now

@@ -8,16 +8,25 @@ import RouseHTTP2
 final class ProviderHandler: HTTP2ConnectionHandler {
     private let core: GatewayCore
     private var auth: ProviderConnectionAuth
+    private let keys: ProviderKeyCache
 
-    init(core: GatewayCore, auth: ProviderConnectionAuth) {
+    init(core: GatewayCore, auth: ProviderConnectionAuth, keys: ProviderKeyCache) {
         self.core = core
         self.auth = auth
+        self.keys = keys
     }
 
     func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream) {
         let now = core.clock()
         let headers = request.headers.map { (name: $0.name, value: $0.value) }
         let echoed = APNsRequestValidator.echoedID(headers)
+        // A key revoked since this connection bound it: APNs asks providers to "close all connections" then;
+        // until they do, every push on the connection is refused.
+        if let keyID = auth.boundKeyID, !keys.isActive(keyID) {
+            core.metrics.pushIn(
+                type: request.header("apns-push-type"), outcome: APNsReason.invalidProviderToken.rawValue)
+            return ProviderResponse.reject(stream, reason: .invalidProviderToken, apnsID: echoed)
+        }
         let result = APNsRequestValidator.validate(
             method: request.method, path: request.path, headers: headers,
             duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
