@@ -60,7 +60,7 @@ public struct GatewayConfiguration: Sendable {
         /// Extra in-flight room for VoIP pushes.
         public var voipAllowance: Int = 16
         /// Store jobs queued before new requests are refused (503 / 429): bounds memory under overload.
-        public var maxQueuedJobs: Int = 50_000
+        public var maxQueuedJobs: Int = 10_000
         /// Pushes committed in one transaction at most.
         public var maxBatch: Int = 1024
         /// Seconds between heartbeat records on idle channels (0: none).
