@@ -74,11 +74,13 @@ public final class Gateway: Sendable {
         // Channels keep their stream open: idle means no stream at all for this long.
         deviceConfiguration.idleTimeout = .seconds(600)
         do {
-            provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, _ in
+            let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
+            provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, connection in
                 let auth = ProviderConnectionAuth(
                     serverEnvironment: environment, keys: keys.registry(),
                     certificate: ProviderHandler.certificate(info.peerCertificate))
-                return ProviderHandler(core: core, auth: auth, keys: keys)
+                return ProviderHandler(
+                    core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams)
             }
             device = try HTTP2Server(configuration: deviceConfiguration, logger: logger) { info, connection in
                 DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)

@@ -9,11 +9,27 @@ final class ProviderHandler: HTTP2ConnectionHandler {
     private let core: GatewayCore
     private var auth: ProviderConnectionAuth
     private let keys: ProviderKeyCache
+    private let connection: HTTP2Connection
+    private let configuredStreams: Int
+    private var advertisedStreams: Int
 
-    init(core: GatewayCore, auth: ProviderConnectionAuth, keys: ProviderKeyCache) {
+    /// A handler; token connections advertise one stream until a valid token: "APNs allows only one stream
+    /// until you post a request with a valid authentication token" [SEND].
+    init(
+        core: GatewayCore, auth: ProviderConnectionAuth, keys: ProviderKeyCache, connection: HTTP2Connection,
+        configuredStreams: Int
+    ) {
         self.core = core
         self.auth = auth
         self.keys = keys
+        self.connection = connection
+        self.configuredStreams = configuredStreams
+        advertisedStreams = auth.maxConcurrentStreams(configured: configuredStreams)
+        if advertisedStreams != configuredStreams {
+            // After the kernel's first SETTINGS (sent with the configured limit once this factory returns).
+            let limit = UInt32(advertisedStreams)
+            connection.eventLoop.execute { connection.setMaxConcurrentStreams(limit) }
+        }
     }
 
     func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream) {
@@ -31,6 +47,11 @@ final class ProviderHandler: HTTP2ConnectionHandler {
             method: request.method, path: request.path, headers: headers,
             duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
             auth: &auth, now: APNsTime(milliseconds: now))
+        let desired = auth.maxConcurrentStreams(configured: configuredStreams)
+        if desired != advertisedStreams {
+            advertisedStreams = desired
+            connection.setMaxConcurrentStreams(UInt32(desired))
+        }
         switch result {
         case .failure(let reason):
             core.metrics.pushIn(type: request.header("apns-push-type"), outcome: reason.rawValue)

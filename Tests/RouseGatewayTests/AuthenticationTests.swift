@@ -173,3 +173,32 @@ final class PingCounter: Sendable {
     func add() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }
+
+@Suite("Gateway provider connections: APNs stream rules", .timeLimit(.minutes(1)))
+struct ProviderStreamTests {
+    @Test("a token connection gets one stream until its first valid token, then the full limit")
+    func oneStreamUntilToken() async throws {
+        let h = try await Harness.start()
+        let limits = SettingsLog()
+        var tls = TLSConfiguration()
+        tls.trustRootsFile = Repository.cert("ca.pem")
+        let client = try await HTTP2Client.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: h.gateway.providerPort, tls: tls), on: providerLoop
+        ) { event in
+            if case .settings(let streams) = event { limits.add(streams) }
+        }
+        let provider = Provider(client: client, jwt: h.provider.jwt)
+        #expect(await provider.push(token: h.token, authorization: "bearer bad").reason == "InvalidProviderToken")
+        #expect(limits.values.last == 1)
+        #expect(await provider.push(token: h.token).status == 200)
+        #expect(limits.values.last == 1000)
+        provider.close()
+        await h.stop()
+    }
+}
+
+final class SettingsLog: Sendable {
+    private let list = Mutex<[UInt32]>([])
+    func add(_ value: UInt32) { list.withLock { $0.append(value) } }
+    var values: [UInt32] { list.withLock { $0 } }
+}
