@@ -170,6 +170,20 @@ extension CoreContext {
         }
     }
 
+    /// Ends the device's channel, if open, with a last record (`revoked`).
+    mutating func endChannel(deviceID: String, frame: [UInt8]) {
+        guard let slot = state.channels.removeValue(forKey: deviceID) else { return }
+        let metrics = core.metrics
+        let count = state.channels.count
+        let lost = slot.delivery.inFlight.filter { $0 >= StoredPush.ephemeralIDBase }.count
+        effects.append {
+            slot.stream.write(frame)
+            slot.stream.finish()
+            metrics.setConnectedDevices(count)
+            if lost > 0 { metrics.dropped(type: nil, reason: "channel-closed", count: lost) }
+        }
+    }
+
     /// Acknowledged ids: stored pushes are deleted; the window refills.
     mutating func acknowledge(device: DeviceRecord, ids: [Int64]) throws -> DeviceReply {
         let stored = ids.filter { $0 < StoredPush.ephemeralIDBase }

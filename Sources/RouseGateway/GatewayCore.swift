@@ -188,6 +188,13 @@ public final class GatewayCore: Sendable {
                     let metrics = context.core.metrics
                     context.effects.append { metrics.expired(count: expired) }
                 }
+                // Devices revoked from outside (the CLI) lose their open channel. A margin covers clock skew
+                // between processes; closing twice does nothing.
+                let since = context.state.lastRevocationCheck - 60_000
+                context.state.lastRevocationCheck = context.now
+                for deviceID in try context.transaction.devicesRevoked(since: since) {
+                    context.endChannel(deviceID: deviceID, frame: ChannelFrame.revoked)
+                }
             },
             fail: { _ in })
     }
@@ -209,6 +216,8 @@ public final class GatewayCore: Sendable {
 struct CoreState: Sendable {
     var channels: [String: ChannelSlot] = [:]
     var nextEphemeralID: Int64 = StoredPush.ephemeralIDBase
+    /// When the sweep last looked for devices revoked by other processes (UNIX milliseconds).
+    var lastRevocationCheck: Int64 = 0
 }
 
 /// One connected device channel.

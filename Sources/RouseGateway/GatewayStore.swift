@@ -42,6 +42,8 @@ public protocol GatewayStoreTransaction {
     func revokeDevice(_ id: String, at time: Int64) throws -> Bool
     /// All devices, by id.
     func devices() throws -> [DeviceRecord]
+    /// Ids of devices revoked at or after `time` (revocations made by other processes, such as the CLI).
+    func devicesRevoked(since time: Int64) throws -> [String]
     /// Stores a one-time enrollment secret by its SHA-256.
     func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws
     /// Consumes an unused, unexpired enrollment secret for `deviceID`; false if there is none.

@@ -251,6 +251,10 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY id").map(Self.device)
     }
 
+    func devicesRevoked(since time: Int64) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT id FROM devices WHERE revoked_at >= ?", arguments: [time])
+    }
+
     func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws {
         try db.execute(
             sql: "INSERT INTO enrollment_secrets(hash, created_at, expires_at) VALUES (?,?,?)",
