@@ -75,12 +75,14 @@ public final class Gateway: Sendable {
         deviceConfiguration.idleTimeout = .seconds(600)
         do {
             let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
+            let oneStream = configuration.limits.oneStreamUntilToken
             provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, connection in
                 let auth = ProviderConnectionAuth(
                     serverEnvironment: environment, keys: keys.registry(),
                     certificate: ProviderHandler.certificate(info.peerCertificate))
                 return ProviderHandler(
-                    core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams)
+                    core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams,
+                    oneStreamUntilToken: oneStream)
             }
             device = try HTTP2Server(configuration: deviceConfiguration, logger: logger) { info, connection in
                 DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)

@@ -73,6 +73,9 @@ public struct GatewayConfiguration: Sendable {
         public var maxDeviceRequestsInProgress: Int = 32
         /// Tokens per device at most.
         public var maxTokensPerDevice: Int = 256
+        /// Token connections get one stream until their first valid token, as APNs does (clients that open
+        /// many streams at once, such as h2load, see REFUSED_STREAM for the others).
+        public var oneStreamUntilToken = true
 
         /// Defaults.
         public init() {}

@@ -29,6 +29,7 @@ extension GatewayConfiguration {
             var maxAckIDs: Int?
             var maxDeviceRequestsInProgress: Int?
             var maxTokensPerDevice: Int?
+            var oneStreamUntilToken: Bool?
         }
 
         var environment: String?
@@ -125,6 +126,7 @@ extension GatewayConfiguration {
             limits.maxAckIDs = l.maxAckIDs ?? limits.maxAckIDs
             limits.maxDeviceRequestsInProgress = l.maxDeviceRequestsInProgress ?? limits.maxDeviceRequestsInProgress
             limits.maxTokensPerDevice = l.maxTokensPerDevice ?? limits.maxTokensPerDevice
+            limits.oneStreamUntilToken = l.oneStreamUntilToken ?? limits.oneStreamUntilToken
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -151,7 +153,7 @@ extension GatewayConfiguration {
         "limits": [
             "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs",
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
-            "maxTokensPerDevice",
+            "maxTokensPerDevice", "oneStreamUntilToken",
         ],
     ]
 

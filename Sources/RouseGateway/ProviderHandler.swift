@@ -12,19 +12,22 @@ final class ProviderHandler: HTTP2ConnectionHandler {
     private let connection: HTTP2Connection
     private let configuredStreams: Int
     private var advertisedStreams: Int
+    private let oneStreamUntilToken: Bool
 
     /// A handler; token connections advertise one stream until a valid token: "APNs allows only one stream
     /// until you post a request with a valid authentication token" [SEND].
     init(
         core: GatewayCore, auth: ProviderConnectionAuth, keys: ProviderKeyCache, connection: HTTP2Connection,
-        configuredStreams: Int
+        configuredStreams: Int, oneStreamUntilToken: Bool
     ) {
         self.core = core
         self.auth = auth
         self.keys = keys
         self.connection = connection
         self.configuredStreams = configuredStreams
-        advertisedStreams = auth.maxConcurrentStreams(configured: configuredStreams)
+        self.oneStreamUntilToken = oneStreamUntilToken
+        advertisedStreams =
+            oneStreamUntilToken ? auth.maxConcurrentStreams(configured: configuredStreams) : configuredStreams
         if advertisedStreams != configuredStreams {
             // After the kernel's first SETTINGS (sent with the configured limit once this factory returns).
             let limit = UInt32(advertisedStreams)
@@ -48,7 +51,7 @@ final class ProviderHandler: HTTP2ConnectionHandler {
             duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
             auth: &auth, now: APNsTime(milliseconds: now))
         let desired = auth.maxConcurrentStreams(configured: configuredStreams)
-        if desired != advertisedStreams {
+        if oneStreamUntilToken, desired != advertisedStreams {
             advertisedStreams = desired
             connection.setMaxConcurrentStreams(UInt32(desired))
         }

@@ -23,7 +23,7 @@ final class ChildGateway: Sendable {
              "admin": {"listen": "127.0.0.1:0"},
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem"}],
-             "limits": {"heartbeatSeconds": 0}}
+             "limits": {"heartbeatSeconds": 0, "oneStreamUntilToken": false}}
             """
         let path = directory + "/gateway.json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))
