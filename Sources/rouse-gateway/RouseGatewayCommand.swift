@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import RouseGateway
 import ServiceLifecycle
 
@@ -43,6 +45,8 @@ struct RouseGatewayCommand: AsyncParsableCommand {
             throw ExitCode(78)  // EX_CONFIG
         }
         let gateway = try Gateway(configuration: configuration, logger: logger)
+        // swift-metrics users in the process (libraries) report into the gateway's /metrics registry.
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: gateway.metrics.registry))
         let service = GatewayService(gateway: gateway, gracePeriod: .seconds(gracePeriod)) {
             SystemdNotifier.notify("READY=1\nSTATUS=serving")
             // A line tests and scripts can wait for.
