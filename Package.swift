@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .executable(name: "rouse", targets: ["rouse"]),
         .executable(name: "rouse-bench", targets: ["rouse-bench"]),
+        .executable(name: "rouse-gateway", targets: ["rouse-gateway"]),
+        .library(name: "RouseGateway", targets: ["RouseGateway"]),
         .library(name: "RouseAPNs", targets: ["RouseAPNs"]),
         .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
@@ -26,6 +28,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // MARK: C at the edge
@@ -79,12 +84,24 @@ let package = Package(
             dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RouseGateway",
+            dependencies: [
+                "RouseAPNs", "RouseHTTP2", "RouseSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
             name: "rouse",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -92,9 +109,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "rouse-gateway",
+            dependencies: [
+                "RouseGateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
+                "RouseCurl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -113,6 +143,14 @@ let package = Package(
             name: "RouseMockAPNsTests",
             dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
             resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseGatewayTests",
+            dependencies: [
+                "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,6 +5,14 @@ public protocol HTTP2ConnectionHandler: AnyObject {
     func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream)
     /// The connection is gone (closed by either side, reset, or shut down).
     func connectionClosed()
+    /// A stream closed (answered in full, or reset by either side) while the connection lives on. Long-lived
+    /// streaming responses learn here that their peer went away. Optional: the default does nothing.
+    func streamClosed(_ streamID: Int32)
+}
+
+extension HTTP2ConnectionHandler {
+    /// Does nothing: most handlers only care about complete requests.
+    public func streamClosed(_ streamID: Int32) {}
 }
 
 /// Makes the handler for a new connection, given what is known about it and a handle to control it.

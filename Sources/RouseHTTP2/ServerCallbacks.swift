@@ -104,8 +104,9 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
 
     static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _, userData in
         guard let c = connection(userData) else { return 0 }
-        if let stream = c.streams.removeValue(forKey: streamID), stream.responseFinished {
-            c.rapidReset.streamCompleted(streamID)
+        if let stream = c.streams.removeValue(forKey: streamID) {
+            if stream.responseFinished { c.rapidReset.streamCompleted(streamID) }
+            c.handler?.streamClosed(streamID)
         }
         return 0
     }

@@ -321,10 +321,7 @@ extension MockAPNs {
     }
 
     private func echoedID(_ request: MockRequest) -> String? {
-        for field in request.headers where field.name == "apns-id" {
-            return APNsRules.isCanonicalUUID(field.value) ? field.value : nil
-        }
-        return nil
+        APNsRequestValidator.echoedID(request.headers)
     }
 
     /// Steps 2 to 7 of the documented order.
@@ -339,30 +336,17 @@ extension MockAPNs {
                 outcome: .rejected(reason), apnsID: built.apnsID, uniqueID: nil)
             return Processed(response: built.response, apnsID: built.apnsID)
         }
-        if let reason = APNsRules.checkMethod(request.method) { return reject(reason) }
         let deviceToken: Substring
-        switch APNsRules.deviceToken(fromPath: request.path) {
-        case .success(let parsed): deviceToken = parsed
+        let headers: APNsNotificationHeaders
+        switch APNsRequestValidator.validate(
+            method: request.method, path: request.path, headers: request.headers,
+            duplicatePseudoHeaders: request.duplicatePseudoHeaders, bodyLength: request.bodyLength,
+            auth: &connection.auth, now: now)
+        {
+        case .success(let accepted):
+            deviceToken = Substring(accepted.deviceToken)
+            headers = accepted.headers
         case .failure(let reason): return reject(reason)
-        }
-        let raw: APNsRequestHeaders
-        // "One or more headers are repeated." [RESP] — pseudo-headers included.
-        if request.duplicatePseudoHeaders { return reject(.duplicateHeaders) }
-        switch APNsRequestHeaders.parse(request.headers) {
-        case .success(let parsed): raw = parsed
-        case .failure(let reason): return reject(reason)
-        }
-        if let reason = connection.auth.authenticate(authorization: raw.authorization, now: now) {
-            return reject(reason)
-        }
-        var headers: APNsNotificationHeaders
-        switch raw.validate() {
-        case .success(let validated): headers = validated
-        case .failure(let reason): return reject(reason)
-        }
-        if let reason = connection.auth.authorizeTopic(&headers) { return reject(reason) }
-        if let reason = APNsRules.checkPayload(byteCount: request.bodyLength, pushType: headers.pushType) {
-            return reject(reason)
         }
         let topic = headers.topic ?? ""
 

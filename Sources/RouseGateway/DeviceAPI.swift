@@ -1,0 +1,169 @@
+import Foundation
+import RouseAPNs
+
+/// How a device request proved who sent it.
+enum DeviceCredential: Sendable, Hashable {
+    /// `authorization: Bearer <device id>.<secret hex>` from enrollment.
+    case bearer(deviceID: String, secret: [UInt8])
+    /// A verified client certificate whose subject CN is the device id.
+    case certificate(deviceID: String)
+
+    var deviceID: String {
+        switch self {
+        case .bearer(let id, _), .certificate(let id): id
+        }
+    }
+}
+
+/// A device-API answer: status and a JSON body.
+struct DeviceReply: Error, Sendable {
+    var status: Int
+    var body: String
+
+    static func ok(_ body: String) -> DeviceReply { DeviceReply(status: 200, body: body) }
+
+    /// `{"error":"<code>","detail":"…"}`.
+    static func error(_ status: Int, _ code: String, _ detail: String) -> DeviceReply {
+        DeviceReply(
+            status: status, body: "{\"error\":\(JSONText.quoted(code)),\"detail\":\(JSONText.quoted(detail))}")
+    }
+}
+
+/// Parsers for device-API bodies and headers: every malformed input gets a precise error, nothing traps.
+enum DeviceAPI {
+    /// Longest device id accepted (enrollment and certificates).
+    static let maxDeviceIDLength = 128
+    /// Longest topic accepted.
+    static let maxTopicLength = 255
+
+    /// Reads `authorization: Bearer <device id>.<64 hex digits>`.
+    static func bearer(_ authorization: String?) -> Result<DeviceCredential, DeviceReply> {
+        guard let authorization, !authorization.isEmpty else {
+            return .failure(
+                .error(
+                    401, "missingCredential",
+                    "authorization: Bearer <device>.<secret> or a client certificate is required"))
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return .failure(.error(401, "badCredential", "authorization scheme must be Bearer"))
+        }
+        let credential = parts[1]
+        guard let dot = credential.lastIndex(of: ".") else {
+            return .failure(.error(401, "badCredential", "credential must be <device>.<secret>"))
+        }
+        let deviceID = String(credential[..<dot])
+        guard isValidDeviceID(deviceID) else { return .failure(.error(401, "badCredential", "malformed device id")) }
+        guard let secret = hexBytes(credential[credential.index(after: dot)...]), secret.count == 32 else {
+            return .failure(.error(401, "badCredential", "secret must be 64 hex digits"))
+        }
+        return .success(.bearer(deviceID: deviceID, secret: secret))
+    }
+
+    /// Device ids: 1 to 128 characters of `[A-Za-z0-9._:-]`.
+    static func isValidDeviceID(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= maxDeviceIDLength else { return false }
+        for byte in id.utf8 {
+            let ok =
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: ":")
+            if !ok { return false }
+        }
+        return true
+    }
+
+    /// Hex digits to bytes; `nil` for odd length or a non-hex digit.
+    static func hexBytes(_ text: some StringProtocol) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        case 0x41...0x46: byte - 0x41 + 10
+        default: nil
+        }
+    }
+
+    /// Lowercase hex of `bytes`.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `n` random bytes from the system generator.
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+
+    /// Decodes a JSON body into `T`, or a 400 naming the member that is wrong.
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], truncated: Bool) -> Result<T, DeviceReply> {
+        if truncated { return .failure(.error(413, "bodyTooLarge", "request body exceeds the limit")) }
+        if body.isEmpty { return .failure(.error(400, "badJSON", "empty body: a JSON object is required")) }
+        do {
+            return .success(try JSONDecoder().decode(T.self, from: Data(body)))
+        } catch let error as DecodingError {
+            return .failure(.error(400, "badJSON", GatewayConfiguration.describe(error)))
+        } catch {
+            return .failure(.error(400, "badJSON", "\(error)"))
+        }
+    }
+
+    /// `{"secret":"<hex>"}` (enrollment with a one-time secret).
+    struct EnrollBody: Decodable {
+        var secret: String
+    }
+
+    /// `{"topic":"com.example.app.voip"}`.
+    struct TokenBody: Decodable {
+        var topic: String
+    }
+
+    /// `{"ids":["12","13"]}`.
+    struct AckBody: Decodable {
+        var ids: [String]
+    }
+
+    /// Parses acknowledgement ids: decimal, positive, at most `limit` of them.
+    static func ackIDs(_ body: AckBody, limit: Int) -> Result<[Int64], DeviceReply> {
+        if body.ids.isEmpty { return .failure(.error(400, "badAck", "$.ids: empty")) }
+        if body.ids.count > limit {
+            return .failure(.error(413, "tooManyIDs", "$.ids: \(body.ids.count) ids, at most \(limit) per request"))
+        }
+        var ids: [Int64] = []
+        ids.reserveCapacity(body.ids.count)
+        for (index, text) in body.ids.enumerated() {
+            guard text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let id = Int64(text),
+                id > 0
+            else { return .failure(.error(400, "badAck", "$.ids[\(index)]: '\(text)' is not a delivery id")) }
+            ids.append(id)
+        }
+        return .success(ids)
+    }
+
+    /// A topic a token may be asked for: non-empty, printable ASCII without spaces, at most 255 bytes.
+    static func checkTopic(_ topic: String) -> DeviceReply? {
+        guard !topic.isEmpty, topic.utf8.count <= maxTopicLength,
+            topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return .error(400, "badTopic", "$.topic: 1 to 255 printable ASCII characters without spaces") }
+        return nil
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import Logging
+import RouseAPNs
+import RouseHTTP2
+import RouseSystem
+import Synchronization
+
+/// `rouse-gateway`: the APNs-compatible provider API, the device API with its channels, the admin endpoint,
+/// and the store thread between them.
+public final class Gateway: Sendable {
+    /// The configuration it runs with.
+    public let configuration: GatewayConfiguration
+    /// The store.
+    public let store: any GatewayStore
+    /// Its metrics.
+    public let metrics: GatewayMetrics
+    let core: GatewayCore
+    private let provider: HTTP2Server
+    private let device: HTTP2Server
+    private let admin: HTTP2Server?
+    private let keys: ProviderKeyCache
+    private let logger: Logger
+
+    /// Where providers connect (the real port when 0 was configured).
+    public var providerAddress: SocketAddress { provider.localAddress }
+    /// Where devices connect.
+    public var deviceAddress: SocketAddress { device.localAddress }
+    /// The admin endpoint, if configured.
+    public var adminAddress: SocketAddress? { admin?.localAddress }
+    /// The provider API's port.
+    public var providerPort: UInt16 { provider.localAddress.port }
+    /// The device API's port.
+    public var devicePort: UInt16 { device.localAddress.port }
+    /// The admin endpoint's port, if configured.
+    public var adminPort: UInt16? { admin?.localAddress.port }
+
+    /// Opens the store, registers the configured keys and starts listening.
+    ///
+    /// - Parameter clock: UNIX milliseconds now; tests pass a manual clock to drive expiration.
+    public init(
+        configuration: GatewayConfiguration, store: (any GatewayStore)? = nil,
+        logger: Logger = Logger(label: "rouse.gateway"),
+        clock: @escaping @Sendable () -> Int64 = Gateway.systemMilliseconds
+    ) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let store = try store ?? SQLiteGatewayStore(path: configuration.databasePath)
+        self.store = store
+        let metrics = GatewayMetrics()
+        self.metrics = metrics
+        let now = clock()
+        try store.write { transaction in
+            for key in configuration.keys {
+                try transaction.upsertProviderKey(
+                    ProviderKeyRecord(
+                        keyID: key.keyID, teamID: key.teamID, publicKeyPEM: key.publicKeyPEM, topics: key.topics,
+                        createdAt: now, revokedAt: nil))
+            }
+        }
+        let core = GatewayCore(
+            store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
+        self.core = core
+        let keys = ProviderKeyCache(store: store, logger: logger)
+        self.keys = keys
+        core.start()
+
+        let environment = configuration.environment
+        var providerConfiguration = try Self.serverConfiguration(configuration.provider, workers: configuration.workers)
+        providerConfiguration.maxRequestBodySize = 8192
+        providerConfiguration.idleGoAwayDebugData = JSONText.errorBody(reason: .idleTimeout)
+        providerConfiguration.shutdownGoAwayDebugData = JSONText.errorBody(reason: .shutdown)
+        var deviceConfiguration = try Self.serverConfiguration(configuration.device, workers: configuration.workers)
+        deviceConfiguration.maxRequestBodySize = 65536
+        // Channels keep their stream open: idle means no stream at all for this long.
+        deviceConfiguration.idleTimeout = .seconds(600)
+        do {
+            let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
+            let oneStream = configuration.limits.oneStreamUntilToken
+            provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, connection in
+                let auth = ProviderConnectionAuth(
+                    serverEnvironment: environment, keys: keys.registry(),
+                    certificate: ProviderHandler.certificate(info.peerCertificate))
+                return ProviderHandler(
+                    core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams,
+                    oneStreamUntilToken: oneStream)
+            }
+            device = try HTTP2Server(configuration: deviceConfiguration, logger: logger) { info, connection in
+                DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)
+            }
+            if let adminListener = configuration.admin {
+                let adminConfiguration = try Self.serverConfiguration(adminListener, workers: 1)
+                let view = AdminView(store: store, metrics: metrics, core: core)
+                admin = try HTTP2Server(configuration: adminConfiguration, logger: logger) { _, _ in
+                    AdminHandler(view: view)
+                }
+            } else {
+                admin = nil
+            }
+        } catch {
+            throw GatewayError.startup("\(error)")
+        }
+        logger.info(
+            "gateway listening",
+            metadata: [
+                "provider": "\(provider.localAddress)", "device": "\(device.localAddress)",
+                "admin": "\(admin.map { "\($0.localAddress)" } ?? "none")",
+                "database": "\(configuration.databasePath)",
+            ])
+    }
+
+    /// Graceful shutdown: stop taking pushes (GOAWAY, answer what is in flight), finish the store's queue,
+    /// end every channel with a `shutdown` record, then close device and admin connections.
+    public func shutdown(gracePeriod: Duration = .seconds(5)) async {
+        await provider.shutdown(gracePeriod: gracePeriod)
+        await core.stop()
+        await device.shutdown(gracePeriod: gracePeriod)
+        await admin?.shutdown(gracePeriod: .seconds(1))
+        logger.info("gateway stopped")
+    }
+
+    /// Creates a one-time enrollment secret (hex) valid for `validity`; the device exchanges it for a
+    /// credential at `POST /device/v1/enroll`.
+    public func makeEnrollmentSecret(validity: Duration? = .seconds(86_400)) throws -> String {
+        try Self.makeEnrollmentSecret(store: store, now: core.clock(), validity: validity)
+    }
+
+    /// Creates a one-time enrollment secret in `store`.
+    public static func makeEnrollmentSecret(store: any GatewayStore, now: Int64, validity: Duration?) throws -> String {
+        let secret = DeviceAPI.randomBytes(32)
+        let expiresAt = validity.map { now + $0.components.seconds * 1000 }
+        try store.write { transaction in
+            try transaction.insertEnrollmentSecret(
+                hash: DeviceSecrets.hash(secret), createdAt: now, expiresAt: expiresAt)
+        }
+        return DeviceAPI.hex(secret)
+    }
+
+    /// UNIX milliseconds from the system's real-time clock.
+    @Sendable public static func systemMilliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    private static func serverConfiguration(_ listener: GatewayConfiguration.Listener, workers: Int)
+        throws(GatewayError)
+        -> HTTP2ServerConfiguration
+    {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.listenAddress = listener.listen
+        configuration.workers = workers
+        if let certificate = listener.certificateFile {
+            guard let key = listener.privateKeyFile else {
+                throw .badConfiguration("\(listener.listen): certificate without privateKey")
+            }
+            var tls = TLSConfiguration.server(certificateChainFile: certificate, privateKeyFile: key)
+            if let clientCA = listener.clientCAFile {
+                tls.clientCAFile = clientCA
+                tls.clientAuthentication = .optional
+            }
+            configuration.tls = tls
+        }
+        return configuration
+    }
+}
+
+/// The provider keys, read from the store at most once a second: a new connection sees keys added or revoked
+/// since ("Adding a topic requires new connections").
+final class ProviderKeyCache: Sendable {
+    private struct Cached {
+        var registry = APNsKeyRegistry()
+        var loadedAt: ContinuousClock.Instant?
+    }
+
+    private let store: any GatewayStore
+    private let logger: Logger
+    private let cached = Mutex(Cached())
+
+    init(store: any GatewayStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Whether `keyID` is still registered and not revoked (as of at most a second ago).
+    func isActive(_ keyID: String) -> Bool { registry()[keyID] != nil }
+
+    func registry() -> APNsKeyRegistry {
+        let now = ContinuousClock.now
+        if let hit = cached.withLock({ c -> APNsKeyRegistry? in
+            guard let loadedAt = c.loadedAt, now - loadedAt < .seconds(1) else { return nil }
+            return c.registry
+        }) {
+            return hit
+        }
+        var registry = APNsKeyRegistry()
+        do {
+            for record in try store.read({ try $0.providerKeys(includeRevoked: false) }) {
+                do {
+                    registry.insert(
+                        try APNsSigningKey(
+                            teamID: record.teamID, keyID: record.keyID, publicKeyPEM: record.publicKeyPEM,
+                            scope: .team(bundleIDs: record.topics.map { Set($0) })))
+                } catch {
+                    logger.warning("unusable provider key", metadata: ["key-id": "\(record.keyID)"])
+                }
+            }
+        } catch {
+            logger.error("cannot read provider keys", metadata: ["error": "\(error)"])
+            return cached.withLock { $0.registry }
+        }
+        cached.withLock { $0 = Cached(registry: registry, loadedAt: now) }
+        return registry
+    }
+}

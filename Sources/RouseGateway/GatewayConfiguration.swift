@@ -1,0 +1,108 @@
+import Foundation
+import RouseAPNs
+
+/// Everything `rouse-gateway` needs to run, read from a JSON file (see `deploy/rouse-gateway.json`).
+///
+/// Relative file names in the file are resolved against the file's directory.
+public struct GatewayConfiguration: Sendable {
+    /// One TLS listener.
+    public struct Listener: Sendable {
+        /// `host:port` (`0.0.0.0:2197`, `[::]:2197`, `127.0.0.1:0` for a free port).
+        public var listen: String
+        /// Server certificate chain, PEM (`nil`: h2c, for debugging only).
+        public var certificateFile: String?
+        /// Server private key, PEM.
+        public var privateKeyFile: String?
+        /// CA that client certificates are verified against (provider certificates, device certificates);
+        /// `nil`: no client certificates asked.
+        public var clientCAFile: String?
+
+        /// A listener.
+        public init(
+            listen: String, certificateFile: String? = nil, privateKeyFile: String? = nil,
+            clientCAFile: String? = nil
+        ) {
+            self.listen = listen
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.clientCAFile = clientCAFile
+        }
+    }
+
+    /// A provider key given in the configuration (in addition to those added with `rouse gateway keys add`).
+    public struct Key: Sendable {
+        /// `kid`.
+        public var keyID: String
+        /// `iss`.
+        public var teamID: String
+        /// Public key, PEM text.
+        public var publicKeyPEM: String
+        /// Bundle IDs; `nil`: any.
+        public var topics: [String]?
+
+        /// A key.
+        public init(keyID: String, teamID: String, publicKeyPEM: String, topics: [String]?) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKeyPEM = publicKeyPEM
+            self.topics = topics
+        }
+    }
+
+    /// Delivery and resource limits.
+    public struct Limits: Sendable {
+        /// Storage time of a push sent without `apns-expiration` (APNs: "for 30 days or less").
+        public var defaultExpirationSeconds: Int64 = 30 * 86_400
+        /// Cap on any push's storage time, whatever its `apns-expiration`.
+        public var maxExpirationSeconds: Int64 = 30 * 86_400
+        /// Non-VoIP pushes in flight per device channel (sent, unacknowledged).
+        public var window: Int = 64
+        /// Extra in-flight room for VoIP pushes.
+        public var voipAllowance: Int = 16
+        /// Store jobs queued before new requests are refused (503 / 429): bounds memory under overload.
+        public var maxQueuedJobs: Int = 10_000
+        /// Pushes committed in one transaction at most.
+        public var maxBatch: Int = 1024
+        /// Seconds between heartbeat records on idle channels (0: none).
+        public var heartbeatSeconds: Int = 240
+        /// Seconds between sweeps of expired pushes.
+        public var sweepIntervalSeconds: Int = 30
+        /// Ids in one acknowledgement at most.
+        public var maxAckIDs: Int = 1000
+        /// Device requests in progress per connection at most (more get 429).
+        public var maxDeviceRequestsInProgress: Int = 32
+        /// Tokens per device at most.
+        public var maxTokensPerDevice: Int = 256
+        /// Token connections get one stream until their first valid token, as APNs does (clients that open
+        /// many streams at once, such as h2load, see REFUSED_STREAM for the others).
+        public var oneStreamUntilToken = true
+
+        /// Defaults.
+        public init() {}
+    }
+
+    /// The APNs environment the provider API answers for.
+    public var environment: APNsEnvironment = .production
+    /// Provider API (`POST /3/device/<token>`).
+    public var provider: Listener
+    /// Device API (enrollment, tokens, channel, acks).
+    public var device: Listener
+    /// Admin endpoint (health, metrics, JSON views); `nil`: none.
+    public var admin: Listener?
+    /// SQLite database file.
+    public var databasePath: String
+    /// Provider keys from the configuration.
+    public var keys: [Key] = []
+    /// Limits.
+    public var limits = Limits()
+    /// HTTP/2 event-loop threads per listener.
+    public var workers: Int = 1
+
+    /// A configuration.
+    public init(provider: Listener, device: Listener, admin: Listener?, databasePath: String) {
+        self.provider = provider
+        self.device = device
+        self.admin = admin
+        self.databasePath = databasePath
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import RouseAPNs
+
+extension GatewayConfiguration {
+    private struct File: Decodable {
+        struct Listener: Decodable {
+            var listen: String
+            var certificate: String?
+            var privateKey: String?
+            var clientCA: String?
+        }
+
+        struct Key: Decodable {
+            var keyID: String
+            var teamID: String
+            var publicKey: String
+            var topics: [String]?
+        }
+
+        struct Limits: Decodable {
+            var defaultExpirationSeconds: Int64?
+            var maxExpirationSeconds: Int64?
+            var window: Int?
+            var voipAllowance: Int?
+            var maxQueuedJobs: Int?
+            var maxBatch: Int?
+            var heartbeatSeconds: Int?
+            var sweepIntervalSeconds: Int?
+            var maxAckIDs: Int?
+            var maxDeviceRequestsInProgress: Int?
+            var maxTokensPerDevice: Int?
+            var oneStreamUntilToken: Bool?
+        }
+
+        var environment: String?
+        var provider: Listener
+        var device: Listener
+        var admin: Listener?
+        var database: String
+        var keys: [Key]?
+        var limits: Limits?
+        var workers: Int?
+    }
+
+    /// Reads a configuration file (JSON):
+    ///
+    /// ```json
+    /// {
+    ///   "environment": "production",
+    ///   "provider": {"listen": "0.0.0.0:2197", "certificate": "server.pem", "privateKey": "server.key",
+    ///                "clientCA": "ca.pem"},
+    ///   "device": {"listen": "0.0.0.0:2198", "certificate": "server.pem", "privateKey": "server.key",
+    ///              "clientCA": "ca.pem"},
+    ///   "admin": {"listen": "127.0.0.1:9797"},
+    ///   "database": "/var/lib/rouse-gateway/gateway.sqlite",
+    ///   "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "apns-key.pub.pem",
+    ///             "topics": ["com.example.rouse"]}],
+    ///   "limits": {"defaultExpirationSeconds": 2592000, "maxExpirationSeconds": 2592000, "window": 64}
+    /// }
+    /// ```
+    /// `publicKey` is a PEM file name or PEM text. Unknown members are errors (a typo must not pass silently).
+    public static func load(path: String) throws(GatewayError) -> GatewayConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .badConfiguration("\(path): cannot read")
+        }
+        return try parse(data: data, baseDirectory: (path as NSString).deletingLastPathComponent, source: path)
+    }
+
+    /// Parses configuration JSON; relative file names resolve against `baseDirectory`.
+    public static func parse(data: Data, baseDirectory: String, source: String) throws(GatewayError)
+        -> GatewayConfiguration
+    {
+        if let unknown = unknownMember(data) { throw .badConfiguration("\(source): unknown member \(unknown)") }
+        let file: File
+        do {
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch let error as DecodingError {
+            throw .badConfiguration("\(source): \(describe(error))")
+        } catch {
+            throw .badConfiguration("\(source): \(error)")
+        }
+        func resolve(_ name: String?) -> String? {
+            guard let name, !name.isEmpty else { return nil }
+            if name.hasPrefix("/") || baseDirectory.isEmpty { return name }
+            return baseDirectory + "/" + name
+        }
+        func listener(_ l: File.Listener) -> Listener {
+            Listener(
+                listen: l.listen, certificateFile: resolve(l.certificate), privateKeyFile: resolve(l.privateKey),
+                clientCAFile: resolve(l.clientCA))
+        }
+        var configuration = GatewayConfiguration(
+            provider: listener(file.provider), device: listener(file.device), admin: file.admin.map(listener),
+            databasePath: resolve(file.database) ?? file.database)
+        if let name = file.environment {
+            guard let environment = APNsEnvironment(rawValue: name) else {
+                throw .badConfiguration("\(source): environment '\(name)' is not sandbox or production")
+            }
+            configuration.environment = environment
+        }
+        for (index, key) in (file.keys ?? []).enumerated() {
+            var pem = key.publicKey
+            if !pem.contains("-----BEGIN") {
+                guard let path = resolve(pem), let data = FileManager.default.contents(atPath: path) else {
+                    throw .badConfiguration("\(source): keys[\(index)].publicKey: cannot read '\(key.publicKey)'")
+                }
+                pem = String(decoding: data, as: UTF8.self)
+            }
+            configuration.keys.append(
+                Key(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: pem, topics: key.topics))
+        }
+        if let workers = file.workers {
+            guard workers >= 1 else { throw .badConfiguration("\(source): workers must be at least 1") }
+            configuration.workers = workers
+        }
+        if let l = file.limits {
+            var limits = Limits()
+            limits.defaultExpirationSeconds = l.defaultExpirationSeconds ?? limits.defaultExpirationSeconds
+            limits.maxExpirationSeconds = l.maxExpirationSeconds ?? limits.maxExpirationSeconds
+            limits.window = l.window ?? limits.window
+            limits.voipAllowance = l.voipAllowance ?? limits.voipAllowance
+            limits.maxQueuedJobs = l.maxQueuedJobs ?? limits.maxQueuedJobs
+            limits.maxBatch = l.maxBatch ?? limits.maxBatch
+            limits.heartbeatSeconds = l.heartbeatSeconds ?? limits.heartbeatSeconds
+            limits.sweepIntervalSeconds = l.sweepIntervalSeconds ?? limits.sweepIntervalSeconds
+            limits.maxAckIDs = l.maxAckIDs ?? limits.maxAckIDs
+            limits.maxDeviceRequestsInProgress = l.maxDeviceRequestsInProgress ?? limits.maxDeviceRequestsInProgress
+            limits.maxTokensPerDevice = l.maxTokensPerDevice ?? limits.maxTokensPerDevice
+            limits.oneStreamUntilToken = l.oneStreamUntilToken ?? limits.oneStreamUntilToken
+            let positive: [(String, Int64)] = [
+                ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
+                ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
+                ("maxQueuedJobs", Int64(limits.maxQueuedJobs)), ("maxBatch", Int64(limits.maxBatch)),
+                ("sweepIntervalSeconds", Int64(limits.sweepIntervalSeconds)), ("maxAckIDs", Int64(limits.maxAckIDs)),
+                ("maxDeviceRequestsInProgress", Int64(limits.maxDeviceRequestsInProgress)),
+                ("maxTokensPerDevice", Int64(limits.maxTokensPerDevice)),
+            ]
+            for (name, value) in positive where value < 1 {
+                throw .badConfiguration("\(source): limits.\(name) must be at least 1")
+            }
+            if limits.voipAllowance < 0 || limits.heartbeatSeconds < 0 {
+                throw .badConfiguration("\(source): limits.voipAllowance and heartbeatSeconds must not be negative")
+            }
+            configuration.limits = limits
+        }
+        return configuration
+    }
+
+    private static let knownMembers: [String: Set<String>] = [
+        "$": ["environment", "provider", "device", "admin", "database", "keys", "limits", "workers"],
+        "listener": ["listen", "certificate", "privateKey", "clientCA"],
+        "key": ["keyID", "teamID", "publicKey", "topics"],
+        "limits": [
+            "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs",
+            "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
+            "maxTokensPerDevice", "oneStreamUntilToken",
+        ],
+    ]
+
+    /// The first member the schema does not know, as a JSON path.
+    private static func unknownMember(_ data: Data) -> String? {
+        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        func check(_ object: Any?, kind: String, path: String) -> String? {
+            guard let object = object as? [String: Any], let known = knownMembers[kind] else { return nil }
+            for key in object.keys.sorted() where !known.contains(key) { return "\(path).\(key)" }
+            return nil
+        }
+        if let found = check(root, kind: "$", path: "$") { return found }
+        for name in ["provider", "device", "admin"] {
+            if let found = check(root[name], kind: "listener", path: "$.\(name)") { return found }
+        }
+        if let found = check(root["limits"], kind: "limits", path: "$.limits") { return found }
+        for (index, key) in ((root["keys"] as? [Any]) ?? []).enumerated() {
+            if let found = check(key, kind: "key", path: "$.keys[\(index)]") { return found }
+        }
+        return nil
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            "$" + context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context)).\(key.stringValue): missing"
+        case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
+        case .valueNotFound(let type, let context): return "\(path(context)): expected \(type), found null"
+        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import RouseAPNs
+import RouseHTTP2
+
+/// A push that passed the provider-side rules, on its way to the store thread.
+struct PushSubmission: Sendable {
+    /// Lowercase hex.
+    var token: String
+    var headers: APNsNotificationHeaders
+    var payload: [UInt8]
+    var apnsID: String
+    var receivedAt: Int64
+}
+
+extension GatewayCore {
+    /// Queues a validated push; the answer goes to `stream` after the store decided (and committed).
+    func submitPush(_ submission: PushSubmission, stream: HTTP2Stream) {
+        let metrics = self.metrics
+        let type = submission.headers.pushType?.rawValue
+        let apnsID = submission.apnsID
+        let job = Job(
+            run: { context in try context.ingest(submission, stream: stream) },
+            fail: { _ in
+                metrics.pushIn(type: type, outcome: APNsReason.internalServerError.rawValue)
+                ProviderResponse.reject(stream, reason: .internalServerError, apnsID: apnsID)
+            })
+        if !submit(job) {
+            metrics.pushIn(type: type, outcome: APNsReason.serviceUnavailable.rawValue)
+            ProviderResponse.reject(stream, reason: .serviceUnavailable, apnsID: apnsID)
+        }
+    }
+}
+
+extension CoreContext {
+    /// Step 7 of the provider flow and the delivery semantics, inside the batch's transaction.
+    mutating func ingest(_ submission: PushSubmission, stream: HTTP2Stream) throws {
+        let metrics = core.metrics
+        let type = submission.headers.pushType?.rawValue
+        let apnsID = submission.apnsID
+        func reject(_ reason: APNsReason, timestamp: Int64? = nil) {
+            effects.append {
+                metrics.pushIn(type: type, outcome: reason.rawValue)
+                ProviderResponse.reject(stream, reason: reason, apnsID: apnsID, timestamp: timestamp)
+            }
+        }
+        func accept(_ outcome: String) {
+            effects.append {
+                metrics.pushIn(type: type, outcome: outcome)
+                stream.respond(status: 200, headers: [HTTP2Header("apns-id", apnsID)])
+            }
+        }
+
+        // "The specified device token is invalid" / "…inactive for the specified topic" [RESP].
+        guard let token = try transaction.token(submission.token) else { return reject(.badDeviceToken) }
+        if let revokedAt = token.revokedAt { return reject(.unregistered, timestamp: revokedAt) }
+        guard token.topic == submission.headers.topic else { return reject(.deviceTokenNotForTopic) }
+
+        let limits = core.limits
+        let maxMilliseconds = limits.maxExpirationSeconds &* 1000
+        var expiresAt: Int64
+        switch submission.headers.expiration {
+        case .none:
+            expiresAt = now &+ min(limits.defaultExpirationSeconds, limits.maxExpirationSeconds) &* 1000
+        case .some(0):
+            expiresAt = now
+        case .some(let seconds):
+            let (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+            expiresAt = overflow ? Int64.max : milliseconds
+            expiresAt = min(expiresAt, now &+ maxMilliseconds)
+            if expiresAt <= now {
+                // Already past its expiration: accepted (APNs answers 200) and dropped, counted.
+                return accept("expired")
+            }
+        }
+        var push = StoredPush(
+            id: 0, deviceID: token.deviceID, token: token.token, topic: token.topic, pushType: type,
+            priority: submission.headers.priority.rawValue, apnsID: apnsID,
+            collapseID: submission.headers.collapseID, expiration: submission.headers.expiration,
+            expiresAt: expiresAt, receivedAt: submission.receivedAt, payload: submission.payload)
+        var slot = state.channels[token.deviceID]
+
+        if submission.headers.expiration == 0 {
+            // "attempts to deliver the notification only once and doesn't store it" [SEND].
+            if var online = slot, online.delivery.canSendEphemeral(isVoIP: push.isVoIP) {
+                push.id = state.nextEphemeralID
+                state.nextEphemeralID += 1
+                online.delivery.sentEphemeral(id: push.id)
+                state.channels[token.deviceID] = online
+                send(push, on: online.stream)
+                return accept("delivered-now")
+            }
+            effects.append { metrics.dropped(type: type, reason: "expiration-zero-offline") }
+            return accept("dropped-offline")
+        }
+
+        var replaced: [Int64] = []
+        if let collapseID = push.collapseID {
+            replaced = try transaction.deletePending(deviceID: push.deviceID, topic: push.topic, collapseID: collapseID)
+            if !replaced.isEmpty {
+                let count = replaced.count
+                effects.append { metrics.dropped(type: type, reason: "collapsed", count: count) }
+            }
+        }
+        if push.isBackground, slot == nil {
+            // APNs keeps one notification per app for an offline device; we keep the newest background push
+            // per topic.
+            let older = try transaction.deletePendingBackground(deviceID: push.deviceID, topic: push.topic)
+            if !older.isEmpty {
+                let count = older.count
+                effects.append { metrics.dropped(type: type, reason: "background-slot", count: count) }
+            }
+        }
+        if var online = slot, !replaced.isEmpty {
+            if case .refill(let limit) = online.delivery.removed(replaced) {
+                try refill(&online, limit: limit)
+            }
+            slot = online
+        }
+        push.id = try transaction.insertPush(push)
+        if var online = slot {
+            if online.delivery.offer(id: push.id, isVoIP: push.isVoIP) == .send {
+                send(push, on: online.stream)
+            }
+            state.channels[token.deviceID] = online
+        }
+        accept("stored")
+    }
+
+    /// Loads up to `limit` pending pushes for the slot's device and queues them on its channel, in order.
+    mutating func refill(_ slot: inout ChannelSlot, limit: Int) throws {
+        let pushes = try transaction.pending(
+            deviceID: slot.deviceID, excluding: slot.delivery.inFlight, limit: limit, now: now)
+        slot.delivery.refilled(ids: pushes.map(\.id), limit: limit)
+        for push in pushes { send(push, on: slot.stream) }
+    }
+
+    /// Queues a channel write of `push` (after COMMIT).
+    mutating func send(_ push: StoredPush, on stream: HTTP2Stream) {
+        let metrics = core.metrics
+        let frame = ChannelFrame.push(push)
+        let type = push.pushType
+        let latency = now - push.receivedAt
+        effects.append {
+            stream.write(frame)
+            metrics.pushOut(type: type, latencyMilliseconds: latency)
+        }
+    }
+}
+
+/// APNs-style responses on the provider API.
+enum ProviderResponse {
+    /// An error: `apns-id`, `content-type: application/json`, `{"reason":…}` (+ `timestamp` for 410).
+    static func reject(_ stream: HTTP2Stream, reason: APNsReason, apnsID: String?, timestamp: Int64? = nil) {
+        stream.respond(
+            status: reason.status ?? 400,
+            headers: [
+                HTTP2Header("apns-id", apnsID ?? APNsID.random()),
+                HTTP2Header("content-type", "application/json"),
+            ],
+            body: JSONText.errorBody(reason: reason, timestamp: timestamp))
+    }
+}

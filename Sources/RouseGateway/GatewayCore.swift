@@ -1,0 +1,238 @@
+import Foundation
+import Logging
+import RouseHTTP2
+import Synchronization
+
+/// The gateway's store thread: it owns the store connection and every device's delivery state, and runs the
+/// jobs that the provider and device handlers submit, in order.
+///
+/// Jobs queued while a transaction runs are taken together and run in one transaction (one fsync for many
+/// pushes). Their effects — responses, channel writes, metrics — run only after COMMIT returned: a provider
+/// never sees 200 for a push that is not durable. If a batch fails, each of its jobs is run again in its own
+/// transaction, so one bad job cannot fail the others. Delivery state is a value: a failed transaction leaves
+/// it as it was.
+public final class GatewayCore: Sendable {
+    /// A unit of work on the store thread.
+    struct Job: Sendable {
+        /// Runs inside the batch's transaction; may queue effects.
+        let run: @Sendable (inout CoreContext) throws -> Void
+        /// Called (on the store thread) when the job's transaction failed.
+        let fail: @Sendable (GatewayError) -> Void
+    }
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var stopping = false
+    }
+
+    let store: any GatewayStore
+    let limits: GatewayConfiguration.Limits
+    let metrics: GatewayMetrics
+    let logger: Logger
+    let clock: @Sendable () -> Int64
+    private let queue = Mutex(Queue())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+    /// Owned by the store thread only (read and written inside `runLoop`); the Mutex only satisfies Sendable.
+    private let state = Mutex(CoreState())
+    private let channelIDs = Atomic<UInt64>(1)
+
+    /// A core over `store`. `clock` gives UNIX milliseconds (injected so tests control expiry).
+    init(
+        store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
+        clock: @escaping @Sendable () -> Int64
+    ) {
+        self.store = store
+        self.limits = limits
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Starts the store thread.
+    func start() {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        let thread = Thread { [self] in runLoop() }
+        thread.name = "rouse-gateway-store"
+        thread.start()
+    }
+
+    /// Runs the jobs already queued, then stops the thread and waits for it.
+    func stop() async {
+        guard started.load(ordering: .relaxed) else { return }
+        let first = queue.withLock { queue -> Bool in
+            defer { queue.stopping = true }
+            return !queue.stopping
+        }
+        guard first else { return }
+        wakeup.signal()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { [finished] in
+                finished.wait()
+                finished.signal()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// A fresh channel id.
+    func makeChannelID() -> UInt64 { channelIDs.add(1, ordering: .relaxed).oldValue }
+
+    /// Queues a job; false when the queue is full or the core stopped (the caller answers 503 / 429).
+    @discardableResult
+    func submit(_ job: Job) -> Bool {
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.stopping, queue.jobs.count < limits.maxQueuedJobs else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        if accepted { wakeup.signal() }
+        return accepted
+    }
+
+    /// Queues a job that must not be refused (channel closes: bounded by the number of connections).
+    func submitControl(_ job: Job) {
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.stopping else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        if accepted { wakeup.signal() }
+    }
+
+    /// Runs `body` on the store thread inside a transaction and returns its result (admin views, tests).
+    func perform<T: Sendable>(_ body: @escaping @Sendable (inout CoreContext) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let once = Mutex<CheckedContinuation<T, any Error>?>(continuation)
+            let job = Job(
+                run: { context in
+                    let value = try body(&context)
+                    context.effects.append { once.withLock { $0.take() }?.resume(returning: value) }
+                },
+                fail: { error in once.withLock { $0.take() }?.resume(throwing: error) })
+            if !submit(job) { once.withLock { $0.take() }?.resume(throwing: GatewayError.startup("gateway stopped")) }
+        }
+    }
+
+    // MARK: The store thread
+
+    private func runLoop() {
+        var nextSweep = clock() + Int64(limits.sweepIntervalSeconds) * 1000
+        var nextHeartbeat = clock() + Int64(limits.heartbeatSeconds) * 1000
+        while true {
+            _ = wakeup.wait(timeout: .now() + .seconds(1))
+            while true {
+                let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
+                    let count = min(queue.jobs.count, limits.maxBatch)
+                    let taken = Array(queue.jobs.prefix(count))
+                    queue.jobs.removeFirst(count)
+                    return (taken, queue.stopping)
+                }
+                if jobs.isEmpty {
+                    if stopping {
+                        closeAllChannels()
+                        finished.signal()
+                        return
+                    }
+                    break
+                }
+                runBatch(jobs)
+            }
+            let now = clock()
+            if now >= nextSweep {
+                nextSweep = now + Int64(limits.sweepIntervalSeconds) * 1000
+                runBatch([sweepJob()])
+            }
+            if limits.heartbeatSeconds > 0, now >= nextHeartbeat {
+                nextHeartbeat = now + Int64(limits.heartbeatSeconds) * 1000
+                let frame = ChannelFrame.heartbeat(time: now)
+                for slot in state.withLock({ Array($0.channels.values) }) { slot.stream.write(frame) }
+            }
+        }
+    }
+
+    private func runBatch(_ jobs: [Job]) {
+        let before = state.withLock { $0 }
+        do {
+            let (after, effects) = try run(jobs, from: before)
+            state.withLock { $0 = after }
+            for effect in effects { effect() }
+            return
+        } catch {
+            guard jobs.count > 1 else {
+                let failure = error as? GatewayError ?? .storage("\(error)")
+                logger.error("store transaction failed", metadata: ["error": "\(failure)"])
+                jobs[0].fail(failure)
+                return
+            }
+        }
+        // One job spoiled the batch: run each alone.
+        for job in jobs { runBatch([job]) }
+    }
+
+    private func run(_ jobs: [Job], from state: CoreState) throws -> (CoreState, [@Sendable () -> Void]) {
+        let now = clock()
+        return try store.write { transaction in
+            var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
+            for job in jobs { try job.run(&context) }
+            return (context.state, context.effects)
+        }
+    }
+
+    private func sweepJob() -> Job {
+        Job(
+            run: { context in
+                let expired = try context.transaction.deleteExpired(now: context.now)
+                if expired > 0 {
+                    let metrics = context.core.metrics
+                    context.effects.append { metrics.expired(count: expired) }
+                }
+                // Devices revoked from outside (the CLI) lose their open channel. A margin covers clock skew
+                // between processes; closing twice does nothing.
+                let since = context.state.lastRevocationCheck - 60_000
+                context.state.lastRevocationCheck = context.now
+                for deviceID in try context.transaction.devicesRevoked(since: since) {
+                    context.endChannel(deviceID: deviceID, frame: ChannelFrame.revoked)
+                }
+            },
+            fail: { _ in })
+    }
+
+    private func closeAllChannels() {
+        let slots = state.withLock { state -> [ChannelSlot] in
+            defer { state.channels.removeAll() }
+            return Array(state.channels.values)
+        }
+        for slot in slots {
+            slot.stream.write(ChannelFrame.shutdown)
+            slot.stream.finish()
+        }
+        metrics.setConnectedDevices(0)
+    }
+}
+
+/// The delivery state of every connected device: a value, so a failed transaction can drop its changes.
+struct CoreState: Sendable {
+    var channels: [String: ChannelSlot] = [:]
+    var nextEphemeralID: Int64 = StoredPush.ephemeralIDBase
+    /// When the sweep last looked for devices revoked by other processes (UNIX milliseconds).
+    var lastRevocationCheck: Int64 = 0
+}
+
+/// One connected device channel.
+struct ChannelSlot: Sendable {
+    var deviceID: String
+    var stream: HTTP2Stream
+    var delivery: DeviceDelivery
+}
+
+/// What a job sees: the state draft, the open transaction, the batch's clock reading, and the effects to run
+/// after COMMIT.
+struct CoreContext {
+    var state: CoreState
+    let transaction: any GatewayStoreTransaction
+    let now: Int64
+    let core: GatewayCore
+    var effects: [@Sendable () -> Void] = []
+}

@@ -1,0 +1,29 @@
+/// An error of the gateway: configuration, storage, or a request that cannot be served.
+public struct GatewayError: Error, Sendable, CustomStringConvertible {
+    private enum Code: String, Sendable {
+        case badConfiguration
+        case storage
+        case badRequest
+        case startup
+    }
+
+    private let code: Code
+    /// What went wrong, with the file, field or SQL context.
+    public let detail: String
+
+    private init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    /// The configuration file or a value in it is invalid.
+    public static func badConfiguration(_ detail: String) -> GatewayError { GatewayError(.badConfiguration, detail) }
+    /// The store failed (SQLite error, disk full, schema mismatch).
+    public static func storage(_ detail: String) -> GatewayError { GatewayError(.storage, detail) }
+    /// A device request was malformed.
+    public static func badRequest(_ detail: String) -> GatewayError { GatewayError(.badRequest, detail) }
+    /// A listener or a file could not be set up.
+    public static func startup(_ detail: String) -> GatewayError { GatewayError(.startup, detail) }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+}

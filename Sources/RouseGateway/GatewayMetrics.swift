@@ -1,0 +1,111 @@
+import Foundation
+import Prometheus
+import Synchronization
+
+/// The gateway's Prometheus metrics, in its own registry (so several gateways can live in one test process):
+/// pushes in by push type and outcome, pushes out, acknowledgements, drops, queue depth, connected devices,
+/// delivery latency (acceptance → written to the device channel).
+public final class GatewayMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry = PrometheusCollectorRegistry()
+    private let connected: Gauge
+    private let queueDepth: Gauge
+    private let latency: ValueHistogram
+    private let acks: Counter
+    private let expiredCounter: Counter
+    /// Counters by (name, type, outcome), created on first use.
+    private let counters = Mutex<[String: Counter]>([:])
+    /// Plain totals for tests and the benchmark.
+    private let totals = Mutex<[String: Int]>([:])
+
+    /// Metrics with every fixed series registered.
+    public init() {
+        connected = registry.makeGauge(descriptor: Self.name("connected", "devices", "Device channels open"))
+        queueDepth = registry.makeGauge(
+            descriptor: Self.name("pending", "pushes", "Pushes stored, not yet acknowledged"))
+        latency = registry.makeValueHistogram(
+            descriptor: Self.name(
+                "delivery_latency", "seconds", "Time from acceptance to the write on the device channel"),
+            buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 60, 3600, 86_400])
+        acks = registry.makeCounter(descriptor: Self.name("acks", "total", "Pushes acknowledged by devices"))
+        expiredCounter = registry.makeCounter(
+            descriptor: Self.name("expired", "total", "Stored pushes dropped at their expiration"))
+    }
+
+    /// A push arrived from a provider and ended as `outcome` (`stored`, `delivered-now`, `dropped-offline`,
+    /// `expired`, or an APNs reason).
+    public func pushIn(type: String?, outcome: String) {
+        count("rouse_gateway_pushes_in_total", type: type ?? "none", outcome: outcome)
+    }
+
+    /// A push was written to a device channel.
+    public func pushOut(type: String?, latencyMilliseconds: Int64) {
+        count("rouse_gateway_pushes_out_total", type: type ?? "none", outcome: "sent")
+        latency.record(Double(max(latencyMilliseconds, 0)) / 1000)
+    }
+
+    /// A push was dropped without delivery: `reason` is `collapsed`, `background-slot`,
+    /// `expiration-zero-offline`, `channel-closed`.
+    public func dropped(type: String?, reason: String, count amount: Int = 1) {
+        for _ in 0..<amount { count("rouse_gateway_dropped_total", type: type ?? "none", outcome: reason) }
+    }
+
+    /// Pushes acknowledged.
+    public func acknowledged(count amount: Int) {
+        acks.increment(by: Int64(amount))
+        add("acks", amount)
+    }
+
+    /// Stored pushes expired.
+    public func expired(count amount: Int) {
+        expiredCounter.increment(by: Int64(amount))
+        add("expired", amount)
+    }
+
+    /// Open device channels now.
+    public func setConnectedDevices(_ value: Int) { connected.set(to: Double(value)) }
+
+    /// Pending pushes now.
+    public func setPending(_ value: Int) { queueDepth.set(to: Double(value)) }
+
+    /// The Prometheus text exposition.
+    public func render() -> [UInt8] { registry.emitToBuffer() }
+
+    /// A plain total, e.g. `rouse_gateway_dropped_total{reason=expiration-zero-offline}` as
+    /// `dropped/expiration-zero-offline` (tests).
+    public func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
+
+    private func count(_ name: String, type: String, outcome: String) {
+        let label = name == "rouse_gateway_dropped_total" ? "reason" : "outcome"
+        let key = "\(name)|\(type)|\(outcome)"
+        let counter = counters.withLock { counters -> Counter in
+            if let counter = counters[key] { return counter }
+            let base = name.dropFirst("rouse_gateway_".count).dropLast("_total".count)
+            let counter = registry.makeCounter(
+                descriptor: Self.name(String(base), "total", Self.help[String(base)] ?? String(base)),
+                labels: [("type", type), (label, outcome)])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+        let short = name.replacingOccurrences(of: "rouse_gateway_", with: "").replacingOccurrences(
+            of: "_total", with: "")
+        add("\(short)/\(outcome)", 1)
+        add("\(short)/\(type)/\(outcome)", 1)
+    }
+
+    private static let help = [
+        "pushes_in": "Pushes received from providers, by push type and outcome",
+        "pushes_out": "Pushes written to device channels, by push type",
+        "dropped": "Pushes dropped without delivery, by push type and reason",
+    ]
+
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "rouse", subsystem: "gateway", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    private func add(_ key: String, _ amount: Int) {
+        totals.withLock { $0[key, default: 0] += amount }
+    }
+}

@@ -1,0 +1,72 @@
+/// Where the gateway keeps devices, tokens, provider keys and pending pushes.
+///
+/// Designed for more than one backend: SQLite (`SQLiteGatewayStore`) for one node; a PostgreSQL store can
+/// follow for several nodes (every operation is one statement keyed by device or token, no SQLite-only
+/// features are needed by callers). The gateway calls it from its single store thread, so implementations
+/// need no internal ordering beyond what one connection gives.
+public protocol GatewayStore: Sendable {
+    /// Runs `body` in one write transaction: committed durably when `body` returns, rolled back if it throws.
+    func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T
+    /// Runs `body` against a consistent snapshot, for read-only work (admin views, the CLI).
+    func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T
+}
+
+/// The operations inside one store transaction.
+public protocol GatewayStoreTransaction {
+    // MARK: Pushes
+
+    /// Stores a push; returns its sequence number (the delivery id, increasing).
+    func insertPush(_ push: StoredPush) throws -> Int64
+    /// Deletes the device's pending pushes for `topic` with this collapse id; returns their ids.
+    func deletePending(deviceID: String, topic: String, collapseID: String) throws -> [Int64]
+    /// Deletes the device's pending background pushes for `topic`; returns their ids.
+    func deletePendingBackground(deviceID: String, topic: String) throws -> [Int64]
+    /// The device's pending, unexpired pushes not in `excluding`: VoIP first, then by id; at most `limit`.
+    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush]
+    /// Deletes the device's pushes with these ids; returns how many existed.
+    func acknowledge(deviceID: String, ids: [Int64]) throws -> Int
+    /// Deletes pushes that expired at or before `now`; returns how many.
+    func deleteExpired(now: Int64) throws -> Int
+    /// Pending pushes (all devices, or one), oldest first, at most `limit`.
+    func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush]
+    /// Pending pushes per device.
+    func pendingCounts() throws -> [String: Int]
+
+    // MARK: Devices
+
+    /// The device with this id.
+    func device(_ id: String) throws -> DeviceRecord?
+    /// Adds a device (fails if the id exists).
+    func insertDevice(_ device: DeviceRecord) throws
+    /// Marks a device revoked, drops its tokens (410 from then on) and its pending pushes; false if unknown.
+    func revokeDevice(_ id: String, at time: Int64) throws -> Bool
+    /// All devices, by id.
+    func devices() throws -> [DeviceRecord]
+    /// Ids of devices revoked at or after `time` (revocations made by other processes, such as the CLI).
+    func devicesRevoked(since time: Int64) throws -> [String]
+    /// Stores a one-time enrollment secret by its SHA-256.
+    func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws
+    /// Consumes an unused, unexpired enrollment secret for `deviceID`; false if there is none.
+    func consumeEnrollmentSecret(hash: [UInt8], deviceID: String, now: Int64) throws -> Bool
+
+    // MARK: Tokens
+
+    /// The token record, revoked or not.
+    func token(_ token: String) throws -> TokenRecord?
+    /// Adds a token.
+    func insertToken(_ token: TokenRecord) throws
+    /// The tokens of one device (or all), revoked ones included, by creation time.
+    func tokens(deviceID: String?) throws -> [TokenRecord]
+    /// Marks a device's token revoked (410 Unregistered from then on) and drops its pending pushes; false if
+    /// the device has no such live token.
+    func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> Bool
+
+    // MARK: Provider keys
+
+    /// The provider keys, revoked ones only when asked.
+    func providerKeys(includeRevoked: Bool) throws -> [ProviderKeyRecord]
+    /// Adds or replaces a provider key (un-revoking it).
+    func upsertProviderKey(_ key: ProviderKeyRecord) throws
+    /// Marks a key revoked; false if unknown.
+    func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool
+}

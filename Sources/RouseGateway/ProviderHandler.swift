@@ -1,0 +1,86 @@
+import Logging
+import RouseAPNs
+import RouseHTTP2
+
+/// One provider connection on the APNs-compatible API: the same rules as APNs (shared with the mock through
+/// `APNsRequestValidator`), then the store thread decides about the device token and stores the push.
+/// Loop-confined, like every `HTTP2ConnectionHandler`.
+final class ProviderHandler: HTTP2ConnectionHandler {
+    private let core: GatewayCore
+    private var auth: ProviderConnectionAuth
+    private let keys: ProviderKeyCache
+    private let connection: HTTP2Connection
+    private let configuredStreams: Int
+    private var advertisedStreams: Int
+    private let oneStreamUntilToken: Bool
+
+    /// A handler; token connections advertise one stream until a valid token: "APNs allows only one stream
+    /// until you post a request with a valid authentication token" [SEND].
+    init(
+        core: GatewayCore, auth: ProviderConnectionAuth, keys: ProviderKeyCache, connection: HTTP2Connection,
+        configuredStreams: Int, oneStreamUntilToken: Bool
+    ) {
+        self.core = core
+        self.auth = auth
+        self.keys = keys
+        self.connection = connection
+        self.configuredStreams = configuredStreams
+        self.oneStreamUntilToken = oneStreamUntilToken
+        advertisedStreams =
+            oneStreamUntilToken ? auth.maxConcurrentStreams(configured: configuredStreams) : configuredStreams
+        if advertisedStreams != configuredStreams {
+            // After the kernel's first SETTINGS (sent with the configured limit once this factory returns).
+            let limit = UInt32(advertisedStreams)
+            connection.eventLoop.execute { connection.setMaxConcurrentStreams(limit) }
+        }
+    }
+
+    func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream) {
+        let now = core.clock()
+        let headers = request.headers.map { (name: $0.name, value: $0.value) }
+        let echoed = APNsRequestValidator.echoedID(headers)
+        // A key revoked since this connection bound it: APNs asks providers to "close all connections" then;
+        // until they do, every push on the connection is refused.
+        if let keyID = auth.boundKeyID, !keys.isActive(keyID) {
+            core.metrics.pushIn(
+                type: request.header("apns-push-type"), outcome: APNsReason.invalidProviderToken.rawValue)
+            return ProviderResponse.reject(stream, reason: .invalidProviderToken, apnsID: echoed)
+        }
+        let result = APNsRequestValidator.validate(
+            method: request.method, path: request.path, headers: headers,
+            duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
+            auth: &auth, now: APNsTime(milliseconds: now))
+        let desired = auth.maxConcurrentStreams(configured: configuredStreams)
+        if oneStreamUntilToken, desired != advertisedStreams {
+            advertisedStreams = desired
+            connection.setMaxConcurrentStreams(UInt32(desired))
+        }
+        switch result {
+        case .failure(let reason):
+            core.metrics.pushIn(type: request.header("apns-push-type"), outcome: reason.rawValue)
+            ProviderResponse.reject(stream, reason: reason, apnsID: echoed)
+        case .success(let accepted):
+            let submission = PushSubmission(
+                token: accepted.deviceToken.lowercased(), headers: accepted.headers, payload: request.body,
+                apnsID: accepted.headers.apnsID ?? APNsID.random(), receivedAt: now)
+            core.submitPush(submission, stream: stream)
+        }
+    }
+
+    func connectionClosed() {}
+
+    /// The provider certificate as the APNs rules read it.
+    static func certificate(_ peer: PeerCertificate?) -> ProviderCertificate? {
+        guard let peer else { return nil }
+        let verification: ProviderCertificate.Verification
+        switch peer.verification {
+        case .ok: verification = .ok
+        case .expired: verification = .expired
+        case .notYetValid: verification = .notYetValid
+        case .unknownIssuer: verification = .unknownCA
+        case .other(_, let message): verification = .failed(message)
+        }
+        return ProviderCertificate.reading(
+            subjectUID: peer.subjectUID, extensions: peer.extensions, verification: verification)
+    }
+}

@@ -1,0 +1,345 @@
+import Foundation
+import GRDB
+
+/// The SQLite store: one file in WAL mode with `synchronous=FULL`, through GRDB.
+///
+/// Durability argument: in WAL mode every COMMIT appends the transaction's pages to the `-wal` file, and with
+/// `synchronous=FULL` SQLite fsyncs that file before COMMIT returns. The gateway answers 200 only after the
+/// COMMIT holding the push returned, so from that moment the push survives a crash of the process (SIGKILL)
+/// and of the machine (power loss): recovery replays the WAL. The cost, one fsync per transaction, is shared
+/// by every push of a batch (the gateway commits concurrent pushes together). Checkpoints run automatically
+/// (SQLite's default 1000 pages) and are themselves synced.
+public final class SQLiteGatewayStore: GatewayStore {
+    private let pool: DatabasePool
+    /// The database file.
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    public init(path: String) throws(GatewayError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB sets NORMAL when it enables WAL on the writer connection; the pool keeps that one connection
+            // for every write, so FULL set here stays in force.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+    }
+
+    public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+        do {
+            return try pool.write { db in try body(SQLiteTransaction(db: db)) }
+        } catch let error as GatewayError {
+            throw error
+        } catch {
+            throw GatewayError.storage("\(path): \(error)")
+        }
+    }
+
+    public func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+        do {
+            return try pool.read { db in try body(SQLiteTransaction(db: db)) }
+        } catch let error as GatewayError {
+            throw error
+        } catch {
+            throw GatewayError.storage("\(path): \(error)")
+        }
+    }
+
+    /// The durability settings in force on the writer connection: `journal_mode` and `synchronous`
+    /// (2 = FULL), for checks and the admin view.
+    public func durabilitySettings() throws -> (journalMode: String, synchronous: Int) {
+        do {
+            return try pool.write { db in
+                let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? ""
+                let synchronous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+                return (mode, synchronous)
+            }
+        } catch {
+            throw GatewayError.storage("\(path): \(error)")
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE devices(
+                        id TEXT PRIMARY KEY NOT NULL,
+                        authentication TEXT NOT NULL,
+                        credential_hash BLOB,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER);
+                    CREATE TABLE enrollment_secrets(
+                        hash BLOB PRIMARY KEY NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER,
+                        used_at INTEGER,
+                        device_id TEXT);
+                    CREATE TABLE tokens(
+                        token TEXT PRIMARY KEY NOT NULL,
+                        device_id TEXT NOT NULL,
+                        topic TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER);
+                    CREATE INDEX tokens_by_device ON tokens(device_id);
+                    CREATE TABLE pushes(
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        device_id TEXT NOT NULL,
+                        token TEXT NOT NULL,
+                        topic TEXT NOT NULL,
+                        push_type TEXT,
+                        priority INTEGER NOT NULL,
+                        apns_id TEXT NOT NULL,
+                        collapse_id TEXT,
+                        expiration INTEGER,
+                        expires_at INTEGER NOT NULL,
+                        received_at INTEGER NOT NULL,
+                        is_voip INTEGER NOT NULL,
+                        payload BLOB NOT NULL);
+                    CREATE INDEX pushes_by_device ON pushes(device_id, is_voip DESC, seq);
+                    CREATE INDEX pushes_by_expiry ON pushes(expires_at);
+                    CREATE TABLE provider_keys(
+                        key_id TEXT PRIMARY KEY NOT NULL,
+                        team_id TEXT NOT NULL,
+                        public_key_pem TEXT NOT NULL,
+                        topics TEXT,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER);
+                    """)
+        }
+        return migrator
+    }
+}
+
+/// One GRDB transaction (or read snapshot) behind `GatewayStoreTransaction`.
+struct SQLiteTransaction: GatewayStoreTransaction {
+    let db: Database
+
+    private static let pushColumns =
+        "seq, device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration, expires_at, "
+        + "received_at, payload"
+
+    private static func push(_ row: Row) -> StoredPush {
+        let payload: Data = row["payload"] ?? Data()
+        return StoredPush(
+            id: row["seq"], deviceID: row["device_id"], token: row["token"], topic: row["topic"],
+            pushType: row["push_type"], priority: row["priority"], apnsID: row["apns_id"],
+            collapseID: row["collapse_id"], expiration: row["expiration"], expiresAt: row["expires_at"],
+            receivedAt: row["received_at"], payload: [UInt8](payload))
+    }
+
+    func insertPush(_ push: StoredPush) throws -> Int64 {
+        try db.execute(
+            sql: """
+                INSERT INTO pushes(device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration,
+                    expires_at, received_at, is_voip, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+                """,
+            arguments: [
+                push.deviceID, push.token, push.topic, push.pushType, push.priority, push.apnsID, push.collapseID,
+                push.expiration, push.expiresAt, push.receivedAt, push.isVoIP ? 1 : 0, Data(push.payload),
+            ])
+        return db.lastInsertedRowID
+    }
+
+    func deletePending(deviceID: String, topic: String, collapseID: String) throws -> [Int64] {
+        try Int64.fetchAll(
+            db, sql: "DELETE FROM pushes WHERE device_id = ? AND topic = ? AND collapse_id = ? RETURNING seq",
+            arguments: [deviceID, topic, collapseID])
+    }
+
+    func deletePendingBackground(deviceID: String, topic: String) throws -> [Int64] {
+        try Int64.fetchAll(
+            db,
+            sql: "DELETE FROM pushes WHERE device_id = ? AND topic = ? AND push_type = 'background' RETURNING seq",
+            arguments: [deviceID, topic])
+    }
+
+    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
+        guard limit > 0 else { return [] }
+        var arguments: [(any DatabaseValueConvertible)?] = [deviceID, now]
+        var exclusion = ""
+        if !excluding.isEmpty {
+            exclusion = " AND seq NOT IN (" + Array(repeating: "?", count: excluding.count).joined(separator: ",") + ")"
+            arguments.append(contentsOf: excluding.sorted().map { $0 as (any DatabaseValueConvertible)? })
+        }
+        arguments.append(limit)
+        let rows = try Row.fetchAll(
+            db,
+            sql: "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? AND expires_at > ?\(exclusion) "
+                + "ORDER BY is_voip DESC, seq LIMIT ?",
+            arguments: StatementArguments(arguments))
+        return rows.map(Self.push)
+    }
+
+    func acknowledge(deviceID: String, ids: [Int64]) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        var arguments: [(any DatabaseValueConvertible)?] = [deviceID]
+        arguments.append(contentsOf: ids.map { $0 as (any DatabaseValueConvertible)? })
+        try db.execute(
+            sql: "DELETE FROM pushes WHERE device_id = ? AND seq IN ("
+                + Array(repeating: "?", count: ids.count).joined(separator: ",") + ")",
+            arguments: StatementArguments(arguments))
+        return db.changesCount
+    }
+
+    func deleteExpired(now: Int64) throws -> Int {
+        try db.execute(sql: "DELETE FROM pushes WHERE expires_at <= ?", arguments: [now])
+        return db.changesCount
+    }
+
+    func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush] {
+        let rows: [Row]
+        if let deviceID {
+            rows = try Row.fetchAll(
+                db, sql: "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? ORDER BY seq LIMIT ?",
+                arguments: [deviceID, limit])
+        } else {
+            rows = try Row.fetchAll(
+                db, sql: "SELECT \(Self.pushColumns) FROM pushes ORDER BY seq LIMIT ?", arguments: [limit])
+        }
+        return rows.map(Self.push)
+    }
+
+    func pendingCounts() throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT device_id, count(*) AS n FROM pushes GROUP BY device_id") {
+            counts[row["device_id"]] = row["n"]
+        }
+        return counts
+    }
+
+    // MARK: Devices
+
+    private static func device(_ row: Row) -> DeviceRecord {
+        let hash: Data? = row["credential_hash"]
+        let authentication: String = row["authentication"]
+        return DeviceRecord(
+            id: row["id"], authentication: DeviceRecord.Authentication(rawValue: authentication) ?? .secret,
+            credentialHash: hash.map { [UInt8]($0) }, createdAt: row["created_at"], revokedAt: row["revoked_at"])
+    }
+
+    func device(_ id: String) throws -> DeviceRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device)
+    }
+
+    func insertDevice(_ device: DeviceRecord) throws {
+        try db.execute(
+            sql: "INSERT INTO devices(id, authentication, credential_hash, created_at, revoked_at) VALUES (?,?,?,?,?)",
+            arguments: [
+                device.id, device.authentication.rawValue, device.credentialHash.map { Data($0) }, device.createdAt,
+                device.revokedAt,
+            ])
+    }
+
+    func revokeDevice(_ id: String, at time: Int64) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [time, id])
+        guard db.changesCount > 0 else { return false }
+        try db.execute(
+            sql: "UPDATE tokens SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", arguments: [time, id])
+        try db.execute(sql: "DELETE FROM pushes WHERE device_id = ?", arguments: [id])
+        return true
+    }
+
+    func devices() throws -> [DeviceRecord] {
+        try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY id").map(Self.device)
+    }
+
+    func devicesRevoked(since time: Int64) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT id FROM devices WHERE revoked_at >= ?", arguments: [time])
+    }
+
+    func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws {
+        try db.execute(
+            sql: "INSERT INTO enrollment_secrets(hash, created_at, expires_at) VALUES (?,?,?)",
+            arguments: [Data(hash), createdAt, expiresAt])
+    }
+
+    func consumeEnrollmentSecret(hash: [UInt8], deviceID: String, now: Int64) throws -> Bool {
+        try db.execute(
+            sql: """
+                UPDATE enrollment_secrets SET used_at = ?, device_id = ?
+                WHERE hash = ? AND used_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
+                """,
+            arguments: [now, deviceID, Data(hash), now])
+        return db.changesCount > 0
+    }
+
+    // MARK: Tokens
+
+    private static func token(_ row: Row) -> TokenRecord {
+        TokenRecord(
+            token: row["token"], deviceID: row["device_id"], topic: row["topic"], createdAt: row["created_at"],
+            revokedAt: row["revoked_at"])
+    }
+
+    func token(_ token: String) throws -> TokenRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE token = ?", arguments: [token]).map(Self.token)
+    }
+
+    func insertToken(_ token: TokenRecord) throws {
+        try db.execute(
+            sql: "INSERT INTO tokens(token, device_id, topic, created_at, revoked_at) VALUES (?,?,?,?,?)",
+            arguments: [token.token, token.deviceID, token.topic, token.createdAt, token.revokedAt])
+    }
+
+    func tokens(deviceID: String?) throws -> [TokenRecord] {
+        if let deviceID {
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM tokens WHERE device_id = ? ORDER BY created_at, token", arguments: [deviceID]
+            ).map(Self.token)
+        }
+        return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
+    }
+
+    func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND device_id = ? AND revoked_at IS NULL",
+            arguments: [time, token, deviceID])
+        guard db.changesCount > 0 else { return false }
+        try db.execute(sql: "DELETE FROM pushes WHERE token = ?", arguments: [token])
+        return true
+    }
+
+    // MARK: Provider keys
+
+    func providerKeys(includeRevoked: Bool) throws -> [ProviderKeyRecord] {
+        let sql =
+            includeRevoked
+            ? "SELECT * FROM provider_keys ORDER BY key_id"
+            : "SELECT * FROM provider_keys WHERE revoked_at IS NULL ORDER BY key_id"
+        return try Row.fetchAll(db, sql: sql).map { row in
+            let topics: String? = row["topics"]
+            return ProviderKeyRecord(
+                keyID: row["key_id"], teamID: row["team_id"], publicKeyPEM: row["public_key_pem"],
+                topics: topics.map { $0.split(separator: ",").map(String.init) }, createdAt: row["created_at"],
+                revokedAt: row["revoked_at"])
+        }
+    }
+
+    func upsertProviderKey(_ key: ProviderKeyRecord) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO provider_keys(key_id, team_id, public_key_pem, topics, created_at, revoked_at)
+                VALUES (?,?,?,?,?,NULL)
+                ON CONFLICT(key_id) DO UPDATE SET team_id = excluded.team_id,
+                    public_key_pem = excluded.public_key_pem, topics = excluded.topics, revoked_at = NULL
+                """,
+            arguments: [
+                key.keyID, key.teamID, key.publicKeyPEM, key.topics?.joined(separator: ","), key.createdAt,
+            ])
+    }
+
+    func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE provider_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+            arguments: [time, keyID])
+        return db.changesCount > 0
+    }
+}

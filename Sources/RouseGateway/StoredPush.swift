@@ -1,0 +1,143 @@
+import RouseAPNs
+
+/// A push the gateway holds for a device: what the provider sent plus what the gateway decided.
+public struct StoredPush: Sendable, Hashable {
+    /// The delivery id the device acknowledges: the store's sequence number (ordering), or an id above
+    /// `StoredPush.ephemeralIDBase` for `apns-expiration: 0` pushes that are never stored.
+    public var id: Int64
+    /// The device the token belongs to.
+    public var deviceID: String
+    /// The device token the provider addressed (lowercase hex).
+    public var token: String
+    /// `apns-topic`.
+    public var topic: String
+    /// `apns-push-type`, if sent.
+    public var pushType: String?
+    /// `apns-priority`.
+    public var priority: Int
+    /// `apns-id` (the provider's or the one the gateway generated).
+    public var apnsID: String
+    /// `apns-collapse-id`, if sent.
+    public var collapseID: String?
+    /// `apns-expiration` as sent, in UNIX seconds (`nil`: absent; 0: deliver now or drop).
+    public var expiration: Int64?
+    /// When the gateway stops offering the push, UNIX milliseconds (expiration capped by the storage limit).
+    public var expiresAt: Int64
+    /// When the gateway accepted the push, UNIX milliseconds.
+    public var receivedAt: Int64
+    /// The payload bytes as the provider sent them.
+    public var payload: [UInt8]
+
+    /// Ids at or above this are `apns-expiration: 0` pushes held only in memory.
+    public static let ephemeralIDBase: Int64 = 1 << 62
+
+    /// A push.
+    public init(
+        id: Int64, deviceID: String, token: String, topic: String, pushType: String?, priority: Int, apnsID: String,
+        collapseID: String?, expiration: Int64?, expiresAt: Int64, receivedAt: Int64, payload: [UInt8]
+    ) {
+        self.id = id
+        self.deviceID = deviceID
+        self.token = token
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.apnsID = apnsID
+        self.collapseID = collapseID
+        self.expiration = expiration
+        self.expiresAt = expiresAt
+        self.receivedAt = receivedAt
+        self.payload = payload
+    }
+
+    /// VoIP pushes jump the queue.
+    public var isVoIP: Bool { pushType == APNsPushType.voip.rawValue }
+    /// Background pushes keep a single slot per topic while the device is offline.
+    public var isBackground: Bool { pushType == APNsPushType.background.rawValue }
+    /// Whether this push lives only in memory (`apns-expiration: 0`).
+    public var isEphemeral: Bool { id >= Self.ephemeralIDBase }
+}
+
+/// A device as the store knows it.
+public struct DeviceRecord: Sendable, Hashable {
+    /// How a device proves who it is.
+    public enum Authentication: String, Sendable, Hashable {
+        /// A credential from a one-time enrollment secret (`authorization: Bearer <device>.<secret>`).
+        case secret
+        /// A client certificate from the operator's CA whose subject CN is the device id.
+        case certificate
+    }
+
+    /// The device id.
+    public var id: String
+    /// How it authenticates.
+    public var authentication: Authentication
+    /// SHA-256 of the credential secret (secret authentication only).
+    public var credentialHash: [UInt8]?
+    /// Enrollment time, UNIX milliseconds.
+    public var createdAt: Int64
+    /// Revocation time, UNIX milliseconds, if revoked.
+    public var revokedAt: Int64?
+
+    /// A device record.
+    public init(
+        id: String, authentication: Authentication, credentialHash: [UInt8]?, createdAt: Int64, revokedAt: Int64?
+    ) {
+        self.id = id
+        self.authentication = authentication
+        self.credentialHash = credentialHash
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A push token: what a provider addresses, owned by one device for one topic.
+public struct TokenRecord: Sendable, Hashable {
+    /// Lowercase hex.
+    public var token: String
+    /// The owning device.
+    public var deviceID: String
+    /// The one topic the token receives.
+    public var topic: String
+    /// Creation time, UNIX milliseconds.
+    public var createdAt: Int64
+    /// When the device dropped it (410 Unregistered with this `timestamp` from then on).
+    public var revokedAt: Int64?
+
+    /// A token record.
+    public init(token: String, deviceID: String, topic: String, createdAt: Int64, revokedAt: Int64?) {
+        self.token = token
+        self.deviceID = deviceID
+        self.topic = topic
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A provider signing key registered with the gateway.
+public struct ProviderKeyRecord: Sendable, Hashable {
+    /// `kid`.
+    public var keyID: String
+    /// `iss`.
+    public var teamID: String
+    /// The public key, PEM.
+    public var publicKeyPEM: String
+    /// Bundle IDs the key may push to; `nil` means any.
+    public var topics: [String]?
+    /// Creation time, UNIX milliseconds.
+    public var createdAt: Int64
+    /// Revocation time, UNIX milliseconds, if revoked.
+    public var revokedAt: Int64?
+
+    /// A key record.
+    public init(
+        keyID: String, teamID: String, publicKeyPEM: String, topics: [String]?, createdAt: Int64, revokedAt: Int64?
+    ) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.publicKeyPEM = publicKeyPEM
+        self.topics = topics
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Metrics
+import Prometheus
+import RouseGateway
+import ServiceLifecycle
+
+/// `rouse-gateway --config FILE`: runs the gateway in the foreground until SIGTERM or SIGINT, then drains.
+@main
+struct RouseGatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rouse-gateway",
+        abstract: "APNs-compatible push gateway with device channels and store-and-forward.")
+
+    @Option(name: .long, help: "The configuration file (JSON).")
+    var config: String
+
+    @Flag(name: .long, help: "Log one JSON object per line instead of text.")
+    var json = false
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    @Option(name: .long, help: "Seconds that open streams get to finish on shutdown.")
+    var gracePeriod: Int = 5
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("--log-level: '\(logLevel)' is not a log level")
+        }
+        let json = self.json
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "rouse.gateway")
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(path: config)
+        } catch {
+            logger.critical("bad configuration", metadata: ["error": "\(error)"])
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        let gateway = try Gateway(configuration: configuration, logger: logger)
+        // swift-metrics users in the process (libraries) report into the gateway's /metrics registry.
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: gateway.metrics.registry))
+        let service = GatewayService(gateway: gateway, gracePeriod: .seconds(gracePeriod)) {
+            SystemdNotifier.notify("READY=1\nSTATUS=serving")
+            // A line tests and scripts can wait for.
+            let line =
+                "rouse-gateway ready provider=\(gateway.providerAddress) device=\(gateway.deviceAddress) "
+                + "admin=\(gateway.adminAddress.map { "\($0)" } ?? "none")\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+        }
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        SystemdNotifier.notify("STOPPING=1")
+    }
+}

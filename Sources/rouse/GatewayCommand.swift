@@ -1,0 +1,197 @@
+import ArgumentParser
+import Foundation
+import RouseAPNs
+import RouseGateway
+
+/// `rouse gateway …`: administration of a `rouse-gateway` through its SQLite file (safe while it runs: WAL
+/// lets readers and one writer share the file; the gateway picks up key changes for new provider connections
+/// within a second).
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gateway",
+        abstract: "Administer a rouse-gateway: provider keys, devices, tokens.",
+        subcommands: [Keys.self, Devices.self, Tokens.self])
+
+    /// Where the database is: `--database` or the gateway's `--config`.
+    struct Location: ParsableArguments {
+        @Option(name: .long, help: "The gateway's SQLite file.")
+        var database: String?
+
+        @Option(name: .long, help: "The gateway's configuration file (its database is used).")
+        var config: String?
+
+        @Flag(name: .long, help: "Print JSON.")
+        var json = false
+
+        func store() throws -> SQLiteGatewayStore {
+            if let database { return try SQLiteGatewayStore(path: database) }
+            if let config {
+                return try SQLiteGatewayStore(path: try GatewayConfiguration.load(path: config).databasePath)
+            }
+            throw ValidationError("give --database FILE or --config FILE")
+        }
+    }
+
+    static func time(_ milliseconds: Int64?) -> String {
+        guard let milliseconds else { return "-" }
+        let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        return ISO8601DateFormatter().string(from: date)
+    }
+
+    // MARK: keys
+
+    struct Keys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Provider signing keys (ES256, token authentication).",
+            subcommands: [Add.self, List.self, Revoke.self])
+
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Register a provider key (or replace it).")
+            @OptionGroup var location: Location
+            @Option(name: .long, help: "Key ID (kid), 10 characters.") var keyID: String
+            @Option(name: .long, help: "Team ID (iss).") var teamID: String
+            @Option(name: .long, help: "The public key, PEM file (openssl ec -pubout).") var publicKey: String
+            @Option(name: .long, help: "A bundle ID the key may push to (repeat); none: any.") var topic: [String] = []
+
+            func run() async throws {
+                guard let data = FileManager.default.contents(atPath: publicKey) else {
+                    throw ValidationError("--public-key: cannot read \(publicKey)")
+                }
+                let pem = String(decoding: data, as: UTF8.self)
+                do {
+                    _ = try APNsSigningKey(teamID: teamID, keyID: keyID, publicKeyPEM: pem)
+                } catch {
+                    throw ValidationError("--public-key: not a P-256 public key PEM")
+                }
+                let record = ProviderKeyRecord(
+                    keyID: keyID, teamID: teamID, publicKeyPEM: pem, topics: topic.isEmpty ? nil : topic,
+                    createdAt: Gateway.systemMilliseconds(), revokedAt: nil)
+                try location.store().write { try $0.upsertProviderKey(record) }
+                print(location.json ? "{\"added\":\(JSONText.quoted(keyID))}" : "added key \(keyID) (team \(teamID))")
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List provider keys (revoked ones too).")
+            @OptionGroup var location: Location
+
+            func run() async throws {
+                let keys = try location.store().read { try $0.providerKeys(includeRevoked: true) }
+                if location.json {
+                    let items = keys.map { key in
+                        "{\"keyID\":\(JSONText.quoted(key.keyID)),\"teamID\":\(JSONText.quoted(key.teamID)),"
+                            + "\"topics\":\(key.topics.map { "[" + $0.map(JSONText.quoted).joined(separator: ",") + "]" } ?? "null"),"
+                            + "\"revokedAt\":\(key.revokedAt.map(String.init) ?? "null")}"
+                    }
+                    print("[" + items.joined(separator: ",") + "]")
+                    return
+                }
+                for key in keys {
+                    let state = key.revokedAt.map { "revoked \(GatewayCommand.time($0))" } ?? "active"
+                    print(
+                        "\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "any")  \(state)"
+                    )
+                }
+            }
+        }
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Revoke a provider key (new connections).")
+            @OptionGroup var location: Location
+            @Argument(help: "The key ID.") var keyID: String
+
+            func run() async throws {
+                guard try location.store().write({ try $0.revokeProviderKey(keyID, at: Gateway.systemMilliseconds()) })
+                else { throw ValidationError("no active key \(keyID)") }
+                print(location.json ? "{\"revoked\":\(JSONText.quoted(keyID))}" : "revoked key \(keyID)")
+            }
+        }
+    }
+
+    // MARK: devices
+
+    struct Devices: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Devices: list, revoke, enrollment secrets.", subcommands: [List.self, Revoke.self, Enroll.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List devices with their pending pushes.")
+            @OptionGroup var location: Location
+
+            func run() async throws {
+                let (devices, counts) = try location.store().read { try ($0.devices(), $0.pendingCounts()) }
+                if location.json {
+                    let items = devices.map { d in
+                        "{\"id\":\(JSONText.quoted(d.id)),\"authentication\":\"\(d.authentication.rawValue)\","
+                            + "\"createdAt\":\(d.createdAt),\"revokedAt\":\(d.revokedAt.map(String.init) ?? "null"),"
+                            + "\"pending\":\(counts[d.id] ?? 0)}"
+                    }
+                    print("[" + items.joined(separator: ",") + "]")
+                    return
+                }
+                for d in devices {
+                    let state = d.revokedAt.map { "revoked \(GatewayCommand.time($0))" } ?? "active"
+                    print(
+                        "\(d.id)  \(d.authentication.rawValue)  enrolled \(GatewayCommand.time(d.createdAt))  pending \(counts[d.id] ?? 0)  \(state)"
+                    )
+                }
+            }
+        }
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Revoke a device: its tokens answer 410 Unregistered, its pending pushes are dropped.")
+            @OptionGroup var location: Location
+            @Argument(help: "The device ID.") var deviceID: String
+
+            func run() async throws {
+                guard try location.store().write({ try $0.revokeDevice(deviceID, at: Gateway.systemMilliseconds()) })
+                else { throw ValidationError("no active device \(deviceID)") }
+                print(location.json ? "{\"revoked\":\(JSONText.quoted(deviceID))}" : "revoked device \(deviceID)")
+            }
+        }
+
+        struct Enroll: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "enroll-secret", abstract: "Create a one-time enrollment secret for a new device.")
+            @OptionGroup var location: Location
+            @Option(name: .long, help: "Hours the secret stays valid.") var validityHours: Int = 24
+
+            func run() async throws {
+                let secret = try Gateway.makeEnrollmentSecret(
+                    store: location.store(), now: Gateway.systemMilliseconds(),
+                    validity: .seconds(Int64(validityHours) * 3600))
+                print(location.json ? "{\"secret\":\"\(secret)\"}" : secret)
+            }
+        }
+    }
+
+    // MARK: tokens
+
+    struct Tokens: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Push tokens.", subcommands: [List.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List tokens (dropped ones too).")
+            @OptionGroup var location: Location
+            @Option(name: .long, help: "Only this device's tokens.") var device: String?
+
+            func run() async throws {
+                let tokens = try location.store().read { try $0.tokens(deviceID: device) }
+                if location.json {
+                    let items = tokens.map { t in
+                        "{\"token\":\"\(t.token)\",\"device\":\(JSONText.quoted(t.deviceID)),"
+                            + "\"topic\":\(JSONText.quoted(t.topic)),\"createdAt\":\(t.createdAt),"
+                            + "\"revokedAt\":\(t.revokedAt.map(String.init) ?? "null")}"
+                    }
+                    print("[" + items.joined(separator: ",") + "]")
+                    return
+                }
+                for t in tokens {
+                    let state = t.revokedAt.map { "dropped \(GatewayCommand.time($0))" } ?? "live"
+                    print("\(t.token)  \(t.deviceID)  \(t.topic)  \(state)")
+                }
+            }
+        }
+    }
+}
