@@ -40,15 +40,19 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
             && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
         {
             let id = frame.pointee.hd.stream_id
-            c.streams[id] = ServerStream(id: id)
+            let stream = ServerStream(id: id)
+            c.streams[id] = stream
+            // A header block arrives contiguously (HEADERS + CONTINUATION): remember its stream for onHeader.
+            c.headerStream = stream
         }
         return 0
     }
 
     static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-        guard let frame, let c = connection(userData), let stream = c.streams[frame.pointee.hd.stream_id] else {
-            return 0
-        }
+        guard let frame, let c = connection(userData) else { return 0 }
+        let id = frame.pointee.hd.stream_id
+        let cached = c.headerStream.flatMap { $0.id == id ? $0 : nil }
+        guard let stream = cached ?? c.streams[id] else { return 0 }
         stream.headerListSize += nameLength + valueLength + 32
         if stream.headerListSize > Int(c.shared.configuration.settings.maxHeaderListSize) {
             stream.headerListTooLarge = true
@@ -104,6 +108,7 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
 
     static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _, userData in
         guard let c = connection(userData) else { return 0 }
+        if c.headerStream?.id == streamID { c.headerStream = nil }
         if let stream = c.streams.removeValue(forKey: streamID) {
             if stream.responseFinished { c.rapidReset.streamCompleted(streamID) }
             c.handler?.streamClosed(streamID)

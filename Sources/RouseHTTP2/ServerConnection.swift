@@ -12,6 +12,8 @@ final class ServerConnection: H2Connection {
     let ref: ConnectionRef
     var handler: (any HTTP2ConnectionHandler)?
     var streams: [Int32: ServerStream] = [:]
+    /// The stream whose header block is being decoded (saves a lookup per header).
+    var headerStream: ServerStream?
     private var idleTimer: UInt64?
     /// Streams above this id arrived after our GOAWAY: they are never handed to the application.
     var goAwayLastStreamID: Int32 = .max

@@ -26,6 +26,7 @@ final class ServerStream {
 
     init(id: Int32) {
         self.id = id
+        headers.reserveCapacity(12)
     }
 
     /// Records a pseudo-header; returns false if it was already present or is unknown.
