@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
         .library(name: "RouseReachability", targets: ["RouseReachability"]),
+        .library(name: "RouseState", targets: ["RouseState"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -79,6 +80,14 @@ let package = Package(
             dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RouseState",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
@@ -94,10 +103,15 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "rouse-state-crasher",
+            dependencies: ["RouseState", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -118,6 +132,15 @@ let package = Package(
         .testTarget(
             name: "RouseReachabilityTests",
             dependencies: ["RouseReachability", "RouseNetlink"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseStateTests",
+            dependencies: [
+                "RouseState", "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ],
