@@ -10,7 +10,7 @@ import RouseState
 //   ROUSE_STATE_KEY_DIR   the key directory (key-file backend)
 //   ROUSE_STATE_HANDLER   the handler whose archive is written
 //   ROUSE_STATE_TAG       a marker put in every piece ("new")
-//   ROUSE_STATE_PIECES    how many call entries (each with a `ui` child)
+//   ROUSE_STATE_PIECES    how many call entries under `calls` (each with a `ui` child)
 //   ROUSE_STATE_CRASH_AT  a write step (create-temp, write-first-half, …, done); unset: no crash
 func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
@@ -39,6 +39,7 @@ do {
         })
     let preservation = PreservationStore(store: store, logger: logger)
     var archive = PreservationArchive(info: .init(handler: handler, writerVersion: "1.0", createdAt: 0))
+    archive.preserve(Array("\(tag)-calls".utf8), at: try RestorationPath("calls"))
     for i in 0..<pieces {
         let call = try RestorationPath("calls/\(i)")
         archive.preserve(Array("\(tag)-call-\(i)".utf8), at: call)
