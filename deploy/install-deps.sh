@@ -15,6 +15,7 @@ packages=(
     openssl              # the certs/ generator
     iproute2             # ip netns / veth for the network tests
     procps               # ps, used by benchmarks for RSS
+    systemd              # systemd-creds: the agent's state key is wrapped by a systemd credential
 )
 
 missing=()
