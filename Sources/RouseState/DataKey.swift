@@ -13,20 +13,19 @@ public struct DataKey: Sendable {
         guard bytes.count == 32 else {
             throw StateError(.badKey("a data key is 32 bytes, not \(bytes.count)"), file: "")
         }
-        key = SymmetricKey(data: bytes)
+        self.init(key: SymmetricKey(data: bytes))
+    }
+
+    private init(key: SymmetricKey) {
+        self.key = key
         var hash = SHA256()
         hash.update(data: Array("rouse-state-key-id".utf8))
-        hash.update(data: bytes)
+        key.withUnsafeBytes { hash.update(bufferPointer: $0) }
         id = Array(hash.finalize().prefix(8))
     }
 
     /// A fresh random data key.
-    public static func random() -> DataKey {
-        let key = SymmetricKey(size: .bits256)
-        let bytes = key.withUnsafeBytes { Array($0) }
-        // 32 bytes by construction.
-        return try! DataKey(bytes: bytes)
-    }
+    public static func random() -> DataKey { DataKey(key: SymmetricKey(size: .bits256)) }
 
     /// The key material (only for wrapping it into a credential or a key file).
     var bytes: [UInt8] { key.withUnsafeBytes { Array($0) } }
