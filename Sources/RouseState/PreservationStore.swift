@@ -24,7 +24,8 @@ public struct RestoreOutcome: Sendable, Equatable {
 
 /// Preservation and restoration for the agent and its handlers, over a sealed-file store: per handler, the
 /// archive `<handler>.state` and the launch record `<handler>.launch`, driven by a
-/// `RestorationStateMachine` each.
+/// `RestorationStateMachine` each. Thread-safe; the calls for one handler are expected one at a time (the
+/// agent serialises a handler's lifecycle events).
 public final class PreservationStore: Sendable {
     /// The sealed-file kind of archives.
     public static let archiveKind = "preservation"
@@ -84,11 +85,18 @@ public final class PreservationStore: Sendable {
                 try discard(handler, reason)
             case .loadArchive:
                 do throws(StateError) {
-                    archive = try load(handler)
-                    let accepted = archive.map {
-                        $0.info.formatVersion == PreservationArchive.formatVersion && accepts($0.info)
+                    switch try load(handler) {
+                    case .none:
+                        actions += machine.archiveLoaded(present: false, accepted: false)
+                    case .unsupportedFormat(let version):
+                        logger.notice(
+                            "preserved state has an unsupported archive format",
+                            metadata: ["handler": "\(handler)", "format-version": "\(version)"])
+                        actions += machine.archiveLoaded(present: true, accepted: false)
+                    case .archive(let loaded):
+                        archive = loaded
+                        actions += machine.archiveLoaded(present: true, accepted: accepts(loaded.info))
                     }
-                    actions += machine.archiveLoaded(present: archive != nil, accepted: accepted ?? false)
                 } catch {
                     if error.isLocked {
                         logger.notice(
@@ -232,18 +240,21 @@ public final class PreservationStore: Sendable {
         try store.write(record.encoded(), name: Self.recordName(handler), kind: Self.launchRecordKind)
     }
 
-    private func load(_ handler: String) throws(StateError) -> PreservationArchive? {
+    /// What loading an archive found.
+    private enum Loaded {
+        case none
+        case archive(PreservationArchive)
+        /// The archive's own format version is not this reader's: discarded as a version mismatch.
+        case unsupportedFormat(UInt16)
+    }
+
+    private func load(_ handler: String) throws(StateError) -> Loaded {
         let name = Self.archiveName(handler)
-        guard let bytes = try store.read(name: name, kind: Self.archiveKind) else { return nil }
+        guard let bytes = try store.read(name: name, kind: Self.archiveKind) else { return .none }
         do throws(StateError) {
-            return try PreservationArchive.decode(bytes, file: name)
+            return .archive(try PreservationArchive.decode(bytes, file: name))
         } catch {
-            // Version mismatch of the archive format: report it as such (not as tampering).
-            if case .unsupportedFormatVersion = error.code {
-                var info = PreservationArchive.Info(handler: handler, writerVersion: "", createdAt: 0)
-                info.formatVersion = UInt16.max
-                return PreservationArchive(info: info)
-            }
+            if case .unsupportedFormatVersion(let version) = error.code { return .unsupportedFormat(version) }
             throw error
         }
     }
