@@ -37,6 +37,10 @@ public typealias RotationFaultHook = @Sendable (RotationStep) throws(StateError)
 /// A crash before 1 finishes leaves the old key alone (the atomic write leaves no pending key); a crash after
 /// it leaves a pending key, and `recover` at the next start completes the rotation (steps 2 and 3 are
 /// idempotent).
+///
+/// Run it inside the process that owns the key ring (the agent, on `rotate-key` over its IPC), with no write
+/// in flight, or with the agent stopped: a process still holding only the old key would find the re-sealed
+/// files under a key it does not hold, and discard them as `wrong-key`.
 public enum KeyRotation {
     /// Rotates the key of `keyStore` (backend `backend`), re-sealing every file of `stores`.
     /// Returns the new key.

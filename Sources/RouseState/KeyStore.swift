@@ -82,6 +82,8 @@ public struct KeyStore: Sendable {
         do {
             pending = try readKey(backend, pending: true)
         } catch {
+            // A key file with loose permissions is the operator's to fix, not ours to delete.
+            if case .insecureKeyFile = error.code { throw error }
             // An unreadable pending key (it was written atomically, so only tampering gets here): roll back.
             logger.error(
                 "discarded an unreadable pending rotation key",

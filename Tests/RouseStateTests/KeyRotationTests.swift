@@ -112,3 +112,23 @@ struct KeyRotationTests {
         }
     }
 }
+
+@Suite("Key rotation: a damaged pending key")
+struct DamagedPendingKeyTests {
+    @Test("an unreadable pending key is discarded at load (rolled back) and logged")
+    func unreadablePending() throws {
+        let fixture = try StateFixture()
+        defer { fixture.remove() }
+        let first = try fixture.keyStore().load(preference: .keyFile)
+        let pending = fixture.keyDirectory + "/state.key.pending"
+        #expect(
+            FileManager.default.createFile(
+                atPath: pending, contents: Data([1, 2, 3]), attributes: [.posixPermissions: 0o600]))
+        let loaded = try fixture.keyStore().load(preference: .keyFile)
+        #expect(loaded.pending == nil)
+        #expect(loaded.current.id == first.current.id)
+        #expect(!FileManager.default.fileExists(atPath: pending))
+        #expect(
+            fixture.lines(atLeast: .error).contains { $0.hasPrefix("discarded an unreadable pending rotation key") })
+    }
+}
