@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import RouseState
@@ -71,5 +72,30 @@ struct ProtectionTests {
         try fixture.overwrite("c.state", bytes)
         let error = #expect(throws: StateError.self) { try store.read(name: "c.state", kind: "k") }
         #expect(error?.reason == "tampered")
+    }
+}
+
+@Suite("Protection classes: preserved state")
+struct ProtectedPreservationTests {
+    @Test("an archive of a locked class is not offered and not discarded; offered once unlocked")
+    func lockedArchive() throws {
+        let fixture = try StateFixture()
+        defer { fixture.remove() }
+        let (store, ring) = try fixture.open()
+        ring.report(.unlocked)
+        let preservation = PreservationStore(store: store, logger: fixture.logger, protection: .complete)
+        var archive = PreservationArchive(info: .init(handler: "h", writerVersion: "1", createdAt: 0))
+        archive.preserve([1], at: try RestorationPath("ui"))
+        try preservation.preserve(archive)
+
+        let (locked, lockedRing) = try fixture.open()
+        let first = PreservationStore(store: locked, logger: fixture.logger, protection: .complete)
+        #expect(try first.beginLaunch(handler: "h") == nil)
+        #expect(fixture.exists("h.state"))
+        #expect(
+            fixture.lines().contains { $0 == "preserved state not offered: its protection class is locked handler=h" })
+        lockedRing.report(.unlocked)
+        let second = PreservationStore(store: locked, logger: fixture.logger, protection: .complete)
+        #expect(try second.beginLaunch(handler: "h")?.pieces.first?.data == [1])
     }
 }
