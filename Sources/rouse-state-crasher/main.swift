@@ -3,9 +3,12 @@ import Logging
 import RouseState
 
 // rouse-state-crasher: writes a preservation archive and SIGKILLs itself at a chosen write step, so tests
-// can check what a reader finds after a crash at every step of the atomic write sequence.
+// can check what a reader finds after a crash at every step of the atomic write sequence; or (mode
+// `launch`) begins a launch, prints how many pieces were offered, and SIGKILLs itself before finishing it,
+// as a handler that crashes during launch.
 //
 // Environment:
+//   ROUSE_STATE_MODE      `preserve` (default) or `launch`
 //   ROUSE_STATE_DIR       the sealed-file store directory
 //   ROUSE_STATE_KEY_DIR   the key directory (key-file backend)
 //   ROUSE_STATE_HANDLER   the handler whose archive is written
@@ -38,6 +41,12 @@ do {
             if step == crashAt && path.hasSuffix("/\(archiveName)") { raise(SIGKILL) }
         })
     let preservation = PreservationStore(store: store, logger: logger)
+    if environment("ROUSE_STATE_MODE") == "launch" {
+        let offered = try preservation.beginLaunch(handler: handler)
+        // Unbuffered, so the line is out before the kill.
+        FileHandle.standardOutput.write(Data("offered \(offered?.pieces.count ?? 0)\n".utf8))
+        raise(SIGKILL)
+    }
     var archive = PreservationArchive(info: .init(handler: handler, writerVersion: "1.0", createdAt: 0))
     archive.preserve(Array("\(tag)-calls".utf8), at: try RestorationPath("calls"))
     for i in 0..<pieces {

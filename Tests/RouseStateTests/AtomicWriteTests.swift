@@ -57,6 +57,13 @@ struct CrasherTests {
 
     /// Runs the crasher; returns its exit status, or the signal that killed it (negated).
     func runCrasher(_ fixture: StateFixture, tag: String, crashAt: WriteStep?) throws -> Int32 {
+        try runCrasher(fixture, tag: tag, crashAt: crashAt, mode: "preserve").status
+    }
+
+    /// Runs the crasher in `mode`; returns its status (or negated signal) and its output.
+    func runCrasher(_ fixture: StateFixture, tag: String, crashAt: WriteStep?, mode: String) throws
+        -> (status: Int32, output: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Products.path("rouse-state-crasher"))
         var environment = [
@@ -64,10 +71,16 @@ struct CrasherTests {
             "ROUSE_STATE_HANDLER": Self.handler, "ROUSE_STATE_TAG": tag, "ROUSE_STATE_PIECES": "50",
         ]
         if let crashAt { environment["ROUSE_STATE_CRASH_AT"] = crashAt.rawValue }
+        environment["ROUSE_STATE_MODE"] = mode
         process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
         try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return process.terminationReason == .uncaughtSignal ? -process.terminationStatus : process.terminationStatus
+        let status =
+            process.terminationReason == .uncaughtSignal ? -process.terminationStatus : process.terminationStatus
+        return (status, String(decoding: output, as: UTF8.self))
     }
 
     @Test(
@@ -96,5 +109,29 @@ struct CrasherTests {
             #expect(restored["calls/\(i)/ui"] == "\(tag)-ui-\(i)")
         }
         #expect(!fixture.lines().contains { $0.hasPrefix("discarded") })
+    }
+}
+
+@Suite("Crash loop: handler processes SIGKILLed during launch")
+struct CrashLoopProcessTests {
+    @Test("two launches killed before finishing: the third launch finds the archive discarded")
+    func twoCrashedLaunches() throws {
+        let fixture = try StateFixture()
+        defer { fixture.remove() }
+        let crasher = CrasherTests()
+        #expect(try crasher.runCrasher(fixture, tag: "old", crashAt: nil) == 0)
+        for _ in 0..<2 {
+            let launch = try crasher.runCrasher(fixture, tag: "", crashAt: nil, mode: "launch")
+            #expect(launch.status == -SIGKILL)
+            #expect(launch.output == "offered 101\n")
+        }
+        let (store, _) = try fixture.open()
+        let preservation = PreservationStore(store: store, logger: fixture.logger)
+        #expect(try preservation.beginLaunch(handler: CrasherTests.handler) == nil)
+        #expect(!fixture.exists("\(CrasherTests.handler).state"))
+        #expect(
+            fixture.lines().contains {
+                $0 == "discarded preserved state handler=\(CrasherTests.handler) reason=crash-loop"
+            })
     }
 }
