@@ -201,6 +201,15 @@ public final class PreservationStore: Sendable {
         try run(actions, handler)
     }
 
+    /// The handler no longer opts in to preservation (or is unregistered): its archive and launch record are
+    /// deleted.
+    public func forget(handler: String) throws(StateError) {
+        try SealedStore.validate(Self.archiveName(handler))
+        try discard(handler, .optedOut)
+        try store.remove(Self.recordName(handler))
+        machines.withLock { $0[handler] = nil }
+    }
+
     /// The handler's state machine (for inspection).
     public func state(handler: String) throws(StateError) -> RestorationStateMachine { try machine(handler) }
 

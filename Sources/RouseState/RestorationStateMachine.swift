@@ -45,6 +45,8 @@ public enum DiscardReason: String, Sendable, Equatable {
     case restoreFailed = "restore-failed"
     /// It was offered during a launch that finished.
     case consumed = "consumed"
+    /// The handler no longer opts in to preservation.
+    case optedOut = "opted-out"
 }
 
 /// The restoration rules for one handler, as a value-type state machine: feed it events, carry out the

@@ -185,6 +185,19 @@ struct PreservationTests {
         )
     }
 
+    @Test("a handler that no longer opts in: archive and launch record deleted")
+    func optOut() throws {
+        let fixture = try StateFixture()
+        defer { fixture.remove() }
+        let store = try open(fixture)
+        try store.preserve(try archive(["a"]))
+        _ = try store.beginLaunch(handler: Self.handler)
+        try store.forget(handler: Self.handler)
+        #expect(!fixture.exists("\(Self.handler).state"))
+        #expect(!fixture.exists("\(Self.handler).launch"))
+        #expect(fixture.lines().contains { $0.hasSuffix("reason=opted-out") })
+    }
+
     @Test("the handler may refuse the offered state")
     func refused() throws {
         let fixture = try StateFixture()
