@@ -18,6 +18,7 @@ public struct PreservationArchive: Sendable, Equatable {
         /// Seconds since the Unix epoch.
         public var createdAt: Int64
 
+        /// What wrote an archive; `formatVersion` defaults to this code's.
         public init(
             handler: String, writerVersion: String, agentVersion: String = "", createdAt: Int64,
             formatVersion: UInt16 = PreservationArchive.formatVersion

@@ -32,7 +32,9 @@ public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
 /// Whether the user's session is locked, as reported by an injected source (logind's `LockedHint` in
 /// production — advisory, a trigger for dropping keys, not a security boundary).
 public enum LockState: Sendable, Equatable {
+    /// The session is locked (or nobody has logged in since boot).
     case locked
+    /// The session is unlocked.
     case unlocked
 }
 
@@ -52,6 +54,7 @@ public struct ProtectionStateMachine: Sendable, Equatable {
     /// Whether the session was unlocked at least once since the agent started.
     public private(set) var unlockedSinceStart = false
 
+    /// A machine as after boot: locked, never unlocked.
     public init() {}
 
     /// Whether a file of `protection` may be read or written now.

@@ -5,6 +5,7 @@ public struct LaunchRecord: Sendable, Equatable {
     /// The user explicitly quit the handler: no restoration at its next launch, no preservation until then.
     public var quitByUser: Bool
 
+    /// A record; the default is a handler that never launched.
     public init(unfinishedLaunches: Int = 0, quitByUser: Bool = false) {
         self.unfinishedLaunches = unfinishedLaunches
         self.quitByUser = quitByUser
@@ -59,10 +60,15 @@ public struct RestorationStateMachine: Sendable, Equatable {
     /// Unfinished launches in a row after which the archive is discarded (iOS: "crashes twice during launch").
     public static let crashLoopLimit = 2
 
+    /// Where the current launch is.
     public enum State: Sendable, Equatable {
+        /// No launch in progress (before one, or after `launchFinished`).
         case idle
+        /// The launch was counted; the archive is being loaded.
         case launching
+        /// The archive is on offer to the handler.
         case offered
+        /// Restoration is over for this launch (restored, refused, discarded, or nothing to restore).
         case restored
     }
 
@@ -78,7 +84,9 @@ public struct RestorationStateMachine: Sendable, Equatable {
         case offerArchive
     }
 
+    /// Where the current launch is.
     public private(set) var state: State = .idle
+    /// The launch record as it must be persisted.
     public private(set) var record: LaunchRecord
     /// A new archive was written during this launch: finishing it must not delete that one.
     public private(set) var preservedThisLaunch = false
