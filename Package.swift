@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
         .library(name: "RouseReachability", targets: ["RouseReachability"]),
+        .library(name: "RouseState", targets: ["RouseState"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -96,6 +97,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RouseState",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
@@ -124,10 +133,15 @@ let package = Package(
             name: "rouse-bench",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
-                "RouseCurl",
+                "RouseCurl", "RouseState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "rouse-state-crasher",
+            dependencies: ["RouseState", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -156,6 +170,15 @@ let package = Package(
         .testTarget(
             name: "RouseReachabilityTests",
             dependencies: ["RouseReachability", "RouseNetlink"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseStateTests",
+            dependencies: [
+                "RouseState", "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ],

@@ -15,7 +15,7 @@ packages=(
     openssl              # the certs/ generator
     iproute2             # ip netns / veth for the network tests
     procps               # ps, used by benchmarks for RSS
-    systemd              # systemd-analyze verify, run by the gateway unit test
+    systemd              # systemd-analyze verify (unit tests), systemd-creds (the agent's state key)
 )
 
 missing=()

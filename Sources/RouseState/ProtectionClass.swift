@@ -1,0 +1,82 @@
+/// When a sealed file can be read, in the spirit of iOS file protection classes.
+public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
+    /// Readable whenever the agent runs, from boot on, without any user (iOS class D). What a system daemon
+    /// needs to handle pushes before anyone logs in.
+    case none
+    /// Unreadable after the agent starts until the user's session is first unlocked; readable from then on,
+    /// even while locked again (iOS "complete until first user authentication", class C).
+    case untilFirstUnlock = "until-first-unlock"
+    /// Readable only while the session is unlocked: its key is dropped from memory when the session locks and
+    /// derived again when it unlocks (iOS "complete", class A).
+    case complete
+
+    /// The code stored in a sealed file's header.
+    var code: UInt8 {
+        switch self {
+        case .none: 0
+        case .untilFirstUnlock: 1
+        case .complete: 2
+        }
+    }
+
+    init?(code: UInt8) {
+        switch code {
+        case 0: self = .none
+        case 1: self = .untilFirstUnlock
+        case 2: self = .complete
+        default: return nil
+        }
+    }
+}
+
+/// Whether the user's session is locked, as reported by an injected source (logind's `LockedHint` in
+/// production — advisory, a trigger for dropping keys, not a security boundary).
+public enum LockState: Sendable, Equatable {
+    /// The session is locked (or nobody has logged in since boot).
+    case locked
+    /// The session is unlocked.
+    case unlocked
+}
+
+/// Which protection-class keys may be held, as a value-type state machine driven by lock-state reports.
+/// It starts as after boot: locked, never unlocked.
+public struct ProtectionStateMachine: Sendable, Equatable {
+    /// What the key holder must do after a lock-state report.
+    public enum Action: Sendable, Equatable {
+        /// Derive and hold the key of this class.
+        case loadKey(ProtectionClass)
+        /// Drop (zero) the key of this class.
+        case dropKey(ProtectionClass)
+    }
+
+    /// The last reported lock state.
+    public private(set) var lockState: LockState = .locked
+    /// Whether the session was unlocked at least once since the agent started.
+    public private(set) var unlockedSinceStart = false
+
+    /// A machine as after boot: locked, never unlocked.
+    public init() {}
+
+    /// Whether a file of `protection` may be read or written now.
+    public func isAvailable(_ protection: ProtectionClass) -> Bool {
+        switch protection {
+        case .none: true
+        case .untilFirstUnlock: unlockedSinceStart
+        case .complete: lockState == .unlocked
+        }
+    }
+
+    /// Records a lock-state report; returns the keys to load or drop.
+    public mutating func report(_ state: LockState) -> [Action] {
+        let before = ProtectionClass.allCases.map(isAvailable)
+        lockState = state
+        if state == .unlocked { unlockedSinceStart = true }
+        var actions: [Action] = []
+        for (protection, was) in zip(ProtectionClass.allCases, before) {
+            let now = isAvailable(protection)
+            if now && !was { actions.append(.loadKey(protection)) }
+            if was && !now { actions.append(.dropKey(protection)) }
+        }
+        return actions
+    }
+}
