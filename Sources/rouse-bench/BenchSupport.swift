@@ -109,3 +109,8 @@ enum Bench {
         return arguments[i + 1]
     }
 }
+
+extension Duration {
+    /// The duration in seconds, for figures.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -177,8 +177,3 @@ enum StateBench {
     }
 }
 
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
