@@ -388,4 +388,3 @@ struct LineReader {
         }
     }
 }
-

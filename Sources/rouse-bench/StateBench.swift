@@ -176,4 +176,3 @@ enum StateBench {
         }
     }
 }
-
