@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
         .library(name: "RouseReachability", targets: ["RouseReachability"]),
+        .library(name: "RouseActivation", targets: ["RouseActivation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -43,6 +44,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "RouseActivation", swiftSettings: swiftSettings),
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
@@ -94,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseActivation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -115,6 +117,7 @@ let package = Package(
             resources: [],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "RouseActivationTests", dependencies: ["RouseActivation"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseReachabilityTests",
             dependencies: ["RouseReachability", "RouseNetlink"],
