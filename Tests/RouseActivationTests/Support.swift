@@ -1,3 +1,4 @@
+import Foundation
 import RouseActivation
 
 /// A message as a test sees it: who gets what.
@@ -63,5 +64,11 @@ enum Fixture {
             session: session,
             configuration: try SessionConfiguration(category: category, mode: mode, options: options),
             priority: priority, acceptsDelay: acceptsDelay)
+    }
+}
+
+enum JSONDecoderFactory {
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        try JSONDecoder().decode(type, from: Data(text.utf8))
     }
 }
