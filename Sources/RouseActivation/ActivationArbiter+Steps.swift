@@ -124,9 +124,11 @@ extension ActivationArbiter {
         }) {
             grant(at: index, now: now, &step)
         }
+        // Only a mixable session with duckOthers can duck: look at those alone (usually none or one).
+        let duckers = entries.filter { $0.isActive && $0.configuration.options.contains(.duckOthers) }
         for index in entries.indices where entries[index].isActive {
             let entry = entries[index]
-            let ducked = entries.contains { $0.isActive && Self.preemption(by: $0, of: entry) == .duck }
+            let ducked = duckers.contains { Self.preemption(by: $0, of: entry) == .duck }
             if ducked != entry.ducked {
                 entries[index].ducked = ducked
                 step.send(entry.id, ducked ? .duckBegan : .duckEnded)
