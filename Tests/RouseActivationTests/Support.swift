@@ -67,6 +67,7 @@ enum Fixture {
     }
 }
 
+/// Decodes JSON text in tests.
 enum JSONDecoderFactory {
     static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
         try JSONDecoder().decode(type, from: Data(text.utf8))
