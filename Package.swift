@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
         .library(name: "RouseReachability", targets: ["RouseReachability"]),
         .library(name: "RouseState", targets: ["RouseState"]),
+        .library(name: "RouseActivation", targets: ["RouseActivation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -49,6 +50,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "RouseActivation", swiftSettings: swiftSettings),
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
@@ -133,7 +135,7 @@ let package = Package(
             name: "rouse-bench",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
-                "RouseCurl", "RouseState",
+                "RouseCurl", "RouseState", "RouseActivation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -159,6 +161,7 @@ let package = Package(
             resources: [],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "RouseActivationTests", dependencies: ["RouseActivation"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseGatewayTests",
             dependencies: [

@@ -5,8 +5,9 @@ import Foundation
 //   rouse-bench reach [--iterations N] [--json]     netlink monitor vs ip monitor in a namespace (root)
 //   rouse-bench gateway [--pushes N] [--json]       durable ingest, provider → device latency, channel memory
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
+//   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: rouse-bench mock-apns|reach|gateway|state [options]   (--help after the name lists them)"
+let usage = "usage: rouse-bench mock-apns|reach|gateway|state|activation [options]   (--help after the name lists them)"
 switch arguments.first {
 case "mock-apns":
     try await MockAPNsBench.run(arguments: Array(arguments.dropFirst()))
@@ -16,6 +17,8 @@ case "gateway":
     try await GatewayBench.run(arguments: Array(arguments.dropFirst()))
 case "state":
     try await StateBench.run(arguments: Array(arguments.dropFirst()))
+case "activation":
+    try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
 default:
     FileHandle.standardError.write(Data((usage + "\n").utf8))
     exit(2)

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Rouse's main job, end to end on loopback (installs what it needs, builds in release mode):
+#   1. `rouse send` sends a VoIP push to `rouse mock-apns`, which checks it the way APNs does;
+#   2. `rouse send` sends a VoIP push to `rouse-gateway`, which stores it durably and hands it to a Linux
+#      device's channel, and the device acknowledges it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+root=$PWD
+certs=$root/certs
+
+deploy/install-deps.sh
+echo "== building rouse and rouse-gateway (release)"
+swift build -c release --product rouse >/dev/null
+swift build -c release --product rouse-gateway >/dev/null
+bin=$root/.build/release
+
+work=$(mktemp -d /tmp/rouse-demo.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Waits (10 s at most) until FILE has a line matching PATTERN and prints that line.
+wait_line() {
+    local file=$1 pattern=$2
+    for _ in $(seq 1 200); do
+        if grep -m1 -E "$pattern" "$file" 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    echo "demo: timed out waiting for '$pattern' in $file" >&2
+    cat "$file" >&2 || true
+    return 1
+}
+json_field() { sed -n "s/.*\"$1\":\"\\([^\"]*\\)\".*/\\1/p" | head -n1; }
+
+token_auth=(--auth-key "$certs/apns-key.p8" --key-id ROUSEKEY01 --team-id ROUSETEAM1 --ca-file "$certs/ca.pem")
+payload='{"aps":{},"call":{"id":"demo-1","caller":"Alice"}}'
+
+echo
+echo "== 1. rouse send → rouse mock-apns (Apple's rules, token auth)"
+"$bin/rouse" mock-apns --listen 127.0.0.1:0 --cert "$certs/server.pem" --key "$certs/server.key" \
+    --keys "$certs/keys.json" --json --log-level warning >"$work/mock.jsonl" &
+pids+=($!)
+mock=$(wait_line "$work/mock.jsonl" '"event":"listening"' | json_field address)
+device_token=a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90
+echo "\$ rouse send voip --token ${device_token:0:8}… --topic com.example.rouse --env https://$mock …"
+"$bin/rouse" send voip --token "$device_token" --topic com.example.rouse --payload "$payload" \
+    --env "https://$mock" "${token_auth[@]}" --quiet
+echo "-- what the mock recorded:"
+wait_line "$work/mock.jsonl" '"outcome"' | cut -c1-220
+echo "\$ rouse send voip … --priority 7   (refused before a byte is sent)"
+"$bin/rouse" send voip --token "$device_token" --topic com.example.rouse --payload "$payload" --priority 7 \
+    --env "https://$mock" "${token_auth[@]}" --quiet || echo "(exit code $?)"
+
+echo
+echo "== 2. rouse send → rouse-gateway → a Linux device's channel"
+cat >"$work/gateway.json" <<JSON
+{"environment": "sandbox",
+ "provider": {"listen": "127.0.0.1:0", "certificate": "$certs/server.pem", "privateKey": "$certs/server.key"},
+ "device": {"listen": "127.0.0.1:0", "certificate": "$certs/server.pem", "privateKey": "$certs/server.key"},
+ "admin": {"listen": "127.0.0.1:0"},
+ "database": "$work/gateway.sqlite",
+ "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "$certs/apns-key.pub.pem"}]}
+JSON
+"$bin/rouse-gateway" --config "$work/gateway.json" --log-level warning >"$work/gateway.out" &
+pids+=($!)
+ready=$(wait_line "$work/gateway.out" 'rouse-gateway ready')
+echo "$ready"
+provider=$(sed -n 's/.*provider=\([^ ]*\).*/\1/p' <<<"$ready")
+devices=$(sed -n 's/.*device=\([^ ]*\).*/\1/p' <<<"$ready")
+secret=$("$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite")
+credential=$(curl -s --cacert "$certs/ca.pem" -d "{\"secret\":\"$secret\"}" "https://$devices/device/v1/enroll" |
+    json_field credential)
+gw_token=$(curl -s --cacert "$certs/ca.pem" -H "authorization: Bearer $credential" \
+    -d '{"topic":"com.example.rouse.voip"}' "https://$devices/device/v1/tokens" | json_field token)
+echo "device enrolled (${credential%%.*}), push token for com.example.rouse.voip: ${gw_token:0:16}…"
+curl -sN --cacert "$certs/ca.pem" -H "authorization: Bearer $credential" \
+    "https://$devices/device/v1/channel" >"$work/channel.ndjson" &
+pids+=($!)
+wait_line "$work/channel.ndjson" '"type":"hello"' >/dev/null
+echo "device channel open"
+echo "\$ rouse send voip --token ${gw_token:0:8}… --topic com.example.rouse --env https://$provider …"
+start=$(date +%s%N)
+"$bin/rouse" send voip --token "$gw_token" --topic com.example.rouse --payload "$payload" \
+    --env "https://$provider" "${token_auth[@]}" --quiet
+record=$(wait_line "$work/channel.ndjson" '"type":"push"')
+end=$(date +%s%N)
+echo "-- the device received:"
+echo "$record" | cut -c1-220
+echo "-- payload: $(json_field payload <<<"$record" | base64 -d)"
+id=$(json_field id <<<"$record")
+echo "-- acknowledged: $(curl -s --cacert "$certs/ca.pem" -H "authorization: Bearer $credential" \
+    -d "{\"ids\":[\"$id\"]}" "https://$devices/device/v1/ack")"
+echo "send command start → record on the device channel: $(((end - start) / 1000000)) ms (includes process start)"
+echo
+echo "demo complete"
