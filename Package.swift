@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
         .library(name: "RouseReachability", targets: ["RouseReachability"]),
+        .library(name: "RouseSender", targets: ["RouseSender"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // MARK: C at the edge
@@ -79,12 +81,21 @@ let package = Package(
             dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RouseSender",
+            dependencies: [
+                "RouseAPNs", "RouseHTTP2", "RouseCurl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
             name: "rouse",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSender",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -94,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSender",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -113,6 +124,11 @@ let package = Package(
             name: "RouseMockAPNsTests",
             dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
             resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseSenderTests",
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseHTTP2", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
