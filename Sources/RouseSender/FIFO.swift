@@ -6,6 +6,8 @@ struct FIFO<Element: Sendable>: Sendable {
     var isEmpty: Bool { head == storage.count }
     var count: Int { storage.count - head }
 
+    var first: Element? { head < storage.count ? storage[head] : nil }
+
     mutating func append(_ element: Element) { storage.append(element) }
 
     /// Puts `element` first (for resends, which go before new work).

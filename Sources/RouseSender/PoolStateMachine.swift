@@ -255,17 +255,22 @@ public struct PoolStateMachine: Sendable {
         _ id: ConnectionID, pushID: UInt64, result: AttemptResult, now: PoolInstant
     ) -> [Action] {
         var actions: [Action] = []
+        handleCompletion(id, pushID: pushID, result: result, now: now, into: &actions)
+        closeIfDrained(id, into: &actions)
+        dispatch(now: now, into: &actions)
+        return actions
+    }
+
+    private mutating func handleCompletion(
+        _ id: ConnectionID, pushID: UInt64, result: AttemptResult, now: PoolInstant, into actions: inout [Action]
+    ) {
         var connection = connections[id]
         connection?.inFlight -= 1
         if case .response = result { connection?.health?.activity(now: now.monotonic) }
         inFlight[pushID] = nil
-        defer {
-            closeIfDrained(id, into: &actions)
-            dispatch(now: now, into: &actions)
-        }
         guard var push = pending[pushID] else {
             if let connection { connections[id] = connection }
-            return actions
+            return
         }
         var result = result
         if case .notProcessed(let detail, nil) = result, let reason = connection?.goAwayReason {
@@ -316,7 +321,6 @@ public struct PoolStateMachine: Sendable {
             }
             requeue(pushID, lane: push.lane)
         }
-        return actions
     }
 
     /// Time passed: deadlines, backoff timers, PINGs, reconnects.
@@ -414,10 +418,16 @@ public struct PoolStateMachine: Sendable {
         return best
     }
 
+    /// Pops finished or in-flight ids off the head of a queue (they are left behind by deadlines and failures).
+    private func dropStale(_ queue: inout FIFO<UInt64>) {
+        while let head = queue.first, pending[head] == nil || inFlight[head] != nil { _ = queue.popFirst() }
+    }
+
     private mutating func dispatch(now: PoolInstant, into actions: inout [Action]) {
         if isShutDown { return }
-        let waiting = priorityQueue.count + bulkQueue.count
-        if waiting > 0 && now.monotonic >= reconnectAt {
+        dropStale(&priorityQueue)
+        dropStale(&bulkQueue)
+        if !(priorityQueue.isEmpty && bulkQueue.isEmpty) && now.monotonic >= reconnectAt {
             var live = 0
             for c in connections.values where c.phase == .connecting || c.phase == .ready { live += 1 }
             while live < settings.connections {
