@@ -133,16 +133,24 @@ final class NativeEngine: PushEngine {
             client.send(request(push, authorization: authorization)) { [weak self] result in
                 guard let self else { return }
                 let attempt: AttemptResult
+                // Results that mean "this connection takes no more streams": the connection must leave the
+                // rotation before the push is resent, or the resend would fail synchronously again (and recurse).
+                var unusable = false
                 switch result {
                 case .response(let status, let headers, let body):
                     attempt = .response(
                         status: status, apnsID: headers.first { $0.name == "apns-id" }?.value, body: body)
                 case .notProcessed(let reason):
                     attempt = .notProcessed(reason, goAwayReason: nil)
-                case .failed(let reason, _):
+                    unusable = reason.hasPrefix("connection ") || reason.hasPrefix("nghttp2_submit_request")
+                case .failed(let reason, let code):
                     attempt = .failed(reason)
+                    unusable = code == nil
                 }
-                self.apply { $0.completed(id, pushID: pushID, result: attempt, now: self.clock.now()) }
+                self.apply { machine in
+                    if unusable { machine.connectionUnusable(id) }
+                    return machine.completed(id, pushID: pushID, result: attempt, now: self.clock.now())
+                }
             }
         case .ping:
             client?.ping()

@@ -230,22 +230,25 @@ public struct PoolStateMachine: Sendable {
         return actions
     }
 
+    /// The transport said the connection cannot take new streams (closed, or going away before the GOAWAY
+    /// event arrived): stop using it. It closes when its streams are done.
+    public mutating func connectionUnusable(_ id: ConnectionID) {
+        guard var connection = connections[id] else { return }
+        if connection.phase == .ready || connection.phase == .connecting { connection.phase = .draining }
+        connections[id] = connection
+    }
+
     /// A PING was acknowledged.
     public mutating func pingAcknowledged(_ id: ConnectionID, now: PoolInstant) {
         connections[id]?.health?.activity(now: now.monotonic)
     }
 
-    /// The connection is gone (after all its streams were completed).
+    /// The connection is gone. Its streams are not finished here: the transport reports each of them (a send
+    /// that was still on its way to the connection comes back "not processed" later).
     public mutating func closed(_ id: ConnectionID, now: PoolInstant) -> [Action] {
         connections[id] = nil
         connectionOrder.removeAll { $0 == id }
         var actions: [Action] = []
-        for (pushID, connection) in inFlight where connection == id {
-            inFlight[pushID] = nil
-            if pending[pushID] != nil {
-                finish(pushID, .failed(.transport("connection closed"), processed: .unknown), into: &actions)
-            }
-        }
         dispatch(now: now, into: &actions)
         return actions
     }
