@@ -15,6 +15,8 @@ final class NativeEngine: PushEngine {
 
     private let state: Mutex<Shell>
     private let loop: EventLoop
+    /// The priority lane's connection runs on its own thread, so VoIP answers never wait behind bulk work.
+    private let priorityLoop: EventLoop
     private let clientConfiguration: HTTP2ClientConfiguration
     private let authority: String
     private let clock: any SenderClock
@@ -31,6 +33,8 @@ final class NativeEngine: PushEngine {
         state = Mutex(Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
         loop = try EventLoop(name: "rouse-sender")
         loop.start()
+        priorityLoop = try EventLoop(name: "rouse-sender-voip")
+        priorityLoop.start()
         var tls = TLSConfiguration()
         tls.trustRootsFile = configuration.trustRootsFile
         switch configuration.credentials {
@@ -64,6 +68,7 @@ final class NativeEngine: PushEngine {
     deinit {
         ticker.withLock { $0?.cancel() }
         loop.stopAndWait()
+        priorityLoop.stopAndWait()
     }
 
     func submit(id: UInt64, push: APNsPush, lane: PushLane, deadline: Duration, completion: @escaping PushCompletion) {
@@ -122,8 +127,8 @@ final class NativeEngine: PushEngine {
 
     private func perform(_ action: PoolStateMachine.Action, client: HTTP2Client?) {
         switch action {
-        case .connect(let id):
-            connect(id)
+        case .connect(let id, let priorityOnly):
+            connect(id, on: priorityOnly ? priorityLoop : loop)
         case .send(let id, let pushID, let push, let authorization):
             guard let client else {
                 apply { $0.completed(id, pushID: pushID, result: .notProcessed("no connection", goAwayReason: nil), now: clock.now()) }
@@ -177,9 +182,8 @@ final class NativeEngine: PushEngine {
         return HTTP2ClientRequest(path: push.path, authority: authority, headers: headers, body: push.payload)
     }
 
-    private func connect(_ id: PoolStateMachine.ConnectionID) {
+    private func connect(_ id: PoolStateMachine.ConnectionID, on loop: EventLoop) {
         let configuration = clientConfiguration
-        let loop = self.loop
         let logger = self.logger
         metrics.connectionOpened()
         Task { [weak self] in

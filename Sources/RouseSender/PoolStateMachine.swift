@@ -48,6 +48,9 @@ public struct PoolSettings: Sendable {
     public var maxConnectFailures = 3
     /// Share of each connection's stream limit held back for the priority lane (when the limit is ≥ 20).
     public var priorityReserveFraction = 0.05
+    /// Open one extra connection that only priority pushes use, so a VoIP push never queues behind bulk
+    /// requests in the server's input (head-of-line blocking on a shared TCP connection).
+    public var dedicatedPriorityConnection = true
 
     /// Defaults.
     public init() {}
@@ -67,8 +70,8 @@ public struct PoolStateMachine: Sendable {
 
     /// What the shell must do.
     public enum Action: Sendable {
-        /// Open a connection; report `connected` or `connectFailed`.
-        case connect(ConnectionID)
+        /// Open a connection (`priorityOnly`: the priority lane's own); report `connected` or `connectFailed`.
+        case connect(ConnectionID, priorityOnly: Bool)
         /// Put a request on the connection; report `completed`.
         case send(ConnectionID, pushID: UInt64, push: APNsPush, authorization: String?)
         /// Deliver the push's outcome to its caller.
@@ -98,6 +101,7 @@ public struct PoolStateMachine: Sendable {
         var health: ConnectionHealth?
         var consecutiveErrors = 0
         var goAwayReason: APNsReason?
+        var priorityOnly = false
     }
 
     struct Pending: Sendable {
@@ -406,12 +410,18 @@ public struct PoolStateMachine: Sendable {
         limit >= 20 ? max(1, Int(Double(limit) * settings.priorityReserveFraction)) : 0
     }
 
-    /// The ready connection with the most free streams for `lane`.
+    /// The ready connection with the most free streams for `lane` (priority pushes prefer their own).
     private func pickConnection(for lane: PushLane) -> ConnectionID? {
         var best: ConnectionID?
         var bestFree = 0
+        if lane == .priority {
+            for id in connectionOrder {
+                guard let c = connections[id], c.phase == .ready, c.priorityOnly, c.inFlight < c.limit else { continue }
+                return id
+            }
+        }
         for id in connectionOrder {
-            guard let c = connections[id], c.phase == .ready else { continue }
+            guard let c = connections[id], c.phase == .ready, lane == .priority || !c.priorityOnly else { continue }
             let free = c.limit - c.inFlight - (lane == .bulk ? reserve(c.limit) : 0)
             if free > bestFree {
                 best = id
@@ -419,6 +429,16 @@ public struct PoolStateMachine: Sendable {
             }
         }
         return best
+    }
+
+    private mutating func openConnection(priorityOnly: Bool, into actions: inout [Action]) {
+        let id = ConnectionID(raw: nextConnection)
+        nextConnection += 1
+        var connection = Connection()
+        connection.priorityOnly = priorityOnly
+        connections[id] = connection
+        connectionOrder.append(id)
+        actions.append(.connect(id, priorityOnly: priorityOnly))
     }
 
     /// Pops finished or in-flight ids off the head of a queue (they are left behind by deadlines and failures).
@@ -431,15 +451,20 @@ public struct PoolStateMachine: Sendable {
         dropStale(&priorityQueue)
         dropStale(&bulkQueue)
         if !(priorityQueue.isEmpty && bulkQueue.isEmpty) && now.monotonic >= reconnectAt {
+            let dedicated = settings.dedicatedPriorityConnection
             var live = 0
-            for c in connections.values where c.phase == .connecting || c.phase == .ready { live += 1 }
-            while live < settings.connections {
-                let id = ConnectionID(raw: nextConnection)
-                nextConnection += 1
-                connections[id] = Connection()
-                connectionOrder.append(id)
-                actions.append(.connect(id))
-                live += 1
+            var livePriority = 0
+            for c in connections.values where c.phase == .connecting || c.phase == .ready {
+                if c.priorityOnly { livePriority += 1 } else { live += 1 }
+            }
+            if dedicated && !priorityQueue.isEmpty && livePriority == 0 {
+                openConnection(priorityOnly: true, into: &actions)
+            }
+            if !bulkQueue.isEmpty || !dedicated {
+                while live < settings.connections {
+                    openConnection(priorityOnly: false, into: &actions)
+                    live += 1
+                }
             }
         }
         while true {

@@ -17,6 +17,7 @@ struct PoolDriver {
 
     init(_ edit: (inout PoolSettings) -> Void = { _ in }, token: Bool = true) {
         var settings = PoolSettings()
+        settings.dedicatedPriorityConnection = false
         edit(&settings)
         let signer: (@Sendable (Int64) -> String)? = token ? { @Sendable iat in "jwt-\(iat)" } : nil
         machine = PoolStateMachine(settings: settings, signer: signer, seed: 1)
@@ -31,7 +32,7 @@ struct PoolDriver {
     mutating func record(_ actions: [PoolStateMachine.Action]) {
         for action in actions {
             switch action {
-            case .connect(let id): connects.append(id)
+            case .connect(let id, _): connects.append(id)
             case .send(let id, let pushID, _, let authorization):
                 sent.append((id, pushID))
                 authorizations[pushID] = authorization
@@ -107,6 +108,25 @@ struct PoolStateMachineTests {
         #expect(d.sent.last?.1 == 1001)
         d.answer(1, D.ok)
         #expect(d.sent.last?.1 == 1002)
+    }
+
+    @Test func priorityPushesGetTheirOwnConnection() {
+        var d = D { $0.dedicatedPriorityConnection = true }
+        for id in 1...100 { d.submit(UInt64(id), lane: .bulk) }
+        #expect(d.connects.count == 1)
+        d.connect(d.connects[0], limit: 1000)
+        d.submit(1000, lane: .priority)
+        #expect(d.connects.count == 2)
+        // Until its own connection is up, a priority push uses the reserve of the bulk connection.
+        #expect(d.sent.last?.1 == 1000)
+        #expect(d.sent.last?.0 == d.connects[0])
+        d.connect(d.connects[1], limit: 1000)
+        d.submit(1001, lane: .priority)
+        #expect(d.sent.last?.1 == 1001)
+        #expect(d.sent.last?.0 == d.connects[1])
+        // Bulk never uses the priority connection.
+        for id in 2000...3000 { d.submit(UInt64(id), lane: .bulk) }
+        #expect(d.sent.filter { $0.0 == d.connects[1] }.map(\.1) == [1001])
     }
 
     @Test func goAwayDrainsAndUnprocessedStreamsGoToAFreshConnection() {
