@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "RouseMockAPNs", targets: ["RouseMockAPNs"]),
         .library(name: "RouseReachability", targets: ["RouseReachability"]),
         .library(name: "RouseState", targets: ["RouseState"]),
+        .library(name: "RouseSender", targets: ["RouseSender"]),
         .library(name: "RouseActivation", targets: ["RouseActivation"]),
     ],
     dependencies: [
@@ -100,6 +101,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RouseSender",
+            dependencies: [
+                "RouseAPNs", "RouseHTTP2", "RouseCurl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RouseState",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -112,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "rouse",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway",
+                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -135,7 +145,7 @@ let package = Package(
             name: "rouse-bench",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
-                "RouseCurl", "RouseState", "RouseActivation",
+                "RouseCurl", "RouseState", "RouseActivation", "RouseSender",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -159,6 +169,11 @@ let package = Package(
             name: "RouseMockAPNsTests",
             dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
             resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseSenderTests",
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseHTTP2", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "RouseActivationTests", dependencies: ["RouseActivation"], swiftSettings: swiftSettings),

@@ -29,6 +29,7 @@ class H2Connection: EventLoopFDHandler {
     var closeAfterFlush = false
     private var inCallback = false
     private var flushPending = false
+    private var readingAfterWriteError = false
 
     init(loop: EventLoop, transport: Transport, logger: Logger, connecting: Bool) {
         self.loop = loop
@@ -216,6 +217,14 @@ class H2Connection: EventLoopFDHandler {
                 }
             } catch {
                 logger.debug("write failed", metadata: ["error": "\(error)"])
+                // The peer may have said goodbye before closing (a GOAWAY with its last-stream-id, which tells the
+                // client which streams were not processed): read what already arrived before giving up.
+                if !readingAfterWriteError {
+                    readingAfterWriteError = true
+                    output.removeAll()
+                    outputOffset = 0
+                    readAll()
+                }
                 close(reason: "write error: \(error)")
                 return
             }

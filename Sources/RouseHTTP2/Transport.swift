@@ -22,6 +22,7 @@ final class Transport {
             ssl = nil
             return
         }
+        BrokenPipe.ignored
         guard let ssl = SSL_new(tls.ctx) else { throw TLSContext.error("SSL_new") }
         self.ssl = ssl
         SSL_set_fd(ssl, fd)

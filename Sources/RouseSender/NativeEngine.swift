@@ -1,0 +1,240 @@
+import Logging
+import RouseAPNs
+import RouseHTTP2
+import Synchronization
+
+/// Carries out a `PoolStateMachine`'s actions on Rouse's own HTTP/2 client: the native transport.
+final class NativeEngine: PushEngine {
+    private struct Shell: Sendable {
+        var machine: PoolStateMachine
+        var completions: [UInt64: PushCompletion] = [:]
+        var clients: [PoolStateMachine.ConnectionID: HTTP2Client] = [:]
+        /// Connections whose `.closed` event came before `connect` returned.
+        var closedEarly: Set<PoolStateMachine.ConnectionID> = []
+    }
+
+    private let state: Mutex<Shell>
+    private let loop: EventLoop
+    /// The priority lane's connection runs on its own thread, so VoIP answers never wait behind bulk work.
+    private let priorityLoop: EventLoop
+    private let clientConfiguration: HTTP2ClientConfiguration
+    private let authority: String
+    private let clock: any SenderClock
+    private let logger: Logger
+    private let metrics: SenderMetrics
+    private let ticker: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+    init(
+        configuration: APNsSenderConfiguration, signer: (@Sendable (Int64) -> String)?, clock: any SenderClock,
+        logger: Logger, metrics: SenderMetrics
+    ) throws {
+        var settings = configuration.pool
+        settings.connections = max(1, configuration.connections)
+        state = Mutex(Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
+        loop = try EventLoop(name: "rouse-sender")
+        loop.start()
+        priorityLoop = try EventLoop(name: "rouse-sender-voip")
+        priorityLoop.start()
+        var tls = TLSConfiguration()
+        tls.trustRootsFile = configuration.trustRootsFile
+        switch configuration.credentials {
+        case .token: break
+        case .certificatePEM(let certificate, let key):
+            tls.certificateChainFile = certificate
+            tls.privateKeyFile = key
+        case .pkcs12(let file, let password):
+            tls.pkcs12File = file
+            tls.pkcs12Password = password
+        }
+        var client = HTTP2ClientConfiguration(host: configuration.endpoint.host, port: configuration.endpoint.port, tls: tls)
+        client.connectTimeout = configuration.connectTimeout
+        clientConfiguration = client
+        authority = configuration.endpoint.port == 443
+            ? configuration.endpoint.host : "\(configuration.endpoint.host):\(configuration.endpoint.port)"
+        self.clock = clock
+        self.logger = logger
+        self.metrics = metrics
+        let interval = configuration.tickInterval
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self else { return }
+                self.apply { $0.tick(now: self.clock.now()) }
+            }
+        }
+        ticker.withLock { $0 = task }
+    }
+
+    deinit {
+        ticker.withLock { $0?.cancel() }
+        loop.stopAndWait()
+        priorityLoop.stopAndWait()
+    }
+
+    func submit(id: UInt64, push: APNsPush, lane: PushLane, deadline: Duration, completion: @escaping PushCompletion) {
+        let now = clock.now()
+        apply(registering: (id, completion)) { $0.submit(id: id, push: push, lane: lane, deadline: deadline, now: now) }
+    }
+
+    var unfinishedCount: Int { state.withLock { $0.machine.unfinishedCount } }
+
+    func shutdown() async {
+        let now = clock.now()
+        apply { $0.shutdown(now: now) }
+        let clockStart = ContinuousClock.now
+        while state.withLock({ !$0.clients.isEmpty || $0.machine.unfinishedCount > 0 }) {
+            if ContinuousClock.now - clockStart > .seconds(5) { break }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        ticker.withLock { $0?.cancel() }
+        let clients = state.withLock { s in
+            let all = Array(s.clients.values)
+            s.clients.removeAll()
+            return all
+        }
+        for client in clients { client.abort() }
+    }
+
+    // MARK: Shell
+
+    /// Runs one machine step under the lock, then carries out its actions outside it.
+    private func apply(
+        registering registration: (UInt64, PushCompletion)? = nil,
+        _ step: (inout PoolStateMachine) -> [PoolStateMachine.Action]
+    ) {
+        var finished: [(PushCompletion, UInt64, PushOutcome, Int, Int)] = []
+        var work: [(PoolStateMachine.Action, HTTP2Client?)] = []
+        state.withLock { shell in
+            if let registration { shell.completions[registration.0] = registration.1 }
+            for action in step(&shell.machine) {
+                switch action {
+                case .finish(let pushID, let outcome, let attempts, let retries):
+                    if let completion = shell.completions.removeValue(forKey: pushID) {
+                        finished.append((completion, pushID, outcome, attempts, retries))
+                    }
+                case .send(let id, _, _, _), .ping(let id), .close(let id), .abort(let id):
+                    work.append((action, shell.clients[id]))
+                case .connect:
+                    work.append((action, nil))
+                }
+            }
+        }
+        for (action, client) in work { perform(action, client: client) }
+        for (completion, pushID, outcome, attempts, retries) in finished {
+            completion(pushID, outcome, attempts, retries)
+        }
+    }
+
+    private func perform(_ action: PoolStateMachine.Action, client: HTTP2Client?) {
+        switch action {
+        case .connect(let id, let priorityOnly):
+            connect(id, on: priorityOnly ? priorityLoop : loop)
+        case .send(let id, let pushID, let push, let authorization):
+            guard let client else {
+                apply { $0.completed(id, pushID: pushID, result: .notProcessed("no connection", goAwayReason: nil), now: clock.now()) }
+                return
+            }
+            metrics.attempt()
+            client.send(request(push, authorization: authorization)) { [weak self] result in
+                guard let self else { return }
+                let attempt: AttemptResult
+                // Results that mean "this connection takes no more streams": the connection must leave the
+                // rotation before the push is resent, or the resend would fail synchronously again (and recurse).
+                var unusable = false
+                switch result {
+                case .response(let status, let headers, let body):
+                    attempt = .response(
+                        status: status, apnsID: headers.first { $0.name == "apns-id" }?.value, body: body)
+                case .notProcessed(let reason):
+                    attempt = .notProcessed(reason, goAwayReason: nil)
+                    unusable = reason.hasPrefix("connection ") || reason.hasPrefix("nghttp2_submit_request")
+                case .failed(let reason, let code):
+                    attempt = .failed(reason)
+                    unusable = code == nil
+                }
+                self.apply { machine in
+                    if unusable { machine.connectionUnusable(id) }
+                    return machine.completed(id, pushID: pushID, result: attempt, now: self.clock.now())
+                }
+            }
+        case .ping:
+            client?.ping()
+        case .close(let id):
+            if let client { client.close() } else { dropConnection(id) }
+        case .abort(let id):
+            logger.warning("connection declared dead (PING unanswered)", metadata: ["conn-id": "\(id)"])
+            if let client { client.abort() } else { dropConnection(id) }
+        case .finish:
+            break
+        }
+    }
+
+    private func dropConnection(_ id: PoolStateMachine.ConnectionID) {
+        apply { $0.closed(id, now: clock.now()) }
+    }
+
+    private func request(_ push: APNsPush, authorization: String?) -> HTTP2ClientRequest {
+        var headers: [HTTP2Header] = []
+        headers.reserveCapacity(8)
+        for field in push.headerFields(authorization: authorization) where !field.name.hasPrefix(":") {
+            headers.append(HTTP2Header(field.name, field.value, neverIndex: field.indexing == .never))
+        }
+        return HTTP2ClientRequest(path: push.path, authority: authority, headers: headers, body: push.payload)
+    }
+
+    private func connect(_ id: PoolStateMachine.ConnectionID, on loop: EventLoop) {
+        let configuration = clientConfiguration
+        let logger = self.logger
+        metrics.connectionOpened()
+        Task { [weak self] in
+            do {
+                let client = try await HTTP2Client.connect(configuration, on: loop, logger: logger) { [weak self] event in
+                    self?.handle(event, connection: id)
+                }
+                guard let self else {
+                    client.close()
+                    return
+                }
+                let orphan = self.state.withLock { shell -> Bool in
+                    if shell.closedEarly.remove(id) != nil { return true }
+                    shell.clients[id] = client
+                    return false
+                }
+                if orphan { client.close() }
+                logger.debug("connected", metadata: ["conn-id": "\(id)", "local": "\(client.localAddress)"])
+                self.apply { $0.connected(id, now: self.clock.now()) }
+            } catch {
+                guard let self else { return }
+                self.metrics.connectionClosed()
+                logger.warning("connect failed", metadata: ["conn-id": "\(id)", "error": "\(error)"])
+                self.apply { $0.connectFailed(id, error: "\(error)", now: self.clock.now()) }
+            }
+        }
+    }
+
+    private func handle(_ event: HTTP2ClientEvent, connection id: PoolStateMachine.ConnectionID) {
+        let now = clock.now()
+        switch event {
+        case .settings(let limit):
+            apply { $0.settingsChanged(id, maxConcurrentStreams: limit, now: now) }
+        case .goAway(let code, let lastStreamID, let debugData):
+            let reason = APNsErrorBody.parse(debugData)?.reason
+            logger.info(
+                "GOAWAY received",
+                metadata: [
+                    "conn-id": "\(id)", "code": "\(code)", "last-stream-id": "\(lastStreamID)",
+                    "reason": "\(reason?.rawValue ?? String(decoding: debugData.prefix(200), as: UTF8.self))",
+                ])
+            apply { $0.goAway(id, reason: reason, now: now) }
+        case .pingAcknowledged:
+            state.withLock { $0.machine.pingAcknowledged(id, now: now) }
+        case .closed(let reason):
+            logger.debug("connection closed", metadata: ["conn-id": "\(id)", "reason": "\(reason)"])
+            metrics.connectionClosed()
+            state.withLock { shell in
+                if shell.clients.removeValue(forKey: id) == nil { shell.closedEarly.insert(id) }
+            }
+            apply { $0.closed(id, now: now) }
+        }
+    }
+}
