@@ -49,7 +49,9 @@ extension FileHandle {
 }
 
 extension SendBench {
-    static func runProcess(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String, seconds: Double) {
+    static func runProcess(_ path: String, _ arguments: [String]) throws -> (
+        status: Int32, output: String, seconds: Double
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -121,7 +123,8 @@ extension SendBench {
         let rouseMedian = rouseTimes.sorted()[safe: rouseTimes.count / 2] ?? 0
         let curlMedian = curlTimes.sorted()[safe: curlTimes.count / 2] ?? 0
         return String(
-            format: "one-shot VoIP push, process start to exit (median of %d): rouse send %.1f ms (%d ok), curl --http2 %.1f ms (%d ok), ratio %.2f",
+            format:
+                "one-shot VoIP push, process start to exit (median of %d): rouse send %.1f ms (%d ok), curl --http2 %.1f ms (%d ok), ratio %.2f",
             options.oneshotRuns, rouseMedian, rouseTimes.count, curlMedian, curlTimes.count,
             curlMedian > 0 ? rouseMedian / curlMedian : 0)
     }

@@ -73,7 +73,10 @@ enum SendBench {
         }
         for connections in [1, 4] {
             for size in [256, 5120] {
-                print(try h2load(connections: connections, size: size, count: options.pushes, tokens: tokens, keyPEM: keyPEM, options: options, port: mock.port))
+                print(
+                    try h2load(
+                        connections: connections, size: size, count: options.pushes, tokens: tokens, keyPEM: keyPEM,
+                        options: options, port: mock.port))
             }
         }
         print("")
@@ -172,14 +175,17 @@ enum SendBench {
 
     static func voipUnderBulk(tokens: [String], keyPEM: String, options: Options, port: UInt16) async throws -> String {
         let sender = try APNsSender(
-            configuration: configuration(transport: .native, connections: 1, keyPEM: keyPEM, options: options, port: port))
+            configuration: configuration(
+                transport: .native, connections: 1, keyPEM: keyPEM, options: options, port: port))
         let body = payload(256)
         func bulkPush(_ i: Int) -> APNsPush {
             APNsPush(
                 deviceToken: tokens[i % tokens.count], topic: "com.example.rouse", pushType: .background,
                 priority: .conservePower, payload: Array(#"{"aps":{"content-available":1}}"#.utf8))
         }
-        _ = await sender.send(APNsPush(deviceToken: tokens[0], topic: "com.example.rouse.voip", pushType: .voip, expiration: 0, payload: body))
+        _ = await sender.send(
+            APNsPush(
+                deviceToken: tokens[0], topic: "com.example.rouse.voip", pushType: .voip, expiration: 0, payload: body))
         await sender.sendAll((0..<2000).lazy.map(bulkPush), maxInFlight: 2000) { _ in }
         let done = Atomic<Bool>(false)
         let bulkCount = options.pushes
@@ -192,7 +198,9 @@ enum SendBench {
         var i = 0
         while !done.load(ordering: .relaxed) && voip.count < 5000 {
             let r = await sender.sendDetailed(
-                APNsPush(deviceToken: tokens[(i * 7919) % tokens.count], topic: "com.example.rouse.voip", pushType: .voip, expiration: 0, payload: body))
+                APNsPush(
+                    deviceToken: tokens[(i * 7919) % tokens.count], topic: "com.example.rouse.voip", pushType: .voip,
+                    expiration: 0, payload: body))
             if r.outcome.isDelivered { voip.append(milliseconds(r.latency)) }
             i += 1
         }
@@ -201,7 +209,8 @@ enum SendBench {
         await sender.shutdown()
         let sorted = voip.sorted()
         return String(
-            format: "VoIP under a %d-push background bulk send (%.0f bulk pushes/s): %d VoIP pushes, p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+            format:
+                "VoIP under a %d-push background bulk send (%.0f bulk pushes/s): %d VoIP pushes, p50 %.3f ms, p99 %.3f ms, max %.3f ms",
             bulkCount, bulkRate, sorted.count, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0)
     }
 }
