@@ -87,7 +87,7 @@ final class NativeEngine: PushEngine {
         let clockStart = ContinuousClock.now
         while state.withLock({ !$0.clients.isEmpty || $0.machine.unfinishedCount > 0 }) {
             if ContinuousClock.now - clockStart > .seconds(5) { break }
-            try? await Task.sleep(for: .milliseconds(5))
+            try? await Task.sleep(for: .milliseconds(1))
         }
         ticker.withLock { $0?.cancel() }
         let clients = state.withLock { s in
