@@ -6,14 +6,14 @@ final class BenchMock {
     let process = Process()
     let port: UInt16
 
-    init(rouse: String, certs: String) throws {
+    init(rouse: String, certs: String, workers: Int) throws {
         guard FileManager.default.isExecutableFile(atPath: rouse) else {
             throw SendBench.BenchError(description: "\(rouse) not found: build the rouse product first")
         }
         process.executableURL = URL(fileURLWithPath: rouse)
         process.arguments = [
             "mock-apns", "--listen", "127.0.0.1:0", "--cert", certs + "/server.pem", "--key", certs + "/server.key",
-            "--keys", certs + "/keys.json", "--log-level", "error",
+            "--keys", certs + "/keys.json", "--log-level", "error", "--workers", String(workers),
         ]
         let out = Pipe()
         process.standardOutput = out

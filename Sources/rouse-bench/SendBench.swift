@@ -18,6 +18,7 @@ enum SendBench {
             .appendingPathComponent("rouse").path
         var skipCurl = false
         var oneshotRuns = 10
+        var mockWorkers = 1
     }
 
     struct BenchError: Error, CustomStringConvertible {
@@ -38,6 +39,7 @@ enum SendBench {
             case "--rouse": options.rouse = try value()
             case "--skip-curl": options.skipCurl = true
             case "--oneshot-runs": options.oneshotRuns = Int(try value()) ?? options.oneshotRuns
+            case "--mock-workers": options.mockWorkers = Int(try value()) ?? options.mockWorkers
             default: throw BenchError(description: "unknown option \(argument)")
             }
         }
@@ -51,7 +53,7 @@ enum SendBench {
             handler.logLevel = .error
             return handler
         }
-        let mock = try BenchMock(rouse: options.rouse, certs: options.certs)
+        let mock = try BenchMock(rouse: options.rouse, certs: options.certs, workers: options.mockWorkers)
         defer { mock.stop() }
         print("mock-apns child on 127.0.0.1:\(mock.port); \(options.pushes) pushes per run, 100k distinct tokens")
         let tokens = (0..<100_000).map { String(format: "%08x", $0) + String(repeating: "5a", count: 28) }
