@@ -107,7 +107,10 @@ final class CurlEngine: PushEngine {
             let remaining = end - now.monotonic
             let retries = unprocessed + statusRetries + (tokenRetried ? 1 : 0)
             guard remaining > .milliseconds(1) else {
-                return (lastRejection ?? .failed(.deadline("not sent before the deadline"), processed: .no), attempts, retries)
+                return (
+                    lastRejection ?? .failed(.deadline("not sent before the deadline"), processed: .no), attempts,
+                    retries
+                )
             }
             let auth = authorization(now: now, forceNew: expiredGeneration)
             expiredGeneration = nil
@@ -117,7 +120,8 @@ final class CurlEngine: PushEngine {
             }
             let request = CurlRequest(
                 method: "POST", url: configuration.endpoint.url + push.path, headers: headers, body: push.payload,
-                connectTimeout: min(configuration.connectTimeout, remaining), timeout: remaining, tls: tls, proxy: proxy)
+                connectTimeout: min(configuration.connectTimeout, remaining), timeout: remaining, tls: tls, proxy: proxy
+            )
             attempts += 1
             metrics.attempt()
             let result: AttemptResult
@@ -128,7 +132,8 @@ final class CurlEngine: PushEngine {
                 if error.isTimeout && error.processing != .notProcessed {
                     return (.failed(.deadline("\(error)"), processed: .unknown), attempts, retries)
                 }
-                result = error.processing == .notProcessed
+                result =
+                    error.processing == .notProcessed
                     ? .notProcessed("\(error)", goAwayReason: nil) : .failed("\(error)")
             } catch {
                 result = .failed("\(error)")
@@ -137,7 +142,8 @@ final class CurlEngine: PushEngine {
             if case .response(let status, _, _) = result {
                 if status == 429 || status >= 500 {
                     let errors = consecutiveErrors.add(1, ordering: .relaxed).newValue
-                    backoff = policy.backoff(errors: max(errors, statusRetries + 1), unit: jitter.withLock { $0.unit() })
+                    backoff = policy.backoff(
+                        errors: max(errors, statusRetries + 1), unit: jitter.withLock { $0.unit() })
                 } else if status == 200 {
                     consecutiveErrors.store(0, ordering: .relaxed)
                 }
@@ -147,7 +153,8 @@ final class CurlEngine: PushEngine {
                 backoff: backoff, remaining: end - clock.now().monotonic)
             switch decision {
             case .finish(let outcome):
-                if case .notProcessed = result, case .failed(let error, _) = outcome, error.isKind(.tooManyResends("")) {
+                if case .notProcessed = result, case .failed(let error, _) = outcome, error.isKind(.tooManyResends(""))
+                {
                     return (.failed(.connect(error.detail), processed: .no), attempts, retries)
                 }
                 return (outcome, attempts, retries)

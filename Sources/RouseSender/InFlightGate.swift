@@ -37,7 +37,8 @@ final class InFlightGate: Sendable {
     }
 
     func release() {
-        let (waiter, drained) = state.withLock { s -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+        let (waiter, drained) = state.withLock {
+            s -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
             if !s.waiters.isEmpty { return (s.waiters.removeFirst(), []) }
             s.out -= 1
             if s.out == 0 {

@@ -30,7 +30,8 @@ final class NativeEngine: PushEngine {
     ) throws {
         var settings = configuration.pool
         settings.connections = max(1, configuration.connections)
-        state = Mutex(Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
+        state = Mutex(
+            Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
         loop = try EventLoop(name: "rouse-sender")
         loop.start()
         priorityLoop = try EventLoop(name: "rouse-sender-voip")
@@ -46,10 +47,12 @@ final class NativeEngine: PushEngine {
             tls.pkcs12File = file
             tls.pkcs12Password = password
         }
-        var client = HTTP2ClientConfiguration(host: configuration.endpoint.host, port: configuration.endpoint.port, tls: tls)
+        var client = HTTP2ClientConfiguration(
+            host: configuration.endpoint.host, port: configuration.endpoint.port, tls: tls)
         client.connectTimeout = configuration.connectTimeout
         clientConfiguration = client
-        authority = configuration.endpoint.port == 443
+        authority =
+            configuration.endpoint.port == 443
             ? configuration.endpoint.host : "\(configuration.endpoint.host):\(configuration.endpoint.port)"
         self.clock = clock
         self.logger = logger
@@ -84,7 +87,7 @@ final class NativeEngine: PushEngine {
         let clockStart = ContinuousClock.now
         while state.withLock({ !$0.clients.isEmpty || $0.machine.unfinishedCount > 0 }) {
             if ContinuousClock.now - clockStart > .seconds(5) { break }
-            try? await Task.sleep(for: .milliseconds(5))
+            try? await Task.sleep(for: .milliseconds(1))
         }
         ticker.withLock { $0?.cancel() }
         let clients = state.withLock { s in
@@ -131,7 +134,10 @@ final class NativeEngine: PushEngine {
             connect(id, on: priorityOnly ? priorityLoop : loop)
         case .send(let id, let pushID, let push, let authorization):
             guard let client else {
-                apply { $0.completed(id, pushID: pushID, result: .notProcessed("no connection", goAwayReason: nil), now: clock.now()) }
+                apply {
+                    $0.completed(
+                        id, pushID: pushID, result: .notProcessed("no connection", goAwayReason: nil), now: clock.now())
+                }
                 return
             }
             metrics.attempt()
@@ -188,7 +194,8 @@ final class NativeEngine: PushEngine {
         metrics.connectionOpened()
         Task { [weak self] in
             do {
-                let client = try await HTTP2Client.connect(configuration, on: loop, logger: logger) { [weak self] event in
+                let client = try await HTTP2Client.connect(configuration, on: loop, logger: logger) {
+                    [weak self] event in
                     self?.handle(event, connection: id)
                 }
                 guard let self else {

@@ -166,7 +166,9 @@ public struct PoolStateMachine: Sendable {
     public mutating func submit(
         id: UInt64, push: APNsPush, lane: PushLane, deadline: Duration, now: PoolInstant
     ) -> [Action] {
-        if isShutDown { return [.finish(pushID: id, outcome: .failed(.shutdown, processed: .no), attempts: 0, retries: 0)] }
+        if isShutDown {
+            return [.finish(pushID: id, outcome: .failed(.shutdown, processed: .no), attempts: 0, retries: 0)]
+        }
         pending[id] = Pending(push: push, lane: lane, deadline: now.monotonic + deadline)
         switch lane {
         case .priority: priorityQueue.append(id)
@@ -212,7 +214,8 @@ public struct PoolStateMachine: Sendable {
     }
 
     /// The server's stream limit (first SETTINGS and every change).
-    public mutating func settingsChanged(_ id: ConnectionID, maxConcurrentStreams: UInt32, now: PoolInstant) -> [Action] {
+    public mutating func settingsChanged(_ id: ConnectionID, maxConcurrentStreams: UInt32, now: PoolInstant) -> [Action]
+    {
         guard var connection = connections[id] else { return [] }
         connection.limit = Int(min(maxConcurrentStreams, 100_000))
         connection.health?.activity(now: now.monotonic)

@@ -56,7 +56,8 @@ final class SenderMetrics: Sendable {
         }
         counter.increment()
         if count > 0 { retries.increment(by: count) }
-        latency.recordNanoseconds(Int64(duration.components.seconds) * 1_000_000_000
-            + duration.components.attoseconds / 1_000_000_000)
+        latency.recordNanoseconds(
+            Int64(duration.components.seconds) * 1_000_000_000
+                + duration.components.attoseconds / 1_000_000_000)
     }
 }

@@ -1,14 +1,17 @@
 import Foundation
 
 // rouse-bench: one benchmark per capability. Each prints its figures (and JSON lines with --json).
+//   rouse-bench send [--pushes N] [--json]          rouse send's engines vs h2load on the mock, VoIP under bulk
 //   rouse-bench mock-apns [--requests N] [--json]   h2load against rouse mock-apns vs nghttpd (TLS)
 //   rouse-bench reach [--iterations N] [--json]     netlink monitor vs ip monitor in a namespace (root)
 //   rouse-bench gateway [--pushes N] [--json]       durable ingest, provider → device latency, channel memory
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: rouse-bench mock-apns|reach|gateway|state|activation [options]   (--help after the name lists them)"
+let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation [options]   (--help after the name lists them)"
 switch arguments.first {
+case "send":
+    try await SendBench.run(arguments: Array(arguments.dropFirst()))
 case "mock-apns":
     try await MockAPNsBench.run(arguments: Array(arguments.dropFirst()))
 case "reach":

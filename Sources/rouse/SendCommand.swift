@@ -102,7 +102,8 @@ struct SendCommand: AsyncParsableCommand {
             throw SendUsageError(message: "\(error)")
         }
         let report = SendReport(total: settings.tokens.count, json: json)
-        let progress = !json && !quiet && settings.tokens.count > 1 && isatty(2) == 1 ? ProgressBar(report: report) : nil
+        let progress =
+            !json && !quiet && settings.tokens.count > 1 && isatty(2) == 1 ? ProgressBar(report: report) : nil
         progress?.start()
         let template = settings.push
         let pushes = settings.tokens.lazy.map { token -> APNsPush in

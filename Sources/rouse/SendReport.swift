@@ -37,7 +37,9 @@ final class SendReport: Sendable {
             case .delivered: c.delivered += 1
             case .rejected(let reason, let timestamp):
                 c.rejected[reason.rawValue, default: 0] += 1
-                if reason.invalidatesDeviceToken { c.prune.append((result.push.deviceToken, reason.rawValue, timestamp)) }
+                if reason.invalidatesDeviceToken {
+                    c.prune.append((result.push.deviceToken, reason.rawValue, timestamp))
+                }
             case .failed(_, let processed):
                 c.failed += 1
                 if processed == .unknown { c.failedUnknown += 1 }
@@ -107,7 +109,8 @@ final class SendReport: Sendable {
             s += c.rejected.sorted { $0.key < $1.key }.map { JSONText.quoted($0.key) + ":\($0.value)" }
                 .joined(separator: ",")
             s += "},\"failed\":\(c.failed),\"failedUnknown\":\(c.failedUnknown),\"retries\":\(c.retries)"
-            s += String(format: ",\"elapsedS\":%.3f,\"rate\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f}}", elapsed, rate, p50, p99)
+            s += String(
+                format: ",\"elapsedS\":%.3f,\"rate\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f}}", elapsed, rate, p50, p99)
             printer.print(s)
             return
         }

@@ -32,7 +32,10 @@ struct CurlEngineTests {
     @Test func certificateTopicsAreCheckedBeforeSending() async throws {
         let fixture = try F()
         let sender = try fixture.sender(credentials: Self.p12Certificate)
-        #expect(sender.certificateTopics == ["com.example.rouse", "com.example.rouse.voip", "com.example.rouse.complication"])
+        #expect(
+            sender.certificateTopics == [
+                "com.example.rouse", "com.example.rouse.voip", "com.example.rouse.complication",
+            ])
         var push = F.voip(F.token(4))
         push.topic = "com.example.other.voip"
         let result = await sender.sendDetailed(push)
@@ -63,7 +66,9 @@ struct CurlEngineTests {
         let sender = try fixture.sender(transport: .curl(proxy: "")) { $0.pool.retry.baseBackoff = .milliseconds(5) }
         #expect(await sender.send(F.voip(F.goneToken)) == .rejected(reason: .unregistered, timestamp: F.goneSince))
         #expect(await sender.send(F.voip(F.expiredToken)) == .rejected(reason: .expiredToken, timestamp: nil))
-        #expect(await sender.send(F.background(F.voipOnlyToken)) == .rejected(reason: .deviceTokenNotForTopic, timestamp: nil))
+        #expect(
+            await sender.send(F.background(F.voipOnlyToken))
+                == .rejected(reason: .deviceTokenNotForTopic, timestamp: nil))
         let result = await sender.sendDetailed(F.voip(retried))
         #expect(result.outcome.isDelivered)
         #expect(result.attempts == 2)
@@ -85,10 +90,11 @@ struct CurlEngineTests {
         let delivered = results.filter(\.outcome.isDelivered).count
         let accepted = fixture.mock.records().filter { $0.outcome == .accepted }.count
         #expect(delivered == accepted)
-        #expect(results.allSatisfy { r in
-            if case .failed(_, let processed) = r.outcome { return processed == .unknown || r.attempts == 0 }
-            return true
-        })
+        #expect(
+            results.allSatisfy { r in
+                if case .failed(_, let processed) = r.outcome { return processed == .unknown || r.attempts == 0 }
+                return true
+            })
         await sender.shutdown()
         await fixture.shutdown()
     }

@@ -73,8 +73,25 @@ struct FaultMatrixTests {
 
     @Test(arguments: FaultCase.all)
     func faultCase(_ fault: FaultCase) async throws {
+        try await Self.run(fault, transport: .native)
+    }
+
+    /// libcurl 7.88 cannot prove a sent stream unprocessed, so the curl engine may end pushes
+    /// `failed(processed: unknown)` where the native engine resends; it must still give exactly one outcome
+    /// per push and never deliver one twice.
+    @Test(
+        arguments: FaultCase.all.filter {
+            ["REFUSED_STREAM every 97th", "GOAWAY Shutdown mid-burst", "503 burst"].contains($0.name)
+        })
+    func curlFaultCase(_ fault: FaultCase) async throws {
+        var lenient = fault
+        lenient.allowsUnknown = true
+        try await Self.run(lenient, transport: .curl(proxy: ""))
+    }
+
+    static func run(_ fault: FaultCase, transport: SenderTransport) async throws {
         let fixture = try F { $0.faults = fault.rules }
-        let sender = try fixture.sender {
+        let sender = try fixture.sender(transport: transport) {
             $0.connections = 2
             $0.pool.retry.baseBackoff = .milliseconds(20)
             $0.defaultDeadline = .seconds(30)
@@ -85,6 +102,7 @@ struct FaultMatrixTests {
         await sender.sendAll(pushes, maxInFlight: 3000) { box.append($0) }
         let elapsed = ContinuousClock.now - started
         await sender.shutdown()
+        let strict = transport == .native
         let results = box.all
 
         // Exactly one outcome per push.
@@ -125,7 +143,7 @@ struct FaultMatrixTests {
                 #expect(processed == .unknown, "\(fault): \(error)")
                 if !fault.allowsUnknown { Issue.record("\(fault): \(error) after \(result.attempts) attempts") }
             }
-            if unprocessed.contains(id), result.outcome.isDelivered || result.outcome.reason != nil {
+            if strict, unprocessed.contains(id), result.outcome.isDelivered || result.outcome.reason != nil {
                 // Every provably unprocessed push was sent again (and, with no other failure, delivered).
                 #expect(result.attempts >= 2, "\(fault): unprocessed push not retried")
             }
@@ -133,7 +151,7 @@ struct FaultMatrixTests {
         if !fault.allowsUnknown { #expect(unknown == 0, "\(fault): \(unknown) unknown") }
         if !fault.allowsRejected { #expect(rejected == 0, "\(fault): \(rejected) rejected") }
         #expect(delivered + rejected + unknown == Self.count)
-        #expect(unknown <= 3000)
+        if strict { #expect(unknown <= 3000) }
         #expect(elapsed < .seconds(25), "\(fault): took \(elapsed)")
         await fixture.shutdown()
     }

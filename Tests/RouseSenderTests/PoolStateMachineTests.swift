@@ -71,7 +71,8 @@ struct PoolDriver {
 
     static let ok = AttemptResult.response(status: 200, apnsID: "id", body: [])
     static func rejection(_ reason: APNsReason, timestamp: Int64? = nil) -> AttemptResult {
-        .response(status: reason.status ?? 400, apnsID: "id", body: APNsErrorBody(reason: reason, timestamp: timestamp).bytes)
+        .response(
+            status: reason.status ?? 400, apnsID: "id", body: APNsErrorBody(reason: reason, timestamp: timestamp).bytes)
     }
 }
 

@@ -78,16 +78,26 @@ struct SendCommandTests {
         let fixture = try F()
         let output = try await ChildProcess.run(
             try Self.rouse,
-            ["send", "voip", "--token", F.token(2), "--cert", Repository.cert("provider.p12"), "--password",
-             "rouse-test", "--transport", "curl"] + Self.base(fixture))
+            [
+                "send", "voip", "--token", F.token(2), "--cert", Repository.cert("provider.p12"), "--password",
+                "rouse-test", "--transport", "curl",
+            ] + Self.base(fixture))
         #expect(output.status == 0, "\(output.stdout) \(output.stderr)")
         await fixture.shutdown()
     }
 
     @Test(arguments: [
         (["send", "voip", "--token", "00ab", "--topic", "com.example.rouse"], "no credentials"),
-        (["send", "voip", "--topic", "com.example.rouse", "--auth-key", "/nonexistent", "--key-id", "A", "--team-id", "B", "--token", "00"], "cannot read the key file"),
-        (["send", "voip", "--token", "00ab", "--topic", "x", "--env", "ftp://nowhere", "--cert", "/etc/hostname"], "--env must be"),
+        (
+            [
+                "send", "voip", "--topic", "com.example.rouse", "--auth-key", "/nonexistent", "--key-id", "A",
+                "--team-id", "B", "--token", "00",
+            ], "cannot read the key file"
+        ),
+        (
+            ["send", "voip", "--token", "00ab", "--topic", "x", "--env", "ftp://nowhere", "--cert", "/etc/hostname"],
+            "--env must be"
+        ),
     ])
     func usageErrorsAreOneLineAndExit64(_ arguments: [String], _ message: String) async throws {
         let output = try await ChildProcess.run(try Self.rouse, arguments)
@@ -99,8 +109,10 @@ struct SendCommandTests {
     @Test func connectFailureExits2() async throws {
         let output = try await ChildProcess.run(
             try Self.rouse,
-            ["send", "voip", "--token", F.token(1), "--topic", F.bundle, "--env", "https://127.0.0.1:1", "--ca-file",
-             Repository.cert("ca.pem"), "--deadline", "5"] + Self.tokenAuth)
+            [
+                "send", "voip", "--token", F.token(1), "--topic", F.bundle, "--env", "https://127.0.0.1:1", "--ca-file",
+                Repository.cert("ca.pem"), "--deadline", "5",
+            ] + Self.tokenAuth)
         #expect(output.status == 2)
         #expect(output.stdout.contains("processed: no"))
     }

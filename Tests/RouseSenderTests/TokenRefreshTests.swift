@@ -54,7 +54,9 @@ struct TokenRefreshTests {
     @Test func expiredBurstMintsOnce() {
         var state = ProviderTokenState()
         let token = state.token(for: nil, now: Self.t0, signer: Self.signer)
-        for _ in 0..<100 { state.expired(generation: token.generation, now: Self.t0.adding(seconds: 5), signer: Self.signer) }
+        for _ in 0..<100 {
+            state.expired(generation: token.generation, now: Self.t0.adding(seconds: 5), signer: Self.signer)
+        }
         #expect(state.mints == 2)
     }
 
