@@ -8,7 +8,7 @@ import Foundation
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation [options]   (--help after the name lists them)"
+let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation [options] (--help lists them)"
 switch arguments.first {
 case "send":
     try await SendBench.run(arguments: Array(arguments.dropFirst()))
