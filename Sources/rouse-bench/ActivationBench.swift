@@ -27,20 +27,17 @@ enum ActivationBench {
         while let argument = iterator.next() {
             switch argument {
             case "--decisions":
-                guard let value = iterator.next().flatMap(Int.init), value > 0 else {
-                    throw BenchError(description: "--decisions needs a positive integer")
-                }
-                options.decisions = value
+                options.decisions =
+                    try Bench.value(
+                        after: "--decisions", from: &iterator, "a positive integer", where: { value in value > 0 })
+                    as Int
             case "--handlers":
-                guard let value = iterator.next().flatMap(Int.init), value > 0 else {
-                    throw BenchError(description: "--handlers needs a positive integer")
-                }
-                options.handlers = value
+                options.handlers =
+                    try Bench.value(
+                        after: "--handlers", from: &iterator, "a positive integer", where: { value in value > 0 })
+                    as Int
             case "--seed":
-                guard let value = iterator.next().flatMap(UInt64.init) else {
-                    throw BenchError(description: "--seed needs an unsigned integer")
-                }
-                options.seed = value
+                options.seed = try Bench.value(after: "--seed", from: &iterator, "an unsigned integer") as UInt64
             case "--json": options.json = true
             default:
                 throw BenchError(

@@ -103,6 +103,17 @@ enum Bench {
         (try? Sys.freeLoopbackPort()) ?? 0
     }
 
+    /// The next argument as a `T` that satisfies `valid`, or a clear error naming the option.
+    static func value<T: LosslessStringConvertible>(
+        after option: String, from iterator: inout IndexingIterator<[String]>, _ requirement: String,
+        where valid: (T) -> Bool = { _ in true }
+    ) throws -> T {
+        guard let value = iterator.next().flatMap(T.init), valid(value) else {
+            throw Failure(description: "\(option) needs \(requirement)")
+        }
+        return value
+    }
+
     /// The value after `--name` in `arguments`, if any.
     static func option(_ arguments: [String], _ name: String) -> String? {
         guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }

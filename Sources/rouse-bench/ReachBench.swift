@@ -27,15 +27,15 @@ enum ReachBench {
         while let argument = iterator.next() {
             switch argument {
             case "--iterations":
-                guard let value = iterator.next().flatMap(Int.init), value > 0 else {
-                    throw BenchError(description: "--iterations needs a positive integer")
-                }
-                options.iterations = value
+                options.iterations =
+                    try Bench.value(
+                        after: "--iterations", from: &iterator, "a positive integer", where: { value in value > 0 })
+                    as Int
             case "--idle-seconds":
-                guard let value = iterator.next().flatMap(Double.init), value >= 0 else {
-                    throw BenchError(description: "--idle-seconds needs a number ≥ 0")
-                }
-                options.idleSeconds = value
+                options.idleSeconds =
+                    try Bench.value(
+                        after: "--idle-seconds", from: &iterator, "a number ≥ 0", where: { value in value >= 0 })
+                    as Double
             case "--json": options.json = true
             default:
                 throw BenchError(description: "unknown argument \(argument) (--iterations N, --idle-seconds S, --json)")

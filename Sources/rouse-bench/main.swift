@@ -9,20 +9,25 @@ import Foundation
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation [options] (--help lists them)"
-switch arguments.first {
-case "send":
-    try await SendBench.run(arguments: Array(arguments.dropFirst()))
-case "mock-apns":
-    try await MockAPNsBench.run(arguments: Array(arguments.dropFirst()))
-case "reach":
-    try await ReachBench.run(arguments: Array(arguments.dropFirst()))
-case "gateway":
-    try await GatewayBench.run(arguments: Array(arguments.dropFirst()))
-case "state":
-    try await StateBench.run(arguments: Array(arguments.dropFirst()))
-case "activation":
-    try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
-default:
-    FileHandle.standardError.write(Data((usage + "\n").utf8))
-    exit(2)
+do {
+    switch arguments.first {
+    case "send":
+        try await SendBench.run(arguments: Array(arguments.dropFirst()))
+    case "mock-apns":
+        try await MockAPNsBench.run(arguments: Array(arguments.dropFirst()))
+    case "reach":
+        try await ReachBench.run(arguments: Array(arguments.dropFirst()))
+    case "gateway":
+        try await GatewayBench.run(arguments: Array(arguments.dropFirst()))
+    case "state":
+        try await StateBench.run(arguments: Array(arguments.dropFirst()))
+    case "activation":
+        try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
+    default:
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        exit(2)
+    }
+} catch {
+    FileHandle.standardError.write(Data("rouse-bench: \(error)\n".utf8))
+    exit(1)
 }
