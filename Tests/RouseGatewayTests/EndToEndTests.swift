@@ -107,3 +107,30 @@ struct EndToEndTests {
         await gateway.shutdown(gracePeriod: .seconds(1))
     }
 }
+
+@Suite("Gateway end to end with `rouse send` as the provider", .timeLimit(.minutes(1)))
+struct RouseSendToGatewayTests {
+    @Test("a VoIP push sent with `rouse send --env https://127.0.0.1:…` reaches the device channel")
+    func rouseSendReachesDevice() async throws {
+        let harness = try await Harness.start()
+        let voipToken = try await harness.device.token(topic: GatewayFixture.bundleID + ".voip")
+        let channel = try await harness.channel()
+        let out = try await ChildProcess.run(
+            try Products.path("rouse"),
+            [
+                "send", "voip", "--token", voipToken, "--topic", GatewayFixture.bundleID, "--payload",
+                #"{"aps":{},"caller":"Alice"}"#, "--env", "https://127.0.0.1:\(harness.gateway.providerPort)",
+                "--ca-file", Repository.cert("ca.pem"), "--auth-key", Repository.cert("apns-key.p8"), "--key-id",
+                "ROUSEKEY01", "--team-id", "ROUSETEAM1", "--json", "--quiet",
+            ])
+        #expect(out.status == 0, "\(out.stdout)\(out.stderr)")
+        #expect(out.stdout.contains(#""outcome":"delivered""#))
+        let push = try await channel.nextPush()
+        #expect(push["token"] == voipToken)
+        #expect(push["pushType"] == "voip")
+        #expect(push["expiration"] == "0")
+        let payload = Data(base64Encoded: push["payload"] ?? "").map { String(decoding: $0, as: UTF8.self) }
+        #expect(payload == #"{"aps":{},"caller":"Alice"}"#)
+        await harness.stop()
+    }
+}
