@@ -6,6 +6,6 @@ struct Rouse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rouse",
         abstract: "VoIP push, reachability and mock APNs tools for Linux.",
-        subcommands: [MockAPNsCommand.self, ReachCommand.self, GatewayCommand.self]
+        subcommands: [MockAPNsCommand.self, ReachCommand.self, GatewayCommand.self, AgentCommand.self]
     )
 }

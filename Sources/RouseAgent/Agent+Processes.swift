@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+import RouseAgentClient
+
+extension Agent {
+    /// Launches the handler into the background with a fresh socketpair as fd 3 (its launch identity).
+    func launch(_ name: String, reason: String) {
+        guard var slot = slots[name] else { return }
+        let handler = slot.configuration
+        let metadata: Logger.Metadata = ["handler": "\(name)", "reason": "\(reason)"]
+        if let user = handler.user {
+            guard let entry = AgentSyscalls.user(named: user), entry.uid == AgentSyscalls.uid else {
+                logger.error("cannot launch: user switching is not supported", metadata: metadata)
+                apply(name, slots[name]!.machine.exited(now: now))
+                return
+            }
+        }
+        do {
+            let (mine, theirs) = try AgentSyscalls.socketPair()
+            var environment = ProcessInfo.processInfo.environment
+            for (key, value) in configuration.handlerEnvironment { environment[key] = value }
+            environment["ROUSE_AGENT_FD"] = "3"
+            environment["ROUSE_HANDLER"] = name
+            environment["ROUSE_LAUNCH_REASON"] = reason
+            environment["ROUSE_AGENT_SOCKET"] = configuration.socketPath
+            let spawned: (pid: Int32, pidfd: Int32)
+            do {
+                spawned = try AgentSyscalls.spawn(
+                    path: handler.command[0], arguments: handler.command,
+                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs)
+            } catch {
+                AgentSyscalls.close(mine)
+                AgentSyscalls.close(theirs)
+                throw error
+            }
+            AgentSyscalls.close(theirs)
+            let cgroup = control.place(pid: spawned.pid, handler: name)
+            let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
+            slot.process = process
+            slot.launchReason = reason
+            slot.machine.launched()
+            slots[name] = slot
+            let connection = makeConnection(fd: mine, peer: nil, launchedFor: name)
+            logger.info(
+                "handler launched",
+                metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
+            let exited = AsyncStream<Int32>.makeStream()
+            let waiter = Thread {
+                exited.continuation.yield(AgentSyscalls.wait(pidfd: process.pidfd))
+                exited.continuation.finish()
+            }
+            waiter.name = "rouse-agent-wait-\(spawned.pid)"
+            waiter.start()
+            Task {
+                for await status in exited.stream { await self.processExited(name, process: process, status: status) }
+            }
+            _ = connection
+        } catch {
+            logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+            apply(name, slots[name]!.machine.exited(now: now))
+        }
+    }
+
+    func processExited(_ name: String, process: HandlerProcess, status: Int32) {
+        process.close()
+        control.remove(cgroup: process.cgroup)
+        guard var slot = slots[name], slot.process === process else { return }
+        logger.info("handler exited", metadata: ["handler": "\(name)", "status": "\(status)"])
+        slot.process = nil
+        slot.connection?.close()
+        slot.connection = nil
+        slots[name] = slot
+        apply(name, slots[name]!.machine.exited(now: now))
+    }
+}
