@@ -129,7 +129,6 @@ extension Agent {
         if let launchedFor = connection.launchedFor {
             return launchedFor == name ? nil : "this connection belongs to handler \(launchedFor)"
         }
-        if slot.connection != nil { return "handler \(name) is already connected" }
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
         let expectedUID = slot.configuration.user.flatMap { AgentSyscalls.user(named: $0)?.uid } ?? agentUID
         guard peer.uid == expectedUID else { return "uid \(peer.uid) is not the handler's uid \(expectedUID)" }
@@ -139,6 +138,7 @@ extension Agent {
         // The pidfd pins the process: if it still has pid `peer.pid`, the executable read above is its own.
         guard AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return "peer exited while being checked" }
         guard executable == expected else { return "executable \(executable) is not \(expected)" }
+        if slot.connection != nil { return "handler \(name) is already connected" }
         return nil
     }
 

@@ -176,7 +176,7 @@ public actor Agent: Service {
             })
     }
 
-    func reachabilityChanged(_ usable: Bool) async {
+    package func reachabilityChanged(_ usable: Bool) async {
         let changed = usable != gatewayReachable
         gatewayReachable = usable
         await channel?.reachability(usable)

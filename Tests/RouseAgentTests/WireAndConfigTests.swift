@@ -18,22 +18,25 @@ struct WireAndConfigTests {
         #expect(out == [message, AgentMessage(type: .ok)])
     }
 
-    @Test func malformedFramesAreErrors() {
+    static func decode(_ bytes: [UInt8]) throws -> AgentMessage? {
         var decoder = FrameDecoder()
-        decoder.append([0xFF, 0xFF, 0xFF, 0xFF])
-        #expect(throws: FrameError.self) { try decoder.next() }
-        var garbage = FrameDecoder()
-        garbage.append([0, 0, 0, 3] + Array("{x}".utf8))
-        #expect(throws: FrameError.self) { try garbage.next() }
-        var version = FrameDecoder()
-        version.append([0, 0, 0, 20] + Array(#"{"v":9,"type":"ok"} "#.utf8))
-        #expect(throws: FrameError.badVersion(9)) { try version.next() }
+        decoder.append(bytes)
+        return try decoder.next()
+    }
+
+    @Test func malformedFramesAreErrors() {
+        #expect(throws: FrameError.self) { _ = try Self.decode([0xFF, 0xFF, 0xFF, 0xFF]) }
+        #expect(throws: FrameError.self) { _ = try Self.decode([0, 0, 0, 3] + Array("{x}".utf8)) }
+        #expect(throws: FrameError.badVersion(9)) {
+            _ = try Self.decode([0, 0, 0, 20] + Array(#"{"v":9,"type":"ok"} "#.utf8))
+        }
     }
 
     @Test func dedupWindowEvictsOldest() {
         var window = DedupWindow(capacity: 2)
-        #expect(window.insert("a"))
-        #expect(!window.insert("a"))
+        let first = window.insert("a")
+        let again = window.insert("a")
+        #expect(first && !again)
         window.insert("b")
         window.insert("c")
         #expect(!window.contains("a") && window.contains("b") && window.contains("c"))
