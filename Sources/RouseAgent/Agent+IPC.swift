@@ -45,7 +45,6 @@ extension Agent {
         case .malformed(let error):
             logger.warning(
                 "malformed IPC frame: connection closed", metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
-            connection.sendError(error.code, error.detail)
             connection.close()
         case .message(let message):
             if let name = registered[connection.id] {

@@ -49,7 +49,8 @@ struct GatewayAPI: Sendable {
             method: method, url: endpoint.baseURL + path, headers: headers, body: Array((body ?? "").utf8),
             connectTimeout: .seconds(10),
             // A channel lives until closed; libcurl needs a finite bound (one day), the state machine closes earlier.
-            timeout: stream ? .seconds(86400) : .seconds(15), tcpKeepAlive: stream ? endpoint.tcpKeepAlive : nil)
+            timeout: stream ? .seconds(86400) : .seconds(15), tls: tls,
+            tcpKeepAlive: stream ? endpoint.tcpKeepAlive : nil)
     }
 
     func json(_ response: CurlResponse) -> [String: Any] {

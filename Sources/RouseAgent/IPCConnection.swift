@@ -50,7 +50,10 @@ final class IPCConnection: Sendable {
                 do {
                     while let message = try decoder.next() { self.continuation.yield(.message(message)) }
                 } catch {
-                    self.continuation.yield(.malformed(error as? FrameError ?? .badJSON("\(error)")))
+                    let frameError = error as? FrameError ?? .badJSON("\(error)")
+                    // Answered here, before the reader closes the socket.
+                    self.sendError(frameError.code, frameError.detail)
+                    self.continuation.yield(.malformed(frameError))
                     break
                 }
             }

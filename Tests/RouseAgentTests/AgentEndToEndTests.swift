@@ -37,16 +37,7 @@ struct AgentEndToEndTests {
         try await eventually("fourth push consumed") { try harness.pending() == 0 }
         #expect(harness.log("voip").filter { $0.hasPrefix("push id=") }.count == 3)
         // Registered again: VoIP launches resume.
-        var message = AgentMessage(type: .reregister)
-        message.handler = "voip"
-        let admin = try AgentClient(socketPath: harness.socketPath)
-        try admin.send(message)
-        var reply: AgentMessage?
-        for await answer in admin.messages {
-            reply = answer
-            break
-        }
-        #expect(reply?.kind == .ok)
+        try await harness.admin(.reregister, handler: "voip")
         #expect(await harness.handlerStatus("voip")?.voipBlocked == false)
         try await harness.push("voip", type: "voip", payload: #"{"round":5}"#)
         try await harness.waitForLine("voip", "push id=", count: 4)
@@ -55,6 +46,9 @@ struct AgentEndToEndTests {
     @Test func foregroundHandlerOwesNoReport() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "foreground", directory: $0)] }
         defer { Task { await harness.stop() } }
+        // The user starts it; it declares itself active (a handler launched for a push is in the background).
+        try await harness.admin(.userControl, handler: "voip", state: "started")
+        try await eventually("handler active") { await harness.handlerStatus("voip")?.state == "active" }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "push id=")
         #expect(harness.log("voip").contains { $0.hasPrefix("push id=") && $0.contains("mustReport=false") })

@@ -163,6 +163,22 @@ final class AgentHarness: Sendable {
         try gateway.store.read { try $0.pendingList(deviceID: nil as String?, limit: 1000) }.count
     }
 
+    /// Sends an admin request and expects `ok`.
+    func admin(_ type: AgentMessageType, handler: String, state: String? = nil) async throws {
+        var message = AgentMessage(type: type)
+        message.handler = handler
+        message.state = state
+        let client = try AgentClient(socketPath: socketPath)
+        defer { client.close() }
+        try client.send(message)
+        var reply: AgentMessage?
+        for await answer in client.messages {
+            reply = answer
+            break
+        }
+        guard reply?.kind == .ok else { throw FixtureError("admin \(type): \(String(describing: reply))") }
+    }
+
     func handlerStatus(_ name: String) async -> AgentStatus.Handler? {
         await agent.status().handlers.first { $0.name == name }
     }
