@@ -44,7 +44,8 @@ extension Agent {
             }
         case .malformed(let error):
             logger.warning(
-                "malformed IPC frame: connection closed", metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
+                "malformed IPC frame: connection closed",
+                metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
             connection.close()
         case .message(let message):
             if let name = registered[connection.id] {
@@ -104,7 +105,8 @@ extension Agent {
             connection.send(reply)
         case .reregister, .userControl:
             guard isAdmin(connection), let name = message.handler, slots[name] != nil else {
-                connection.sendError("notAuthorized", "admin requests are for the agent's user or root, naming a handler")
+                connection.sendError(
+                    "notAuthorized", "admin requests are for the agent's user or root, naming a handler")
                 return
             }
             if message.kind == .reregister {

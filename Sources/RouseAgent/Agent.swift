@@ -232,7 +232,8 @@ public actor Agent: Service {
 
     func received(_ push: AgentPush) async {
         if state.handled.contains(push.apnsID) {
-            logger.info("duplicate push acknowledged", metadata: ["push-id": "\(push.id)", "apns-id": "\(push.apnsID)"])
+            logger.info(
+                "duplicate push acknowledged", metadata: ["push-id": "\(push.id)", "apns-id": "\(push.apnsID)"])
             await channel?.ack(push.id)
             return
         }
@@ -243,7 +244,8 @@ public actor Agent: Service {
                 return handler.topics.contains(push.topic) && handler.pushTypes.contains(push.pushType)
             })
         else {
-            logger.warning("push for no handler acknowledged", metadata: ["push-id": "\(push.id)", "topic": "\(push.topic)"])
+            logger.warning(
+                "push for no handler acknowledged", metadata: ["push-id": "\(push.id)", "topic": "\(push.topic)"])
             inFlight.remove(push.id)
             await channel?.ack(push.id)
             return

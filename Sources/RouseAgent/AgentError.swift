@@ -15,7 +15,9 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
         AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))")
     }
     /// A configuration file is wrong.
-    public static func configuration(_ detail: String) -> AgentError { AgentError(code: .configuration, detail: detail) }
+    public static func configuration(_ detail: String) -> AgentError {
+        AgentError(code: .configuration, detail: detail)
+    }
     /// The gateway refused or failed a request.
     public static func gateway(_ detail: String) -> AgentError { AgentError(code: .gateway, detail: detail) }
     /// A peer is not who it claims to be.

@@ -39,7 +39,8 @@ extension Agent {
                 name: name, topic: slot.configuration.topic, state: machine.lifecycle.rawValue,
                 pid: slot.process?.pid ?? slot.connection?.peer?.pid, connected: slot.connection != nil,
                 strikes: machine.strikeCount, voipBlocked: machine.voipBlocked, userStopped: machine.userStopped,
-                owedReports: machine.owedReports.keys.sorted(), openBackgroundPushes: machine.openBackground.keys.sorted(),
+                owedReports: machine.owedReports.keys.sorted(),
+                openBackgroundPushes: machine.openBackground.keys.sorted(),
                 tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
                 backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
                 heldPush: machine.held?.id)

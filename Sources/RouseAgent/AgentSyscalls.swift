@@ -96,7 +96,9 @@ enum AgentSyscalls {
     /// The peer's credentials: pid/uid/gid at connect time, and its pidfd where the kernel offers one
     /// (`SO_PEERPIDFD`, Linux 6.5+), else a pidfd opened from the pid (then checked against reuse by the
     /// caller).
-    static func peer(_ fd: Int32) throws(AgentError) -> (pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, kernelPidfd: Bool) {
+    static func peer(_ fd: Int32) throws(AgentError) -> (
+        pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, kernelPidfd: Bool
+    ) {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0

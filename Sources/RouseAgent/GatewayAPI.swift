@@ -73,7 +73,8 @@ struct GatewayAPI: Sendable {
         let response = try await curl.send(
             request("POST", "/device/v1/tokens", credential: credential, body: #"{"topic":"\#(topic)"}"#))
         guard response.status == 201 || response.status == 200, let token = json(response)["token"] as? String else {
-            throw AgentError.gateway("token \(topic): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            throw AgentError.gateway(
+                "token \(topic): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
         return token
     }

@@ -299,7 +299,8 @@ public struct HandlerMachine: Sendable {
             owedReports.removeValue(forKey: id)
             strikes.append(now)
             actions.append(.ack(pushID: id))
-            actions.append(.log("no call reported for VoIP push: strike", ["push-id": id, "strikes": "\(strikes.count)"]))
+            actions.append(
+                .log("no call reported for VoIP push: strike", ["push-id": id, "strikes": "\(strikes.count)"]))
             killReason = "no call reported within the deadline"
             if strikes.count >= rules.strikeLimit && !voipBlocked {
                 voipBlocked = true

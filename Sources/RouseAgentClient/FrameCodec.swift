@@ -34,7 +34,8 @@ public struct FrameError: Error, Sendable, Equatable, CustomStringConvertible {
     }
     /// The version is not one this side speaks.
     public static func badVersion(_ version: Int) -> FrameError {
-        FrameError(code: "unsupportedVersion", detail: "protocol version \(version) (supported: \(AgentMessage.version))")
+        FrameError(
+            code: "unsupportedVersion", detail: "protocol version \(version) (supported: \(AgentMessage.version))")
     }
 
     public var description: String { "\(code): \(detail)" }

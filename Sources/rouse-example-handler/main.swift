@@ -23,10 +23,12 @@ let socketPath = option("--socket")
 func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
     guard let logPath else { return }
-    if let handle = FileHandle(forWritingAtPath: logPath) ?? {
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        return FileHandle(forWritingAtPath: logPath)
-    }() {
+    if let handle = FileHandle(forWritingAtPath: logPath)
+        ?? {
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+            return FileHandle(forWritingAtPath: logPath)
+        }()
+    {
         handle.seekToEndOfFile()
         handle.write(Data("\(line) pid=\(getpid())\n".utf8))
         try? handle.close()

@@ -82,6 +82,11 @@ struct AgentEndToEndTests {
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "reported id=")
         try await eventually("suspended") { await harness.handlerStatus("voip")?.state == "suspended" }
+        let status = await harness.agent.status()
+        if status.suspendMechanism == "cgroup-v2", let note = status.suspendNote.split(separator: " ").last {
+            let events = try String(contentsOfFile: "\(note)/voip/cgroup.events", encoding: .utf8)
+            #expect(events.contains("frozen 1"), "\(events)")
+        }
         let before = harness.log("voip").filter { $0.hasPrefix("reachability") }.count
         await harness.agent.reachabilityChanged(false)
         await harness.agent.reachabilityChanged(true)

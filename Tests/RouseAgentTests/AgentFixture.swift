@@ -1,8 +1,8 @@
 import Foundation
 import Logging
+import RouseAPNs
 import RouseAgent
 import RouseAgentClient
-import RouseAPNs
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
@@ -78,7 +78,8 @@ final class AgentHarness: Sendable {
         let listener = GatewayConfiguration.Listener(
             listen: "127.0.0.1:0", certificateFile: Repository.cert("server.pem"),
             privateKeyFile: Repository.cert("server.key"), clientCAFile: Repository.cert("ca.pem"))
-        var configuration = GatewayConfiguration(provider: listener, device: listener, admin: nil, databasePath: database)
+        var configuration = GatewayConfiguration(
+            provider: listener, device: listener, admin: nil, databasePath: database)
         let pem = try String(contentsOfFile: Repository.cert("apns-key.pub.pem"), encoding: .utf8)
         configuration.keys = [
             GatewayConfiguration.Key(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", publicKeyPEM: pem, topics: nil)
@@ -104,7 +105,8 @@ final class AgentHarness: Sendable {
     }
 
     init(handlers: (String) throws -> [HandlerConfiguration]) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var logger = Logger(label: "rouse.agent.test")
@@ -113,7 +115,8 @@ final class AgentHarness: Sendable {
             configuration: try Self.gatewayConfiguration(database: directory + "/gateway.sqlite"), logger: logger)
         socketPath = directory + "/agent.sock"
         var configuration = AgentConfiguration(
-            endpoint: GatewayEndpoint(baseURL: "https://127.0.0.1:\(gateway.devicePort)", caFile: Repository.cert("ca.pem")),
+            endpoint: GatewayEndpoint(
+                baseURL: "https://127.0.0.1:\(gateway.devicePort)", caFile: Repository.cert("ca.pem")),
             enrollmentSecret: try gateway.makeEnrollmentSecret(), socketPath: socketPath,
             handlers: try handlers(directory))
         configuration.assumeReachable = true

@@ -51,14 +51,17 @@ final class AgentProcess: Sendable {
 @Suite("rouse-agent killed and restarted", .serialized, .timeLimit(.minutes(2)))
 struct AgentRestartTests {
     @Test func sigkilledAgentLosesNoPushAndHandsNoneTwice() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
-            .path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-\(UUID().uuidString)"
+        )
+        .path
         try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var logger = Logger(label: "rouse.gateway.test")
         logger.logLevel = .critical
         let gateway = try Gateway(
-            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"), logger: logger)
+            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
+            logger: logger)
         let provider = try await Provider.connect(port: gateway.providerPort)
         defer {
             provider.client.close()

@@ -15,7 +15,8 @@ struct HandlerMachineTests {
 
     @Test func voipLaunchesThenDeliversAndAcksAfterReport() {
         var machine = HandlerMachine(rules: HandlerRules())
-        #expect(machine.push(Self.push("1"), now: .zero, wallNowMilliseconds: Self.wall) == [.launch(reason: "voipPush")])
+        #expect(
+            machine.push(Self.push("1"), now: .zero, wallNowMilliseconds: Self.wall) == [.launch(reason: "voipPush")])
         machine.launched()
         let delivered = machine.registered(now: Self.s(0.1))
         #expect(delivered == [.deliver(Self.push("1"), mustReport: true, deadlineSeconds: 5)])
@@ -44,7 +45,10 @@ struct HandlerMachineTests {
         #expect(!dropped.contains(.launch(reason: "voipPush")))
         _ = machine.reregister()
         #expect(!machine.voipBlocked && machine.strikeCount == 0)
-        #expect(machine.push(Self.push("y"), now: Self.s(401), wallNowMilliseconds: Self.wall) == [.launch(reason: "voipPush")])
+        #expect(
+            machine.push(Self.push("y"), now: Self.s(401), wallNowMilliseconds: Self.wall) == [
+                .launch(reason: "voipPush")
+            ])
     }
 
     @Test(arguments: ["foreground", "inCall", "stale"])
@@ -137,7 +141,10 @@ struct HandlerMachineTests {
         #expect(machine.reachability(false).isEmpty)
         let resumed = machine.push(Self.push("v"), now: .seconds(2), wallNowMilliseconds: Self.wall)
         #expect(resumed.first == .resume)
-        #expect(resumed.filter { if case .notify(.reachability) = $0 { true } else { false } } == [.notify(.reachability(false))])
+        #expect(
+            resumed.filter { if case .notify(.reachability) = $0 { true } else { false } } == [
+                .notify(.reachability(false))
+            ])
     }
 
     @Test func neverSuspendedWithOpenWork() {
