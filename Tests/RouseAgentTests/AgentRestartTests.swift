@@ -10,9 +10,9 @@ import Testing
 final class AgentProcess: Sendable {
     let process: Process
 
-    init(arguments: [String], stderrPath: String) async throws {
+    init(executable: String? = nil, arguments: [String], stderrPath: String) async throws {
         process = Process()
-        process.executableURL = URL(fileURLWithPath: try Products.path("rouse-agent"))
+        process.executableURL = URL(fileURLWithPath: try executable ?? Products.path("rouse-agent"))
         process.arguments = arguments
         let stdout = Pipe()
         process.standardOutput = stdout
