@@ -56,3 +56,10 @@ extension Agent {
         return (try? encoder.encode(status())).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
+
+extension Agent {
+    /// Time from the last "reachable again" to the channel's `hello` (benchmark figure).
+    package func lastReconnectDuration() async -> Duration? {
+        await channel?.lastOpenAfterReachable
+    }
+}
