@@ -88,11 +88,9 @@ extension Agent {
             reply.launchReason = slot.launchReason ?? "connected"
             connection.send(reply)
             handTokens(name, force: true)
-            if let reachable = Optional(gatewayReachable) {
-                var notice = AgentMessage(type: .reachability)
-                notice.reachable = reachable
-                connection.send(notice)
-            }
+            var notice = AgentMessage(type: .reachability)
+            notice.reachable = gatewayReachable
+            connection.send(notice)
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
             apply(name, slots[name]!.machine.registered(now: now))
         case .status:

@@ -40,7 +40,7 @@ extension Agent {
             slot.launchReason = reason
             slot.machine.launched()
             slots[name] = slot
-            let connection = makeConnection(fd: mine, peer: nil, launchedFor: name)
+            _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
             logger.info(
                 "handler launched",
                 metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
@@ -54,7 +54,6 @@ extension Agent {
             Task {
                 for await status in exited.stream { await self.processExited(name, process: process, status: status) }
             }
-            _ = connection
         } catch {
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             apply(name, slots[name]!.machine.exited(now: now))
@@ -70,6 +69,8 @@ extension Agent {
         slot.connection?.close()
         slot.connection = nil
         slots[name] = slot
+        // Pushes it never got go back to the gateway's care: let a re-send of them through again.
+        for push in slot.machine.waiting { inFlight.remove(push.id) }
         apply(name, slots[name]!.machine.exited(now: now))
     }
 }

@@ -106,6 +106,11 @@ public actor Agent: Service {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             }
         }
+        // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
+        for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        control.removeBase()
         await curl.shutdown()
     }
 

@@ -97,11 +97,10 @@ actor DeviceChannel {
                 connection = nil
             case .armTimer(let delay):
                 timer?.cancel()
-                let current = generation
                 timer = Task {
                     try? await Task.sleep(for: delay)
                     guard !Task.isCancelled else { return }
-                    await self.timerFired(generation: current)
+                    await self.timerFired()
                 }
             case .cancelTimer:
                 timer?.cancel()
@@ -111,9 +110,8 @@ actor DeviceChannel {
         await events.state(machine.state)
     }
 
-    private func timerFired(generation fired: Int) async {
-        // A backoff timer armed before a close belongs to the older generation but is still wanted.
-        _ = fired
+    /// The single timer fired (a cancelled timer never gets here).
+    private func timerFired() async {
         await perform(machine.timerFired())
     }
 

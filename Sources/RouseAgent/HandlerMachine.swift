@@ -367,16 +367,12 @@ public struct HandlerMachine: Sendable {
     }
 
     private mutating func voip(_ push: AgentPush, now: Duration, wallNowMilliseconds: Int64) -> [HandlerAction] {
-        let ageMilliseconds = wallNowMilliseconds - push.receivedAt
-        let expired = push.expiration != 0 && push.expiration * 1000 < wallNowMilliseconds
-        let stale = expired || Double(ageMilliseconds) / 1000 > seconds(rules.staleAfter)
         if voipBlocked && !lifecycle.isRunning {
             return [
                 .ack(pushID: push.id),
                 .log("VoIP push dropped: launches stopped after strikes", ["push-id": push.id]),
             ]
         }
-        _ = stale
         return deliverOrLaunch(push, now: now, reason: "voipPush", wallNowMilliseconds: wallNowMilliseconds)
     }
 
@@ -444,6 +440,7 @@ public struct HandlerMachine: Sendable {
             var why = "foreground"
             if !activeCalls.isEmpty { why = "in a call" }
             if stale { why = "stale" }
+            markIdle(now: now)
             return [
                 .deliver(push, mustReport: false, deadlineSeconds: 0), .ack(pushID: push.id),
                 .log("VoIP push needs no report", ["push-id": push.id, "why": why]),
@@ -454,6 +451,7 @@ public struct HandlerMachine: Sendable {
             return [.deliver(push, mustReport: false, deadlineSeconds: seconds(rules.backgroundDeadline))]
         }
         // Other types (alert…): handed over, acknowledged on hand-over.
+        markIdle(now: now)
         return [.deliver(push, mustReport: false, deadlineSeconds: 0), .ack(pushID: push.id)]
     }
 

@@ -55,14 +55,17 @@ struct AgentCommand: AsyncParsableCommand {
                 print(text)
                 return
             }
-            print("channel: \(object["channel"] ?? "-")  gateway reachable: \(object["gatewayReachable"] ?? "-")")
+            let reachable = (object["gatewayReachable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
+            print("channel: \(object["channel"] ?? "-")  gateway reachable: \(reachable)")
             print("device: \(object["deviceID"] ?? "-")  suspend: \(object["suspendMechanism"] ?? "-")")
             for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
                 var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
                 line += " strikes=\(handler["strikes"] ?? 0)"
                 if handler["voipBlocked"] as? Bool == true { line += " VOIP-BLOCKED" }
                 if handler["userStopped"] as? Bool == true { line += " user-stopped" }
-                if let budget = handler["budgetRemainingSeconds"] { line += " budget=\(budget)s" }
+                if let budget = handler["budgetRemainingSeconds"] as? Double {
+                    line += " budget=" + String(format: "%.1fs", budget)
+                }
                 line += " tokens=\(handler["backgroundTokens"] ?? 0)"
                 if let held = handler["heldPush"] { line += " held=\(held)" }
                 if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
