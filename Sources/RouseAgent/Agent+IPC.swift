@@ -24,7 +24,7 @@ extension Agent {
         connections[connection.id] = connection
         connection.start()
         Task {
-            for await inbound in connection.inbound { await self.handle(connection, inbound) }
+            for await inbound in connection.inbound { self.handle(connection, inbound) }
         }
         return connection
     }

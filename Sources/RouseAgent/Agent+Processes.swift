@@ -52,7 +52,7 @@ extension Agent {
             waiter.name = "rouse-agent-wait-\(spawned.pid)"
             waiter.start()
             Task {
-                for await status in exited.stream { await self.processExited(name, process: process, status: status) }
+                for await status in exited.stream { self.processExited(name, process: process, status: status) }
             }
         } catch {
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })

@@ -82,7 +82,7 @@ public actor Agent: Service {
         thread.start()
         background.append(
             Task {
-                for await fd in accepted.stream { await self.accepted(fd) }
+                for await fd in accepted.stream { self.accepted(fd) }
             })
         background.append(Task { await self.enrollAndConnect() })
     }
@@ -357,7 +357,7 @@ public actor Agent: Service {
         timer = Task {
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
-            await self.tick()
+            self.tick()
         }
     }
 

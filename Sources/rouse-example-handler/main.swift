@@ -25,7 +25,7 @@ func emit(_ line: String) {
     guard let logPath else { return }
     if let handle = FileHandle(forWritingAtPath: logPath)
         ?? {
-            FileManager.default.createFile(atPath: logPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
             return FileHandle(forWritingAtPath: logPath)
         }()
     {

@@ -16,7 +16,7 @@ final class AgentProcess: Sendable {
         process.arguments = arguments
         let stdout = Pipe()
         process.standardOutput = stdout
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         try process.run()
         let reader = LineReader(stdout.fileHandleForReading)
