@@ -10,10 +10,15 @@ import Testing
 final class AgentProcess: Sendable {
     let process: Process
 
-    init(executable: String? = nil, arguments: [String], stderrPath: String) async throws {
+    init(
+        executable: String? = nil, arguments: [String], environment: [String: String] = [:], stderrPath: String
+    ) async throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: try executable ?? Products.path("rouse-agent"))
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let stdout = Pipe()
         process.standardOutput = stdout
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
