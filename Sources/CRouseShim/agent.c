@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #ifndef SO_PEERPIDFD
@@ -108,3 +110,37 @@ pid_t rouse_agent_pidfd_pid(int pidfd) {
 }
 
 int rouse_agent_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
+                         gid_t gid, pid_t *pid_out) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int error = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return error;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < 65; sig++) sigaction(sig, &action, NULL);
+        if (channel_fd == 3) {
+            fcntl(3, F_SETFD, 0);
+        } else if (channel_fd >= 0) {
+            dup2(channel_fd, 3);
+        }
+        if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    *pid_out = pid;
+    return 0;
+}

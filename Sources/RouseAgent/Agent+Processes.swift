@@ -8,11 +8,24 @@ extension Agent {
         guard var slot = slots[name] else { return }
         let handler = slot.configuration
         let metadata: Logger.Metadata = ["handler": "\(name)", "reason": "\(reason)"]
-        if let user = handler.user {
-            guard let entry = AgentSyscalls.user(named: user), entry.uid == AgentSyscalls.uid else {
-                logger.error("cannot launch: user switching is not supported", metadata: metadata)
+        var identity: (uid: UInt32, gid: UInt32)?
+        if handler.user != nil || handler.group != nil {
+            let user = handler.user.flatMap { AgentSyscalls.user(named: $0) }
+            let gid = handler.group.flatMap { AgentSyscalls.group(named: $0) } ?? user?.gid ?? AgentSyscalls.gid
+            let uid = user?.uid ?? AgentSyscalls.uid
+            let groupKnown = handler.group.map { AgentSyscalls.group(named: $0) != nil } ?? true
+            guard handler.user == nil || user != nil, groupKnown else {
+                logger.error("cannot launch: unknown user or group", metadata: metadata)
                 apply(name, slots[name]!.machine.exited(now: now))
                 return
+            }
+            if uid != AgentSyscalls.uid || gid != AgentSyscalls.gid {
+                guard AgentSyscalls.uid == 0 else {
+                    logger.error("cannot launch: switching user or group needs root", metadata: metadata)
+                    apply(name, slots[name]!.machine.exited(now: now))
+                    return
+                }
+                identity = (uid, gid)
             }
         }
         do {
@@ -27,7 +40,7 @@ extension Agent {
             do {
                 spawned = try AgentSyscalls.spawn(
                     path: handler.command[0], arguments: handler.command,
-                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs)
+                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs, identity: identity)
             } catch {
                 AgentSyscalls.close(mine)
                 AgentSyscalls.close(theirs)

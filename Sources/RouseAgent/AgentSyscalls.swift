@@ -113,9 +113,11 @@ enum AgentSyscalls {
     // MARK: Processes
 
     /// posix_spawn in a new process group with `channel` as fd 3; returns the pid and its pidfd.
-    static func spawn(path: String, arguments: [String], environment: [String], channel: Int32)
-        throws(AgentError) -> (pid: Int32, pidfd: Int32)
-    {
+    /// With `identity`, the child switches to that uid/gid first (fork + exec: posix_spawn cannot).
+    static func spawn(
+        path: String, arguments: [String], environment: [String], channel: Int32,
+        identity: (uid: UInt32, gid: UInt32)? = nil
+    ) throws(AgentError) -> (pid: Int32, pidfd: Int32) {
         var cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var cEnvironment: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer {
@@ -123,8 +125,13 @@ enum AgentSyscalls {
             for pointer in cEnvironment { free(pointer) }
         }
         var pid: pid_t = 0
-        let rc = rouse_agent_spawn(path, &cArguments, &cEnvironment, channel, &pid)
-        guard rc == 0 else { throw .system("posix_spawn \(path)", rc) }
+        let rc: Int32
+        if let identity {
+            rc = rouse_agent_spawn_as(path, &cArguments, &cEnvironment, channel, identity.uid, identity.gid, &pid)
+        } else {
+            rc = rouse_agent_spawn(path, &cArguments, &cEnvironment, channel, &pid)
+        }
+        guard rc == 0 else { throw .system(identity == nil ? "posix_spawn \(path)" : "fork \(path)", rc) }
         let pidfd = rouse_agent_pidfd_open(pid)
         guard pidfd >= 0 else { throw .system("pidfd_open", errno) }
         return (pid, pidfd)
@@ -173,10 +180,19 @@ enum AgentSyscalls {
     /// Current real uid.
     static var uid: UInt32 { getuid() }
 
+    /// Current real gid.
+    static var gid: UInt32 { getgid() }
+
     /// uid and gid of a user name.
     static func user(named name: String) -> (uid: UInt32, gid: UInt32)? {
         guard let entry = getpwnam(name) else { return nil }
         return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }
+
+    /// gid of a group name.
+    static func group(named name: String) -> UInt32? {
+        guard let entry = getgrnam(name) else { return nil }
+        return entry.pointee.gr_gid
     }
 
     // MARK: Files (cgroups, state)

@@ -6,7 +6,8 @@ import Foundation
 /// topic = "com.example.rouse"              # bundle id; VoIP pushes come on topic + ".voip"
 /// command = ["/usr/bin/rouse-example-handler", "--mode", "report"]
 /// push-types = ["voip", "background"]
-/// user = "root"                            # optional: must be the agent's own user (no user switching)
+/// user = "rouse"                           # optional: run as this user (the agent must be root to switch)
+/// group = "rouse"                          # optional: and group (default: the user's primary group)
 /// [limits]                                 # optional, iOS defaults
 /// voip-deadline-seconds = 5
 /// strikes = 3
@@ -29,21 +30,24 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public var command: [String]
     /// Push types it takes.
     public var pushTypes: [String]
-    /// User it must run as (nil: the agent's).
+    /// User it runs as (nil: the agent's); another user than the agent's needs the agent to run as root.
     public var user: String?
+    /// Group it runs as (nil: the user's primary group, or the agent's).
+    public var group: String?
     /// Rules.
     public var rules: HandlerRules
 
     /// A configuration.
     public init(
         name: String, topic: String, command: [String], pushTypes: [String] = ["voip", "background"],
-        user: String? = nil, rules: HandlerRules = HandlerRules()
+        user: String? = nil, group: String? = nil, rules: HandlerRules = HandlerRules()
     ) {
         self.name = name
         self.topic = topic
         self.command = command
         self.pushTypes = pushTypes
         self.user = user
+        self.group = group
         self.rules = rules
     }
 
@@ -59,7 +63,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
         let values = try TOMLSubset.parse(text, file: file)
         let known: Set<String> = [
-            "topic", "command", "push-types", "user", "limits.voip-deadline-seconds", "limits.strikes",
+            "topic", "command", "push-types", "user", "group", "limits.voip-deadline-seconds", "limits.strikes",
             "limits.strike-window-seconds", "limits.stale-seconds", "limits.background-seconds",
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
@@ -95,6 +99,17 @@ public struct HandlerConfiguration: Sendable, Equatable {
             guard case .string(let text) = value else { throw .configuration("\(file): user must be a string") }
             user = text
         }
+        var group: String?
+        if let value = values["group"] {
+            guard case .string(let text) = value else { throw .configuration("\(file): group must be a string") }
+            group = text
+        }
+        if let user, AgentSyscalls.user(named: user) == nil {
+            throw .configuration("\(file): unknown user \(user)")
+        }
+        if let group, AgentSyscalls.group(named: group) == nil {
+            throw .configuration("\(file): unknown group \(group)")
+        }
         var rules = HandlerRules()
         func seconds(_ key: String) throws(AgentError) -> Duration? {
             guard let value = values["limits." + key] else { return nil }
@@ -124,7 +139,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let v = try seconds("task-grace-seconds") { rules.taskGrace = v }
         if let v = try seconds("suspend-after-seconds") { rules.suspendAfter = v }
         return HandlerConfiguration(
-            name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, rules: rules)
+            name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group, rules: rules)
     }
 
     /// Every `*.toml` file of `directory`, sorted by name.

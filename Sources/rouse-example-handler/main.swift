@@ -43,7 +43,7 @@ do {
     for await message in client.messages {
         switch message.kind {
         case .registered:
-            emit("registered launchReason=\(message.launchReason ?? "-")")
+            emit("registered launchReason=\(message.launchReason ?? "-") uid=\(getuid()) gid=\(getgid())")
         case .credentials:
             emit("credentials topic=\(message.topic ?? "-") token=\(message.token ?? "-")")
         case .push:

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import RouseAgent
 import RouseAgentClient
 import Testing
@@ -42,6 +43,24 @@ struct AgentBackgroundTests {
         try await harness.admin(.userControl, handler: "fetch", state: "started")
         try await harness.waitForLine("fetch", "completed id=")
         #expect(harness.log("fetch").first?.hasPrefix("registered launchReason=user") == true)
+    }
+
+    @Test func handlerRunsAsItsConfiguredUser() async throws {
+        guard getuid() == 0 else { throw FixtureError("switching a handler's user needs root (uid \(getuid()))") }
+        let harness = try await AgentHarness { directory in
+            // The handler (nobody) writes its log here.
+            chmod(directory, 0o777)
+            var handler = try AgentHarness.handler("voip", mode: "report", directory: directory)
+            handler.user = "nobody"
+            handler.group = "nogroup"
+            return [handler]
+        }
+        defer { Task { await harness.stop() } }
+        try await harness.push("voip", type: "voip")
+        try await harness.waitForLine("voip", "reported id=")
+        let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
+        #expect(harness.log("voip").first?.contains("uid=\(nobody) ") == true, "\(harness.log("voip"))")
+        try await eventually("acknowledged") { try harness.pending() == 0 }
     }
 
     @Test(arguments: ["task", "leak"])
