@@ -22,7 +22,8 @@ struct ProcessControl: Sendable {
 
     /// Detects: `forced` (tests) or the best available.
     static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
-        let tag = "rouse-agent-\(getpid())"
+        // One directory per agent instance (several may share a process, as in the tests).
+        let tag = "rouse-agent-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
             let base = mount + (own == "/" ? "" : own) + "/" + tag
             if (try? AgentSyscalls.makeDirectory(base)) != nil, AgentSyscalls.writable(base + "/cgroup.procs") {
