@@ -232,6 +232,23 @@ enum AgentSyscalls {
         guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw .system("mkdir \(path)", errno) }
     }
 
+    /// Names in a directory (empty when it cannot be read).
+    static func directoryEntries(_ path: String) -> [String] {
+        guard let directory = opendir(path) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Whether a process with this pid exists (`/proc/PID`).
+    static func processExists(_ pid: Int32) -> Bool { access("/proc/\(pid)", F_OK) == 0 }
+
     /// `rmdir` (errors ignored: a cgroup still populated stays).
     static func removeDirectory(_ path: String) { _ = rmdir(path) }
 

@@ -25,7 +25,9 @@ struct ProcessControl: Sendable {
         // One directory per agent instance (several may share a process, as in the tests).
         let tag = "rouse-agent-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
-            let base = mount + (own == "/" ? "" : own) + "/" + tag
+            let parent = mount + (own == "/" ? "" : own)
+            removeStale(in: parent)
+            let base = parent + "/" + tag
             if (try? AgentSyscalls.makeDirectory(base)) != nil, AgentSyscalls.writable(base + "/cgroup.procs") {
                 return ProcessControl(mechanism: .cgroupV2, base: base, note: "cgroup v2 at \(base)")
             }
@@ -40,6 +42,20 @@ struct ProcessControl: Sendable {
             }
         }
         return ProcessControl(mechanism: .sigstop, base: nil, note: "no writable cgroup: SIGSTOP/SIGCONT fallback")
+    }
+
+    /// Removes the empty handler cgroups of agents that died without cleaning up (SIGKILL); cgroups still
+    /// holding processes (orphaned handlers) stay.
+    static func removeStale(in parent: String) {
+        for entry in AgentSyscalls.directoryEntries(parent) where entry.hasPrefix("rouse-agent-") {
+            let pidText = entry.dropFirst("rouse-agent-".count).prefix { $0 != "-" }
+            guard let pid = Int32(pidText), !AgentSyscalls.processExists(pid) else { continue }
+            let directory = parent + "/" + entry
+            for child in AgentSyscalls.directoryEntries(directory) where !child.contains(".") {
+                AgentSyscalls.removeDirectory(directory + "/" + child)
+            }
+            AgentSyscalls.removeDirectory(directory)
+        }
     }
 
     /// The cgroup2 mount point and the agent's own cgroup path.
