@@ -142,6 +142,12 @@ extension Agent {
     }
 
     private func handleRegistered(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+        guard slots[name]?.connection === connection else {
+            // Its handler was removed by a reload (or replaced): nothing to act on.
+            connection.sendError("unknownHandler", "handler \(name) is no longer configured")
+            connection.close()
+            return
+        }
         let current = now
         switch message.kind {
         case .reportCall:

@@ -51,7 +51,7 @@ extension Agent {
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
             slot.process = process
             slot.launchReason = reason
-            slot.machine.launched()
+            slot.machine.launched(now: now)
             slots[name] = slot
             _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
             logger.info(

@@ -20,6 +20,7 @@ import Foundation
 /// task-expiry-notice-seconds = 5
 /// task-grace-seconds = 1
 /// suspend-after-seconds = 1
+/// launch-deadline-seconds = 10
 /// ```
 public struct HandlerConfiguration: Sendable, Equatable {
     /// Name (the file's stem).
@@ -67,6 +68,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             "limits.strike-window-seconds", "limits.stale-seconds", "limits.background-seconds",
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
+            "limits.launch-deadline-seconds",
         ]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("\(file): unknown key \(unknown)")
@@ -138,6 +140,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let v = try seconds("task-expiry-notice-seconds") { rules.taskExpiryNotice = v }
         if let v = try seconds("task-grace-seconds") { rules.taskGrace = v }
         if let v = try seconds("suspend-after-seconds") { rules.suspendAfter = v }
+        if let v = try seconds("launch-deadline-seconds") { rules.launchDeadline = v }
         return HandlerConfiguration(
             name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group, rules: rules)
     }

@@ -113,6 +113,7 @@ public struct HandlerMachine: Sendable {
     /// When the handler entered the background (task budget start).
     public private(set) var backgroundSince: Duration?
     private var expiryNoticeSent = false
+    private var launchedAt: Duration?
     private var idleSince: Duration?
     private var tokens: Double
     private var tokensAt: Duration?
@@ -148,6 +149,7 @@ public struct HandlerMachine: Sendable {
     /// The launched (or connecting) handler registered over IPC.
     public mutating func registered(now: Duration) -> [HandlerAction] {
         var actions: [HandlerAction] = []
+        launchedAt = nil
         if lifecycle == .notRunning || lifecycle == .launching || lifecycle == .suspended {
             if lifecycle == .suspended { actions.append(.resume) }
             enterBackground(now: now)
@@ -162,9 +164,10 @@ public struct HandlerMachine: Sendable {
         return actions
     }
 
-    /// The shell launched the process.
-    public mutating func launched() {
+    /// The shell launched the process (at `now`: the launch deadline starts).
+    public mutating func launched(now: Duration = .zero) {
         if lifecycle == .notRunning { lifecycle = .launching }
+        launchedAt = now
     }
 
     /// The handler reported the call for `pushID` (or for no push: an outgoing or in-call report).
@@ -248,6 +251,7 @@ public struct HandlerMachine: Sendable {
         idleSince = nil
         expiryNoticeSent = false
         coalescedReachability = nil
+        launchedAt = nil
         lifecycle = .notRunning
         if !waiting.isEmpty {
             // Launched but died before registering: pushes go back to the gateway's care (not acked).
@@ -328,6 +332,15 @@ public struct HandlerMachine: Sendable {
                 killReason = killReason ?? "background task never ended: \(names)"
             }
         }
+        if lifecycle == .launching, let at = launchedAt, now - at >= rules.launchDeadline {
+            if waiting.contains(where: \.isVoIP) {
+                strikes.append(now)
+                if strikes.count >= rules.strikeLimit { voipBlocked = true }
+            }
+            actions.append(.log("handler did not register in time", ["strikes": "\(strikes.count)"]))
+            killReason = killReason ?? "did not register within the launch deadline"
+            launchedAt = nil
+        }
         if let killReason, lifecycle.isRunning {
             actions.append(.kill(reason: killReason))
             return actions
@@ -356,6 +369,7 @@ public struct HandlerMachine: Sendable {
             candidates.append(missing <= 0 ? now : now + .seconds(missing * 3600 / max(rules.backgroundPerHour, 1e-9)))
         }
         if lifecycle == .background, canSuspend, let idle = idleSince { candidates.append(idle + rules.suspendAfter) }
+        if lifecycle == .launching, let at = launchedAt { candidates.append(at + rules.launchDeadline) }
         if let first = strikes.first { candidates.append(first + rules.strikeWindow) }
         return candidates.min()
     }

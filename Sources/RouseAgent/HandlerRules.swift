@@ -20,6 +20,9 @@ public struct HandlerRules: Sendable, Equatable, Codable {
     public var taskExpiryNotice: Duration = .seconds(5)
     /// Grace after the budget ended before a handler with open tasks is terminated.
     public var taskGrace: Duration = .seconds(1)
+    /// A launched handler must register over IPC within this time, else it is killed (a strike when a VoIP
+    /// push was waiting for it: iOS counts apps that crash on launch).
+    public var launchDeadline: Duration = .seconds(10)
     /// Idle time in the background (nothing open) before the handler is suspended.
     public var suspendAfter: Duration = .seconds(1)
 

@@ -71,6 +71,16 @@ struct HandlerMachineTests {
         #expect(machine.strikeCount == 0)
     }
 
+    @Test func launchedHandlerThatNeverRegistersIsKilledWithAStrike() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.push(Self.push("1"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched(now: .zero)
+        #expect(machine.nextDeadline(now: .zero) == .seconds(10))
+        let actions = machine.tick(now: .seconds(10))
+        #expect(actions.contains(.kill(reason: "did not register within the launch deadline")))
+        #expect(machine.strikeCount == 1)
+    }
+
     @Test func backgroundPushOverrunIsKilled() {
         var machine = HandlerMachine(rules: HandlerRules())
         _ = machine.push(Self.push("b", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
