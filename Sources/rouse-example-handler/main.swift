@@ -7,7 +7,7 @@ import RouseAgentClient
 //   push id=3 type=voip mustReport=true payload={"call":"alice"} latencyMs=1.2
 //   reported id=3 call=call-3
 // Modes (`--mode`): report (default), ignore (never reports: the agent kills it), foreground (declares
-// itself active first), complete (completes background pushes with newData), overrun (never completes),
+// itself active first), keepcall (reports but never ends its calls), complete (completes background pushes with newData), overrun (never completes),
 // task (begins a background task and ends it on the expiration notice), leak (begins one and never ends it).
 
 let arguments = CommandLine.arguments
@@ -61,7 +61,7 @@ do {
             if message.pushType == "voip", message.mustReport == true, mode != "ignore" {
                 try client.reportCall(pushID: id, callID: "call-\(id)")
                 emit("reported id=\(id) call=call-\(id)")
-                try client.callEnded(callID: "call-\(id)")
+                if mode != "keepcall" { try client.callEnded(callID: "call-\(id)") }
             }
             if message.pushType == "background", mode != "overrun" {
                 try client.complete(pushID: id, result: .newData)

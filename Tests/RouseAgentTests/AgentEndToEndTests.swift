@@ -57,6 +57,33 @@ struct AgentEndToEndTests {
         #expect(await harness.handlerStatus("voip")?.strikes == 0)
     }
 
+    @Test func pushDuringAnActiveCallOwesNoReport() async throws {
+        let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "keepcall", directory: $0)] }
+        defer { Task { await harness.stop() } }
+        try await harness.push("voip", type: "voip", payload: #"{"n":1}"#)
+        try await harness.waitForLine("voip", "reported id=")
+        try await harness.push("voip", type: "voip", payload: #"{"n":2}"#)
+        try await harness.waitForLine("voip", "push id=", count: 2)
+        #expect(harness.log("voip").last { $0.hasPrefix("push id=") }?.contains("mustReport=false") == true)
+        try await eventually("both acked") { try harness.pending() == 0 }
+        #expect(await harness.handlerStatus("voip")?.strikes == 0)
+    }
+
+    @Test func stalePushOwesNoReport() async throws {
+        let harness = try await AgentHarness {
+            try [AgentHarness.handler("voip", mode: "ignore", directory: $0) { $0.staleAfter = .zero }]
+        }
+        defer { Task { await harness.stop() } }
+        try await harness.push("voip", type: "voip")
+        try await harness.waitForLine("voip", "push id=")
+        #expect(harness.log("voip").contains { $0.hasPrefix("push id=") && $0.contains("mustReport=false") })
+        try await eventually("acked on hand-over") { try harness.pending() == 0 }
+        try await Task.sleep(for: .milliseconds(1500))  // past the 1 s deadline: still no strike, still running
+        let status = await harness.handlerStatus("voip")
+        #expect(status?.strikes == 0)
+        #expect(status?.state != "notRunning")
+    }
+
     @Test func backgroundPushCompletesOrOverrunsAndIsKilled() async throws {
         let harness = try await AgentHarness {
             try [
