@@ -54,12 +54,14 @@ public struct JSONFileAgentStateStore: AgentStateStore {
     /// A store at `path` (its directory must exist).
     public init(path: String) { self.path = path }
 
+    /// The stored state, or an empty one when the file does not exist.
     public func load() throws -> AgentState {
         guard FileManager.default.fileExists(atPath: path) else { return AgentState() }
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         return try JSONDecoder().decode(AgentState.self, from: data)
     }
 
+    /// Writes the state atomically (temp file, fsync, rename, fsync of the directory).
     public func save(_ state: AgentState) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

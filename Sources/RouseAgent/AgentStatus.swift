@@ -4,27 +4,47 @@ import Foundation
 public struct AgentStatus: Codable, Sendable {
     /// One handler's state.
     public struct Handler: Codable, Sendable {
+        /// Handler name (its file stem).
         public var name: String
+        /// Bundle id.
         public var topic: String
+        /// Lifecycle state (`notRunning`, `launching`, `background`, `suspended`, `active`, `inactive`).
         public var state: String
+        /// Process id while running.
         public var pid: Int32?
+        /// Whether it is registered over IPC.
         public var connected: Bool
+        /// Missed VoIP reports inside the strike window.
         public var strikes: Int
+        /// VoIP launches stopped until registered again.
         public var voipBlocked: Bool
+        /// Stopped by the user: no background launches.
         public var userStopped: Bool
+        /// VoIP pushes waiting for a call report.
         public var owedReports: [String]
+        /// Background pushes waiting for completion.
         public var openBackgroundPushes: [String]
+        /// Open background tasks, by name.
         public var tasks: [String]
+        /// Background-task budget left (nil in the foreground or not running).
         public var budgetRemainingSeconds: Double?
+        /// Background-push tokens available.
         public var backgroundTokens: Double
+        /// The held (throttled) background push.
         public var heldPush: String?
     }
 
+    /// Device channel state.
     public var channel: String
+    /// Gateway reachability.
     public var gatewayReachable: Bool
+    /// Enrolled device id.
     public var deviceID: String?
+    /// `cgroup-v2`, `cgroup-v1-freezer` or `SIGSTOP`.
     public var suspendMechanism: String
+    /// Where the handler cgroups are, or why none is used.
     public var suspendNote: String
+    /// Handlers, by name.
     public var handlers: [Handler]
 }
 
