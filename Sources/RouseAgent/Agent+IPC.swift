@@ -15,7 +15,29 @@ extension Agent {
             AgentSyscalls.close(fd)
             return
         }
-        _ = makeConnection(fd: fd, peer: peer, launchedFor: nil)
+        guard connections.count < Self.maxConnections else {
+            logger.warning("too many IPC connections: refused", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+            AgentSyscalls.close(fd)
+            if peer.pidfd >= 0 { AgentSyscalls.close(peer.pidfd) }
+            return
+        }
+        let connection = makeConnection(fd: fd, peer: peer, launchedFor: nil)
+        // A peer that neither registers nor leaves is dropped after a while.
+        Task {
+            try? await Task.sleep(for: Self.registrationTimeout)
+            self.dropIfUnregistered(connection)
+        }
+    }
+
+    /// Most IPC connections at once (each has a reader thread).
+    static let maxConnections = 256
+    /// Time a socket-path connection has to register (admin connections: to finish).
+    static let registrationTimeout = Duration.seconds(30)
+
+    private func dropIfUnregistered(_ connection: IPCConnection) {
+        guard connections[connection.id] != nil, registered[connection.id] == nil else { return }
+        connection.sendError("registrationTimeout", "no register within \(Self.registrationTimeout)")
+        connection.close()
     }
 
     func makeConnection(fd: Int32, peer: IPCConnection.Peer?, launchedFor: String?) -> IPCConnection {
