@@ -24,11 +24,14 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
     @Option(help: "Log level.") var logLevel = "info"
+    @Flag(help: "Log one JSON object per line.") var json = false
 
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = self.json
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
@@ -39,6 +42,10 @@ struct RouseAgentCommand: AsyncParsableCommand {
         if let enrollSecretFile {
             secret = try String(contentsOfFile: enrollSecretFile, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: handlers, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("handler directory \(handlers) does not exist")
         }
         let handlerConfigurations = try HandlerConfiguration.load(directory: handlers)
         try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
