@@ -16,13 +16,13 @@ extension Agent {
             let groupKnown = handler.group.map { AgentSyscalls.group(named: $0) != nil } ?? true
             guard handler.user == nil || user != nil, groupKnown else {
                 logger.error("cannot launch: unknown user or group", metadata: metadata)
-                apply(name, slots[name]!.machine.exited(now: now))
+                launchFailed(name)
                 return
             }
             if uid != AgentSyscalls.uid || gid != AgentSyscalls.gid {
                 guard AgentSyscalls.uid == 0 else {
                     logger.error("cannot launch: switching user or group needs root", metadata: metadata)
-                    apply(name, slots[name]!.machine.exited(now: now))
+                    launchFailed(name)
                     return
                 }
                 identity = (uid, gid)
@@ -69,7 +69,17 @@ extension Agent {
             }
         } catch {
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
-            apply(name, slots[name]!.machine.exited(now: now))
+            launchFailed(name)
+        }
+    }
+
+    /// The handler cannot be launched: the pushes waiting for it are consumed (acknowledged), as iOS drops a
+    /// push for an app it cannot launch; the failure is logged.
+    private func launchFailed(_ name: String) {
+        let waiting = slots[name]?.machine.waiting ?? []
+        apply(name, slots[name]!.machine.exited(now: now))
+        if !waiting.isEmpty {
+            apply(name, waiting.map { HandlerAction.ack(pushID: $0.id) })
         }
     }
 

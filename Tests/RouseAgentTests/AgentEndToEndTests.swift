@@ -69,6 +69,18 @@ struct AgentEndToEndTests {
         #expect(await harness.handlerStatus("voip")?.strikes == 0)
     }
 
+    @Test func pushForAHandlerThatCannotBeLaunchedIsConsumed() async throws {
+        let harness = try await AgentHarness { directory in
+            var handler = try AgentHarness.handler("voip", mode: "report", directory: directory)
+            handler.command = [directory + "/no-such-handler"]
+            return [handler]
+        }
+        defer { Task { await harness.stop() } }
+        try await harness.push("voip", type: "voip")
+        try await eventually("acknowledged although no handler ran") { try harness.pending() == 0 }
+        #expect(await harness.handlerStatus("voip")?.state == "notRunning")
+    }
+
     @Test func stalePushOwesNoReport() async throws {
         let harness = try await AgentHarness {
             try [AgentHarness.handler("voip", mode: "ignore", directory: $0) { $0.staleAfter = .zero }]
