@@ -23,8 +23,9 @@ extension Agent {
         }
         let connection = makeConnection(fd: fd, peer: peer, launchedFor: nil)
         // A peer that neither registers nor leaves is dropped after a while.
-        Task {
+        registrationTimers[connection.id] = Task {
             try? await Task.sleep(for: Self.registrationTimeout)
+            guard !Task.isCancelled else { return }
             self.dropIfUnregistered(connection)
         }
     }
@@ -55,6 +56,7 @@ extension Agent {
         switch inbound {
         case .closed:
             connections.removeValue(forKey: connection.id)
+            registrationTimers.removeValue(forKey: connection.id)?.cancel()
             guard let name = registered.removeValue(forKey: connection.id), var slot = slots[name],
                 slot.connection === connection
             else { return }
@@ -105,6 +107,7 @@ extension Agent {
             slot.connection = connection
             slots[name] = slot
             registered[connection.id] = name
+            registrationTimers.removeValue(forKey: connection.id)?.cancel()
             var reply = AgentMessage(type: .registered)
             reply.handler = name
             reply.launchReason = slot.launchReason ?? "connected"

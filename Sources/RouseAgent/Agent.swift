@@ -25,6 +25,7 @@ public actor Agent: Service {
     var connections: [Int: IPCConnection] = [:]
     var registered: [Int: String] = [:]
     var nextConnectionID = 1
+    var registrationTimers: [Int: Task<Void, Never>] = [:]
     var inFlight: Set<String> = []
     let control: ProcessControl
     let curl: CurlHTTPClient
