@@ -8,7 +8,8 @@ import RouseHTTP2
 
 /// `rouse-bench agent`: push → handler latency (provider request → the example handler has the payload) for a
 /// running and for a launched handler (p50/p99); network-back → channel-open time; the agent's idle wakeups per
-/// minute (context switches of all its threads, `/proc/PID/task/*/status`) and RSS with 10 registered handlers.
+/// minute (voluntary context switches of all its threads, `/proc/PID/task/*/status`) and RSS with 10 registered
+/// handlers.
 enum AgentBench {
     struct Options {
         var samples = 200
@@ -193,7 +194,7 @@ enum AgentBench {
         report(
             "agent idle wakeups",
             String(
-                format: "%.1f per minute (context switches of all threads over %d s)",
+                format: "%.1f per minute (voluntary context switches of all threads over %d s)",
                 Double(wakeups(from: before, to: after)) * 60 / Double(options.idleSeconds), options.idleSeconds))
         report("agent RSS, 10 registered handlers", "\(Bench.memoryKiB(pid: pid, field: "VmRSS")) KiB")
 
@@ -244,7 +245,7 @@ enum AgentBench {
         }
     }
 
-    /// Voluntary + involuntary context switches of each thread of `pid`, by thread id.
+    /// Voluntary context switches of each thread of `pid`, by thread id.
     static func contextSwitches(pid: Int32) -> [String: Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         var result: [String: Int] = [:]
@@ -252,7 +253,8 @@ enum AgentBench {
             guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
                 continue
             }
-            for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
+            // Voluntary switches: each is a sleep, so a wakeup follows; involuntary ones are preemptions.
+            for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches") {
                 result[task, default: 0] +=
                     Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
             }
