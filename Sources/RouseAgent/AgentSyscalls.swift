@@ -246,8 +246,15 @@ enum AgentSyscalls {
         return names
     }
 
-    /// Whether a process with this pid exists (`/proc/PID`).
-    static func processExists(_ pid: Int32) -> Bool { access("/proc/\(pid)", F_OK) == 0 }
+    /// Whether a live process has this pid (`/proc/PID/stat` exists and its state is not zombie or dead).
+    static func processExists(_ pid: Int32) -> Bool {
+        guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
+    }
+
+    /// Sleeps the calling thread (start-up clean-up only).
+    static func pause(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
 
     /// `rmdir` (errors ignored: a cgroup still populated stays).
     static func removeDirectory(_ path: String) { _ = rmdir(path) }

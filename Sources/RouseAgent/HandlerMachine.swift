@@ -445,7 +445,7 @@ public struct HandlerMachine: Sendable {
         if push.isVoIP {
             let wall = pendingWall.removeValue(forKey: push.id) ?? push.receivedAt
             let expired = push.expiration != 0 && push.expiration * 1000 < wall
-            let stale = expired || Double(wall - push.receivedAt) / 1000 > seconds(rules.staleAfter)
+            let stale = expired || Double(wall - push.receivedAt) / 1000 >= seconds(rules.staleAfter)
             let mustReport = !(lifecycle.isForeground || !activeCalls.isEmpty || stale)
             if mustReport {
                 owedReports[push.id] = now + rules.voipDeadline

@@ -44,15 +44,24 @@ struct ProcessControl: Sendable {
         return ProcessControl(mechanism: .sigstop, base: nil, note: "no writable cgroup: SIGSTOP/SIGCONT fallback")
     }
 
-    /// Removes the empty handler cgroups of agents that died without cleaning up (SIGKILL); cgroups still
-    /// holding processes (orphaned handlers) stay.
+    /// Cleans up after agents that died without cleaning up (SIGKILL): their handlers lost their IPC connection
+    /// and may sit frozen forever, so they are killed (`cgroup.kill`) and the cgroups removed (a cgroup whose
+    /// processes are still dying stays until the next start).
     static func removeStale(in parent: String) {
         for entry in AgentSyscalls.directoryEntries(parent) where entry.hasPrefix("rouse-agent-") {
             let pidText = entry.dropFirst("rouse-agent-".count).prefix { $0 != "-" }
             guard let pid = Int32(pidText), !AgentSyscalls.processExists(pid) else { continue }
             let directory = parent + "/" + entry
             for child in AgentSyscalls.directoryEntries(directory) where !child.contains(".") {
-                AgentSyscalls.removeDirectory(directory + "/" + child)
+                let cgroup = directory + "/" + child
+                if AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                    _ = try? AgentSyscalls.writeFile(cgroup + "/cgroup.kill", "1")
+                    for _ in 0..<50
+                    where AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                        AgentSyscalls.pause(milliseconds: 2)
+                    }
+                }
+                AgentSyscalls.removeDirectory(cgroup)
             }
             AgentSyscalls.removeDirectory(directory)
         }

@@ -49,9 +49,16 @@ final class AgentNetwork: Sendable {
     /// Takes the agent's side of the link down or up.
     func link(up: Bool) async throws { try await Self.ip(["-n", name, "link", "set", inside, up ? "up" : "down"]) }
 
-    func delete() async {
-        _ = try? await Self.ip(["link", "del", outside])
-        _ = try? await Self.ip(["netns", "del", name])
+    /// Deletes the namespace and the veth pair, synchronously (so a `defer` cleans up before the test ends).
+    func delete() {
+        for arguments in [["link", "del", outside], ["netns", "del", name]] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = arguments
+            process.standardError = FileHandle.nullDevice
+            try? process.run()
+            process.waitUntilExit()
+        }
     }
 
     /// A server certificate for the gateway's veth address, signed by the test CA (certs/ca.key).
@@ -90,6 +97,7 @@ struct AgentNetworkTests {
 
     @Test func networkDownClosesTheChannelAndNetworkBackReconnectsAndDeliversQueuedPushes() async throws {
         let network = try await AgentNetwork()
+        defer { network.delete() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "rouse-agent-\(UUID().uuidString)"
         )
@@ -124,7 +132,6 @@ struct AgentNetworkTests {
             provider.client.close()
             Task {
                 await gateway.shutdown(gracePeriod: .seconds(1))
-                await network.delete()
                 try? FileManager.default.removeItem(atPath: directory)
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Logging
 import RouseAgent
+import RouseAgentClient
 import RouseGateway
 import RouseTestSupport
 import Testing
@@ -119,5 +120,73 @@ struct AgentRestartTests {
         #expect(lines.count == 2, "\(lines)")
         #expect(lines.filter { $0.contains(#"{"n":1}"#) }.count == 1)
         #expect(lines.filter { $0.contains(#"{"n":2}"#) }.count == 1)
+    }
+
+    /// Alive: exists and is not a zombie (nobody may reap orphans in a container).
+    static func alive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(after: close)...].drop { $0 == " " }.first != "Z"
+    }
+
+    @Test func frozenHandlersOfAKilledAgentAreKilledByTheNextAgent() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "rouse.gateway.test")
+        logger.logLevel = .critical
+        let gateway = try Gateway(
+            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
+            logger: logger)
+        defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
+        let handler = """
+            topic = "com.example.rouse"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report"]
+            push-types = ["voip"]
+            [limits]
+            suspend-after-seconds = 0.2
+            """
+        try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        let socket = directory + "/agent.sock"
+        let arguments = [
+            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+            "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+            "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
+        ]
+        let first = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent1.stderr")
+        var admin = AgentMessage(type: .userControl)
+        admin.handler = "voip"
+        admin.state = "started"
+        let client = try AgentClient(socketPath: socket)
+        try client.send(admin)
+        for await _ in client.messages { break }
+        client.close()
+        @Sendable func status() async throws -> AgentStatus? {
+            let client = try AgentClient(socketPath: socket)
+            defer { client.close() }
+            try client.send(AgentMessage(type: .status))
+            for await reply in client.messages {
+                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
+            }
+            return nil
+        }
+        try await eventually("handler suspended") { try await status()?.handlers.first?.state == "suspended" }
+        let pid = try #require(try await status()?.handlers.first?.pid)
+        let mechanism = try await status()?.suspendMechanism
+        // Not `first.kill()`: its wait would block while the frozen orphan keeps the agent's stdout pipe open.
+        Glibc.kill(first.process.processIdentifier, SIGKILL)
+        // Orphaned and frozen: it cannot notice that its agent is gone.
+        #expect(Self.alive(pid))
+        let second = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent2.stderr")
+        defer { second.kill() }
+        if mechanism == "cgroup-v2" {
+            try await eventually("the orphaned handler was killed") { !Self.alive(pid) }
+        } else {
+            Glibc.kill(pid, SIGKILL)
+        }
     }
 }
