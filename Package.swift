@@ -16,6 +16,10 @@ let package = Package(
         .executable(name: "rouse", targets: ["rouse"]),
         .executable(name: "rouse-bench", targets: ["rouse-bench"]),
         .executable(name: "rouse-gateway", targets: ["rouse-gateway"]),
+        .executable(name: "rouse-agent", targets: ["rouse-agent"]),
+        .executable(name: "rouse-example-handler", targets: ["rouse-example-handler"]),
+        .library(name: "RouseAgent", targets: ["RouseAgent"]),
+        .library(name: "RouseAgentClient", targets: ["RouseAgentClient"]),
         .library(name: "RouseGateway", targets: ["RouseGateway"]),
         .library(name: "RouseAPNs", targets: ["RouseAPNs"]),
         .library(name: "RouseHTTP2", targets: ["RouseHTTP2"]),
@@ -117,12 +121,41 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RouseAgentClient",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RouseAgent",
+            dependencies: [
+                "RouseAgentClient", "RouseCurl", "RouseReachability", "CRouseShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
+        .executableTarget(
+            name: "rouse-agent",
+            dependencies: [
+                "RouseAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "rouse-example-handler",
+            dependencies: ["RouseAgentClient"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
+                "RouseAgentClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -145,7 +178,7 @@ let package = Package(
             name: "rouse-bench",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
-                "RouseCurl", "RouseState", "RouseActivation", "RouseSender",
+                "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -181,6 +214,14 @@ let package = Package(
             name: "RouseGatewayTests",
             dependencies: [
                 "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RouseAgentTests",
+            dependencies: [
+                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -7,8 +7,9 @@ import Foundation
 //   rouse-bench gateway [--pushes N] [--json]       durable ingest, provider → device latency, channel memory
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
+//   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation [options] (--help lists them)"
+let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -23,6 +24,8 @@ do {
         try await StateBench.run(arguments: Array(arguments.dropFirst()))
     case "activation":
         try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
+    case "agent":
+        try await AgentBench.run(arguments: Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(2)

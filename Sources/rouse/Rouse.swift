@@ -6,6 +6,8 @@ struct Rouse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rouse",
         abstract: "VoIP push, reachability and mock APNs tools for Linux.",
-        subcommands: [SendCommand.self, MockAPNsCommand.self, ReachCommand.self, GatewayCommand.self]
+        subcommands: [
+            SendCommand.self, MockAPNsCommand.self, ReachCommand.self, GatewayCommand.self, AgentCommand.self,
+        ]
     )
 }

@@ -6,4 +6,5 @@
 #include "rouse_openssl.h"
 #include "rouse_netlink.h"
 #include "rouse_sys.h"
+#include "rouse_agent.h"
 #endif

@@ -1,0 +1,146 @@
+#define _GNU_SOURCE
+#include "rouse_agent.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    rc = posix_spawnattr_init(&attr);
+    if (rc != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return rc;
+    }
+    int moved = -1;
+    if (channel_fd == 3) {
+        // dup2 onto itself would keep FD_CLOEXEC: move it out of the way first.
+        moved = fcntl(channel_fd, F_DUPFD_CLOEXEC, 10);
+        if (moved < 0) rc = errno;
+        channel_fd = moved;
+    }
+    if (rc == 0 && channel_fd >= 0) rc = posix_spawn_file_actions_adddup2(&actions, channel_fd, 3);
+    sigset_t none;
+    sigemptyset(&none);
+    sigset_t all;
+    sigfillset(&all);
+    if (rc == 0) rc = posix_spawnattr_setpgroup(&attr, 0);
+    if (rc == 0) rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0) rc = posix_spawnattr_setsigdefault(&attr, &all);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (rc == 0) rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (moved >= 0) close(moved);
+    return rc;
+}
+
+int rouse_agent_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int rouse_agent_pidfd_send_signal(int pidfd, int sig) {
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+int rouse_agent_pidfd_wait(int pidfd, int *status) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    for (;;) {
+        int rc = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, WEXITED);
+        if (rc == 0) break;
+        if (errno == EINTR) continue;
+        return -1;
+    }
+    if (info.si_code == CLD_EXITED) *status = info.si_status;
+    else *status = 128 + info.si_status;
+    return 0;
+}
+
+int rouse_agent_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred cred;
+    socklen_t length = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int rouse_agent_peer_pidfd(int fd) {
+    int pidfd = -1;
+    socklen_t length = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) return -1;
+    return pidfd;
+}
+
+pid_t rouse_agent_pidfd_pid(int pidfd) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+    FILE *file = fopen(path, "re");
+    if (file == NULL) return -1;
+    char line[256];
+    pid_t pid = -1;
+    while (fgets(line, sizeof line, file) != NULL) {
+        if (strncmp(line, "Pid:", 4) == 0) {
+            pid = (pid_t)strtol(line + 4, NULL, 10);
+            break;
+        }
+    }
+    fclose(file);
+    return pid;
+}
+
+int rouse_agent_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
+                         gid_t gid, pid_t *pid_out) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int error = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return error;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < 65; sig++) sigaction(sig, &action, NULL);
+        if (channel_fd == 3) {
+            fcntl(3, F_SETFD, 0);
+        } else if (channel_fd >= 0) {
+            dup2(channel_fd, 3);
+        }
+        if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    *pid_out = pid;
+    return 0;
+}

@@ -1,0 +1,37 @@
+// rouse-agent: process launch and tracking (posix_spawn, pidfds) and Unix-socket peer credentials.
+#ifndef ROUSE_AGENT_H
+#define ROUSE_AGENT_H
+#include <sys/types.h>
+
+/// Spawns `argv[0]` (a path) with `envp` in a new process group, with `channel_fd` as fd 3 in the child
+/// (every other descriptor is close-on-exec in the agent). Returns 0 and the pid, or an errno value.
+int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, pid_t *pid);
+
+/// Like rouse_agent_spawn, but the child runs as `uid`/`gid` (supplementary groups: just `gid`). glibc's
+/// posix_spawn has no credential attribute, so this forks and, in the child, only makes async-signal-safe
+/// calls (setpgid, sigaction, dup2, setgroups, setgid, setuid, execve). Returns 0 and the pid, or an errno
+/// value; a child that cannot switch identity exits with 126.
+int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
+                         gid_t gid, pid_t *pid);
+
+/// pidfd_open(2); -1 with errno on failure.
+int rouse_agent_pidfd_open(pid_t pid);
+
+/// pidfd_send_signal(2); -1 with errno on failure.
+int rouse_agent_pidfd_send_signal(int pidfd, int sig);
+
+/// waitid(P_PIDFD, WEXITED) blocking: reaps the child; returns 0 and its status (exit code, or 128+signal).
+int rouse_agent_pidfd_wait(int pidfd, int *status);
+
+/// SO_PEERCRED of a connected Unix socket; -1 with errno on failure.
+int rouse_agent_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/// SO_PEERPIDFD (Linux 6.5+) of a connected Unix socket: a pidfd or -1 with errno (ENOPROTOOPT before 6.5).
+int rouse_agent_peer_pidfd(int fd);
+
+/// The pid a pidfd refers to (from /proc/self/fdinfo), or -1 when it exited or cannot be read.
+pid_t rouse_agent_pidfd_pid(int pidfd);
+
+/// accept4(fd, NULL, NULL, SOCK_CLOEXEC); -1 with errno on failure.
+int rouse_agent_accept(int fd);
+#endif

@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+import RouseAgentClient
+
+extension Agent {
+    /// Launches the handler into the background with a fresh socketpair as fd 3 (its launch identity).
+    func launch(_ name: String, reason: String) {
+        guard var slot = slots[name] else { return }
+        let handler = slot.configuration
+        let metadata: Logger.Metadata = ["handler": "\(name)", "reason": "\(reason)"]
+        var identity: (uid: UInt32, gid: UInt32)?
+        if handler.user != nil || handler.group != nil {
+            let user = handler.user.flatMap { AgentSyscalls.user(named: $0) }
+            let gid = handler.group.flatMap { AgentSyscalls.group(named: $0) } ?? user?.gid ?? AgentSyscalls.gid
+            let uid = user?.uid ?? AgentSyscalls.uid
+            let groupKnown = handler.group.map { AgentSyscalls.group(named: $0) != nil } ?? true
+            guard handler.user == nil || user != nil, groupKnown else {
+                logger.error("cannot launch: unknown user or group", metadata: metadata)
+                launchFailed(name)
+                return
+            }
+            if uid != AgentSyscalls.uid || gid != AgentSyscalls.gid {
+                guard AgentSyscalls.uid == 0 else {
+                    logger.error("cannot launch: switching user or group needs root", metadata: metadata)
+                    launchFailed(name)
+                    return
+                }
+                identity = (uid, gid)
+            }
+        }
+        do {
+            let (mine, theirs) = try AgentSyscalls.socketPair()
+            var environment = ProcessInfo.processInfo.environment
+            for (key, value) in configuration.handlerEnvironment { environment[key] = value }
+            environment["ROUSE_AGENT_FD"] = "3"
+            environment["ROUSE_HANDLER"] = name
+            environment["ROUSE_LAUNCH_REASON"] = reason
+            environment["ROUSE_AGENT_SOCKET"] = configuration.socketPath
+            let spawned: (pid: Int32, pidfd: Int32)
+            do {
+                spawned = try AgentSyscalls.spawn(
+                    path: handler.command[0], arguments: handler.command,
+                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs, identity: identity)
+            } catch {
+                AgentSyscalls.close(mine)
+                AgentSyscalls.close(theirs)
+                throw error
+            }
+            AgentSyscalls.close(theirs)
+            let cgroup = control.place(pid: spawned.pid, handler: name)
+            let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
+            slot.process = process
+            slot.launchReason = reason
+            slot.machine.launched(now: now)
+            slots[name] = slot
+            _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
+            logger.info(
+                "handler launched",
+                metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
+            let exited = AsyncStream<Int32>.makeStream()
+            let waiter = Thread {
+                exited.continuation.yield(AgentSyscalls.wait(pidfd: process.pidfd))
+                exited.continuation.finish()
+            }
+            waiter.name = "rouse-agent-wait-\(spawned.pid)"
+            waiter.start()
+            Task {
+                for await status in exited.stream { self.processExited(name, process: process, status: status) }
+            }
+        } catch {
+            logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+            launchFailed(name)
+        }
+    }
+
+    /// The handler cannot be launched: the pushes waiting for it are consumed (acknowledged), as iOS drops a
+    /// push for an app it cannot launch; the failure is logged.
+    private func launchFailed(_ name: String) {
+        let waiting = slots[name]?.machine.waiting ?? []
+        apply(name, slots[name]!.machine.exited(now: now))
+        if !waiting.isEmpty {
+            apply(name, waiting.map { HandlerAction.ack(pushID: $0.id) })
+        }
+    }
+
+    func processExited(_ name: String, process: HandlerProcess, status: Int32) {
+        process.close()
+        control.remove(cgroup: process.cgroup)
+        guard var slot = slots[name], slot.process === process else { return }
+        logger.info("handler exited", metadata: ["handler": "\(name)", "status": "\(status)"])
+        slot.process = nil
+        slot.connection?.close()
+        slot.connection = nil
+        slots[name] = slot
+        // Pushes it never got go back to the gateway's care: let a re-send of them through again.
+        for push in slot.machine.waiting { inFlight.remove(push.id) }
+        apply(name, slots[name]!.machine.exited(now: now))
+    }
+}

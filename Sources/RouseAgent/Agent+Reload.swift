@@ -1,0 +1,32 @@
+import Logging
+
+extension Agent {
+    /// Applies a new set of handler configurations (SIGHUP): new handlers are added, removed ones are
+    /// terminated and dropped, changed ones take the new settings (a changed file counts as registering the
+    /// handler again: strikes are cleared).
+    public func reload(handlers: [HandlerConfiguration]) async {
+        let names = Set(handlers.map(\.name))
+        for name in slots.keys.sorted() where !names.contains(name) {
+            if let process = slots[name]?.process {
+                control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
+            }
+            slots[name]?.connection?.close()
+            slots.removeValue(forKey: name)
+            logger.info("handler removed", metadata: ["handler": "\(name)"])
+        }
+        for handler in handlers {
+            if var slot = slots[handler.name] {
+                guard slot.configuration != handler else { continue }
+                slot.configuration = handler
+                slot.machine.rules = handler.rules
+                slots[handler.name] = slot
+                apply(handler.name, slots[handler.name]!.machine.reregister())
+                logger.info("handler updated", metadata: ["handler": "\(handler.name)"])
+            } else {
+                slots[handler.name] = Slot(configuration: handler, machine: HandlerMachine(rules: handler.rules))
+                logger.info("handler added", metadata: ["handler": "\(handler.name)"])
+            }
+        }
+        await refreshTokens()
+    }
+}

@@ -1,0 +1,373 @@
+import Foundation
+import Logging
+import RouseAgentClient
+import RouseCurl
+import RouseReachability
+import ServiceLifecycle
+
+/// The agent: keeps the device channel (driven by reachability), routes pushes to handlers under the
+/// iOS rules (``HandlerMachine``), launches, suspends and kills handler processes, serves the IPC socket.
+/// An actor: every input (channel record, IPC frame, process exit, timer) is one step on its state.
+public actor Agent: Service {
+    struct Slot {
+        var configuration: HandlerConfiguration
+        var machine: HandlerMachine
+        var process: HandlerProcess?
+        var connection: IPCConnection?
+        var launchReason: String?
+    }
+
+    let configuration: AgentConfiguration
+    let logger: Logger
+    let store: any AgentStateStore
+    var state: AgentState
+    var slots: [String: Slot] = [:]
+    var connections: [Int: IPCConnection] = [:]
+    var registered: [Int: String] = [:]
+    var nextConnectionID = 1
+    var registrationTimers: [Int: Task<Void, Never>] = [:]
+    var inFlight: Set<String> = []
+    let control: ProcessControl
+    let curl: CurlHTTPClient
+    let api: GatewayAPI
+    var channel: DeviceChannel?
+    var channelState: ChannelStateMachine.State = .waitingForNetwork
+    var gatewayReachable = false
+    var listener: Int32 = -1
+    var monitor: ReachabilityMonitor?
+    var background: [Task<Void, Never>] = []
+    var timer: Task<Void, Never>?
+    let epoch = ContinuousClock.now
+    /// Pushes handed to handlers (for tests and the benchmark).
+    public private(set) var delivered = 0
+
+    /// An agent; nothing runs until ``start()``.
+    public init(configuration: AgentConfiguration, store: any AgentStateStore, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.store = store
+        self.state = try store.load()
+        self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
+        self.curl = try CurlHTTPClient(logger: logger)
+        self.api = GatewayAPI(endpoint: configuration.endpoint, curl: curl)
+        let now = ContinuousClock.now - epoch
+        for handler in configuration.handlers {
+            var machine = HandlerMachine(rules: handler.rules)
+            if let persisted = state.handlers[handler.name] { machine.restore(persisted, now: now) }
+            slots[handler.name] = Slot(configuration: handler, machine: machine)
+        }
+    }
+
+    var now: Duration { ContinuousClock.now - epoch }
+    var wallMilliseconds: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Runs until graceful shutdown (ServiceLifecycle), then stops.
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Starts: IPC socket, enrollment, reachability, channel.
+    public func start() async throws {
+        logger.info(
+            "suspend mechanism", metadata: ["mechanism": "\(control.mechanism.rawValue)", "detail": "\(control.note)"])
+        listener = try AgentSyscalls.listen(path: configuration.socketPath)
+        let listenerFD = listener
+        let accepted = AsyncStream<Int32>.makeStream()
+        let thread = Thread {
+            while let fd = AgentSyscalls.accept(listenerFD) { accepted.continuation.yield(fd) }
+            accepted.continuation.finish()
+        }
+        thread.name = "rouse-agent-accept"
+        thread.start()
+        background.append(
+            Task {
+                for await fd in accepted.stream { self.accepted(fd) }
+            })
+        background.append(Task { await self.enrollAndConnect() })
+    }
+
+    /// Stops the channel, kills launched handlers, closes the socket.
+    public func shutdown() async {
+        logger.info("agent stopping")
+        await channel?.stop()
+        for task in background { task.cancel() }
+        timer?.cancel()
+        monitor?.stop()
+        if listener >= 0 {
+            AgentSyscalls.shutdown(listener)
+            AgentSyscalls.close(listener)
+            unlink(configuration.socketPath)
+            listener = -1
+        }
+        for connection in connections.values { connection.close() }
+        for slot in slots.values {
+            if let process = slot.process {
+                control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
+            }
+        }
+        // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
+        for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        control.removeBase()
+        await curl.shutdown()
+    }
+
+    // MARK: Gateway
+
+    private func enrollAndConnect() async {
+        var delay = Duration.milliseconds(500)
+        while state.deviceID == nil && !Task.isCancelled {
+            do {
+                let secret = configuration.endpoint.clientCertificate == nil ? configuration.enrollmentSecret : nil
+                if secret == nil && configuration.endpoint.clientCertificate == nil {
+                    logger.error("not enrolled and no enrollment secret or device certificate configured")
+                    return
+                }
+                let (device, credential) = try await api.enroll(secret: secret)
+                state.deviceID = device
+                state.credential = credential
+                persist()
+                logger.info("enrolled", metadata: ["device": "\(device)"])
+            } catch {
+                logger.warning("enrollment failed", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(30))
+            }
+        }
+        guard !Task.isCancelled else { return }
+        let channel = DeviceChannel(
+            api: api, credential: state.credential, backoff: configuration.backoff, logger: logger,
+            events: DeviceChannel.Events(
+                push: { push in await self.received(push) },
+                state: { state in await self.channelChanged(state) }))
+        self.channel = channel
+        await refreshTokens()
+        if configuration.assumeReachable {
+            await reachabilityChanged(true)
+            return
+        }
+        startReachability()
+    }
+
+    private func startReachability() {
+        let targetText = configuration.reachabilityTarget ?? configuration.endpoint.host
+        guard let target = try? ReachabilityTarget(parsing: targetText) else {
+            logger.error("bad reachability target; assuming reachable", metadata: ["target": "\(targetText)"])
+            Task { await reachabilityChanged(true) }
+            return
+        }
+        let monitor = ReachabilityMonitor(
+            configuration: .init(networkNamespacePath: configuration.networkNamespacePath), logger: logger)
+        do {
+            try monitor.start()
+        } catch {
+            logger.error("reachability monitor failed; assuming reachable", metadata: ["error": "\(error)"])
+            Task { await reachabilityChanged(true) }
+            return
+        }
+        self.monitor = monitor
+        monitor.watch(target)
+        let events = monitor.events()
+        background.append(
+            Task {
+                for await event in events where event.target == target {
+                    switch event {
+                    case .changed(let change): await self.reachabilityChanged(change.result.isUsable)
+                    case .sourceAddressChanged: await self.channel?.sourceAddressChanged()
+                    }
+                }
+            })
+    }
+
+    package func reachabilityChanged(_ usable: Bool) async {
+        let changed = usable != gatewayReachable
+        gatewayReachable = usable
+        await channel?.reachability(usable)
+        guard changed else { return }
+        for name in slots.keys.sorted() {
+            let actions = slots[name]!.machine.reachability(usable)
+            apply(name, actions)
+        }
+    }
+
+    private func channelChanged(_ new: ChannelStateMachine.State) async {
+        let was = channelState
+        channelState = new
+        if new == .open && was != .open { await refreshTokens() }
+    }
+
+    /// Fetches missing tokens and hands new or changed ones to connected handlers.
+    func refreshTokens() async {
+        for name in slots.keys.sorted() {
+            guard let slot = slots[name] else { continue }
+            for topic in slot.configuration.topics where state.tokens[topic] == nil {
+                do {
+                    state.tokens[topic] = try await api.token(topic: topic, credential: state.credential)
+                    persist()
+                } catch {
+                    logger.warning("token request failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+                }
+            }
+            handTokens(name)
+        }
+    }
+
+    /// Sends the handler its tokens when they are new to it (PushKit's didUpdate credentials).
+    func handTokens(_ name: String, force: Bool = false) {
+        guard let slot = slots[name], let connection = slot.connection else { return }
+        for topic in slot.configuration.topics {
+            guard let token = state.tokens[topic] else { continue }
+            if !force && state.handedTokens[name]?[topic] == token { continue }
+            var message = AgentMessage(type: .credentials)
+            message.topic = topic
+            message.token = token
+            if connection.send(message) {
+                state.handedTokens[name, default: [:]][topic] = token
+                persist()
+            }
+        }
+    }
+
+    /// The public tokens by topic (for tests and status).
+    public func tokens() -> [String: String] { state.tokens }
+
+    // MARK: Pushes
+
+    func received(_ push: AgentPush) async {
+        if state.handled.contains(push.apnsID) {
+            logger.info(
+                "duplicate push acknowledged", metadata: ["push-id": "\(push.id)", "apns-id": "\(push.apnsID)"])
+            await channel?.ack(push.id)
+            return
+        }
+        guard inFlight.insert(push.id).inserted else { return }
+        guard
+            let name = slots.keys.sorted().first(where: { name in
+                let handler = slots[name]!.configuration
+                return handler.topics.contains(push.topic) && handler.pushTypes.contains(push.pushType)
+            })
+        else {
+            logger.warning(
+                "push for no handler acknowledged", metadata: ["push-id": "\(push.id)", "topic": "\(push.topic)"])
+            inFlight.remove(push.id)
+            await channel?.ack(push.id)
+            return
+        }
+        logger.info(
+            "push received", metadata: ["push-id": "\(push.id)", "handler": "\(name)", "type": "\(push.pushType)"])
+        let actions = slots[name]!.machine.push(push, now: now, wallNowMilliseconds: wallMilliseconds)
+        apply(name, actions)
+    }
+
+    // MARK: Actions
+
+    func apply(_ name: String, _ actions: [HandlerAction]) {
+        guard slots[name] != nil else { return }
+        for action in actions { perform(name, action) }
+        if state.handlers[name] != slots[name]?.machine.persisted {
+            state.handlers[name] = slots[name]?.machine.persisted
+            persist()
+        }
+        rescheduleTimer()
+    }
+
+    private func perform(_ name: String, _ action: HandlerAction) {
+        let metadata: Logger.Metadata = ["handler": "\(name)"]
+        switch action {
+        case .launch(let reason): launch(name, reason: reason)
+        case .deliver(let push, let mustReport, let deadline):
+            state.handled.insert(push.apnsID)
+            persist()
+            var message = AgentMessage(type: .push)
+            message.pushID = push.id
+            message.pushType = push.pushType
+            message.topic = push.topic
+            message.payload = push.payload
+            message.apnsID = push.apnsID
+            message.mustReport = push.isVoIP ? mustReport : nil
+            message.seconds = deadline
+            if slots[name]?.connection?.send(message) == true { delivered += 1 }
+            logger.info("push handed to handler", metadata: metadata.merging(["push-id": "\(push.id)"]) { $1 })
+        case .ack(let id):
+            inFlight.remove(id)
+            let channel = channel
+            Task { await channel?.ack(id) }
+        case .kill(let reason):
+            logger.warning("terminating handler", metadata: metadata.merging(["reason": "\(reason)"]) { $1 })
+            if let process = slots[name]?.process {
+                control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
+            } else if let connection = slots[name]?.connection, let pidfd = connection.peer?.pidfd, pidfd >= 0 {
+                AgentSyscalls.signal(pidfd: pidfd, SIGKILL)
+            }
+        case .suspend:
+            guard let process = slots[name]?.process else { return }
+            let ok = control.freeze(cgroup: process.cgroup, pgid: process.pid)
+            logger.info(
+                "handler suspended",
+                metadata: metadata.merging(["mechanism": "\(control.mechanism.rawValue)", "ok": "\(ok)"]) { $1 })
+        case .resume:
+            guard let process = slots[name]?.process else { return }
+            control.thaw(cgroup: process.cgroup, pgid: process.pid)
+            logger.info("handler resumed", metadata: metadata)
+        case .notify(let kind):
+            var message: AgentMessage
+            switch kind {
+            case .taskExpiring(let id, let taskName, let seconds):
+                message = AgentMessage(type: .taskExpiring)
+                message.taskID = id
+                message.taskName = taskName
+                message.seconds = seconds
+            case .taskBegun(let id, let taskName):
+                message = AgentMessage(type: .taskBegun)
+                message.taskID = id
+                message.taskName = taskName
+            case .lifecycle(let lifecycle):
+                message = AgentMessage(type: .lifecycle)
+                message.state = lifecycle.rawValue
+            case .reachability(let reachable):
+                message = AgentMessage(type: .reachability)
+                message.reachable = reachable
+            }
+            slots[name]?.connection?.send(message)
+        case .log(let text, let values):
+            var merged = metadata
+            for (key, value) in values { merged[key] = "\(value)" }
+            logger.notice("\(text)", metadata: merged)
+        }
+    }
+
+    func persist() {
+        do {
+            try store.save(state)
+        } catch {
+            logger.error("state not saved", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Timer
+
+    func rescheduleTimer() {
+        timer?.cancel()
+        let current = now
+        let next = slots.values.compactMap { $0.machine.nextDeadline(now: current) }.min()
+        guard let next else { return }
+        let delay = max(.zero, next - current)
+        timer = Task {
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            self.tick()
+        }
+    }
+
+    private func tick() {
+        let current = now
+        for name in slots.keys.sorted() {
+            let actions = slots[name]!.machine.tick(now: current)
+            if !actions.isEmpty { apply(name, actions) }
+        }
+        rescheduleTimer()
+    }
+}

@@ -1,0 +1,34 @@
+/// Everything the agent needs to run.
+public struct AgentConfiguration: Sendable {
+    /// The gateway's device API.
+    public var endpoint: GatewayEndpoint
+    /// One-time enrollment secret (used once; the credential is kept in the state store).
+    public var enrollmentSecret: String?
+    /// The IPC socket path.
+    public var socketPath: String
+    /// Handlers.
+    public var handlers: [HandlerConfiguration]
+    /// Reachability target (default: the gateway's host).
+    public var reachabilityTarget: String?
+    /// Run the reachability monitor in this network namespace (tests).
+    public var networkNamespacePath: String?
+    /// Don't watch reachability: assume the gateway reachable.
+    public var assumeReachable = false
+    /// Channel reconnect backoff.
+    public var backoff = ChannelStateMachine.Backoff()
+    /// Force a suspend mechanism (tests); nil picks the best.
+    public var suspendMechanism: SuspendMechanism?
+    /// Extra environment for launched handlers.
+    public var handlerEnvironment: [String: String] = [:]
+
+    /// A configuration.
+    public init(
+        endpoint: GatewayEndpoint, enrollmentSecret: String? = nil, socketPath: String,
+        handlers: [HandlerConfiguration]
+    ) {
+        self.endpoint = endpoint
+        self.enrollmentSecret = enrollmentSecret
+        self.socketPath = socketPath
+        self.handlers = handlers
+    }
+}

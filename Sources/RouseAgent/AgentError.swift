@@ -1,0 +1,30 @@
+import Glibc
+
+/// A failure of the agent's shells (syscalls, configuration, gateway requests).
+public struct AgentError: Error, Sendable, CustomStringConvertible {
+    private enum Code: String, Sendable {
+        case system, configuration, gateway, identity
+    }
+
+    private let code: Code
+    /// What failed, with its context (the syscall and errno, the file and line, the HTTP status).
+    public let detail: String
+
+    /// A syscall failed with `errno`.
+    static func system(_ call: String, _ errno: Int32) -> AgentError {
+        AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))")
+    }
+    /// A configuration file is wrong.
+    public static func configuration(_ detail: String) -> AgentError {
+        AgentError(code: .configuration, detail: detail)
+    }
+    /// The gateway refused or failed a request.
+    public static func gateway(_ detail: String) -> AgentError { AgentError(code: .gateway, detail: detail) }
+    /// A peer is not who it claims to be.
+    public static func identity(_ detail: String) -> AgentError { AgentError(code: .identity, detail: detail) }
+
+    /// Whether this is a configuration error.
+    public var isConfiguration: Bool { code == .configuration }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+}

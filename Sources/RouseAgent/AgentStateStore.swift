@@ -1,0 +1,71 @@
+import Foundation
+
+/// What the agent persists across restarts: its credential, push tokens, the de-duplication window, and
+/// per-handler strikes. Encrypted storage (RouseState, issue 8) can replace ``JSONFileAgentStateStore``
+/// behind this protocol.
+public protocol AgentStateStore: Sendable {
+    /// The stored state, or an empty one.
+    func load() throws -> AgentState
+    /// Replaces the stored state durably (atomic: temp file, fsync, rename).
+    func save(_ state: AgentState) throws
+}
+
+/// The agent's persistent state.
+public struct AgentState: Codable, Sendable, Equatable {
+    /// Device credential from enrollment (`<deviceID>.<hex>`), nil before enrollment or with certificates.
+    public var credential: String?
+    /// Device id.
+    public var deviceID: String?
+    /// Push tokens by topic.
+    public var tokens: [String: String] = [:]
+    /// Push tokens last handed to each handler (topic → token), to tell "changed".
+    public var handedTokens: [String: [String: String]] = [:]
+    /// APNs ids recently handed to handlers.
+    public var handled = DedupWindow()
+    /// Per-handler strike state.
+    public var handlers: [String: PersistedHandler] = [:]
+
+    /// Empty state.
+    public init() {}
+}
+
+/// What survives a restart of one handler's rules.
+public struct PersistedHandler: Codable, Sendable, Equatable {
+    /// Number of strikes inside the window at save time.
+    public var strikes: Int
+    /// VoIP launches stopped.
+    public var voipBlocked: Bool
+    /// The user stopped it.
+    public var userStopped: Bool
+
+    /// A record.
+    public init(strikes: Int, voipBlocked: Bool, userStopped: Bool) {
+        self.strikes = strikes
+        self.voipBlocked = voipBlocked
+        self.userStopped = userStopped
+    }
+}
+
+/// ``AgentStateStore`` as one JSON file, written atomically (temp + fsync + rename).
+public struct JSONFileAgentStateStore: AgentStateStore {
+    /// The file.
+    public let path: String
+
+    /// A store at `path` (its directory must exist).
+    public init(path: String) { self.path = path }
+
+    /// The stored state, or an empty one when the file does not exist.
+    public func load() throws -> AgentState {
+        guard FileManager.default.fileExists(atPath: path) else { return AgentState() }
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try JSONDecoder().decode(AgentState.self, from: data)
+    }
+
+    /// Writes the state atomically (temp file, fsync, rename, fsync of the directory).
+    public func save(_ state: AgentState) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(state)
+        try AgentSyscalls.writeAtomically(path: path, bytes: Array(data))
+    }
+}

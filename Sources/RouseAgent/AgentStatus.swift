@@ -1,0 +1,85 @@
+import Foundation
+
+/// The status document (`rouse agent status --json`).
+public struct AgentStatus: Codable, Sendable {
+    /// One handler's state.
+    public struct Handler: Codable, Sendable {
+        /// Handler name (its file stem).
+        public var name: String
+        /// Bundle id.
+        public var topic: String
+        /// Lifecycle state (`notRunning`, `launching`, `background`, `suspended`, `active`, `inactive`).
+        public var state: String
+        /// Process id while running.
+        public var pid: Int32?
+        /// Whether it is registered over IPC.
+        public var connected: Bool
+        /// Missed VoIP reports inside the strike window.
+        public var strikes: Int
+        /// VoIP launches stopped until registered again.
+        public var voipBlocked: Bool
+        /// Stopped by the user: no background launches.
+        public var userStopped: Bool
+        /// VoIP pushes waiting for a call report.
+        public var owedReports: [String]
+        /// Background pushes waiting for completion.
+        public var openBackgroundPushes: [String]
+        /// Open background tasks, by name.
+        public var tasks: [String]
+        /// Background-task budget left (nil in the foreground or not running).
+        public var budgetRemainingSeconds: Double?
+        /// Background-push tokens available.
+        public var backgroundTokens: Double
+        /// The held (throttled) background push.
+        public var heldPush: String?
+    }
+
+    /// Device channel state.
+    public var channel: String
+    /// Gateway reachability.
+    public var gatewayReachable: Bool
+    /// Enrolled device id.
+    public var deviceID: String?
+    /// `cgroup-v2`, `cgroup-v1-freezer` or `SIGSTOP`.
+    public var suspendMechanism: String
+    /// Where the handler cgroups are, or why none is used.
+    public var suspendNote: String
+    /// Handlers, by name.
+    public var handlers: [Handler]
+}
+
+extension Agent {
+    /// The status now.
+    public func status() -> AgentStatus {
+        let current = now
+        let handlers = slots.keys.sorted().map { name -> AgentStatus.Handler in
+            let slot = slots[name]!
+            let machine = slot.machine
+            return AgentStatus.Handler(
+                name: name, topic: slot.configuration.topic, state: machine.lifecycle.rawValue,
+                pid: slot.process?.pid ?? slot.connection?.peer?.pid, connected: slot.connection != nil,
+                strikes: machine.strikeCount, voipBlocked: machine.voipBlocked, userStopped: machine.userStopped,
+                owedReports: machine.owedReports.keys.sorted(),
+                openBackgroundPushes: machine.openBackground.keys.sorted(),
+                tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
+                backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
+                heldPush: machine.held?.id)
+        }
+        return AgentStatus(
+            channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,
+            suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers)
+    }
+
+    func statusJSON() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(status())).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+extension Agent {
+    /// Time from the last "reachable again" to the channel's `hello` (benchmark figure).
+    package func lastReconnectDuration() async -> Duration? {
+        await channel?.lastOpenAfterReachable
+    }
+}

@@ -1,0 +1,182 @@
+import Logging
+import RouseCurl
+
+/// The libcurl shell around ``ChannelStateMachine``: opens `GET /device/v1/channel`, reads NDJSON records,
+/// runs the single timer (backoff or heartbeat deadline) and batches acknowledgements
+/// (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
+actor DeviceChannel {
+    struct Events: Sendable {
+        var push: @Sendable (AgentPush) async -> Void
+        var state: @Sendable (ChannelStateMachine.State) async -> Void
+    }
+
+    private let api: GatewayAPI
+    private let credential: String?
+    private let logger: Logger
+    private let events: Events
+    private var machine: ChannelStateMachine
+    private var generation = 0
+    private var connection: Task<Void, Never>?
+    private var timer: Task<Void, Never>?
+    private var pendingAcks: [String] = []
+    private var ackFlush: Task<Void, Never>?
+    /// When the network came back (for the bench's network-back-to-open figure).
+    private(set) var reachableSince: ContinuousClock.Instant?
+    /// How long the last open took from reachability.
+    private(set) var lastOpenAfterReachable: Duration?
+    /// Channels opened so far.
+    private(set) var opens = 0
+
+    init(api: GatewayAPI, credential: String?, backoff: ChannelStateMachine.Backoff, logger: Logger, events: Events) {
+        self.api = api
+        self.credential = credential
+        self.logger = logger
+        self.events = events
+        self.machine = ChannelStateMachine(backoff: backoff, seed: UInt64.random(in: 1...UInt64.max))
+    }
+
+    var state: ChannelStateMachine.State { machine.state }
+    var reachable: Bool { machine.reachable }
+
+    func reachability(_ usable: Bool) async {
+        if usable && !machine.reachable { reachableSince = .now }
+        logger.info("gateway reachability", metadata: ["reachable": "\(usable)"])
+        await perform(machine.reachability(usable))
+    }
+
+    func sourceAddressChanged() async {
+        logger.info("source address changed: reconnecting")
+        await perform(machine.sourceAddressChanged())
+    }
+
+    func stop() async {
+        await perform(machine.stop())
+        await flushAcks()
+    }
+
+    /// Queues an acknowledgement.
+    func ack(_ id: String) {
+        pendingAcks.append(id)
+        if pendingAcks.count >= 32 {
+            ackFlush?.cancel()
+            ackFlush = nil
+            Task { await self.flushAcks() }
+        } else if ackFlush == nil {
+            ackFlush = Task {
+                try? await Task.sleep(for: .milliseconds(100))
+                guard !Task.isCancelled else { return }
+                await self.flushAcks()
+            }
+        }
+    }
+
+    func flushAcks() async {
+        ackFlush = nil
+        guard !pendingAcks.isEmpty else { return }
+        let ids = pendingAcks
+        pendingAcks = []
+        do {
+            try await api.ack(ids, credential: credential)
+            logger.debug("acknowledged", metadata: ["count": "\(ids.count)"])
+        } catch {
+            // Kept for the next attempt; the gateway re-sends unacknowledged pushes anyway (de-duplicated).
+            logger.warning("ack failed", metadata: ["error": "\(error)", "count": "\(ids.count)"])
+            pendingAcks = ids + pendingAcks
+        }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [ChannelStateMachine.Action]) async {
+        for action in actions {
+            switch action {
+            case .connect: connect()
+            case .close:
+                generation += 1
+                connection?.cancel()
+                connection = nil
+            case .armTimer(let delay):
+                timer?.cancel()
+                timer = Task {
+                    try? await Task.sleep(for: delay)
+                    guard !Task.isCancelled else { return }
+                    await self.timerFired()
+                }
+            case .cancelTimer:
+                timer?.cancel()
+                timer = nil
+            }
+        }
+        await events.state(machine.state)
+    }
+
+    /// The single timer fired (a cancelled timer never gets here).
+    private func timerFired() async {
+        await perform(machine.timerFired())
+    }
+
+    private func connect() {
+        generation += 1
+        let current = generation
+        connection?.cancel()
+        let api = api
+        let credential = credential
+        connection = Task {
+            do {
+                let response = try await api.curl.stream(
+                    api.request("GET", "/device/v1/channel", credential: credential, stream: true))
+                guard response.head.status == 200 else {
+                    var body: [UInt8] = []
+                    for try await chunk in response.body where body.count < 4096 { body += chunk }
+                    let fatal = response.head.status == 403 || response.head.status == 401
+                    await self.failed(
+                        generation: current, fatal: fatal,
+                        reason: "status \(response.head.status) \(String(decoding: body, as: UTF8.self))")
+                    return
+                }
+                var splitter = LineSplitter()
+                for try await chunk in response.body {
+                    for line in splitter.append(chunk) {
+                        guard let record = ChannelRecord.parse(line) else { continue }
+                        await self.record(record, generation: current)
+                    }
+                }
+                await self.failed(generation: current, fatal: false, reason: "channel ended")
+            } catch {
+                if !Task.isCancelled { await self.failed(generation: current, fatal: false, reason: "\(error)") }
+            }
+        }
+    }
+
+    private func failed(generation failedGeneration: Int, fatal: Bool, reason: String) async {
+        guard failedGeneration == generation else { return }
+        logger.warning("channel failed", metadata: ["reason": "\(reason)", "fatal": "\(fatal)"])
+        await perform(machine.failed(fatal ? .fatal : .retryable))
+    }
+
+    private func record(_ record: ChannelRecord, generation recordGeneration: Int) async {
+        guard recordGeneration == generation else { return }
+        switch record {
+        case .hello(let heartbeat):
+            opens += 1
+            if let since = reachableSince {
+                lastOpenAfterReachable = ContinuousClock.now - since
+                reachableSince = nil
+            }
+            logger.info("channel open", metadata: ["heartbeat": "\(heartbeat)"])
+            await perform(machine.opened(heartbeatSeconds: heartbeat))
+            if !pendingAcks.isEmpty { await flushAcks() }
+        case .push(let push):
+            await perform(machine.recordReceived())
+            await events.push(push)
+        case .heartbeat, .other:
+            await perform(machine.recordReceived())
+        case .replaced, .shutdown:
+            logger.info("channel closed by the gateway", metadata: ["record": "\(record)"])
+            await perform(machine.closedByGateway())
+        case .revoked:
+            logger.error("device revoked: channel stopped")
+            await perform(machine.failed(.fatal))
+        }
+    }
+}

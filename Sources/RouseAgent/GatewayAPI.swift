@@ -1,0 +1,91 @@
+import Foundation
+import RouseCurl
+
+/// How the agent reaches the gateway's device API and proves who it is.
+public struct GatewayEndpoint: Sendable {
+    /// Base URL, e.g. `https://gateway.example:2198`.
+    public var baseURL: String
+    /// CA bundle for the gateway's certificate (nil: the system store).
+    public var caFile: String?
+    /// Device certificate and key (PEM) instead of a bearer credential.
+    public var clientCertificate: (certificate: String, key: String)?
+    /// TCP keepalive idle time on the channel connection.
+    public var tcpKeepAlive: Duration = .seconds(60)
+
+    /// An endpoint.
+    public init(baseURL: String, caFile: String? = nil, clientCertificate: (certificate: String, key: String)? = nil) {
+        self.baseURL = baseURL
+        self.caFile = caFile
+        self.clientCertificate = clientCertificate
+    }
+
+    /// The host part of the URL (the reachability target).
+    public var host: String {
+        var rest = Substring(baseURL)
+        if let range = rest.range(of: "://") { rest = rest[range.upperBound...] }
+        rest = rest.prefix { $0 != "/" }
+        if rest.hasPrefix("[") { return String(rest.dropFirst().prefix { $0 != "]" }) }
+        return String(rest.prefix { $0 != ":" })
+    }
+}
+
+/// The device API requests (enroll, tokens, ack) and the channel request, over libcurl.
+struct GatewayAPI: Sendable {
+    let endpoint: GatewayEndpoint
+    let curl: CurlHTTPClient
+
+    func request(_ method: String, _ path: String, credential: String?, body: String? = nil, stream: Bool = false)
+        -> CurlRequest
+    {
+        var headers: [(name: String, value: String)] = []
+        var tls = CurlTLSOptions(caFile: endpoint.caFile)
+        if let certificate = endpoint.clientCertificate {
+            tls.clientCertificate = .pem(certificateFile: certificate.certificate, keyFile: certificate.key)
+        } else if let credential {
+            headers.append((name: "authorization", value: "Bearer \(credential)"))
+        }
+        if body != nil { headers.append((name: "content-type", value: "application/json")) }
+        return CurlRequest(
+            method: method, url: endpoint.baseURL + path, headers: headers, body: Array((body ?? "").utf8),
+            connectTimeout: .seconds(10),
+            // A channel lives until closed; libcurl needs a finite bound (one day), the state machine closes earlier.
+            timeout: stream ? .seconds(86400) : .seconds(15), tls: tls,
+            tcpKeepAlive: stream ? endpoint.tcpKeepAlive : nil)
+    }
+
+    func json(_ response: CurlResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+    }
+
+    /// Enrolls with a one-time secret (or a certificate: empty body); returns (deviceID, credential).
+    func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
+        let body = secret.map { #"{"secret":"\#($0)"}"# } ?? ""
+        let response = try await curl.send(request("POST", "/device/v1/enroll", credential: nil, body: body))
+        let object = json(response)
+        guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
+            throw AgentError.gateway("enroll: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return (device, object["credential"] as? String)
+    }
+
+    /// The token for `topic` (created or existing).
+    func token(topic: String, credential: String?) async throws -> String {
+        let response = try await curl.send(
+            request("POST", "/device/v1/tokens", credential: credential, body: #"{"topic":"\#(topic)"}"#))
+        guard response.status == 201 || response.status == 200, let token = json(response)["token"] as? String else {
+            throw AgentError.gateway(
+                "token \(topic): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return token
+    }
+
+    /// Acknowledges ids.
+    func ack(_ ids: [String], credential: String?) async throws {
+        let list = ids.map { "\"\($0)\"" }.joined(separator: ",")
+        let response = try await curl.send(
+            request("POST", "/device/v1/ack", credential: credential, body: #"{"ids":[\#(list)]}"#))
+        guard response.status == 200 else {
+            throw AgentError.gateway("ack: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+    }
+}

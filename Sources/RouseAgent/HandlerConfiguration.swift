@@ -1,0 +1,160 @@
+import Foundation
+
+/// One handler's configuration file (`/etc/rouse/handlers.d/<name>.toml`):
+///
+/// ```toml
+/// topic = "com.example.rouse"              # bundle id; VoIP pushes come on topic + ".voip"
+/// command = ["/usr/bin/rouse-example-handler", "--mode", "report"]
+/// push-types = ["voip", "background"]
+/// user = "rouse"                           # optional: run as this user (the agent must be root to switch)
+/// group = "rouse"                          # optional: and group (default: the user's primary group)
+/// [limits]                                 # optional, iOS defaults
+/// voip-deadline-seconds = 5
+/// strikes = 3
+/// strike-window-seconds = 86400
+/// stale-seconds = 60
+/// background-seconds = 30
+/// background-per-hour = 3
+/// background-burst = 3
+/// task-budget-seconds = 30
+/// task-expiry-notice-seconds = 5
+/// task-grace-seconds = 1
+/// suspend-after-seconds = 1
+/// launch-deadline-seconds = 10
+/// ```
+public struct HandlerConfiguration: Sendable, Equatable {
+    /// Name (the file's stem).
+    public var name: String
+    /// Bundle id.
+    public var topic: String
+    /// Executable path and arguments.
+    public var command: [String]
+    /// Push types it takes.
+    public var pushTypes: [String]
+    /// User it runs as (nil: the agent's); another user than the agent's needs the agent to run as root.
+    public var user: String?
+    /// Group it runs as (nil: the user's primary group, or the agent's).
+    public var group: String?
+    /// Rules.
+    public var rules: HandlerRules
+
+    /// A configuration.
+    public init(
+        name: String, topic: String, command: [String], pushTypes: [String] = ["voip", "background"],
+        user: String? = nil, group: String? = nil, rules: HandlerRules = HandlerRules()
+    ) {
+        self.name = name
+        self.topic = topic
+        self.command = command
+        self.pushTypes = pushTypes
+        self.user = user
+        self.group = group
+        self.rules = rules
+    }
+
+    /// The APNs topics it takes pushes for (and has tokens for).
+    public var topics: [String] {
+        var result: [String] = []
+        if pushTypes.contains("voip") { result.append(topic + ".voip") }
+        if pushTypes.contains(where: { $0 != "voip" }) { result.append(topic) }
+        return result
+    }
+
+    /// Parses one file.
+    public static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
+        let values = try TOMLSubset.parse(text, file: file)
+        let known: Set<String> = [
+            "topic", "command", "push-types", "user", "group", "limits.voip-deadline-seconds", "limits.strikes",
+            "limits.strike-window-seconds", "limits.stale-seconds", "limits.background-seconds",
+            "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
+            "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
+            "limits.launch-deadline-seconds",
+        ]
+        if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
+            throw .configuration("\(file): unknown key \(unknown)")
+        }
+        guard case .string(let topic)? = values["topic"], !topic.isEmpty else {
+            throw .configuration("\(file): topic (a non-empty string) is required")
+        }
+        guard case .array(let commandValues)? = values["command"], !commandValues.isEmpty else {
+            throw .configuration("\(file): command (a non-empty array of strings) is required")
+        }
+        var command: [String] = []
+        for value in commandValues {
+            guard case .string(let text) = value else { throw .configuration("\(file): command holds a non-string") }
+            command.append(text)
+        }
+        guard command[0].hasPrefix("/") else { throw .configuration("\(file): command[0] must be an absolute path") }
+        var pushTypes = ["voip", "background"]
+        if let value = values["push-types"] {
+            guard case .array(let items) = value else { throw .configuration("\(file): push-types must be an array") }
+            pushTypes = []
+            for item in items {
+                guard case .string(let text) = item, ["voip", "background", "alert"].contains(text) else {
+                    throw .configuration("\(file): push-types: each of voip, background, alert")
+                }
+                pushTypes.append(text)
+            }
+        }
+        var user: String?
+        if let value = values["user"] {
+            guard case .string(let text) = value else { throw .configuration("\(file): user must be a string") }
+            user = text
+        }
+        var group: String?
+        if let value = values["group"] {
+            guard case .string(let text) = value else { throw .configuration("\(file): group must be a string") }
+            group = text
+        }
+        if let user, AgentSyscalls.user(named: user) == nil {
+            throw .configuration("\(file): unknown user \(user)")
+        }
+        if let group, AgentSyscalls.group(named: group) == nil {
+            throw .configuration("\(file): unknown group \(group)")
+        }
+        var rules = HandlerRules()
+        func seconds(_ key: String) throws(AgentError) -> Duration? {
+            guard let value = values["limits." + key] else { return nil }
+            switch value {
+            case .integer(let n) where n >= 0: return .seconds(n)
+            case .float(let x) where x >= 0: return .milliseconds(Int64(x * 1000))
+            default: throw .configuration("\(file): limits.\(key) must be a non-negative number")
+            }
+        }
+        func number(_ key: String) throws(AgentError) -> Double? {
+            guard let value = values["limits." + key] else { return nil }
+            switch value {
+            case .integer(let n) where n >= 0: return Double(n)
+            case .float(let x) where x >= 0: return x
+            default: throw .configuration("\(file): limits.\(key) must be a non-negative number")
+            }
+        }
+        if let v = try seconds("voip-deadline-seconds") { rules.voipDeadline = v }
+        if let v = try number("strikes") { rules.strikeLimit = max(1, Int(v)) }
+        if let v = try seconds("strike-window-seconds") { rules.strikeWindow = v }
+        if let v = try seconds("stale-seconds") { rules.staleAfter = v }
+        if let v = try seconds("background-seconds") { rules.backgroundDeadline = v }
+        if let v = try number("background-per-hour") { rules.backgroundPerHour = v }
+        if let v = try number("background-burst") { rules.backgroundBurst = max(1, Int(v)) }
+        if let v = try seconds("task-budget-seconds") { rules.taskBudget = v }
+        if let v = try seconds("task-expiry-notice-seconds") { rules.taskExpiryNotice = v }
+        if let v = try seconds("task-grace-seconds") { rules.taskGrace = v }
+        if let v = try seconds("suspend-after-seconds") { rules.suspendAfter = v }
+        if let v = try seconds("launch-deadline-seconds") { rules.launchDeadline = v }
+        return HandlerConfiguration(
+            name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group, rules: rules)
+    }
+
+    /// Every `*.toml` file of `directory`, sorted by name.
+    public static func load(directory: String) throws -> [HandlerConfiguration] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".toml") }
+            .sorted()
+        var result: [HandlerConfiguration] = []
+        for file in files {
+            let path = directory + "/" + file
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            result.append(try parse(text, name: String(file.dropLast(5)), file: path))
+        }
+        return result
+    }
+}

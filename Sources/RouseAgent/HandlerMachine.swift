@@ -1,0 +1,512 @@
+/// A push as the rules see it.
+public struct AgentPush: Sendable, Equatable, Codable {
+    /// The gateway's delivery id (what is acknowledged).
+    public var id: String
+    /// APNs push type (`voip`, `background`, `alert`…).
+    public var pushType: String
+    /// APNs topic.
+    public var topic: String
+    /// Base64 payload.
+    public var payload: String
+    /// APNs id (de-duplication key across reconnects).
+    public var apnsID: String
+    /// UNIX seconds after which the gateway stops offering it (0 = now or never).
+    public var expiration: Int64
+    /// UNIX milliseconds when the gateway accepted it.
+    public var receivedAt: Int64
+
+    /// A push.
+    public init(
+        id: String, pushType: String, topic: String, payload: String, apnsID: String, expiration: Int64,
+        receivedAt: Int64
+    ) {
+        self.id = id
+        self.pushType = pushType
+        self.topic = topic
+        self.payload = payload
+        self.apnsID = apnsID
+        self.expiration = expiration
+        self.receivedAt = receivedAt
+    }
+
+    /// Whether this is a VoIP push.
+    public var isVoIP: Bool { pushType == "voip" }
+}
+
+/// Lifecycle of one handler (iOS app states).
+public enum HandlerLifecycle: String, Sendable, Codable, Equatable {
+    /// Not launched (or terminated).
+    case notRunning
+    /// Launched, not yet registered over IPC.
+    case launching
+    /// Running in the background (budget clock ticking).
+    case background
+    /// Frozen: no code runs.
+    case suspended
+    /// Foreground, receiving events.
+    case active
+    /// Foreground, not receiving events.
+    case inactive
+
+    var isForeground: Bool { self == .active || self == .inactive }
+    var isRunning: Bool { self != .notRunning }
+}
+
+/// What the I/O shell must do for a handler, in order.
+public enum HandlerAction: Sendable, Equatable {
+    /// Launch the handler process into the background (`reason`: `voipPush`, `backgroundPush`, `user`).
+    case launch(reason: String)
+    /// Hand the push over IPC; `mustReport` and the deadline in seconds (0 = none).
+    case deliver(AgentPush, mustReport: Bool, deadlineSeconds: Double)
+    /// Acknowledge the push to the gateway (the handler accepted it, or the rules consumed it).
+    case ack(pushID: String)
+    /// Kill the handler's process group (cgroup) now.
+    case kill(reason: String)
+    /// Freeze the handler.
+    case suspend
+    /// Thaw the handler.
+    case resume
+    /// Send a message to the handler.
+    case notify(AgentMessageKind)
+    /// Record a rule event (constant message, values in metadata).
+    case log(String, [String: String])
+}
+
+/// Notifications the rules send to a handler.
+public enum AgentMessageKind: Sendable, Equatable {
+    /// Background task `id` expires in `seconds`.
+    case taskExpiring(id: Int, name: String, seconds: Double)
+    /// Task token for a `beginTask`.
+    case taskBegun(id: Int, name: String)
+    /// Lifecycle changed.
+    case lifecycle(HandlerLifecycle)
+    /// Gateway reachability (coalesced while suspended).
+    case reachability(Bool)
+}
+
+/// The rules of one handler as a value-type state machine: inputs are events with the current monotonic
+/// time (`now`, from an injected clock) and, for staleness, the wall time; outputs are ``HandlerAction``s.
+/// Nothing here touches a process, a socket or a clock.
+public struct HandlerMachine: Sendable {
+    /// The limits.
+    public var rules: HandlerRules
+    /// Lifecycle state.
+    public private(set) var lifecycle: HandlerLifecycle = .notRunning
+    /// The user stopped the handler: no background launches until started again.
+    public private(set) var userStopped = false
+    /// Times of recent strikes (missed VoIP reports).
+    public private(set) var strikes: [Duration] = []
+    /// VoIP launches stopped after too many strikes (until ``reregister()``).
+    public private(set) var voipBlocked = false
+    /// Active calls reported by the handler.
+    public private(set) var activeCalls: Set<String> = []
+    /// VoIP pushes owing a report: id → deadline.
+    public private(set) var owedReports: [String: Duration] = [:]
+    /// Background pushes being processed: id → deadline.
+    public private(set) var openBackground: [String: Duration] = [:]
+    /// The newest background push held while throttled.
+    public private(set) var held: AgentPush?
+    /// Pushes waiting for the launched handler to register.
+    public private(set) var waiting: [AgentPush] = []
+    /// Open background tasks: token → name.
+    public private(set) var tasks: [Int: String] = [:]
+    /// When the handler entered the background (task budget start).
+    public private(set) var backgroundSince: Duration?
+    private var expiryNoticeSent = false
+    private var launchedAt: Duration?
+    private var idleSince: Duration?
+    private var tokens: Double
+    private var tokensAt: Duration?
+    private var nextTaskID = 1
+    private var coalescedReachability: Bool?
+
+    /// A handler that is not running.
+    public init(rules: HandlerRules) {
+        self.rules = rules
+        self.tokens = Double(rules.backgroundBurst)
+    }
+
+    /// Strikes still inside the window.
+    public var strikeCount: Int { strikes.count }
+
+    /// Background-push tokens available at `now`.
+    public func availableTokens(now: Duration) -> Double { refilled(now: now) }
+
+    /// Seconds of the background-task budget left at `now` (nil in the foreground or not running).
+    public func budgetRemaining(now: Duration) -> Double? {
+        guard let since = backgroundSince, !lifecycle.isForeground else { return nil }
+        return max(0, seconds(rules.taskBudget - (now - since)))
+    }
+
+    // MARK: Inputs
+
+    /// A push for this handler arrived. `wallNowMilliseconds` is UNIX time for staleness.
+    public mutating func push(_ push: AgentPush, now: Duration, wallNowMilliseconds: Int64) -> [HandlerAction] {
+        if push.isVoIP { return voip(push, now: now, wallNowMilliseconds: wallNowMilliseconds) }
+        return background(push, now: now)
+    }
+
+    /// The launched (or connecting) handler registered over IPC.
+    public mutating func registered(now: Duration) -> [HandlerAction] {
+        var actions: [HandlerAction] = []
+        launchedAt = nil
+        if lifecycle == .notRunning || lifecycle == .launching || lifecycle == .suspended {
+            if lifecycle == .suspended { actions.append(.resume) }
+            enterBackground(now: now)
+        }
+        let queued = waiting
+        waiting = []
+        for push in queued { actions += handOver(push, now: now) }
+        if let coalesced = coalescedReachability {
+            coalescedReachability = nil
+            actions.append(.notify(.reachability(coalesced)))
+        }
+        return actions
+    }
+
+    /// The shell launched the process (at `now`: the launch deadline starts).
+    public mutating func launched(now: Duration = .zero) {
+        if lifecycle == .notRunning { lifecycle = .launching }
+        launchedAt = now
+    }
+
+    /// The handler reported the call for `pushID` (or for no push: an outgoing or in-call report).
+    public mutating func reportCall(pushID: String?, callID: String, now: Duration) -> [HandlerAction] {
+        activeCalls.insert(callID)
+        idleSince = nil
+        guard let pushID, owedReports.removeValue(forKey: pushID) != nil else { return [] }
+        return [.ack(pushID: pushID), .log("call reported", ["push-id": pushID, "call-id": callID])]
+    }
+
+    /// The call `callID` ended.
+    public mutating func callEnded(callID: String, now: Duration) -> [HandlerAction] {
+        activeCalls.remove(callID)
+        markIdle(now: now)
+        return []
+    }
+
+    /// A background push was completed.
+    public mutating func complete(pushID: String, result: String, now: Duration) -> [HandlerAction] {
+        guard openBackground.removeValue(forKey: pushID) != nil else { return [] }
+        markIdle(now: now)
+        return [.ack(pushID: pushID), .log("background push completed", ["push-id": pushID, "result": result])]
+    }
+
+    /// `beginTask(name)`: a token, or nil (`.invalid`) when the budget is spent.
+    public mutating func beginTask(name: String, now: Duration) -> (id: Int?, actions: [HandlerAction]) {
+        if let remaining = budgetRemaining(now: now), remaining <= 0 { return (nil, []) }
+        let id = nextTaskID
+        nextTaskID += 1
+        tasks[id] = name
+        idleSince = nil
+        return (id, [.notify(.taskBegun(id: id, name: name))])
+    }
+
+    /// `endTask(id)`.
+    public mutating func endTask(id: Int, now: Duration) -> [HandlerAction] {
+        tasks.removeValue(forKey: id)
+        markIdle(now: now)
+        return []
+    }
+
+    /// The handler declared `state` (`active`, `inactive`, `background`).
+    public mutating func setState(_ state: HandlerLifecycle, now: Duration) -> [HandlerAction] {
+        switch state {
+        case .active, .inactive:
+            lifecycle = state
+            backgroundSince = nil
+            expiryNoticeSent = false
+            idleSince = nil
+            return [.notify(.lifecycle(state))]
+        case .background:
+            guard lifecycle.isForeground else { return [] }
+            enterBackground(now: now)
+            return [.notify(.lifecycle(.background))]
+        default:
+            return []
+        }
+    }
+
+    /// The gateway's reachability changed: told at once, or coalesced to one notice while suspended.
+    public mutating func reachability(_ reachable: Bool) -> [HandlerAction] {
+        switch lifecycle {
+        case .suspended, .launching: coalescedReachability = reachable
+        case .notRunning: break
+        default: return [.notify(.reachability(reachable))]
+        }
+        return []
+    }
+
+    /// The process exited (by itself or killed).
+    public mutating func exited(now: Duration) -> [HandlerAction] {
+        var actions: [HandlerAction] = []
+        // Pushes it owed an answer for are consumed: acknowledged so the gateway does not send them again.
+        for id in owedReports.keys.sorted() { actions.append(.ack(pushID: id)) }
+        for id in openBackground.keys.sorted() { actions.append(.ack(pushID: id)) }
+        owedReports = [:]
+        openBackground = [:]
+        tasks = [:]
+        activeCalls = []
+        backgroundSince = nil
+        idleSince = nil
+        expiryNoticeSent = false
+        coalescedReachability = nil
+        launchedAt = nil
+        lifecycle = .notRunning
+        if !waiting.isEmpty {
+            // Launched but died before registering: pushes go back to the gateway's care (not acked).
+            waiting = []
+        }
+        return actions
+    }
+
+    /// The user stopped the handler (force quit): held push dropped, no background launches.
+    public mutating func userStop() -> [HandlerAction] {
+        userStopped = true
+        var actions: [HandlerAction] = []
+        if let held {
+            actions.append(.ack(pushID: held.id))
+            self.held = nil
+        }
+        if lifecycle.isRunning { actions.append(.kill(reason: "user stopped")) }
+        return actions
+    }
+
+    /// The user started the handler: launched if needed, the held push delivered at once.
+    public mutating func userStart(now: Duration) -> [HandlerAction] {
+        userStopped = false
+        var actions: [HandlerAction] = []
+        if let held {
+            self.held = nil
+            actions += deliverOrLaunch(held, now: now, reason: "user")
+        } else if !lifecycle.isRunning {
+            lifecycle = .launching
+            actions.append(.launch(reason: "user"))
+        }
+        return actions
+    }
+
+    /// Registered again: strikes cleared, VoIP launches allowed.
+    public mutating func reregister() -> [HandlerAction] {
+        let had = strikes.count
+        strikes = []
+        voipBlocked = false
+        return [.log("handler registered again, strikes cleared", ["strikes": String(had)])]
+    }
+
+    /// Timers: call at ``nextDeadline(now:)`` (or any time); enforces deadlines.
+    public mutating func tick(now: Duration) -> [HandlerAction] {
+        var actions: [HandlerAction] = []
+        strikes.removeAll { now - $0 > rules.strikeWindow }
+        var killReason: String?
+        for (id, deadline) in owedReports.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            owedReports.removeValue(forKey: id)
+            strikes.append(now)
+            actions.append(.ack(pushID: id))
+            actions.append(
+                .log("no call reported for VoIP push: strike", ["push-id": id, "strikes": "\(strikes.count)"]))
+            killReason = "no call reported within the deadline"
+            if strikes.count >= rules.strikeLimit && !voipBlocked {
+                voipBlocked = true
+                actions.append(.log("VoIP launches stopped until registered again", ["strikes": "\(strikes.count)"]))
+            }
+        }
+        for (id, deadline) in openBackground.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            openBackground.removeValue(forKey: id)
+            actions.append(.ack(pushID: id))
+            actions.append(.log("background push not completed in time", ["push-id": id]))
+            killReason = killReason ?? "background push not completed in time"
+        }
+        if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
+            let end = since + rules.taskBudget
+            if !expiryNoticeSent && now >= end - rules.taskExpiryNotice {
+                expiryNoticeSent = true
+                let left = max(0, seconds(end - now))
+                for (id, name) in tasks.sorted(by: { $0.key < $1.key }) {
+                    actions.append(.notify(.taskExpiring(id: id, name: name, seconds: left)))
+                }
+            }
+            if now >= end + rules.taskGrace {
+                let names = tasks.values.sorted().joined(separator: ",")
+                actions.append(.log("background task never ended: terminating", ["tasks": names]))
+                killReason = killReason ?? "background task never ended: \(names)"
+            }
+        }
+        if lifecycle == .launching, let at = launchedAt, now - at >= rules.launchDeadline {
+            if waiting.contains(where: \.isVoIP) {
+                strikes.append(now)
+                if strikes.count >= rules.strikeLimit { voipBlocked = true }
+            }
+            actions.append(.log("handler did not register in time", ["strikes": "\(strikes.count)"]))
+            killReason = killReason ?? "did not register within the launch deadline"
+            launchedAt = nil
+        }
+        if let killReason, lifecycle.isRunning {
+            actions.append(.kill(reason: killReason))
+            return actions
+        }
+        if let held, refilled(now: now) >= 1, !userStopped {
+            consumeToken(now: now)
+            self.held = nil
+            actions += deliverOrLaunch(held, now: now, reason: "backgroundPush")
+        }
+        if lifecycle == .background, canSuspend, let idle = idleSince, now - idle >= rules.suspendAfter {
+            lifecycle = .suspended
+            actions.append(.suspend)
+        }
+        return actions
+    }
+
+    /// When ``tick(now:)`` must next run, or nil when no timer is needed.
+    public func nextDeadline(now: Duration) -> Duration? {
+        var candidates: [Duration] = Array(owedReports.values) + Array(openBackground.values)
+        if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
+            let end = since + rules.taskBudget
+            candidates.append(expiryNoticeSent ? end + rules.taskGrace : end - rules.taskExpiryNotice)
+        }
+        if held != nil, !userStopped {
+            let missing = 1 - refilled(now: now)
+            candidates.append(missing <= 0 ? now : now + .seconds(missing * 3600 / max(rules.backgroundPerHour, 1e-9)))
+        }
+        if lifecycle == .background, canSuspend, let idle = idleSince { candidates.append(idle + rules.suspendAfter) }
+        if lifecycle == .launching, let at = launchedAt { candidates.append(at + rules.launchDeadline) }
+        if let first = strikes.first { candidates.append(first + rules.strikeWindow) }
+        return candidates.min()
+    }
+
+    // MARK: Rules
+
+    private var canSuspend: Bool {
+        owedReports.isEmpty && openBackground.isEmpty && tasks.isEmpty && activeCalls.isEmpty && waiting.isEmpty
+    }
+
+    private mutating func voip(_ push: AgentPush, now: Duration, wallNowMilliseconds: Int64) -> [HandlerAction] {
+        if voipBlocked && !lifecycle.isRunning {
+            return [
+                .ack(pushID: push.id),
+                .log("VoIP push dropped: launches stopped after strikes", ["push-id": push.id]),
+            ]
+        }
+        return deliverOrLaunch(push, now: now, reason: "voipPush", wallNowMilliseconds: wallNowMilliseconds)
+    }
+
+    private mutating func background(_ push: AgentPush, now: Duration) -> [HandlerAction] {
+        if userStopped && !lifecycle.isRunning {
+            var actions: [HandlerAction] = []
+            if let old = held { actions.append(.ack(pushID: old.id)) }
+            held = push
+            actions.append(.log("background push held: handler stopped by the user", ["push-id": push.id]))
+            return actions
+        }
+        guard refilled(now: now) >= 1 else {
+            var actions: [HandlerAction] = []
+            if let old = held {
+                actions.append(.ack(pushID: old.id))
+                actions.append(.log("held background push replaced by a newer one", ["push-id": old.id]))
+            }
+            held = push
+            actions.append(.log("background push throttled: held", ["push-id": push.id]))
+            return actions
+        }
+        consumeToken(now: now)
+        return deliverOrLaunch(push, now: now, reason: "backgroundPush")
+    }
+
+    private var pendingWall: [String: Int64] = [:]
+
+    private mutating func deliverOrLaunch(
+        _ push: AgentPush, now: Duration, reason: String, wallNowMilliseconds: Int64? = nil
+    ) -> [HandlerAction] {
+        if let wall = wallNowMilliseconds { pendingWall[push.id] = wall }
+        switch lifecycle {
+        case .notRunning:
+            lifecycle = .launching
+            waiting.append(push)
+            return [.launch(reason: reason)]
+        case .launching:
+            waiting.append(push)
+            return []
+        case .suspended:
+            enterBackground(now: now)
+            return [.resume, .notify(.lifecycle(.background))] + handOver(push, now: now) + flushCoalesced()
+        default:
+            return handOver(push, now: now)
+        }
+    }
+
+    private mutating func flushCoalesced() -> [HandlerAction] {
+        guard let value = coalescedReachability else { return [] }
+        coalescedReachability = nil
+        return [.notify(.reachability(value))]
+    }
+
+    private mutating func handOver(_ push: AgentPush, now: Duration) -> [HandlerAction] {
+        idleSince = nil
+        if push.isVoIP {
+            let wall = pendingWall.removeValue(forKey: push.id) ?? push.receivedAt
+            let expired = push.expiration != 0 && push.expiration * 1000 < wall
+            let stale = expired || Double(wall - push.receivedAt) / 1000 >= seconds(rules.staleAfter)
+            let mustReport = !(lifecycle.isForeground || !activeCalls.isEmpty || stale)
+            if mustReport {
+                owedReports[push.id] = now + rules.voipDeadline
+                return [.deliver(push, mustReport: true, deadlineSeconds: seconds(rules.voipDeadline))]
+            }
+            var why = "foreground"
+            if !activeCalls.isEmpty { why = "in a call" }
+            if stale { why = "stale" }
+            markIdle(now: now)
+            return [
+                .deliver(push, mustReport: false, deadlineSeconds: 0), .ack(pushID: push.id),
+                .log("VoIP push needs no report", ["push-id": push.id, "why": why]),
+            ]
+        }
+        if push.pushType == "background" {
+            openBackground[push.id] = now + rules.backgroundDeadline
+            return [.deliver(push, mustReport: false, deadlineSeconds: seconds(rules.backgroundDeadline))]
+        }
+        // Other types (alert…): handed over, acknowledged on hand-over.
+        markIdle(now: now)
+        return [.deliver(push, mustReport: false, deadlineSeconds: 0), .ack(pushID: push.id)]
+    }
+
+    private mutating func enterBackground(now: Duration) {
+        lifecycle = .background
+        backgroundSince = now
+        expiryNoticeSent = false
+        idleSince = now
+    }
+
+    private mutating func markIdle(now: Duration) {
+        if canSuspend { idleSince = now }
+    }
+
+    private func refilled(now: Duration) -> Double {
+        guard let at = tokensAt else { return tokens }
+        let gained = seconds(now - at) * rules.backgroundPerHour / 3600
+        return min(Double(rules.backgroundBurst), tokens + gained)
+    }
+
+    private mutating func consumeToken(now: Duration) {
+        tokens = refilled(now: now) - 1
+        tokensAt = now
+    }
+
+    private func seconds(_ duration: Duration) -> Double {
+        let (s, attoseconds) = duration.components
+        return Double(s) + Double(attoseconds) / 1e18
+    }
+}
+
+extension HandlerMachine {
+    /// Restores what was persisted: strikes restart their window at `now`.
+    public mutating func restore(_ persisted: PersistedHandler, now: Duration) {
+        strikes = Array(repeating: now, count: persisted.strikes)
+        voipBlocked = persisted.voipBlocked
+        userStopped = persisted.userStopped
+    }
+
+    /// What to persist.
+    public var persisted: PersistedHandler {
+        PersistedHandler(strikes: strikes.count, voipBlocked: voipBlocked, userStopped: userStopped)
+    }
+}

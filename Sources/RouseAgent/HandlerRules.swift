@@ -1,0 +1,35 @@
+/// The limits a handler is held to, with iOS's defaults (configurable per handler in its TOML file).
+public struct HandlerRules: Sendable, Equatable, Codable {
+    /// From delivery of a VoIP push that must be reported to the call report (callservicesd: ~5–7 s).
+    public var voipDeadline: Duration = .seconds(5)
+    /// Strikes within ``strikeWindow`` that stop VoIP launches until the handler is registered again.
+    public var strikeLimit: Int = 3
+    /// Window in which strikes count.
+    public var strikeWindow: Duration = .seconds(24 * 3600)
+    /// A VoIP push older than this (from the gateway's receipt) is stale: no report owed.
+    public var staleAfter: Duration = .seconds(60)
+    /// Wall-clock budget of a background push until `complete`.
+    public var backgroundDeadline: Duration = .seconds(30)
+    /// Background pushes per hour (token bucket refill).
+    public var backgroundPerHour: Double = 3
+    /// Token bucket size (burst).
+    public var backgroundBurst: Int = 3
+    /// Background-task budget per handler, from entering the background.
+    public var taskBudget: Duration = .seconds(30)
+    /// The expiration notice comes this long before the budget ends.
+    public var taskExpiryNotice: Duration = .seconds(5)
+    /// Grace after the budget ended before a handler with open tasks is terminated.
+    public var taskGrace: Duration = .seconds(1)
+    /// A launched handler must register over IPC within this time, else it is killed (a strike when a VoIP
+    /// push was waiting for it: iOS counts apps that crash on launch).
+    public var launchDeadline: Duration = .seconds(10)
+    /// Idle time in the background (nothing open) before the handler is suspended.
+    public var suspendAfter: Duration = .seconds(1)
+
+    /// The defaults.
+    public init() {}
+
+    enum CodingKeys: CodingKey {}
+    public init(from decoder: any Decoder) throws { self.init() }
+    public func encode(to encoder: any Encoder) throws {}
+}

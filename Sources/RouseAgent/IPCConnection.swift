@@ -1,0 +1,96 @@
+import Foundation
+import RouseAgentClient
+import Synchronization
+
+/// One IPC connection: the socket (owned; closed when the reader ends), who is on the other side, a
+/// reader thread that decodes frames into ``inbound``, and serialised writes.
+final class IPCConnection: Sendable {
+    /// What the reader produces.
+    enum Inbound: Sendable {
+        case message(AgentMessage)
+        case malformed(FrameError)
+        case closed
+    }
+
+    /// Peer credentials at connect time.
+    struct Peer: Sendable {
+        var pid: Int32
+        var uid: UInt32
+        var gid: UInt32
+        /// The peer's pidfd (owned here), -1 if none.
+        var pidfd: Int32
+        /// From `SO_PEERPIDFD` (race-free) rather than `pidfd_open(pid)`.
+        var kernelPidfd: Bool
+    }
+
+    let id: Int
+    let fd: Int32
+    let peer: Peer?
+    /// The handler whose launch created this connection (socketpair), nil for socket-path connections.
+    let launchedFor: String?
+    let inbound: AsyncStream<Inbound>
+    private let continuation: AsyncStream<Inbound>.Continuation
+    private let writeLock = Mutex(false)  // true once closed
+
+    init(id: Int, fd: Int32, peer: Peer?, launchedFor: String?) {
+        self.id = id
+        self.fd = fd
+        self.peer = peer
+        self.launchedFor = launchedFor
+        (inbound, continuation) = AsyncStream.makeStream(of: Inbound.self)
+    }
+
+    /// Starts the reader thread.
+    func start() {
+        let thread = Thread { [self] in
+            var decoder = FrameDecoder()
+            while true {
+                guard let bytes = try? AgentSyscalls.read(self.fd), !bytes.isEmpty else { break }
+                decoder.append(bytes)
+                do {
+                    while let message = try decoder.next() { self.continuation.yield(.message(message)) }
+                } catch {
+                    let frameError = error as? FrameError ?? .badJSON("\(error)")
+                    // Answered here, before the reader closes the socket.
+                    self.sendError(frameError.code, frameError.detail)
+                    self.continuation.yield(.malformed(frameError))
+                    break
+                }
+            }
+            // The reader owns the descriptor's end of life: nothing can read a reused fd number.
+            self.writeLock.withLock { closed in
+                closed = true
+                AgentSyscalls.close(self.fd)
+                if let pidfd = self.peer?.pidfd, pidfd >= 0 { AgentSyscalls.close(pidfd) }
+            }
+            self.continuation.yield(.closed)
+            self.continuation.finish()
+        }
+        thread.name = "rouse-agent-ipc-\(id)"
+        thread.start()
+    }
+
+    /// Sends a message; false if the connection is closed or the write failed.
+    @discardableResult
+    func send(_ message: AgentMessage) -> Bool {
+        writeLock.withLock { closed in
+            guard !closed else { return false }
+            return (try? AgentSyscalls.write(fd, FrameCodec.encode(message))) != nil
+        }
+    }
+
+    /// Sends an error frame.
+    func sendError(_ code: String, _ detail: String) {
+        var message = AgentMessage(type: .error)
+        message.error = code
+        message.detail = detail
+        send(message)
+    }
+
+    /// Shuts the socket down; the reader then ends and closes it. Idempotent.
+    func close() {
+        writeLock.withLock { closed in
+            if !closed { AgentSyscalls.shutdown(fd) }
+        }
+    }
+}

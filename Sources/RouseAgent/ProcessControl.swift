@@ -1,0 +1,172 @@
+import Glibc
+
+/// How handlers are grouped and frozen: a cgroup v2 child of the agent's own cgroup when writable (freeze
+/// with `cgroup.freeze`, kill with `cgroup.kill`), else the v1 freezer hierarchy (`freezer.state`), else
+/// `SIGSTOP`/`SIGCONT` to the handler's process group. The mechanism in use is logged and shown in status.
+public enum SuspendMechanism: String, Sendable, Codable {
+    /// cgroup v2 freezer.
+    case cgroupV2 = "cgroup-v2"
+    /// cgroup v1 freezer.
+    case cgroupV1 = "cgroup-v1-freezer"
+    /// Signals to the process group.
+    case sigstop = "SIGSTOP"
+}
+
+/// Picks the mechanism and owns the agent's handler cgroup directories.
+struct ProcessControl: Sendable {
+    let mechanism: SuspendMechanism
+    /// Directory under which each handler gets a child (v2 or v1 freezer), nil for SIGSTOP.
+    let base: String?
+    /// Why a cgroup mechanism is not in use (for status).
+    let note: String
+
+    /// Detects: `forced` (tests) or the best available.
+    static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
+        // One directory per agent instance (several may share a process, as in the tests).
+        let tag = "rouse-agent-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
+            let parent = mount + (own == "/" ? "" : own)
+            removeStale(in: parent)
+            let base = parent + "/" + tag
+            if (try? AgentSyscalls.makeDirectory(base)) != nil, AgentSyscalls.writable(base + "/cgroup.procs") {
+                return ProcessControl(mechanism: .cgroupV2, base: base, note: "cgroup v2 at \(base)")
+            }
+        }
+        if forced == nil || forced == .cgroupV1 {
+            let v1 = "/sys/fs/cgroup/freezer"
+            if AgentSyscalls.writable(v1) {
+                let base = v1 + "/" + tag
+                if (try? AgentSyscalls.makeDirectory(base)) != nil {
+                    return ProcessControl(mechanism: .cgroupV1, base: base, note: "cgroup v2 not writable; v1 freezer")
+                }
+            }
+        }
+        return ProcessControl(mechanism: .sigstop, base: nil, note: "no writable cgroup: SIGSTOP/SIGCONT fallback")
+    }
+
+    /// Cleans up after agents that died without cleaning up (SIGKILL): their handlers lost their IPC connection
+    /// and may sit frozen forever, so they are killed (`cgroup.kill`) and the cgroups removed (a cgroup whose
+    /// processes are still dying stays until the next start).
+    static func removeStale(in parent: String) {
+        for entry in AgentSyscalls.directoryEntries(parent) where entry.hasPrefix("rouse-agent-") {
+            let pidText = entry.dropFirst("rouse-agent-".count).prefix { $0 != "-" }
+            guard let pid = Int32(pidText), !AgentSyscalls.processExists(pid) else { continue }
+            let directory = parent + "/" + entry
+            for child in AgentSyscalls.directoryEntries(directory) where !child.contains(".") {
+                let cgroup = directory + "/" + child
+                if AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                    _ = try? AgentSyscalls.writeFile(cgroup + "/cgroup.kill", "1")
+                    for _ in 0..<50
+                    where AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                        AgentSyscalls.pause(milliseconds: 2)
+                    }
+                }
+                AgentSyscalls.removeDirectory(cgroup)
+            }
+            AgentSyscalls.removeDirectory(directory)
+        }
+    }
+
+    /// The cgroup2 mount point and the agent's own cgroup path.
+    static func cgroupV2Location() -> (String, String)? {
+        guard let mounts = AgentSyscalls.readFile("/proc/self/mountinfo"),
+            let own = AgentSyscalls.readFile("/proc/self/cgroup")
+        else { return nil }
+        var mountPoint: String?
+        for line in mounts.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard let dash = parts.firstIndex(of: "-"), dash + 1 < parts.count, parts[dash + 1] == "cgroup2",
+                parts.count > 4
+            else { continue }
+            mountPoint = String(parts[4])
+            break
+        }
+        guard let mountPoint,
+            let line = own.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
+        else { return nil }
+        return (mountPoint, String(line.dropFirst(3)))
+    }
+
+    /// Creates the handler's cgroup (if any) and moves `pid` into it; returns the directory.
+    func place(pid: Int32, handler: String) -> String? {
+        guard let base else { return nil }
+        let directory = base + "/" + handler
+        do {
+            try AgentSyscalls.makeDirectory(directory)
+            try AgentSyscalls.writeFile(directory + "/cgroup.procs", "\(pid)\n")
+            return directory
+        } catch {
+            return nil
+        }
+    }
+
+    /// Freezes; returns false when it failed.
+    func freeze(cgroup: String?, pgid: Int32) -> Bool {
+        switch (mechanism, cgroup) {
+        case (.cgroupV2, let directory?):
+            return (try? AgentSyscalls.writeFile(directory + "/cgroup.freeze", "1")) != nil
+        case (.cgroupV1, let directory?):
+            return (try? AgentSyscalls.writeFile(directory + "/freezer.state", "FROZEN")) != nil
+        default:
+            AgentSyscalls.signalGroup(pgid, SIGSTOP)
+            return true
+        }
+    }
+
+    /// Thaws.
+    func thaw(cgroup: String?, pgid: Int32) {
+        switch (mechanism, cgroup) {
+        case (.cgroupV2, let directory?): _ = try? AgentSyscalls.writeFile(directory + "/cgroup.freeze", "0")
+        case (.cgroupV1, let directory?): _ = try? AgentSyscalls.writeFile(directory + "/freezer.state", "THAWED")
+        default: AgentSyscalls.signalGroup(pgid, SIGCONT)
+        }
+    }
+
+    /// Whether the cgroup reports frozen (v2 `cgroup.events`, v1 `freezer.state`); nil with signals.
+    func isFrozen(cgroup: String?) -> Bool? {
+        guard let cgroup else { return nil }
+        switch mechanism {
+        case .cgroupV2: return AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("frozen 1")
+        case .cgroupV1: return AgentSyscalls.readFile(cgroup + "/freezer.state")?.hasPrefix("FROZEN")
+        case .sigstop: return nil
+        }
+    }
+
+    /// Kills everything of the handler: `cgroup.kill` (v2), else SIGKILL to the group and the leader's pidfd.
+    /// Frozen processes die on SIGKILL.
+    func kill(cgroup: String?, pgid: Int32, pidfd: Int32) {
+        if mechanism == .cgroupV2, let cgroup, (try? AgentSyscalls.writeFile(cgroup + "/cgroup.kill", "1")) != nil {
+            return
+        }
+        AgentSyscalls.signal(pidfd: pidfd, SIGKILL)
+        AgentSyscalls.signalGroup(pgid, SIGKILL)
+        if mechanism == .cgroupV1, let cgroup { thaw(cgroup: cgroup, pgid: pgid) }
+        if mechanism == .sigstop { AgentSyscalls.signalGroup(pgid, SIGCONT) }
+    }
+
+    /// Removes a handler's (empty) cgroup.
+    func remove(cgroup: String?) {
+        if let cgroup { AgentSyscalls.removeDirectory(cgroup) }
+    }
+
+    /// Removes the agent's base directory (at shutdown).
+    func removeBase() {
+        if let base { AgentSyscalls.removeDirectory(base) }
+    }
+}
+
+/// A launched handler process: its pid, process group, pidfd (owned here, closed by ``close()``) and cgroup.
+final class HandlerProcess: Sendable {
+    let pid: Int32
+    let pidfd: Int32
+    let cgroup: String?
+
+    init(pid: Int32, pidfd: Int32, cgroup: String?) {
+        self.pid = pid
+        self.pidfd = pidfd
+        self.cgroup = cgroup
+    }
+
+    /// Closes the pidfd once the process was reaped.
+    func close() { AgentSyscalls.close(pidfd) }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Logging
+
+/// (As rouse-gateway's.) One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    init(label: String) {
+        self.label = label
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = metadata
+        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        var line = "{\"time\":\(Date().timeIntervalSince1970),\"level\":\"\(event.level)\""
+        line += ",\"label\":\(quoted(label)),\"message\":\(quoted(event.message.description))"
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
+            line += ",\(quoted(key)):\(quoted(value.description))"
+        }
+        line += "}\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    /// `text` as a JSON string literal.
+    private func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

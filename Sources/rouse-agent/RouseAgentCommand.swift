@@ -1,0 +1,108 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import RouseAgent
+import ServiceLifecycle
+
+/// `rouse-agent`: the device-side service (see docs/agent.md).
+@main
+struct RouseAgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.")
+
+    @Option(help: "Gateway device API base URL, e.g. https://127.0.0.1:2198.") var gateway: String
+    @Option(help: "CA bundle for the gateway's certificate.") var ca: String?
+    @Option(help: "One-time enrollment secret (used once).") var enrollSecret: String?
+    @Option(help: "File holding the one-time enrollment secret.") var enrollSecretFile: String?
+    @Option(help: "Device certificate (PEM) instead of a secret.") var deviceCert: String?
+    @Option(help: "Device certificate key (PEM).") var deviceKey: String?
+    @Option(help: "Handler configuration directory.") var handlers = "/etc/rouse/handlers.d"
+    @Option(help: "State directory (credential, tokens, de-duplication window, strikes).") var stateDir =
+        "/var/lib/rouse-agent"
+    @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
+    @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
+    @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
+    @Option(help: "Log level.") var logLevel = "info"
+    @Flag(help: "Log one JSON object per line.") var json = false
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = self.json
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "rouse.agent")
+        var endpoint = GatewayEndpoint(baseURL: gateway, caFile: ca)
+        if let deviceCert, let deviceKey { endpoint.clientCertificate = (deviceCert, deviceKey) }
+        var secret = enrollSecret
+        if let enrollSecretFile {
+            secret = try String(contentsOfFile: enrollSecretFile, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: handlers, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("handler directory \(handlers) does not exist")
+        }
+        let handlerConfigurations = try HandlerConfiguration.load(directory: handlers)
+        try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        let socketDirectory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        var configuration = AgentConfiguration(
+            endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
+        configuration.reachabilityTarget = reachabilityTarget
+        configuration.assumeReachable = assumeReachable
+        let agent = try Agent(
+            configuration: configuration, store: JSONFileAgentStateStore(path: stateDir + "/state.json"),
+            logger: logger)
+        let runner = AgentRunner(agent: agent, handlersDirectory: handlers, socket: socket, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+/// Starts the agent, tells systemd (`READY=1`, `WATCHDOG=1` every half `WATCHDOG_USEC`, `STOPPING=1`), reloads
+/// handlers on SIGHUP, stops on graceful shutdown.
+struct AgentRunner: Service {
+    let agent: Agent
+    let handlersDirectory: String
+    let socket: String
+    let logger: Logger
+
+    func run() async throws {
+        try await agent.start()
+        SystemdNotifier.notify("READY=1")
+        FileHandle.standardOutput.write(Data("rouse-agent ready socket=\(socket)\n".utf8))
+        signal(SIGHUP, SIG_IGN)
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hangup.setEventHandler { [agent, handlersDirectory, logger] in
+            Task {
+                do {
+                    let handlers = try HandlerConfiguration.load(directory: handlersDirectory)
+                    await agent.reload(handlers: handlers)
+                } catch {
+                    logger.error("reload failed; old handlers kept", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        hangup.resume()
+        let watchdog = Task {
+            guard let text = ProcessInfo.processInfo.environment["WATCHDOG_USEC"], let usec = Int64(text), usec > 0
+            else { return }
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .microseconds(usec / 2))
+                SystemdNotifier.notify("WATCHDOG=1")
+            }
+        }
+        try? await gracefulShutdown()
+        SystemdNotifier.notify("STOPPING=1")
+        watchdog.cancel()
+        hangup.cancel()
+        await agent.shutdown()
+    }
+}

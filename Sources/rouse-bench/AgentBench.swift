@@ -1,0 +1,269 @@
+import Foundation
+import Logging
+import RouseAPNs
+import RouseAgent
+import RouseAgentClient
+import RouseGateway
+import RouseHTTP2
+
+/// `rouse-bench agent`: push → handler latency (provider request → the example handler has the payload) for a
+/// running and for a launched handler (p50/p99); network-back → channel-open time; the agent's idle wakeups per
+/// minute (voluntary context switches of all its threads, `/proc/PID/task/*/status`) and RSS with 10 registered
+/// handlers.
+enum AgentBench {
+    struct Options {
+        var samples = 200
+        var launchSamples = 20
+        var reconnects = 20
+        var idleSeconds = 30
+        var json = false
+    }
+
+    static let usage = """
+        usage: rouse-bench agent [--samples N] [--launch-samples N] [--reconnects N] [--idle-seconds N] [--json]
+        """
+
+    static func run(arguments: [String]) async throws {
+        var options = Options()
+        var index = 0
+        while index < arguments.count {
+            let name = arguments[index]
+            func value() throws -> Int {
+                guard index + 1 < arguments.count, let number = Int(arguments[index + 1]) else {
+                    throw GatewayBench.BenchError(description: "\(name) needs a number\n\(usage)")
+                }
+                index += 1
+                return number
+            }
+            switch name {
+            case "--samples": options.samples = try value()
+            case "--launch-samples": options.launchSamples = try value()
+            case "--reconnects": options.reconnects = try value()
+            case "--idle-seconds": options.idleSeconds = try value()
+            case "--json": options.json = true
+            default: throw GatewayBench.BenchError(description: usage)
+            }
+            index += 1
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-bench-\(UUID())")
+            .path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let certs = try GatewayBench.certsDirectory()
+        let database = directory + "/bench.sqlite"
+        let store = try SQLiteGatewayStore(path: database)
+        let now = Gateway.systemMilliseconds()
+        let secrets = try (0..<2).map { _ in
+            try Gateway.makeEnrollmentSecret(store: store, now: now, validity: .seconds(3600))
+        }
+        let gateway = try await ChildGateway.start(
+            executable: try GatewayBench.sibling("rouse-gateway"), directory: directory, database: database,
+            certs: certs)
+        defer { gateway.stop() }
+
+        var results: [(String, String)] = []
+        func report(_ name: String, _ value: String) {
+            results.append((name, value))
+            if !options.json { print("\(name): \(value)") }
+        }
+        report("machine", GatewayBench.machine())
+
+        // Ten handlers: h0 stays running (never suspended), h1 is launched for each push, h2…h9 idle.
+        let example = try GatewayBench.sibling("rouse-example-handler")
+        for n in 0..<10 {
+            let log = "\(directory)/h\(n).log"
+            let limits = n == 0 ? "[limits]\nsuspend-after-seconds = 3600\n" : ""
+            let file = """
+                topic = "com.example.h\(n)"
+                command = ["\(example)", "--mode", "report", "--log", "\(log)"]
+                push-types = ["voip"]
+                \(limits)
+                """
+            try Data(file.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/h\(n).toml"))
+        }
+        let socket = directory + "/agent.sock"
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: try GatewayBench.sibling("rouse-agent"))
+        agent.arguments = [
+            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--enroll-secret",
+            secrets[0], "--handlers", directory + "/handlers", "--state-dir", directory + "/state", "--socket", socket,
+            "--assume-reachable", "--log-level", "error",
+        ]
+        agent.standardOutput = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            agent.terminate()
+            agent.waitUntilExit()
+        }
+        func status() async throws -> AgentStatus? {
+            guard let client = try? AgentClient(socketPath: socket) else { return nil }
+            defer { client.close() }
+            try client.send(AgentMessage(type: .status))
+            for await reply in client.messages {
+                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
+            }
+            return nil
+        }
+        func until(_ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws
+        {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            throw GatewayBench.BenchError(description: "timed out: \(what)")
+        }
+        func admin(_ handler: String, _ state: String) async throws {
+            let client = try AgentClient(socketPath: socket)
+            defer { client.close() }
+            var message = AgentMessage(type: .userControl)
+            message.handler = handler
+            message.state = state
+            try client.send(message)
+            for await _ in client.messages { break }
+        }
+        try await until("agent channel open") { try await status()?.channel == "open" }
+        func tokens() throws -> [String: String] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/state/state.json"))
+            return try JSONDecoder().decode(AgentState.self, from: data).tokens
+        }
+        try await until("tokens") { (try? tokens().count) == 10 }
+        let tokenTable = try tokens()
+        for n in 0..<10 { try await admin("h\(n)", "started") }
+        try await until("10 handlers registered") {
+            try await status()?.handlers.filter { $0.connected }.count == 10
+        }
+
+        let loop = try EventLoop(name: "agent-bench")
+        loop.start()
+        let provider = try await GatewayBench.connect(port: gateway.providerPort, loop: loop)
+        defer { provider.close() }
+        let jwt = try ProviderToken(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", issuedAt: now / 1000)
+            .signed(
+                with: ProviderToken.privateKey(pem: String(contentsOfFile: certs + "/apns-key.p8", encoding: .utf8)))
+        func push(_ n: Int) async throws {
+            let topic = "com.example.h\(n).voip"
+            let sentAt = Date().timeIntervalSince1970 * 1000
+            let request = HTTP2ClientRequest(
+                path: "/3/device/\(tokenTable[topic] ?? "")", authority: "localhost",
+                headers: [
+                    HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true), HTTP2Header("apns-topic", topic),
+                    HTTP2Header("apns-push-type", "voip"),
+                ], body: Array(String(format: #"{"sentAt":%.3f}"#, sentAt).utf8))
+            guard case .response(200, _, _) = await provider.send(request) else {
+                throw GatewayBench.BenchError(description: "push refused")
+            }
+        }
+        func latencies(_ n: Int) -> [Double] {
+            ((try? String(contentsOfFile: "\(directory)/h\(n).log", encoding: .utf8)) ?? "").split(separator: "\n")
+                .compactMap { line in
+                    line.split(separator: " ").first { $0.hasPrefix("latencyMs=") }.flatMap { Double($0.dropFirst(10)) }
+                }
+        }
+        for sample in 1...options.samples {
+            try await push(0)
+            try await until("running sample \(sample)") { latencies(0).count >= sample }
+        }
+        let running = latencies(0)
+        report(
+            "push → running handler (ms)",
+            String(
+                format: "p50 %.2f, p99 %.2f (n=%d)", GatewayBench.percentile(running, 0.5),
+                GatewayBench.percentile(running, 0.99), running.count))
+        for sample in 1...options.launchSamples {
+            try await admin("h1", "stopped")
+            try await until("h1 stopped") {
+                try await status()?.handlers.first { $0.name == "h1" }?.state == "notRunning"
+            }
+            try await push(1)
+            try await until("launch sample \(sample)") { latencies(1).count >= sample }
+        }
+        let launched = latencies(1)
+        report(
+            "push → launched handler (ms)",
+            String(
+                format: "p50 %.2f, p99 %.2f (n=%d)", GatewayBench.percentile(launched, 0.5),
+                GatewayBench.percentile(launched, 0.99), launched.count))
+
+        // Idle: 10 handlers registered (h0 running, the rest suspended), no traffic.
+        try await Task.sleep(for: .seconds(2))
+        let pid = agent.processIdentifier
+        let before = contextSwitches(pid: pid)
+        try await Task.sleep(for: .seconds(options.idleSeconds))
+        let after = contextSwitches(pid: pid)
+        report(
+            "agent idle wakeups",
+            String(
+                format: "%.1f per minute (voluntary context switches of all threads over %d s)",
+                Double(wakeups(from: before, to: after)) * 60 / Double(options.idleSeconds), options.idleSeconds))
+        report("agent RSS, 10 registered handlers", "\(Bench.memoryKiB(pid: pid, field: "VmRSS")) KiB")
+
+        // Network back → channel open, in process (the agent's reaction: close, reconnect, TLS, hello).
+        var logger = Logger(label: "rouse.agent.bench")
+        logger.logLevel = .critical
+        var configuration = AgentConfiguration(
+            endpoint: GatewayEndpoint(baseURL: "https://127.0.0.1:\(gateway.devicePort)", caFile: certs + "/ca.pem"),
+            enrollmentSecret: secrets[1], socketPath: directory + "/inprocess.sock", handlers: [])
+        configuration.assumeReachable = true
+        let inProcess = try Agent(
+            configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/inprocess.json"),
+            logger: logger)
+        try await inProcess.start()
+        try await until("in-process channel open") { await inProcess.status().channel == "open" }
+        var reconnects: [Double] = []
+        for _ in 0..<options.reconnects {
+            await inProcess.reachabilityChanged(false)
+            await inProcess.reachabilityChanged(true)
+            try await until("reopened") { await inProcess.status().channel == "open" }
+            if let duration = await inProcess.lastReconnectDuration() {
+                reconnects.append(
+                    Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000)
+            }
+        }
+        await inProcess.shutdown()
+        report(
+            "network back → channel open (ms)",
+            String(
+                format: "p50 %.2f, p99 %.2f (n=%d; the agent's reaction, netlink detection not included)",
+                GatewayBench.percentile(reconnects, 0.5), GatewayBench.percentile(reconnects, 0.99), reconnects.count))
+        do {
+            let linkUp = try await AgentNetworkBench.linkUpToOpen(
+                iterations: options.reconnects, directory: directory, certs: certs,
+                database: directory + "/netns.sqlite")
+            report(
+                "link up → channel open, agent in a network namespace (ms)",
+                String(
+                    format: "p50 %.1f, p99 %.1f (n=%d; netlink event, reachability, TLS, hello; polled every 1 ms)",
+                    GatewayBench.percentile(linkUp, 0.5), GatewayBench.percentile(linkUp, 0.99), linkUp.count))
+        } catch {
+            report("link up → channel open, agent in a network namespace", "not measured: \(error)")
+        }
+        if options.json {
+            for (name, value) in results {
+                print("{\"name\":\"\(name)\",\"value\":\"\(value.replacingOccurrences(of: "\"", with: "'"))\"}")
+            }
+        }
+    }
+
+    /// Voluntary context switches of each thread of `pid`, by thread id.
+    static func contextSwitches(pid: Int32) -> [String: Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var result: [String: Int] = [:]
+        for task in tasks {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
+                continue
+            }
+            // Voluntary switches: each is a sleep, so a wakeup follows; involuntary ones are preemptions.
+            for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches") {
+                result[task, default: 0] +=
+                    Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+            }
+        }
+        return result
+    }
+
+    /// Wakeups between two samples: per-thread deltas, new threads counted in full, gone threads ignored.
+    static func wakeups(from before: [String: Int], to after: [String: Int]) -> Int {
+        after.reduce(0) { total, entry in total + entry.value - (before[entry.key] ?? 0) }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import RouseAgent
+import RouseAgentClient
+import RouseGateway
+
+/// The agent behind a veth pair in a network namespace (root only): link up → channel open, as the agent sees
+/// it end to end (netlink event, reachability, new TLS connection, channel `hello`), polled over its IPC.
+enum AgentNetworkBench {
+    static func ip(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw GatewayBench.BenchError(description: "ip \(arguments.joined(separator: " ")) failed")
+        }
+    }
+
+    static func tool(_ path: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw GatewayBench.BenchError(description: "\(path) \(arguments.first ?? "") failed")
+        }
+    }
+
+    /// Milliseconds from "link up" to "channel open", `iterations` times.
+    static func linkUpToOpen(iterations: Int, directory: String, certs: String, database: String) async throws
+        -> [Double]
+    {
+        guard getuid() == 0 else { throw GatewayBench.BenchError(description: "needs root (network namespaces)") }
+        let store = try SQLiteGatewayStore(path: database)
+        let secret = try Gateway.makeEnrollmentSecret(
+            store: store, now: Gateway.systemMilliseconds(), validity: .seconds(3600))
+        let namespace = "rb-\(getpid())"
+        let outside = "rbo\(getpid() % 100_000)"
+        let inside = "rbi\(getpid() % 100_000)"
+        let gatewayAddress = "10.202.1.1"
+        try ip(["netns", "add", namespace])
+        defer {
+            try? ip(["link", "del", outside])
+            try? ip(["netns", "del", namespace])
+        }
+        try ip(["link", "add", outside, "type", "veth", "peer", "name", inside, "netns", namespace])
+        try ip(["addr", "add", "\(gatewayAddress)/24", "dev", outside])
+        try ip(["link", "set", outside, "up"])
+        try ip(["-n", namespace, "link", "set", "lo", "up"])
+        try ip(["-n", namespace, "addr", "add", "10.202.1.2/24", "dev", inside])
+        try ip(["-n", namespace, "link", "set", inside, "up"])
+        // A server certificate for the veth address, from the test CA.
+        try Data("subjectAltName=IP:\(gatewayAddress)\n".utf8).write(to: URL(fileURLWithPath: directory + "/gw.ext"))
+        try tool(
+            "/usr/bin/openssl",
+            ["req", "-new", "-key", certs + "/server.key", "-subj", "/CN=bench", "-out", directory + "/gw.csr"])
+        try tool(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", directory + "/gw.csr", "-CA", certs + "/ca.pem", "-CAkey", certs + "/ca.key",
+                "-set_serial", "7", "-days", "1", "-extfile", directory + "/gw.ext", "-out", directory + "/gw.pem",
+            ])
+        let config = """
+            {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
+             "device": {"listen": "\(gatewayAddress):0", "certificate": "\(directory)/gw.pem", "privateKey": "\(certs)/server.key"},
+             "database": "\(database)",
+             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem"}],
+             "limits": {"heartbeatSeconds": 0}}
+            """
+        try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/netns-gateway.json"))
+        let gateway = Process()
+        gateway.executableURL = URL(fileURLWithPath: try GatewayBench.sibling("rouse-gateway"))
+        gateway.arguments = ["--config", directory + "/netns-gateway.json", "--log-level", "error"]
+        let pipe = Pipe()
+        gateway.standardOutput = pipe
+        try gateway.run()
+        defer {
+            gateway.terminate()
+            gateway.waitUntilExit()
+        }
+        var ready = ""
+        while !ready.contains("\n") {
+            let data = pipe.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            ready += String(decoding: data, as: UTF8.self)
+        }
+        guard let field = ready.split(separator: " ").first(where: { $0.hasPrefix("device=") }),
+            let port = field.split(separator: ":").last.map({ String($0.prefix { $0.isNumber }) })
+        else { throw GatewayBench.BenchError(description: "gateway not ready: \(ready)") }
+        try FileManager.default.createDirectory(
+            atPath: directory + "/netns-handlers", withIntermediateDirectories: true)
+        let socket = directory + "/netns-agent.sock"
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        agent.arguments = [
+            "netns", "exec", namespace, try GatewayBench.sibling("rouse-agent"), "--gateway",
+            "https://\(gatewayAddress):\(port)", "--ca", certs + "/ca.pem", "--enroll-secret", secret, "--handlers",
+            directory + "/netns-handlers", "--state-dir", directory + "/netns-state", "--socket", socket,
+            "--log-level", "error",
+        ]
+        agent.standardOutput = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            agent.terminate()
+            agent.waitUntilExit()
+        }
+        func channel() async -> String? {
+            guard let client = try? AgentClient(socketPath: socket) else { return nil }
+            defer { client.close() }
+            guard (try? client.send(AgentMessage(type: .status))) != nil else { return nil }
+            for await reply in client.messages {
+                guard let detail = reply.detail,
+                    let status = try? JSONDecoder().decode(AgentStatus.self, from: Data(detail.utf8))
+                else { return nil }
+                return status.channel
+            }
+            return nil
+        }
+        func until(_ state: String) async throws {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                if await channel() == state { return }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            throw GatewayBench.BenchError(description: "agent channel never \(state)")
+        }
+        try await until("open")
+        var samples: [Double] = []
+        for _ in 0..<iterations {
+            try ip(["-n", namespace, "link", "set", inside, "down"])
+            try await until("waitingForNetwork")
+            let start = ContinuousClock.now
+            try ip(["-n", namespace, "link", "set", inside, "up"])
+            try await until("open")
+            let elapsed = ContinuousClock.now - start
+            samples.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        }
+        return samples
+    }
+}

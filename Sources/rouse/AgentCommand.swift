@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import RouseAgentClient
+
+/// `rouse agent …`: talk to a running `rouse-agent` over its IPC socket.
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent", abstract: "Inspect and steer a running rouse-agent.",
+        subcommands: [Status.self, Reregister.self, Start.self, Stop.self])
+
+    struct SocketOption: ParsableArguments {
+        @Option(help: "The agent's IPC socket.") var socket = AgentClient.defaultSocketPath
+    }
+
+    /// Sends one admin request and waits (5 s at most) for the answer.
+    static func request(_ message: AgentMessage, socket: String) async throws -> AgentMessage {
+        let client = try AgentClient(socketPath: socket)
+        defer { client.close() }
+        try client.send(message)
+        let answer = try await withThrowingTaskGroup(of: AgentMessage?.self) { group in
+            group.addTask {
+                for await reply in client.messages { return reply }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let answer else { throw ValidationError("no answer from the agent at \(socket)") }
+        if answer.kind == .error {
+            throw ValidationError("agent: \(answer.error ?? "error"): \(answer.detail ?? "")")
+        }
+        return answer
+    }
+
+    /// `rouse agent status [--json]`.
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Channel state, gateway reachability, handlers with state, strikes, budgets, held pushes.")
+        @OptionGroup var options: SocketOption
+        @Flag(help: "Print the status document as JSON.") var json = false
+
+        func run() async throws {
+            let reply = try await AgentCommand.request(AgentMessage(type: .status), socket: options.socket)
+            let text = reply.detail ?? "{}"
+            if json {
+                print(text)
+                return
+            }
+            guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+                print(text)
+                return
+            }
+            let reachable = (object["gatewayReachable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
+            print("channel: \(object["channel"] ?? "-")  gateway reachable: \(reachable)")
+            print("device: \(object["deviceID"] ?? "-")  suspend: \(object["suspendMechanism"] ?? "-")")
+            for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
+                var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
+                line += " strikes=\(handler["strikes"] ?? 0)"
+                if handler["voipBlocked"] as? Bool == true { line += " VOIP-BLOCKED" }
+                if handler["userStopped"] as? Bool == true { line += " user-stopped" }
+                if let budget = handler["budgetRemainingSeconds"] as? Double {
+                    line += " budget=" + String(format: "%.1fs", budget)
+                }
+                line += " tokens=\(handler["backgroundTokens"] ?? 0)"
+                if let held = handler["heldPush"] { line += " held=\(held)" }
+                if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
+                    line += " tasks=\(tasks.joined(separator: ","))"
+                }
+                print(line)
+            }
+        }
+    }
+
+    /// `rouse agent reregister HANDLER`: clears strikes (VoIP launches resume).
+    struct Reregister: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register a handler again (clears strikes).")
+        @OptionGroup var options: SocketOption
+        @Argument var handler: String
+        func run() async throws {
+            var message = AgentMessage(type: .reregister)
+            message.handler = handler
+            _ = try await AgentCommand.request(message, socket: options.socket)
+            print("ok")
+        }
+    }
+
+    /// `rouse agent start HANDLER`: the user starts it (held background push delivered).
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start a handler as the user would.")
+        @OptionGroup var options: SocketOption
+        @Argument var handler: String
+        func run() async throws {
+            var message = AgentMessage(type: .userControl)
+            message.handler = handler
+            message.state = "started"
+            _ = try await AgentCommand.request(message, socket: options.socket)
+            print("ok")
+        }
+    }
+
+    /// `rouse agent stop HANDLER`: the user force-quits it.
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop a handler as the user would (force quit).")
+        @OptionGroup var options: SocketOption
+        @Argument var handler: String
+        func run() async throws {
+            var message = AgentMessage(type: .userControl)
+            message.handler = handler
+            message.state = "stopped"
+            _ = try await AgentCommand.request(message, socket: options.socket)
+            print("ok")
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Logging
+import RouseAPNs
+import RouseAgent
+import RouseAgentClient
+import RouseGateway
+import RouseHTTP2
+import RouseTestSupport
+import Testing
+
+/// A failure of the test plumbing, with its reason.
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes (then fails with `what`).
+func eventually(
+    _ what: String, timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw FixtureError("timed out after \(timeout) waiting for: \(what)")
+}
+
+/// One shared client event loop for provider connections.
+let providerLoop: EventLoop = {
+    guard let loop = try? EventLoop(name: "agent-test-provider") else { fatalError("cannot create an event loop") }
+    loop.start()
+    return loop
+}()
+
+/// A provider on one HTTP/2 connection with a JWT from certs/apns-key.p8.
+struct Provider: Sendable {
+    let client: HTTP2Client
+    let jwt: String
+
+    static func connect(port: UInt16) async throws -> Provider {
+        var tls = TLSConfiguration()
+        tls.trustRootsFile = Repository.cert("ca.pem")
+        let client = try await HTTP2Client.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: tls), on: providerLoop)
+        let pem = try String(contentsOfFile: Repository.cert("apns-key.p8"), encoding: .utf8)
+        let jwt = try ProviderToken(
+            keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", issuedAt: Gateway.systemMilliseconds() / 1000
+        ).signed(with: ProviderToken.privateKey(pem: pem))
+        return Provider(client: client, jwt: jwt)
+    }
+
+    /// Sends a push; returns the HTTP status.
+    func push(token: String, topic: String, type: String, payload: String) async -> Int {
+        var headers = [HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true)]
+        headers.append(HTTP2Header("apns-topic", topic))
+        headers.append(HTTP2Header("apns-push-type", type))
+        if type == "background" { headers.append(HTTP2Header("apns-priority", "5")) }
+        let request = HTTP2ClientRequest(
+            path: "/3/device/\(token)", authority: "localhost", headers: headers, body: Array(payload.utf8))
+        switch await client.send(request) {
+        case .response(let status, _, _): return status
+        default: return -1
+        }
+    }
+}
+
+/// Gateway (in this process) + agent (in this process) + handlers launched as real processes.
+final class AgentHarness: Sendable {
+    static let bundleID = "com.example.rouse"
+    let directory: String
+    let gateway: Gateway
+    let agent: Agent
+    let provider: Provider
+    let socketPath: String
+
+    static func gatewayConfiguration(database: String) throws -> GatewayConfiguration {
+        let listener = GatewayConfiguration.Listener(
+            listen: "127.0.0.1:0", certificateFile: Repository.cert("server.pem"),
+            privateKeyFile: Repository.cert("server.key"), clientCAFile: Repository.cert("ca.pem"))
+        var configuration = GatewayConfiguration(
+            provider: listener, device: listener, admin: nil, databasePath: database)
+        let pem = try String(contentsOfFile: Repository.cert("apns-key.pub.pem"), encoding: .utf8)
+        configuration.keys = [
+            GatewayConfiguration.Key(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", publicKeyPEM: pem, topics: nil)
+        ]
+        configuration.limits.heartbeatSeconds = 0
+        return configuration
+    }
+
+    /// A handler running the example handler in `mode`, logging to `<directory>/<name>.log`.
+    static func handler(
+        _ name: String, mode: String, directory: String, pushTypes: [String] = ["voip", "background"],
+        configure: (inout HandlerRules) -> Void = { _ in }
+    ) throws -> HandlerConfiguration {
+        var rules = HandlerRules()
+        rules.voipDeadline = .seconds(1)
+        rules.backgroundDeadline = .seconds(1)
+        rules.suspendAfter = .milliseconds(300)
+        configure(&rules)
+        return HandlerConfiguration(
+            name: name, topic: name == "voip" ? bundleID : "com.example.\(name)",
+            command: [try Products.path("rouse-example-handler"), "--mode", mode, "--log", "\(directory)/\(name).log"],
+            pushTypes: pushTypes, rules: rules)
+    }
+
+    init(handlers: (String) throws -> [HandlerConfiguration]) async throws {
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var logger = Logger(label: "rouse.agent.test")
+        logger.logLevel = ProcessInfo.processInfo.environment["ROUSE_TEST_LOG"] == nil ? .critical : .debug
+        gateway = try Gateway(
+            configuration: try Self.gatewayConfiguration(database: directory + "/gateway.sqlite"), logger: logger)
+        socketPath = directory + "/agent.sock"
+        var configuration = AgentConfiguration(
+            endpoint: GatewayEndpoint(
+                baseURL: "https://127.0.0.1:\(gateway.devicePort)", caFile: Repository.cert("ca.pem")),
+            enrollmentSecret: try gateway.makeEnrollmentSecret(), socketPath: socketPath,
+            handlers: try handlers(directory))
+        configuration.assumeReachable = true
+        agent = try Agent(
+            configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
+            logger: logger)
+        try await agent.start()
+        provider = try await Provider.connect(port: gateway.providerPort)
+        let agent = agent
+        try await eventually("channel open and tokens fetched") {
+            let status = await agent.status()
+            let tokens = await agent.tokens()
+            return status.channel == "open" && !tokens.isEmpty
+        }
+    }
+
+    /// The token of `topic`.
+    func token(_ topic: String) async throws -> String {
+        guard let token = await agent.tokens()[topic] else { throw FixtureError("no token for \(topic)") }
+        return token
+    }
+
+    /// Sends a push for handler `name`'s topic.
+    func push(_ name: String, type: String, payload: String = #"{"n":1}"#) async throws {
+        let topic = (name == "voip" ? Self.bundleID : "com.example.\(name)") + (type == "voip" ? ".voip" : "")
+        let status = await provider.push(token: try await token(topic), topic: topic, type: type, payload: payload)
+        guard status == 200 else { throw FixtureError("provider got \(status)") }
+    }
+
+    /// Lines the handler wrote.
+    func log(_ name: String) -> [String] {
+        ((try? String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)) ?? "").split(separator: "\n")
+            .map(String.init)
+    }
+
+    /// Waits for a handler log line starting with `prefix` (the `count`-th one).
+    func waitForLine(_ name: String, _ prefix: String, count: Int = 1, timeout: Duration = .seconds(10)) async throws {
+        try await eventually("\(name) log line '\(prefix)' ×\(count); log: \(log(name))", timeout: timeout) {
+            self.log(name).filter { $0.hasPrefix(prefix) }.count >= count
+        }
+    }
+
+    /// Unacknowledged pushes at the gateway.
+    func pending() throws -> Int { try Self.pending(gateway) }
+
+    static func pending(_ gateway: Gateway) throws -> Int {
+        try gateway.store.read { try $0.pendingList(deviceID: nil as String?, limit: 1000) }.count
+    }
+
+    /// Sends an admin request and expects `ok`.
+    func admin(_ type: AgentMessageType, handler: String, state: String? = nil) async throws {
+        var message = AgentMessage(type: type)
+        message.handler = handler
+        message.state = state
+        let client = try AgentClient(socketPath: socketPath)
+        defer { client.close() }
+        try client.send(message)
+        var reply: AgentMessage?
+        for await answer in client.messages {
+            reply = answer
+            break
+        }
+        guard reply?.kind == .ok else { throw FixtureError("admin \(type): \(String(describing: reply))") }
+    }
+
+    func handlerStatus(_ name: String) async -> AgentStatus.Handler? {
+        await agent.status().handlers.first { $0.name == name }
+    }
+
+    func stop() async {
+        provider.client.close()
+        await agent.shutdown()
+        await gateway.shutdown(gracePeriod: .seconds(1))
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

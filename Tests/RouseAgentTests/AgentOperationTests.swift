@@ -1,0 +1,111 @@
+import Foundation
+import Glibc
+import Logging
+import RouseAgent
+import RouseGateway
+import RouseTestSupport
+import Testing
+
+/// A Unix datagram socket standing in for systemd's `$NOTIFY_SOCKET`.
+final class NotifySocket: Sendable {
+    let fd: Int32
+    let path: String
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let rc = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard rc == 0 else { throw FixtureError("bind \(path): errno \(errno)") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// The next datagram, or nil after 10 s.
+    func next() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : nil
+    }
+
+    deinit { close(fd) }
+}
+
+@Suite("rouse-agent operation: systemd notify, SIGHUP reload, rouse agent status", .serialized, .timeLimit(.minutes(2)))
+struct AgentOperationTests {
+    @Test func notifiesSystemdReloadsOnHangupAndReportsStatus() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "rouse.gateway.test")
+        logger.logLevel = .critical
+        let gateway = try Gateway(
+            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
+            logger: logger)
+        defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
+        let example = try Products.path("rouse-example-handler")
+        func writeHandler(_ name: String) throws {
+            let text = """
+                topic = "com.example.\(name)"
+                command = ["\(example)", "--mode", "report"]
+                push-types = ["voip"]
+                """
+            try Data(text.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/\(name).toml"))
+        }
+        try writeHandler("first")
+        let notify = try NotifySocket(path: directory + "/notify.sock")
+        let socket = directory + "/agent.sock"
+        let agent = try await AgentProcess(
+            arguments: [
+                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+                "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+                "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
+            ], environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"],
+            stderrPath: directory + "/agent.stderr")
+        defer { agent.kill() }
+        #expect(notify.next() == "READY=1")
+        #expect(notify.next() == "WATCHDOG=1")
+
+        let rouse = try Products.path("rouse")
+        @Sendable func status() async throws -> String {
+            let output = try await ChildProcess.run(
+                rouse, ["agent", "status", "--socket", socket], timeout: .seconds(20))
+            guard output.status == 0 else { throw FixtureError("rouse agent status: \(output.stderr)") }
+            return output.stdout
+        }
+        try await eventually("channel open") { try await status().contains("channel: open") }
+        let before = try await status()
+        #expect(before.contains("handler first: notRunning strikes=0"), "\(before)")
+        #expect(!before.contains("handler second"))
+
+        try writeHandler("second")
+        kill(agent.process.processIdentifier, SIGHUP)
+        try await eventually("reloaded with the second handler") { try await status().contains("handler second:") }
+
+        let json = try await ChildProcess.run(rouse, ["agent", "status", "--socket", socket, "--json"])
+        let document = try JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8))
+        #expect(document.handlers.map(\.name) == ["first", "second"])
+        #expect(document.channel == "open")
+
+        kill(agent.process.processIdentifier, SIGTERM)
+        var messages: [String] = []
+        while let message = notify.next() {
+            messages.append(message)
+            if message == "STOPPING=1" { break }
+        }
+        #expect(messages.last == "STOPPING=1", "\(messages)")
+        agent.process.waitUntilExit()
+        #expect(agent.process.terminationStatus == 0)
+    }
+}

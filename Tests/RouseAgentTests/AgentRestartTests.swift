@@ -1,0 +1,192 @@
+import Foundation
+import Glibc
+import Logging
+import RouseAgent
+import RouseAgentClient
+import RouseGateway
+import RouseTestSupport
+import Testing
+
+/// The built `rouse-agent` as a child process (killed with SIGKILL by the tests).
+final class AgentProcess: Sendable {
+    let process: Process
+
+    init(
+        executable: String? = nil, arguments: [String], environment: [String: String] = [:], stderrPath: String
+    ) async throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: try executable ?? Products.path("rouse-agent"))
+        process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try process.run()
+        let reader = LineReader(stdout.fileHandleForReading)
+        let ready = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                while let line = await reader.next() {
+                    if line.hasPrefix("rouse-agent ready") { return true }
+                }
+                return false
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(20))
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard ready else {
+            process.terminate()
+            throw FixtureError(
+                "rouse-agent not ready: \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
+        }
+    }
+
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+@Suite("rouse-agent killed and restarted", .serialized, .timeLimit(.minutes(2)))
+struct AgentRestartTests {
+    @Test func sigkilledAgentLosesNoPushAndHandsNoneTwice() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "rouse.gateway.test")
+        logger.logLevel = .critical
+        let gateway = try Gateway(
+            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
+            logger: logger)
+        let provider = try await Provider.connect(port: gateway.providerPort)
+        defer {
+            provider.client.close()
+            Task { await gateway.shutdown(gracePeriod: .seconds(1)) }
+        }
+        let log = directory + "/voip.log"
+        // The handler never reports and the deadline is long: pushes stay handed but unacknowledged.
+        let handler = """
+            topic = "com.example.rouse"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "ignore", "--log", "\(log)"]
+            push-types = ["voip"]
+            [limits]
+            voip-deadline-seconds = 60
+            """
+        try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        let arguments = [
+            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+            "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+            "--state-dir", directory + "/state", "--socket", directory + "/agent.sock", "--assume-reachable",
+            "--log-level", "debug",
+        ]
+        @Sendable func handed() -> [String] {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+                .filter { $0.hasPrefix("push id=") }
+        }
+        @Sendable func token() throws -> String? {
+            guard let data = FileManager.default.contents(atPath: directory + "/state/state.json") else { return nil }
+            return try JSONDecoder().decode(AgentState.self, from: data).tokens["com.example.rouse.voip"]
+        }
+        var agent = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent1.stderr")
+        try await eventually("token in the agent's state") { try token() != nil }
+        let voipToken = try #require(try token())
+        #expect(
+            await provider.push(token: voipToken, topic: "com.example.rouse.voip", type: "voip", payload: #"{"n":1}"#)
+                == 200)
+        try await eventually("push 1 handed") { handed().count == 1 }
+        agent.kill()
+        // While the agent is down: stored by the gateway.
+        #expect(
+            await provider.push(token: voipToken, topic: "com.example.rouse.voip", type: "voip", payload: #"{"n":2}"#)
+                == 200)
+        agent = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent2.stderr")
+        defer { agent.kill() }
+        try await eventually("push 2 handed after the restart") { handed().count >= 2 }
+        // Push 1 is re-sent by the gateway (never acked) and recognised: acknowledged, not handed again.
+        try await eventually("push 1 acknowledged as a duplicate") {
+            try AgentHarness.pending(gateway) == 1
+        }
+        let lines = handed()
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.filter { $0.contains(#"{"n":1}"#) }.count == 1)
+        #expect(lines.filter { $0.contains(#"{"n":2}"#) }.count == 1)
+    }
+
+    /// Alive: exists and is not a zombie (nobody may reap orphans in a container).
+    static func alive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(after: close)...].drop { $0 == " " }.first != "Z"
+    }
+
+    @Test func frozenHandlersOfAKilledAgentAreKilledByTheNextAgent() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "rouse.gateway.test")
+        logger.logLevel = .critical
+        let gateway = try Gateway(
+            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
+            logger: logger)
+        defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
+        let handler = """
+            topic = "com.example.rouse"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report"]
+            push-types = ["voip"]
+            [limits]
+            suspend-after-seconds = 0.2
+            """
+        try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        let socket = directory + "/agent.sock"
+        let arguments = [
+            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+            "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+            "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
+        ]
+        let first = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent1.stderr")
+        var admin = AgentMessage(type: .userControl)
+        admin.handler = "voip"
+        admin.state = "started"
+        let client = try AgentClient(socketPath: socket)
+        try client.send(admin)
+        for await _ in client.messages { break }
+        client.close()
+        @Sendable func status() async throws -> AgentStatus? {
+            let client = try AgentClient(socketPath: socket)
+            defer { client.close() }
+            try client.send(AgentMessage(type: .status))
+            for await reply in client.messages {
+                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
+            }
+            return nil
+        }
+        try await eventually("handler suspended") { try await status()?.handlers.first?.state == "suspended" }
+        let pid = try #require(try await status()?.handlers.first?.pid)
+        let mechanism = try await status()?.suspendMechanism
+        // Not `first.kill()`: its wait would block while the frozen orphan keeps the agent's stdout pipe open.
+        Glibc.kill(first.process.processIdentifier, SIGKILL)
+        // Orphaned and frozen: it cannot notice that its agent is gone.
+        #expect(Self.alive(pid))
+        let second = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent2.stderr")
+        defer { second.kill() }
+        if mechanism == "cgroup-v2" {
+            try await eventually("the orphaned handler was killed") { !Self.alive(pid) }
+        } else {
+            Glibc.kill(pid, SIGKILL)
+        }
+    }
+}

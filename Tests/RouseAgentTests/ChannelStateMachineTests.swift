@@ -1,0 +1,59 @@
+import RouseAgent
+import Testing
+
+@Suite("Device channel connection machine", .timeLimit(.minutes(1)))
+struct ChannelStateMachineTests {
+    @Test func reachabilityDrivesConnectAndClose() {
+        var machine = ChannelStateMachine()
+        #expect(machine.reachability(true) == [.cancelTimer, .connect])
+        #expect(machine.opened(heartbeatSeconds: 0) == [.cancelTimer])
+        #expect(machine.state == .open)
+        #expect(machine.reachability(false) == [.close, .cancelTimer])
+        #expect(machine.state == .waitingForNetwork)
+        #expect(machine.reachability(true) == [.cancelTimer, .connect])
+    }
+
+    @Test func failuresBackOffWithJitterAndNetworkBackSkipsBackoff() {
+        var machine = ChannelStateMachine()
+        _ = machine.reachability(true)
+        var previous = Duration.zero
+        for attempt in 0..<6 {
+            let actions = machine.failed(.retryable)
+            guard case .armTimer(let delay)? = actions.last else {
+                Issue.record("no timer: \(actions)")
+                return
+            }
+            let nominal = Duration.milliseconds(500) * (1 << attempt)
+            #expect(delay >= nominal / 2 && delay <= nominal, "attempt \(attempt): \(delay)")
+            #expect(machine.timerFired() == [.connect])
+            previous = delay
+        }
+        _ = previous
+        _ = machine.failed(.retryable)
+        #expect(machine.state == .backingOff)
+        _ = machine.reachability(false)
+        #expect(machine.reachability(true) == [.cancelTimer, .connect])
+    }
+
+    @Test func heartbeatDeadlineAndSourceAddress() {
+        var machine = ChannelStateMachine()
+        _ = machine.reachability(true)
+        #expect(machine.opened(heartbeatSeconds: 240) == [.armTimer(.seconds(490))])
+        #expect(machine.recordReceived() == [.armTimer(.seconds(490))])
+        let dead = machine.timerFired()
+        #expect(dead.first == .close)
+        #expect(machine.state == .backingOff)
+        _ = machine.timerFired()
+        _ = machine.opened(heartbeatSeconds: 0)
+        #expect(machine.sourceAddressChanged() == [.close, .cancelTimer, .connect])
+    }
+
+    @Test func revokedStops() {
+        var machine = ChannelStateMachine()
+        _ = machine.reachability(true)
+        _ = machine.opened(heartbeatSeconds: 0)
+        #expect(machine.failed(.fatal) == [.close, .cancelTimer])
+        #expect(machine.state == .stopped)
+        #expect(machine.reachability(true).isEmpty)
+    }
+}

@@ -1,0 +1,169 @@
+import RouseAgent
+import Testing
+
+@Suite("Handler rules (value-type machine, manual time)", .timeLimit(.minutes(1)))
+struct HandlerMachineTests {
+    static let wall: Int64 = 1_800_000_000_000
+
+    static func push(_ id: String, type: String = "voip", receivedAt: Int64 = wall) -> AgentPush {
+        AgentPush(
+            id: id, pushType: type, topic: "com.example.rouse.voip", payload: "", apnsID: "apns-\(id)",
+            expiration: 0, receivedAt: receivedAt)
+    }
+
+    static func s(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
+
+    @Test func voipLaunchesThenDeliversAndAcksAfterReport() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        #expect(
+            machine.push(Self.push("1"), now: .zero, wallNowMilliseconds: Self.wall) == [.launch(reason: "voipPush")])
+        machine.launched()
+        let delivered = machine.registered(now: Self.s(0.1))
+        #expect(delivered == [.deliver(Self.push("1"), mustReport: true, deadlineSeconds: 5)])
+        let reported = machine.reportCall(pushID: "1", callID: "c", now: Self.s(0.2))
+        #expect(reported.first == .ack(pushID: "1"))
+        #expect(machine.tick(now: Self.s(10)).allSatisfy { if case .kill = $0 { false } else { true } })
+    }
+
+    @Test func missedReportKillsStrikesAndBlocksAfterThree() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        for round in 0..<3 {
+            let start = Self.s(Double(round) * 100)
+            _ = machine.push(Self.push("\(round)"), now: start, wallNowMilliseconds: Self.wall)
+            machine.launched()
+            _ = machine.registered(now: start)
+            #expect(machine.nextDeadline(now: start) == start + .seconds(5))
+            let actions = machine.tick(now: start + .seconds(5))
+            #expect(actions.contains(.ack(pushID: "\(round)")))
+            #expect(actions.contains(.kill(reason: "no call reported within the deadline")))
+            _ = machine.exited(now: start + .seconds(5))
+        }
+        #expect(machine.strikeCount == 3)
+        #expect(machine.voipBlocked)
+        let dropped = machine.push(Self.push("x"), now: Self.s(400), wallNowMilliseconds: Self.wall)
+        #expect(dropped.first == .ack(pushID: "x"))
+        #expect(!dropped.contains(.launch(reason: "voipPush")))
+        _ = machine.reregister()
+        #expect(!machine.voipBlocked && machine.strikeCount == 0)
+        #expect(
+            machine.push(Self.push("y"), now: Self.s(401), wallNowMilliseconds: Self.wall) == [
+                .launch(reason: "voipPush")
+            ])
+    }
+
+    @Test(arguments: ["foreground", "inCall", "stale"])
+    func exemptionsCostNoStrike(_ exemption: String) {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.push(Self.push("0", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        var receivedAt = Self.wall
+        switch exemption {
+        case "foreground": _ = machine.setState(.active, now: .zero)
+        case "inCall": _ = machine.reportCall(pushID: nil, callID: "ongoing", now: .zero)
+        default: receivedAt = Self.wall - 120_000
+        }
+        let push = Self.push("1", receivedAt: receivedAt)
+        let actions = machine.push(push, now: .zero, wallNowMilliseconds: Self.wall)
+        #expect(actions.contains(.deliver(push, mustReport: false, deadlineSeconds: 0)))
+        #expect(actions.contains(.ack(pushID: "1")))
+        _ = machine.tick(now: .seconds(60))
+        #expect(machine.strikeCount == 0)
+    }
+
+    @Test func launchedHandlerThatNeverRegistersIsKilledWithAStrike() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.push(Self.push("1"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched(now: .zero)
+        #expect(machine.nextDeadline(now: .zero) == .seconds(10))
+        let actions = machine.tick(now: .seconds(10))
+        #expect(actions.contains(.kill(reason: "did not register within the launch deadline")))
+        #expect(machine.strikeCount == 1)
+    }
+
+    @Test func backgroundPushOverrunIsKilled() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.push(Self.push("b", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        #expect(machine.tick(now: .seconds(29)).isEmpty)
+        let actions = machine.tick(now: .seconds(30))
+        #expect(actions.contains(.kill(reason: "background push not completed in time")))
+    }
+
+    @Test func throttledBackgroundHoldsOnlyTheNewest() {
+        var rules = HandlerRules()
+        rules.backgroundBurst = 1
+        rules.backgroundPerHour = 3600  // one per second
+        var machine = HandlerMachine(rules: rules)
+        _ = machine.push(Self.push("1", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        _ = machine.complete(pushID: "1", result: "newData", now: .zero)
+        _ = machine.push(Self.push("2", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        let replaced = machine.push(Self.push("3", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        #expect(replaced.contains(.ack(pushID: "2")))
+        #expect(machine.held?.id == "3")
+        #expect(machine.nextDeadline(now: .zero) == .seconds(1))
+        let later = machine.tick(now: .seconds(1))
+        #expect(later.contains(.deliver(Self.push("3", type: "background"), mustReport: false, deadlineSeconds: 30)))
+    }
+
+    @Test func userStoppedHoldsUntilStarted() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.userStop()
+        let held = machine.push(Self.push("1", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        #expect(!held.contains(.launch(reason: "backgroundPush")))
+        #expect(machine.userStart(now: .zero) == [.launch(reason: "user")])
+        machine.launched()
+        #expect(
+            machine.registered(now: .zero) == [
+                .deliver(Self.push("1", type: "background"), mustReport: false, deadlineSeconds: 30)
+            ])
+    }
+
+    @Test func backgroundTaskExpiryNoticeThenLeakKill() {
+        var rules = HandlerRules()
+        rules.taskBudget = .seconds(10)
+        rules.taskExpiryNotice = .seconds(2)
+        var machine = HandlerMachine(rules: rules)
+        _ = machine.userStart(now: .zero)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        let (id, _) = machine.beginTask(name: "upload", now: .zero)
+        #expect(id == 1)
+        #expect(machine.nextDeadline(now: .zero) == .seconds(8))
+        #expect(machine.tick(now: .seconds(8)) == [.notify(.taskExpiring(id: 1, name: "upload", seconds: 2))])
+        #expect(machine.nextDeadline(now: .seconds(8)) == .seconds(11))
+        let actions = machine.tick(now: .seconds(11))
+        #expect(actions.contains(.kill(reason: "background task never ended: upload")))
+    }
+
+    @Test func idleBackgroundSuspendsAndCoalescesReachability() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.userStart(now: .zero)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        #expect(machine.tick(now: .seconds(1)) == [.suspend])
+        #expect(machine.lifecycle == .suspended)
+        #expect(machine.reachability(false).isEmpty)
+        #expect(machine.reachability(true).isEmpty)
+        #expect(machine.reachability(false).isEmpty)
+        let resumed = machine.push(Self.push("v"), now: .seconds(2), wallNowMilliseconds: Self.wall)
+        #expect(resumed.first == .resume)
+        #expect(
+            resumed.filter { if case .notify(.reachability) = $0 { true } else { false } } == [
+                .notify(.reachability(false))
+            ])
+    }
+
+    @Test func neverSuspendedWithOpenWork() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.push(Self.push("b", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        #expect(!machine.tick(now: .seconds(5)).contains(.suspend))
+        _ = machine.complete(pushID: "b", result: "noData", now: .seconds(5))
+        #expect(machine.tick(now: .seconds(6)).contains(.suspend))
+    }
+}

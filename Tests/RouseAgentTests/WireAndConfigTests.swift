@@ -1,0 +1,75 @@
+import RouseAgent
+import RouseAgentClient
+import Testing
+
+@Suite("IPC frames, de-duplication window, handler files", .timeLimit(.minutes(1)))
+struct WireAndConfigTests {
+    @Test func framesRoundTripInPieces() throws {
+        var message = AgentMessage(type: .push)
+        message.pushID = "7"
+        message.mustReport = true
+        let bytes = FrameCodec.encode(message) + FrameCodec.encode(AgentMessage(type: .ok))
+        var decoder = FrameDecoder()
+        var out: [AgentMessage] = []
+        for byte in bytes {
+            decoder.append([byte])
+            while let next = try decoder.next() { out.append(next) }
+        }
+        #expect(out == [message, AgentMessage(type: .ok)])
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> AgentMessage? {
+        var decoder = FrameDecoder()
+        decoder.append(bytes)
+        return try decoder.next()
+    }
+
+    @Test func malformedFramesAreErrors() {
+        #expect(throws: FrameError.self) { _ = try Self.decode([0xFF, 0xFF, 0xFF, 0xFF]) }
+        #expect(throws: FrameError.self) { _ = try Self.decode([0, 0, 0, 3] + Array("{x}".utf8)) }
+        #expect(throws: FrameError.badVersion(9)) {
+            _ = try Self.decode([0, 0, 0, 20] + Array(#"{"v":9,"type":"ok"} "#.utf8))
+        }
+    }
+
+    @Test func dedupWindowEvictsOldest() {
+        var window = DedupWindow(capacity: 2)
+        let first = window.insert("a")
+        let again = window.insert("a")
+        #expect(first && !again)
+        window.insert("b")
+        window.insert("c")
+        #expect(!window.contains("a") && window.contains("b") && window.contains("c"))
+    }
+
+    @Test func handlerFileParses() throws {
+        let text = """
+            # example
+            topic = "com.example.rouse"
+            command = ["/usr/bin/handler", "--mode", "report"]  # trailing comment
+            push-types = ["voip", "background"]
+            [limits]
+            voip-deadline-seconds = 1.5
+            strikes = 2
+            """
+        let handler = try HandlerConfiguration.parse(text, name: "example", file: "example.toml")
+        #expect(handler.topics == ["com.example.rouse.voip", "com.example.rouse"])
+        #expect(handler.rules.voipDeadline == .milliseconds(1500))
+        #expect(handler.rules.strikeLimit == 2)
+    }
+
+    @Test(arguments: [
+        ("topic = com", "example.toml:1: unsupported value 'com' at column 12"),
+        ("topic = \"a\"\ncommand = [\"rel\"]", "example.toml: command[0] must be an absolute path"),
+        ("topic = \"a\"\nbogus = 1", "example.toml: unknown key bogus"),
+        ("topic = \"a\"\ntopic = \"b\"", "example.toml:2: duplicate key topic"),
+    ])
+    func handlerFileErrorsArePrecise(_ text: String, _ expected: String) {
+        do {
+            _ = try HandlerConfiguration.parse(text, name: "example", file: "example.toml")
+            Issue.record("parsed")
+        } catch {
+            #expect(error.description == "configuration: " + expected)
+        }
+    }
+}
