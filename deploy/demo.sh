@@ -2,7 +2,8 @@
 # Rouse's main job, end to end on loopback (installs what it needs, builds in release mode):
 #   1. `rouse send` sends a VoIP push to `rouse mock-apns`, which checks it the way APNs does;
 #   2. `rouse send` sends a VoIP push to `rouse-gateway`, which stores it durably and hands it to a Linux
-#      device's channel, and the device acknowledges it.
+#      device's channel, and the device acknowledges it;
+#   3. the same through `rouse-agent`: the push wakes (launches) a handler program, which reports the call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -10,9 +11,10 @@ root=$PWD
 certs=$root/certs
 
 deploy/install-deps.sh
-echo "== building rouse and rouse-gateway (release)"
-swift build -c release --product rouse >/dev/null
-swift build -c release --product rouse-gateway >/dev/null
+echo "== building rouse, rouse-gateway, rouse-agent and the example handler (release)"
+for product in rouse rouse-gateway rouse-agent rouse-example-handler; do
+    swift build -c release --product "$product" >/dev/null
+done
 bin=$root/.build/release
 
 work=$(mktemp -d /tmp/rouse-demo.XXXXXX)
@@ -96,5 +98,36 @@ id=$(json_field id <<<"$record")
 echo "-- acknowledged: $(curl -s --cacert "$certs/ca.pem" -H "authorization: Bearer $credential" \
     -d "{\"ids\":[\"$id\"]}" "https://$devices/device/v1/ack")"
 echo "send command start → record on the device channel: $(((end - start) / 1000000)) ms (includes process start)"
+
+echo
+echo "== 3. rouse send → rouse-gateway → rouse-agent → a handler program woken for the call"
+mkdir -p "$work/handlers.d"
+cat >"$work/handlers.d/example.toml" <<TOML
+topic = "com.example.rouse"
+command = ["$bin/rouse-example-handler", "--mode", "report"]
+push-types = ["voip"]
+TOML
+agent_secret=$("$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite")
+"$bin/rouse-agent" --gateway "https://$devices" --ca "$certs/ca.pem" --enroll-secret "$agent_secret" \
+    --handlers "$work/handlers.d" --state-dir "$work/state" --socket "$work/agent.sock" --log-level notice \
+    >"$work/agent.out" 2>&1 &
+pids+=($!)
+wait_line "$work/agent.out" 'rouse-agent ready'
+for _ in $(seq 1 200); do
+    agent_token=$(sed -n 's/.*"com.example.rouse.voip" *: *"\([0-9a-f]*\)".*/\1/p' "$work/state/state.json" 2>/dev/null || true)
+    [ -n "$agent_token" ] && break
+    sleep 0.05
+done
+[ -n "$agent_token" ] || { echo "demo: the agent got no push token" >&2; cat "$work/agent.out" >&2; exit 1; }
+echo "agent enrolled; its handler's VoIP push token: ${agent_token:0:16}…"
+echo "\$ rouse send voip --token ${agent_token:0:8}… --topic com.example.rouse --env https://$provider …"
+"$bin/rouse" send voip --token "$agent_token" --topic com.example.rouse \
+    --payload "{\"call\":\"alice\",\"sentAt\":$(date +%s%3N)}" --env "https://$provider" "${token_auth[@]}" --quiet
+wait_line "$work/agent.out" 'reported id=' >/dev/null
+echo "-- the agent and the handler it launched:"
+grep -E 'registered launchReason|^push id=|call reported|reported id=' "$work/agent.out" | cut -c1-160
+echo "(latencyMs: provider request → gateway → device channel → agent → handler launched and holding the payload)"
+"$bin/rouse" agent status --socket "$work/agent.sock"
+
 echo
 echo "demo complete"
