@@ -122,6 +122,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RouseDaemon",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RouseAgentClient",
             swiftSettings: swiftSettings
         ),
@@ -139,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent",
+                "RouseAgent", "RouseDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -165,7 +170,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-gateway",
             dependencies: [
-                "RouseGateway",
+                "RouseGateway", "RouseDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import RouseAgent
+import RouseDaemon
 import ServiceLifecycle
 
 /// `rouse-agent`: the device-side service (see docs/agent.md).

@@ -1,9 +1,10 @@
 import Glibc
 
-/// The systemd notify protocol (same as rouse-gateway's) (`sd_notify`): a datagram to `$NOTIFY_SOCKET`, so the unit can be `Type=notify`.
+/// The systemd notify protocol (`sd_notify`): a datagram to `$NOTIFY_SOCKET`, so the unit can be `Type=notify`.
 /// Without `$NOTIFY_SOCKET` (not started by systemd) it does nothing.
-enum SystemdNotifier {
-    static func notify(_ state: String) {
+public enum SystemdNotifier {
+    /// Sends `state` (`READY=1`, `WATCHDOG=1`, `STOPPING=1`, `STATUS=…`); does nothing outside systemd.
+    public static func notify(_ state: String) {
         guard let path = getenv("NOTIFY_SOCKET").map({ String(cString: $0) }), !path.isEmpty else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return }

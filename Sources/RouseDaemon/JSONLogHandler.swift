@@ -1,22 +1,23 @@
 import Foundation
 import Logging
 
-/// (As rouse-gateway's.) One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
-struct JSONLogHandler: LogHandler {
+/// One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
+public struct JSONLogHandler: LogHandler {
     let label: String
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    public var metadata: Logger.Metadata = [:]
 
-    init(label: String) {
+    /// A handler for `label` (pass it to `LoggingSystem.bootstrap`).
+    public init(label: String) {
         self.label = label
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) {
+    public func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
         var line = "{\"time\":\(Date().timeIntervalSince1970),\"level\":\"\(event.level)\""
