@@ -14,8 +14,10 @@ import Synchronization
 /// Poll interval: libcurl 7.88 can leave transfers queued behind `CURLMOPT_MAX_HOST_CONNECTIONS` with no
 /// timer and no socket to wake `curl_multi_poll` (measured here: 500 concurrent requests on one connection
 /// to nghttpd stalled for a whole poll timeout in about one run of four). So while any attached transfer still
-/// waits for its response head, the loop wakes at least every 50 ms; when only established streams remain it
-/// sleeps up to 1 s. libcurl's own timers, deadlines included, wake it earlier.
+/// waits for its response head, the loop wakes at least every 50 ms. When only established streams remain
+/// (nothing is queued, so the stall cannot happen) it sleeps until libcurl's own next timer (deadlines
+/// included), a socket event or a wake-up from another thread — at most 30 s: an idle device channel costs
+/// two wake-ups a minute, not sixty.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []
@@ -136,7 +138,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             do {
                 _ = try multi.perform()
                 completeFinished()
-                let cap: Int32 = awaitingHead.isEmpty ? 1000 : 50
+                let cap: Int32 = awaitingHead.isEmpty ? 30_000 : 50
                 try multi.poll(timeoutMilliseconds: multi.timeoutMilliseconds(atMost: cap))
             } catch let error as CurlError {
                 // Multi-level failures are not tied to one transfer (out of memory, a bad handle): fail all.
