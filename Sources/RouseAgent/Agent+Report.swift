@@ -45,11 +45,18 @@ extension Agent {
         handlerReportTask = nil
         if let error {
             logger.warning("handler report not accepted by the gateway", metadata: ["error": "\(error)"])
-            return
+        } else {
+            handlerReportSent = sent
+            logger.debug("handler report accepted", metadata: ["report": "\(sent ?? "")"])
         }
-        handlerReportSent = sent
-        logger.debug("handler report accepted", metadata: ["report": "\(sent ?? "")"])
-        // Something changed while it was on its way.
+        if handlerReportOwed {
+            // The channel opened while it was on its way: the once-per-open report is still owed (one attempt).
+            handlerReportOwed = false
+            handlerReportSent = nil
+        } else if error != nil {
+            return  // retried at the next change or channel open
+        }
+        // Something may have changed while it was on its way.
         reportHandlers()
     }
 }

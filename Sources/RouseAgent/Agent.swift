@@ -42,6 +42,8 @@ public actor Agent: Service {
     var handlerReportSent: String?
     /// A handler report is on its way to the gateway.
     var handlerReportSending = false
+    /// The channel opened while a report was on its way: send once more when it is back.
+    var handlerReportOwed = false
     var handlerReportTask: Task<Void, Never>?
     /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
     let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
@@ -209,6 +211,7 @@ public actor Agent: Service {
         if new == .open && was != .open {
             // Once per channel: a gateway that missed a report (or lost it) catches up.
             handlerReportSent = nil
+            handlerReportOwed = handlerReportSending
             reportHandlers()
             await refreshTokens()
         }
