@@ -27,6 +27,7 @@ extension Agent {
                 logger.info("handler added", metadata: ["handler": "\(handler.name)"])
             }
         }
+        reportHandlers()
         await refreshTokens()
     }
 }

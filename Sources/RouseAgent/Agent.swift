@@ -38,6 +38,15 @@ public actor Agent: Service {
     var background: [Task<Void, Never>] = []
     var timer: Task<Void, Never>?
     let epoch = ContinuousClock.now
+    /// The handler report the gateway last accepted (nil: none since the channel opened).
+    var handlerReportSent: String?
+    /// A handler report is on its way to the gateway.
+    var handlerReportSending = false
+    /// The channel opened while a report was on its way: send once more when it is back.
+    var handlerReportOwed = false
+    var handlerReportTask: Task<Void, Never>?
+    /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
+    let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
     /// Pushes handed to handlers (for tests and the benchmark).
     public private(set) var delivered = 0
 
@@ -53,7 +62,9 @@ public actor Agent: Service {
         let now = ContinuousClock.now - epoch
         for handler in configuration.handlers {
             var machine = HandlerMachine(rules: handler.rules)
-            if let persisted = state.handlers[handler.name] { machine.restore(persisted, now: now) }
+            if let persisted = state.handlers[handler.name] {
+                machine.restore(persisted, now: now, wallEpochMilliseconds: wallEpochMilliseconds)
+            }
             slots[handler.name] = Slot(configuration: handler, machine: machine)
         }
     }
@@ -93,6 +104,7 @@ public actor Agent: Service {
         logger.info("agent stopping")
         await channel?.stop()
         for task in background { task.cancel() }
+        handlerReportTask?.cancel()
         timer?.cancel()
         monitor?.stop()
         if listener >= 0 {
@@ -196,7 +208,13 @@ public actor Agent: Service {
     private func channelChanged(_ new: ChannelStateMachine.State) async {
         let was = channelState
         channelState = new
-        if new == .open && was != .open { await refreshTokens() }
+        if new == .open && was != .open {
+            // Once per channel: a gateway that missed a report (or lost it) catches up.
+            handlerReportSent = nil
+            handlerReportOwed = handlerReportSending
+            reportHandlers()
+            await refreshTokens()
+        }
     }
 
     /// Fetches missing tokens and hands new or changed ones to connected handlers.
@@ -267,10 +285,12 @@ public actor Agent: Service {
     func apply(_ name: String, _ actions: [HandlerAction]) {
         guard slots[name] != nil else { return }
         for action in actions { perform(name, action) }
-        if state.handlers[name] != slots[name]?.machine.persisted {
-            state.handlers[name] = slots[name]?.machine.persisted
+        let persisted = slots[name]?.machine.persisted(wallEpochMilliseconds: wallEpochMilliseconds)
+        if state.handlers[name] != persisted {
+            state.handlers[name] = persisted
             persist()
         }
+        reportHandlers()
         rescheduleTimer()
     }
 

@@ -33,14 +33,19 @@ public struct AgentState: Codable, Sendable, Equatable {
 public struct PersistedHandler: Codable, Sendable, Equatable {
     /// Number of strikes inside the window at save time.
     public var strikes: Int
+    /// When each of those strikes happened (UNIX milliseconds, oldest first), so that their window keeps
+    /// running across a restart. Absent in state written by older agents: the strikes then restart their
+    /// window at load time.
+    public var strikeTimes: [Int64]?
     /// VoIP launches stopped.
     public var voipBlocked: Bool
     /// The user stopped it.
     public var userStopped: Bool
 
     /// A record.
-    public init(strikes: Int, voipBlocked: Bool, userStopped: Bool) {
+    public init(strikes: Int, voipBlocked: Bool, userStopped: Bool, strikeTimes: [Int64]? = nil) {
         self.strikes = strikes
+        self.strikeTimes = strikeTimes
         self.voipBlocked = voipBlocked
         self.userStopped = userStopped
     }

@@ -88,4 +88,13 @@ struct GatewayAPI: Sendable {
             throw AgentError.gateway("ack: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
     }
+
+    /// Reports the handlers' strikes and VoIP blocks (`body`: `{"handlers":[…]}`).
+    func reportHandlers(_ body: String, credential: String?) async throws {
+        let response = try await curl.send(request("POST", "/device/v1/handlers", credential: credential, body: body))
+        guard response.status == 200 else {
+            throw AgentError.gateway(
+                "handlers: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+    }
 }

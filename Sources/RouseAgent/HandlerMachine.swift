@@ -498,15 +498,30 @@ public struct HandlerMachine: Sendable {
 }
 
 extension HandlerMachine {
-    /// Restores what was persisted: strikes restart their window at `now`.
-    public mutating func restore(_ persisted: PersistedHandler, now: Duration) {
-        strikes = Array(repeating: now, count: persisted.strikes)
+    /// Restores what was persisted. `wallEpochMilliseconds` is the UNIX time (milliseconds) at which this
+    /// machine's monotonic clock reads zero: persisted strike times are mapped onto it, so a strike window
+    /// keeps running across a restart (strikes expired meanwhile are dropped; times in the future, after a
+    /// wall-clock step backwards, count as now). State without strike times restarts the window at `now`.
+    public mutating func restore(_ persisted: PersistedHandler, now: Duration, wallEpochMilliseconds: Int64) {
+        if let times = persisted.strikeTimes {
+            strikes = times.sorted().map { min(now, .milliseconds($0 - wallEpochMilliseconds)) }
+            strikes.removeAll { now - $0 > rules.strikeWindow }
+        } else {
+            strikes = Array(repeating: now, count: persisted.strikes)
+        }
         voipBlocked = persisted.voipBlocked
         userStopped = persisted.userStopped
     }
 
-    /// What to persist.
-    public var persisted: PersistedHandler {
-        PersistedHandler(strikes: strikes.count, voipBlocked: voipBlocked, userStopped: userStopped)
+    /// What to persist; strike times as UNIX milliseconds given the wall time at monotonic zero.
+    public func persisted(wallEpochMilliseconds: Int64) -> PersistedHandler {
+        PersistedHandler(
+            strikes: strikes.count, voipBlocked: voipBlocked, userStopped: userStopped,
+            strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) })
+    }
+
+    private func milliseconds(_ duration: Duration) -> Int64 {
+        let (s, attoseconds) = duration.components
+        return s * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

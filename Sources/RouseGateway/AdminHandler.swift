@@ -22,13 +22,10 @@ struct AdminView: Sendable {
                 metrics.setPending(pending)
                 return (200, "text/plain; version=0.0.4", metrics.render())
             case "/v1/devices":
-                let (devices, counts) = try store.read { try ($0.devices(), $0.pendingCounts()) }
-                let items = devices.map { device in
-                    "{\"id\":\(JSONText.quoted(device.id)),\"authentication\":\"\(device.authentication.rawValue)\","
-                        + "\"createdAt\":\(device.createdAt),\"revokedAt\":\(device.revokedAt.map(String.init) ?? "null"),"
-                        + "\"pending\":\(counts[device.id] ?? 0)}"
+                let (devices, counts, reports) = try store.read {
+                    try ($0.devices(), $0.pendingCounts(), $0.handlerReports(deviceID: nil))
                 }
-                return (200, json, Array(("[" + items.joined(separator: ",") + "]").utf8))
+                return (200, json, Array(DeviceJSON.list(devices, pending: counts, handlers: reports).utf8))
             case "/v1/tokens":
                 let tokens = try store.read { try $0.tokens(deviceID: nil) }
                 let items = tokens.map { token in
@@ -53,6 +50,25 @@ struct AdminView: Sendable {
         } catch {
             return (500, json, Array("{\"error\":\"storage\",\"detail\":\(JSONText.quoted("\(error)"))}".utf8))
         }
+    }
+}
+
+/// The JSON device list of the admin view (`/v1/devices`) and `rouse gateway devices list --json`.
+public enum DeviceJSON {
+    /// `[{"id":…,"authentication":…,"createdAt":…,"revokedAt":…,"pending":…,"handlers":[{"topic":…,
+    /// "strikes":…,"voipBlocked":…,"reportedAt":…}]}]`.
+    public static func list(_ devices: [DeviceRecord], pending: [String: Int], handlers: [HandlerReport]) -> String {
+        let byDevice = Dictionary(grouping: handlers, by: \.deviceID)
+        let items = devices.map { device in
+            let reports = (byDevice[device.id] ?? []).sorted { $0.topic < $1.topic }.map { report in
+                "{\"topic\":\(JSONText.quoted(report.topic)),\"strikes\":\(report.strikes),"
+                    + "\"voipBlocked\":\(report.voipBlocked),\"reportedAt\":\(report.reportedAt)}"
+            }
+            return "{\"id\":\(JSONText.quoted(device.id)),\"authentication\":\"\(device.authentication.rawValue)\","
+                + "\"createdAt\":\(device.createdAt),\"revokedAt\":\(device.revokedAt.map(String.init) ?? "null"),"
+                + "\"pending\":\(pending[device.id] ?? 0),\"handlers\":[" + reports.joined(separator: ",") + "]}"
+        }
+        return "[" + items.joined(separator: ",") + "]"
     }
 }
 

@@ -35,6 +35,10 @@ enum DeviceAPI {
     static let maxDeviceIDLength = 128
     /// Longest topic accepted.
     static let maxTopicLength = 255
+    /// Most handlers one `POST /device/v1/handlers` may report.
+    static let maxHandlerReports = 64
+    /// Highest strike count accepted in a handler report.
+    static let maxReportedStrikes = 1000
 
     /// Reads `authorization: Bearer <device id>.<64 hex digits>`.
     static func bearer(_ authorization: String?) -> Result<DeviceCredential, DeviceReply> {
@@ -140,6 +144,42 @@ enum DeviceAPI {
     /// `{"ids":["12","13"]}`.
     struct AckBody: Decodable {
         var ids: [String]
+    }
+
+    /// `{"handlers":[{"topic":"com.example.rouse","strikes":2,"voipBlocked":false}]}`.
+    struct HandlersBody: Decodable {
+        struct Handler: Decodable {
+            var topic: String
+            var strikes: Int
+            var voipBlocked: Bool
+        }
+        var handlers: [Handler]
+    }
+
+    /// Checks a handler report: at most ``maxHandlerReports`` handlers, valid distinct topics, strikes in
+    /// 0...``maxReportedStrikes``.
+    static func checkHandlers(_ body: HandlersBody) -> DeviceReply? {
+        if body.handlers.count > maxHandlerReports {
+            return .error(
+                413, "tooManyHandlers",
+                "$.handlers: \(body.handlers.count) handlers, at most \(maxHandlerReports) per request")
+        }
+        var seen: Set<String> = []
+        for (index, handler) in body.handlers.enumerated() {
+            if checkTopic(handler.topic) != nil {
+                return .error(
+                    400, "badTopic", "$.handlers[\(index)].topic: 1 to 255 printable ASCII characters without spaces")
+            }
+            guard seen.insert(handler.topic).inserted else {
+                return .error(400, "badHandlers", "$.handlers[\(index)].topic: '\(handler.topic)' is reported twice")
+            }
+            guard (0...maxReportedStrikes).contains(handler.strikes) else {
+                return .error(
+                    400, "badHandlers",
+                    "$.handlers[\(index)].strikes: \(handler.strikes) is not in 0...\(maxReportedStrikes)")
+            }
+        }
+        return nil
     }
 
     /// Parses acknowledgement ids: decimal, positive, at most `limit` of them.

@@ -47,6 +47,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         case ("GET", "channel"), ("POST", "channel"): openChannel(request, stream)
         case ("POST", "ack"): acknowledge(request, stream)
         case ("POST", "tokens"): createToken(request, stream)
+        case ("POST", "handlers"): reportHandlers(request, stream)
         case ("GET", "tokens"):
             authenticated(request, stream) { context, device in try context.listTokens(device: device) }
         case ("DELETE", _) where route.hasPrefix("tokens/"):
@@ -55,7 +56,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
                 return Self.send(.error(400, "badToken", "a token is hex digits"), on: stream)
             }
             authenticated(request, stream) { context, device in try context.dropToken(device: device, token: token) }
-        case (_, "enroll"), (_, "channel"), (_, "ack"), (_, "tokens"):
+        case (_, "enroll"), (_, "channel"), (_, "ack"), (_, "tokens"), (_, "handlers"):
             Self.send(
                 .error(405, "methodNotAllowed", "\(request.method) is not allowed on \(request.path)"), on: stream)
         default:
@@ -127,6 +128,17 @@ final class DeviceHandler: HTTP2ConnectionHandler {
             if let reply = DeviceAPI.checkTopic(body.topic) { return Self.send(reply, on: stream) }
             authenticated(request, stream) { context, device in
                 try context.createToken(device: device, topic: body.topic)
+            }
+        }
+    }
+
+    private func reportHandlers(_ request: HTTP2Request, _ stream: HTTP2Stream) {
+        switch DeviceAPI.decode(DeviceAPI.HandlersBody.self, request.body, truncated: request.bodyTruncated) {
+        case .failure(let reply): Self.send(reply, on: stream)
+        case .success(let body):
+            if let reply = DeviceAPI.checkHandlers(body) { return Self.send(reply, on: stream) }
+            authenticated(request, stream) { context, device in
+                try context.reportHandlers(device: device, body.handlers)
             }
         }
     }

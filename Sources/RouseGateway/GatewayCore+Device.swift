@@ -119,6 +119,16 @@ extension CoreContext {
         return .ok("{\"token\":\(JSONText.quoted(token)),\"revokedAt\":\(now)}")
     }
 
+    /// Replaces what the device reported about its handlers.
+    func reportHandlers(device: DeviceRecord, _ handlers: [DeviceAPI.HandlersBody.Handler]) throws -> DeviceReply {
+        let reports = handlers.map {
+            HandlerReport(
+                deviceID: device.id, topic: $0.topic, strikes: $0.strikes, voipBlocked: $0.voipBlocked, reportedAt: now)
+        }
+        try transaction.replaceHandlerReports(deviceID: device.id, reports)
+        return .ok("{\"handlers\":\(reports.count),\"reportedAt\":\(now)}")
+    }
+
     static func tokenJSON(_ token: TokenRecord) -> String {
         "{\"token\":\(JSONText.quoted(token.token)),\"topic\":\(JSONText.quoted(token.topic)),"
             + "\"createdAt\":\(token.createdAt)}"

@@ -49,6 +49,13 @@ public protocol GatewayStoreTransaction {
     /// Consumes an unused, unexpired enrollment secret for `deviceID`; false if there is none.
     func consumeEnrollmentSecret(hash: [UInt8], deviceID: String, now: Int64) throws -> Bool
 
+    // MARK: Handler reports
+
+    /// Replaces everything the device reported about its handlers with `reports`.
+    func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws
+    /// The handler reports of one device (or all), by device and topic.
+    func handlerReports(deviceID: String?) throws -> [HandlerReport]
+
     // MARK: Tokens
 
     /// The token record, revoked or not.

@@ -113,6 +113,19 @@ public final class SQLiteGatewayStore: GatewayStore {
                         revoked_at INTEGER);
                     """)
         }
+        // Additive: what agents report about their handlers (strikes, VoIP launches stopped).
+        migrator.registerMigration("v2-handler-reports") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE handler_reports(
+                        device_id TEXT NOT NULL,
+                        topic TEXT NOT NULL,
+                        strikes INTEGER NOT NULL,
+                        voip_blocked INTEGER NOT NULL,
+                        reported_at INTEGER NOT NULL,
+                        PRIMARY KEY(device_id, topic));
+                    """)
+        }
         return migrator
     }
 }
@@ -305,6 +318,35 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         guard db.changesCount > 0 else { return false }
         try db.execute(sql: "DELETE FROM pushes WHERE token = ?", arguments: [token])
         return true
+    }
+
+    // MARK: Handler reports
+
+    func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws {
+        try db.execute(sql: "DELETE FROM handler_reports WHERE device_id = ?", arguments: [deviceID])
+        for report in reports {
+            try db.execute(
+                sql: """
+                    INSERT INTO handler_reports(device_id, topic, strikes, voip_blocked, reported_at)
+                    VALUES (?,?,?,?,?)
+                    """,
+                arguments: [deviceID, report.topic, report.strikes, report.voipBlocked, report.reportedAt])
+        }
+    }
+
+    func handlerReports(deviceID: String?) throws -> [HandlerReport] {
+        let rows =
+            if let deviceID {
+                try Row.fetchAll(
+                    db, sql: "SELECT * FROM handler_reports WHERE device_id = ? ORDER BY topic", arguments: [deviceID])
+            } else {
+                try Row.fetchAll(db, sql: "SELECT * FROM handler_reports ORDER BY device_id, topic")
+            }
+        return rows.map { row in
+            HandlerReport(
+                deviceID: row["device_id"], topic: row["topic"], strikes: row["strikes"],
+                voipBlocked: row["voip_blocked"], reportedAt: row["reported_at"])
+        }
     }
 
     // MARK: Provider keys

@@ -114,6 +114,29 @@ public struct TokenRecord: Sendable, Hashable {
     }
 }
 
+/// What a device's agent last reported about one of its handlers (`POST /device/v1/handlers`).
+public struct HandlerReport: Sendable, Hashable {
+    /// The reporting device.
+    public var deviceID: String
+    /// The handler's topic (bundle id).
+    public var topic: String
+    /// Missed VoIP reports inside the handler's strike window.
+    public var strikes: Int
+    /// Whether the agent stopped launching the handler for VoIP pushes (until it is registered again).
+    public var voipBlocked: Bool
+    /// When the gateway received the report, UNIX milliseconds.
+    public var reportedAt: Int64
+
+    /// A report.
+    public init(deviceID: String, topic: String, strikes: Int, voipBlocked: Bool, reportedAt: Int64) {
+        self.deviceID = deviceID
+        self.topic = topic
+        self.strikes = strikes
+        self.voipBlocked = voipBlocked
+        self.reportedAt = reportedAt
+    }
+}
+
 /// A provider signing key registered with the gateway.
 public struct ProviderKeyRecord: Sendable, Hashable {
     /// `kid`.

@@ -119,14 +119,11 @@ struct GatewayCommand: AsyncParsableCommand {
             @OptionGroup var location: Location
 
             func run() async throws {
-                let (devices, counts) = try location.store().read { try ($0.devices(), $0.pendingCounts()) }
+                let (devices, counts, reports) = try location.store().read {
+                    try ($0.devices(), $0.pendingCounts(), $0.handlerReports(deviceID: nil))
+                }
                 if location.json {
-                    let items = devices.map { d in
-                        "{\"id\":\(JSONText.quoted(d.id)),\"authentication\":\"\(d.authentication.rawValue)\","
-                            + "\"createdAt\":\(d.createdAt),\"revokedAt\":\(d.revokedAt.map(String.init) ?? "null"),"
-                            + "\"pending\":\(counts[d.id] ?? 0)}"
-                    }
-                    print("[" + items.joined(separator: ",") + "]")
+                    print(DeviceJSON.list(devices, pending: counts, handlers: reports))
                     return
                 }
                 for d in devices {
@@ -134,6 +131,12 @@ struct GatewayCommand: AsyncParsableCommand {
                     print(
                         "\(d.id)  \(d.authentication.rawValue)  enrolled \(GatewayCommand.time(d.createdAt))  pending \(counts[d.id] ?? 0)  \(state)"
                     )
+                    for report in reports where report.deviceID == d.id {
+                        print(
+                            "  handler \(report.topic)  strikes=\(report.strikes)"
+                                + (report.voipBlocked ? "  voip-blocked" : "")
+                                + "  reported \(GatewayCommand.time(report.reportedAt))")
+                    }
                 }
             }
         }

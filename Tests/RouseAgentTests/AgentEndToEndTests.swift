@@ -29,6 +29,11 @@ struct AgentEndToEndTests {
                 let status = await harness.handlerStatus("voip")
                 return status?.strikes == round && status?.state == "notRunning"
             }
+            // Reported to the gateway: its admin view shows the strike.
+            try await eventually("gateway admin view shows strikes=\(round)") {
+                let reported = try await harness.gatewayHandler()
+                return reported?["strikes"] as? Int == round && reported?["voipBlocked"] as? Bool == (round == 3)
+            }
         }
         #expect(await harness.handlerStatus("voip")?.voipBlocked == true)
         try await eventually("acks of consumed pushes") { try harness.pending() == 0 }
@@ -39,6 +44,10 @@ struct AgentEndToEndTests {
         // Registered again: VoIP launches resume.
         try await harness.admin(.reregister, handler: "voip")
         #expect(await harness.handlerStatus("voip")?.voipBlocked == false)
+        try await eventually("gateway admin view shows the strikes cleared") {
+            let reported = try await harness.gatewayHandler()
+            return reported?["strikes"] as? Int == 0 && reported?["voipBlocked"] as? Bool == false
+        }
         try await harness.push("voip", type: "voip", payload: #"{"round":5}"#)
         try await harness.waitForLine("voip", "push id=", count: 4)
     }

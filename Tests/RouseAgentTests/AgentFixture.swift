@@ -79,7 +79,8 @@ final class AgentHarness: Sendable {
             listen: "127.0.0.1:0", certificateFile: Repository.cert("server.pem"),
             privateKeyFile: Repository.cert("server.key"), clientCAFile: Repository.cert("ca.pem"))
         var configuration = GatewayConfiguration(
-            provider: listener, device: listener, admin: nil, databasePath: database)
+            provider: listener, device: listener, admin: GatewayConfiguration.Listener(listen: "127.0.0.1:0"),
+            databasePath: database)
         let pem = try String(contentsOfFile: Repository.cert("apns-key.pub.pem"), encoding: .utf8)
         configuration.keys = [
             GatewayConfiguration.Key(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", publicKeyPEM: pem, topics: nil)
@@ -180,6 +181,20 @@ final class AgentHarness: Sendable {
             break
         }
         guard reply?.kind == .ok else { throw FixtureError("admin \(type): \(String(describing: reply))") }
+    }
+
+    /// What the gateway's admin view (`/v1/devices`) shows of the agent's handler for `topic`.
+    func gatewayHandler(_ topic: String = bundleID) async throws -> [String: Any]? {
+        guard let port = gateway.adminPort else { throw FixtureError("no admin endpoint") }
+        let client = try await HTTP2Client.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
+        defer { client.close() }
+        let answer = await client.send(
+            HTTP2ClientRequest(method: "GET", path: "/v1/devices", authority: "localhost", scheme: "http"))
+        guard case .response(200, _, let body) = answer else { throw FixtureError("/v1/devices: \(answer)") }
+        let devices = try JSONSerialization.jsonObject(with: Data(body)) as? [[String: Any]] ?? []
+        let handlers = devices.first?["handlers"] as? [[String: Any]] ?? []
+        return handlers.first { $0["topic"] as? String == topic }
     }
 
     func handlerStatus(_ name: String) async -> AgentStatus.Handler? {

@@ -1,3 +1,4 @@
+import Foundation
 import RouseAgent
 import Testing
 
@@ -165,5 +166,66 @@ struct HandlerMachineTests {
         #expect(!machine.tick(now: .seconds(5)).contains(.suspend))
         _ = machine.complete(pushID: "b", result: "noData", now: .seconds(5))
         #expect(machine.tick(now: .seconds(6)).contains(.suspend))
+    }
+
+    /// One missed VoIP report at monotonic `at` (the handler registers and never reports).
+    static func strike(_ machine: inout HandlerMachine, id: String, at: Duration) {
+        _ = machine.push(Self.push(id), now: at, wallNowMilliseconds: Self.wall)
+        machine.launched()
+        _ = machine.registered(now: at)
+        _ = machine.tick(now: at + .seconds(5))
+        _ = machine.exited(now: at + .seconds(5))
+    }
+
+    @Test func strikeTimesRoundTripThroughTheStateStoreAndTheWindowKeepsRunning() throws {
+        var rules = HandlerRules()
+        rules.strikeWindow = .seconds(100)
+        // First run: monotonic zero is wall time W; strikes at 5 s and 25 s.
+        let firstEpoch = Self.wall
+        var machine = HandlerMachine(rules: rules)
+        Self.strike(&machine, id: "a", at: .zero)
+        Self.strike(&machine, id: "b", at: .seconds(20))
+        #expect(machine.strikeCount == 2)
+        let persisted = machine.persisted(wallEpochMilliseconds: firstEpoch)
+        #expect(persisted.strikes == 2)
+        #expect(persisted.strikeTimes == [firstEpoch + 5000, firstEpoch + 25_000])
+
+        // Through the JSON state store.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-strikes-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = JSONFileAgentStateStore(path: directory.appendingPathComponent("state.json").path)
+        var state = AgentState()
+        state.handlers["h"] = persisted
+        try store.save(state)
+        let loaded = try store.load()
+        #expect(loaded == state)
+
+        // Restart 50 s (wall) after the first epoch; the new monotonic clock starts again at zero.
+        let secondEpoch = firstEpoch + 50_000
+        var restored = HandlerMachine(rules: rules)
+        restored.restore(try #require(loaded.handlers["h"]), now: .zero, wallEpochMilliseconds: secondEpoch)
+        #expect(restored.strikeCount == 2)
+        #expect(restored.persisted(wallEpochMilliseconds: secondEpoch) == persisted)
+        // The first strike (wall W+5 s) leaves the window at W+105 s = 55 s on the new clock.
+        #expect(restored.nextDeadline(now: .zero) == .seconds(55))
+        _ = restored.tick(now: .seconds(55))
+        #expect(restored.strikeCount == 2)
+        _ = restored.tick(now: .milliseconds(55_001))
+        #expect(restored.strikeCount == 1)
+        #expect(restored.nextDeadline(now: .milliseconds(55_001)) == .seconds(75))
+        _ = restored.tick(now: .milliseconds(75_001))
+        #expect(restored.strikeCount == 0)
+
+        // A restart after the whole window: nothing restored; state without times restarts the window.
+        var late = HandlerMachine(rules: rules)
+        late.restore(persisted, now: .zero, wallEpochMilliseconds: firstEpoch + 200_000)
+        #expect(late.strikeCount == 0)
+        var legacy = HandlerMachine(rules: rules)
+        legacy.restore(
+            PersistedHandler(strikes: 2, voipBlocked: false, userStopped: false), now: .seconds(7),
+            wallEpochMilliseconds: secondEpoch)
+        #expect(legacy.strikeCount == 2)
+        #expect(legacy.nextDeadline(now: .seconds(7)) == .seconds(107))
     }
 }

@@ -106,4 +106,88 @@ struct AdminTests {
         client.close()
         await h.stop()
     }
+
+    @Test("POST /device/v1/handlers: stored per device, in /v1/devices and devices list --json; 400s; 401")
+    func handlerReports() async throws {
+        let h = try await Harness.start()
+        let port = try #require(h.gateway.adminPort)
+        let client = try await HTTP2Client.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
+        func devices() async throws -> [[String: Any]] {
+            let answer = await client.send(
+                HTTP2ClientRequest(method: "GET", path: "/v1/devices", authority: "localhost", scheme: "http"))
+            guard case .response(200, _, let body) = answer else { throw FixtureError("/v1/devices: \(answer)") }
+            return try JSONSerialization.jsonObject(with: Data(body)) as? [[String: Any]] ?? []
+        }
+        #expect((try await devices().first?["handlers"] as? [Any])?.isEmpty == true)
+
+        let body =
+            #"{"handlers":[{"topic":"com.example.rouse","strikes":2,"voipBlocked":false},"#
+            + #"{"topic":"com.example.other","strikes":3,"voipBlocked":true}]}"#
+        let stored = try await h.device.call("POST", "/device/v1/handlers", body: body)
+        #expect(stored.status == 200, "\(stored.json)")
+        #expect(stored.json["handlers"] as? Int == 2)
+        var handlers = try await devices().first?["handlers"] as? [[String: Any]] ?? []
+        #expect(handlers.count == 2)
+        #expect(handlers.first?["topic"] as? String == "com.example.other")
+        #expect(handlers.first?["strikes"] as? Int == 3)
+        #expect(handlers.first?["voipBlocked"] as? Bool == true)
+        #expect(handlers.last?["topic"] as? String == "com.example.rouse")
+        #expect(handlers.last?["strikes"] as? Int == 2)
+        #expect(handlers.last?["voipBlocked"] as? Bool == false)
+        #expect(handlers.last?["reportedAt"] as? Int ?? 0 > 0)
+
+        // A new report replaces the old one.
+        let replaced = try await h.device.call(
+            "POST", "/device/v1/handlers",
+            body: #"{"handlers":[{"topic":"com.example.rouse","strikes":0,"voipBlocked":false}]}"#)
+        #expect(replaced.status == 200)
+        handlers = try await devices().first?["handlers"] as? [[String: Any]] ?? []
+        #expect(handlers.count == 1)
+        #expect(handlers.first?["strikes"] as? Int == 0)
+
+        // Bad input: precise 400s naming the JSON path; nothing stored.
+        let cases: [(String, String, String)] = [
+            ("not json", "badJSON", "$: "),
+            (#"{"handlers":[{"topic":"t","strikes":"2","voipBlocked":false}]}"#, "badJSON", "handlers[0].strikes"),
+            (#"{"handlers":[{"topic":"t","strikes":1}]}"#, "badJSON", "voipBlocked"),
+            (#"{"handlers":[{"topic":"","strikes":1,"voipBlocked":false}]}"#, "badTopic", "$.handlers[0].topic"),
+            (
+                #"{"handlers":[{"topic":"a","strikes":0,"voipBlocked":false},{"topic":"b","strikes":-1,"voipBlocked":false}]}"#,
+                "badHandlers", "$.handlers[1].strikes"
+            ),
+            (
+                #"{"handlers":[{"topic":"a","strikes":0,"voipBlocked":false},{"topic":"a","strikes":0,"voipBlocked":false}]}"#,
+                "badHandlers", "$.handlers[1].topic"
+            ),
+        ]
+        for (bad, code, path) in cases {
+            let answer = try await h.device.call("POST", "/device/v1/handlers", body: bad)
+            #expect(answer.status == 400, "\(bad)")
+            #expect(answer.json["error"] as? String == code, "\(bad): \(answer.json)")
+            #expect((answer.json["detail"] as? String ?? "").contains(path), "\(bad): \(answer.json)")
+        }
+        let many = (0...64).map { #"{"topic":"t\#($0)","strikes":0,"voipBlocked":false}"# }.joined(separator: ",")
+        let tooMany = try await h.device.call("POST", "/device/v1/handlers", body: #"{"handlers":[\#(many)]}"#)
+        #expect(tooMany.status == 413)
+        #expect(tooMany.json["error"] as? String == "tooManyHandlers")
+        #expect(try await h.device.call("GET", "/device/v1/handlers").status == 405)
+
+        // Unauthenticated.
+        let anonymous = DeviceClient(curl: h.curl, port: h.gateway.devicePort, credential: .none)
+        let refused = try await anonymous.call(
+            "POST", "/device/v1/handlers",
+            body: #"{"handlers":[{"topic":"x","strikes":9,"voipBlocked":true}]}"#)
+        #expect(refused.status == 401)
+        #expect(refused.json["error"] as? String == "missingCredential")
+        handlers = try await devices().first?["handlers"] as? [[String: Any]] ?? []
+        #expect(handlers.count == 1 && handlers.first?["strikes"] as? Int == 0)
+
+        // The CLI's JSON device list shows the same.
+        let listed = try await rouse(["devices", "list", "--database", h.directory.path + "/gateway.sqlite", "--json"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains(#""handlers":[{"topic":"com.example.rouse","strikes":0,"voipBlocked":false,"#))
+        client.close()
+        await h.stop()
+    }
 }
