@@ -16,8 +16,7 @@ import Synchronization
 /// to nghttpd stalled for a whole poll timeout in about one run of four). So while any attached transfer still
 /// waits for its response head, the loop wakes at least every 50 ms. When only established streams remain
 /// (nothing is queued, so the stall cannot happen) it sleeps until libcurl's own next timer (deadlines
-/// included), a socket event or a wake-up from another thread — at most 30 s: an idle device channel costs
-/// two wake-ups a minute, not sixty.
+/// included), a socket event or a wake-up from another thread — at most 30 s, instead of once a second.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []
