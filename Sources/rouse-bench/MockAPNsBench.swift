@@ -21,7 +21,7 @@ enum MockAPNsBench {
         if arguments.contains("--help") {
             print(
                 """
-                usage: rouse-bench mock-apns [--requests N] [--tokens N] [--idle N] [--certs DIR] [--json]
+                usage: rouse-bench mock-apns [--requests N] [--tokens N] [--idle N] [--record-limit N] [--certs DIR] [--json]
                 Needs release builds of rouse and rouse-bench (swift build -c release), h2load and nghttpd.
                 """)
             return
@@ -29,6 +29,7 @@ enum MockAPNsBench {
         let requests = Int(Bench.option(arguments, "--requests") ?? "") ?? 300_000
         let tokenCount = Int(Bench.option(arguments, "--tokens") ?? "") ?? 100_000
         let idleCount = Int(Bench.option(arguments, "--idle") ?? "") ?? 1000
+        let recordLimit = Bench.option(arguments, "--record-limit") ?? "100000"
         let certs = Bench.option(arguments, "--certs") ?? "certs"
         let json = arguments.contains("--json")
         let rouse = try Bench.product("rouse")
@@ -77,7 +78,8 @@ enum MockAPNsBench {
                 [
                     "mock-apns", "--listen", "127.0.0.1:\(port)", "--cert", "\(certs)/server.pem", "--key",
                     "\(certs)/server.key", "--keys", "\(certs)/keys.json", "--tokens",
-                    work.appendingPathComponent("tokens.json").path, "--log-level", "error",
+                    work.appendingPathComponent("tokens.json").path, "--log-level", "error", "--record-limit",
+                    recordLimit,
                 ], port: port)
             results.append(
                 try measure(

@@ -74,6 +74,21 @@ final class AgentHarness: Sendable {
     let provider: Provider
     let socketPath: String
 
+    /// A fresh temporary directory (with `handlers/`) and a gateway on its SQLite file, logging only criticals.
+    /// The caller removes the directory and shuts the gateway down.
+    static func quietGatewayInTemporaryDirectory() throws -> (directory: String, gateway: Gateway) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        var logger = Logger(label: "rouse.gateway.test")
+        logger.logLevel = .critical
+        let gateway = try Gateway(
+            configuration: try gatewayConfiguration(database: directory + "/gateway.sqlite"), logger: logger)
+        return (directory, gateway)
+    }
+
     static func gatewayConfiguration(database: String) throws -> GatewayConfiguration {
         let listener = GatewayConfiguration.Listener(
             listen: "127.0.0.1:0", certificateFile: Repository.cert("server.pem"),

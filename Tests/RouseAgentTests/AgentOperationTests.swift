@@ -42,17 +42,8 @@ final class NotifySocket: Sendable {
 @Suite("rouse-agent operation: systemd notify, SIGHUP reload, rouse agent status", .serialized, .timeLimit(.minutes(2)))
 struct AgentOperationTests {
     @Test func notifiesSystemdReloadsOnHangupAndReportsStatus() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "rouse-agent-\(UUID().uuidString)"
-        )
-        .path
-        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var logger = Logger(label: "rouse.gateway.test")
-        logger.logLevel = .critical
-        let gateway = try Gateway(
-            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
-            logger: logger)
         defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
         let example = try Products.path("rouse-example-handler")
         func writeHandler(_ name: String) throws {

@@ -57,17 +57,8 @@ final class AgentProcess: Sendable {
 @Suite("rouse-agent killed and restarted", .serialized, .timeLimit(.minutes(2)))
 struct AgentRestartTests {
     @Test func sigkilledAgentLosesNoPushAndHandsNoneTwice() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "rouse-agent-\(UUID().uuidString)"
-        )
-        .path
-        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var logger = Logger(label: "rouse.gateway.test")
-        logger.logLevel = .critical
-        let gateway = try Gateway(
-            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
-            logger: logger)
         let provider = try await Provider.connect(port: gateway.providerPort)
         defer {
             provider.client.close()
@@ -131,17 +122,8 @@ struct AgentRestartTests {
     }
 
     @Test func frozenHandlersOfAKilledAgentAreKilledByTheNextAgent() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "rouse-agent-\(UUID().uuidString)"
-        )
-        .path
-        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var logger = Logger(label: "rouse.gateway.test")
-        logger.logLevel = .critical
-        let gateway = try Gateway(
-            configuration: try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite"),
-            logger: logger)
         defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
         let handler = """
             topic = "com.example.rouse"
