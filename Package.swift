@@ -128,12 +128,13 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
+            dependencies: ["RouseActivation"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseCurl", "RouseReachability", "CRouseShim",
+                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -160,7 +161,7 @@ let package = Package(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient",
+                "RouseAgentClient", "RouseActivation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -11,7 +11,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SO_PEERPIDFD
@@ -59,6 +61,23 @@ int rouse_agent_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid,
 
 int rouse_agent_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+int rouse_agent_pidfd_poll(int pidfd, int timeout_ms) {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        struct pollfd entry = {.fd = pidfd, .events = POLLIN};
+        int rc = poll(&entry, 1, timeout_ms);
+        if (rc >= 0) return rc > 0 ? 1 : 0;
+        if (errno != EINTR) return -1;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long spent = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (spent >= timeout_ms) return 0;
+        timeout_ms -= (int)spent;
+        start = now;
+    }
 }
 
 int rouse_agent_pidfd_wait(int pidfd, int *status) {

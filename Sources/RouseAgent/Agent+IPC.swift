@@ -62,6 +62,7 @@ extension Agent {
             else { return }
             slot.connection = nil
             slots[name] = slot
+            holderGone(name, reason: .connectionClosed)
             if slot.process == nil {
                 // A handler we did not launch: its connection is its life.
                 apply(name, slots[name]!.machine.exited(now: now))
@@ -126,6 +127,25 @@ extension Agent {
             var reply = AgentMessage(type: .statusReply)
             reply.detail = statusJSON()
             connection.send(reply)
+        case .sessions:
+            guard isAdmin(connection) else {
+                connection.sendError("notAuthorized", "sessions is for the agent's user or root")
+                return
+            }
+            var reply = AgentMessage(type: .sessionsReply)
+            reply.detail = arbiter.snapshot.json()
+            connection.send(reply)
+        case .routeChanged:
+            guard isAdmin(connection) else {
+                connection.sendError("notAuthorized", "route changes come from the agent's user or root")
+                return
+            }
+            guard let reason = message.reason, !reason.isEmpty else {
+                connection.sendError("badRequest", "routeChanged needs reason")
+                return
+            }
+            routeChanged(reason)
+            connection.send(AgentMessage(type: .ok))
         case .reregister, .userControl:
             guard isAdmin(connection), let name = message.handler, slots[name] != nil else {
                 connection.sendError(
@@ -181,8 +201,16 @@ extension Agent {
                 return
             }
             apply(name, slots[name]!.machine.reportCall(pushID: message.pushID, callID: callID, now: current))
+            callStarted(name, connection, message)
         case .callEnded:
             apply(name, slots[name]!.machine.callEnded(callID: message.callID ?? "", now: current))
+            if slots[name]?.machine.activeCalls.isEmpty == true {
+                callEnded(name, notifyOthers: message.notifyOthers ?? true)
+            }
+        case .activate:
+            activate(name, connection, message)
+        case .deactivate:
+            deactivate(name, connection, message)
         case .complete:
             guard let pushID = message.pushID, let result = message.result,
                 BackgroundFetchResult(rawValue: result) != nil

@@ -92,6 +92,7 @@ extension Agent {
         slot.connection?.close()
         slot.connection = nil
         slots[name] = slot
+        holderGone(name, reason: .processExited)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.
         for push in slot.machine.waiting { inFlight.remove(push.id) }
         apply(name, slots[name]!.machine.exited(now: now))

@@ -7,6 +7,7 @@ extension Agent {
     public func reload(handlers: [HandlerConfiguration]) async {
         let names = Set(handlers.map(\.name))
         for name in slots.keys.sorted() where !names.contains(name) {
+            holderGone(name, reason: .terminatedByAgent)
             if let process = slots[name]?.process {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseActivation
 import RouseAgentClient
 import RouseCurl
 import RouseReachability
@@ -47,6 +48,11 @@ public actor Agent: Service {
     var handlerReportTask: Task<Void, Never>?
     /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
     let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
+    /// Who holds audio (activations, issue 7): fed by handler requests, calls, lifecycle, deaths.
+    var arbiter = ActivationArbiter()
+    /// What the arbiter was last told of each handler's run state.
+    var arbiterStates: [String: HandlerState] = [:]
+    let hooks: ActivationHookRunner?
     /// Pushes handed to handlers (for tests and the benchmark).
     public private(set) var delivered = 0
 
@@ -59,6 +65,11 @@ public actor Agent: Service {
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
         self.curl = try CurlHTTPClient(logger: logger)
         self.api = GatewayAPI(endpoint: configuration.endpoint, curl: curl)
+        self.hooks = configuration.activationHook.flatMap { command in
+            command.isEmpty
+                ? nil
+                : ActivationHookRunner(command: command, timeout: configuration.activationHookTimeout, logger: logger)
+        }
         let now = ContinuousClock.now - epoch
         for handler in configuration.handlers {
             var machine = HandlerMachine(rules: handler.rules)
@@ -113,12 +124,15 @@ public actor Agent: Service {
             unlink(configuration.socketPath)
             listener = -1
         }
+        // Every handler's audio ends with the agent: revoked (hooks restore other programs' streams).
+        for name in slots.keys.sorted() { holderGone(name, reason: .terminatedByAgent) }
         for connection in connections.values { connection.close() }
         for slot in slots.values {
             if let process = slot.process {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             }
         }
+        await hooks?.drain()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
         for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
             try? await Task.sleep(for: .milliseconds(10))
@@ -285,6 +299,7 @@ public actor Agent: Service {
     func apply(_ name: String, _ actions: [HandlerAction]) {
         guard slots[name] != nil else { return }
         for action in actions { perform(name, action) }
+        syncActivation(name)
         let persisted = slots[name]?.machine.persisted(wallEpochMilliseconds: wallEpochMilliseconds)
         if state.handlers[name] != persisted {
             state.handlers[name] = persisted
@@ -317,13 +332,14 @@ public actor Agent: Service {
             Task { await channel?.ack(id) }
         case .kill(let reason):
             logger.warning("terminating handler", metadata: metadata.merging(["reason": "\(reason)"]) { $1 })
+            holderGone(name, reason: .terminatedByAgent)
             if let process = slots[name]?.process {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             } else if let connection = slots[name]?.connection, let pidfd = connection.peer?.pidfd, pidfd >= 0 {
                 AgentSyscalls.signal(pidfd: pidfd, SIGKILL)
             }
         case .suspend:
-            guard let process = slots[name]?.process else { return }
+            guard let process = slots[name]?.process, mayFreeze(name) else { return }
             let ok = control.freeze(cgroup: process.cgroup, pgid: process.pid)
             logger.info(
                 "handler suspended",

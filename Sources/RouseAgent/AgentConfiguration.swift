@@ -20,6 +20,10 @@ public struct AgentConfiguration: Sendable {
     public var suspendMechanism: SuspendMechanism?
     /// Extra environment for launched handlers.
     public var handlerEnvironment: [String: String] = [:]
+    /// Command (argv, no shell) run on every activation grant and revoke (docs/activations.md, "Hook").
+    public var activationHook: [String]?
+    /// How long one hook run may take before it is killed.
+    public var activationHookTimeout = Duration.seconds(2)
 
     /// A configuration.
     public init(

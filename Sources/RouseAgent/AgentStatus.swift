@@ -32,6 +32,8 @@ public struct AgentStatus: Codable, Sendable {
         public var backgroundTokens: Double
         /// The held (throttled) background push.
         public var heldPush: String?
+        /// It holds a call or background-capable audio session: it is not suspended.
+        public var holdsAudio: Bool
     }
 
     /// Device channel state.
@@ -63,7 +65,7 @@ extension Agent {
                 openBackgroundPushes: machine.openBackground.keys.sorted(),
                 tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
                 backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
-                heldPush: machine.held?.id)
+                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio)
         }
         return AgentStatus(
             channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,

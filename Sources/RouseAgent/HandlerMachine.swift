@@ -112,6 +112,9 @@ public struct HandlerMachine: Sendable {
     public private(set) var tasks: [Int: String] = [:]
     /// When the handler entered the background (task budget start).
     public private(set) var backgroundSince: Duration?
+    /// The handler holds an activation that keeps it running in the background (an active playback, record
+    /// or call session: iOS's audio background mode); it is not suspended while this holds.
+    public private(set) var holdsAudio = false
     private var expiryNoticeSent = false
     private var launchedAt: Duration?
     private var idleSince: Duration?
@@ -227,6 +230,18 @@ public struct HandlerMachine: Sendable {
         }
     }
 
+    /// The activation arbiter says whether the handler holds audio that keeps it running (see ``holdsAudio``).
+    /// When that ends, the handler's idle time (before suspension) starts again.
+    public mutating func setHoldsAudio(_ holds: Bool, now: Duration) {
+        guard holds != holdsAudio else { return }
+        holdsAudio = holds
+        if holds {
+            idleSince = nil
+        } else if lifecycle == .background {
+            markIdle(now: now)
+        }
+    }
+
     /// The gateway's reachability changed: told at once, or coalesced to one notice while suspended.
     public mutating func reachability(_ reachable: Bool) -> [HandlerAction] {
         switch lifecycle {
@@ -247,6 +262,7 @@ public struct HandlerMachine: Sendable {
         openBackground = [:]
         tasks = [:]
         activeCalls = []
+        holdsAudio = false
         backgroundSince = nil
         idleSince = nil
         expiryNoticeSent = false
@@ -378,6 +394,7 @@ public struct HandlerMachine: Sendable {
 
     private var canSuspend: Bool {
         owedReports.isEmpty && openBackground.isEmpty && tasks.isEmpty && activeCalls.isEmpty && waiting.isEmpty
+            && !holdsAudio
     }
 
     private mutating func voip(_ push: AgentPush, now: Duration, wallNowMilliseconds: Int64) -> [HandlerAction] {

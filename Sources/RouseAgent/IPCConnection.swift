@@ -80,10 +80,11 @@ final class IPCConnection: Sendable {
     }
 
     /// Sends an error frame.
-    func sendError(_ code: String, _ detail: String) {
+    func sendError(_ code: String, _ detail: String, requestID: Int? = nil) {
         var message = AgentMessage(type: .error)
         message.error = code
         message.detail = detail
+        message.requestID = requestID
         send(message)
     }
 

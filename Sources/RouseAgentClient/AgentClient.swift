@@ -1,4 +1,6 @@
 import Foundation
+import RouseActivation
+import Synchronization
 
 /// The handler side of the agent's IPC: a program registered as a handler connects, registers, then
 /// receives pushes and lifecycle events and answers them (report a call, complete a background push,
@@ -12,6 +14,7 @@ public final class AgentClient: Sendable {
     /// Messages from the agent, in order; finishes when the connection closes.
     public let messages: AsyncStream<AgentMessage>
     private let continuation: AsyncStream<AgentMessage>.Continuation
+    private let requests = PendingRequests()
 
     /// Connects: to the inherited fd in `ROUSE_AGENT_FD` when set (launched by the agent), else to
     /// `socketPath` (or `ROUSE_AGENT_SOCKET`).
@@ -24,14 +27,28 @@ public final class AgentClient: Sendable {
                 path: socketPath ?? environment["ROUSE_AGENT_SOCKET"] ?? Self.defaultSocketPath)
         }
         (messages, continuation) = AsyncStream.makeStream(of: AgentMessage.self)
-        let thread = Thread { [socket, continuation] in
+        let thread = Thread { [socket, continuation, requests] in
             var decoder = FrameDecoder()
-            defer { continuation.finish() }
+            defer {
+                continuation.finish()
+                for waiter in requests.close() {
+                    waiter.resume(
+                        throwing: AgentRequestError(code: "connectionClosed", detail: "the agent closed the connection")
+                    )
+                }
+            }
             while true {
                 guard let bytes = try? socket.read(), !bytes.isEmpty else { return }
                 decoder.append(bytes)
                 do {
-                    while let message = try decoder.next() { continuation.yield(message) }
+                    while let message = try decoder.next() {
+                        // An answer to an awaited request goes to its caller; everything else to `messages`.
+                        if let id = message.requestID, let waiter = requests.take(id) {
+                            waiter.resume(returning: message)
+                        } else {
+                            continuation.yield(message)
+                        }
+                    }
                 } catch {
                     return
                 }
@@ -53,19 +70,70 @@ public final class AgentClient: Sendable {
         try send(message)
     }
 
-    /// Reports the incoming call for a VoIP push (the CallKit `reportNewIncomingCall` moment).
-    public func reportCall(pushID: String, callID: String) throws {
+    /// Sends `message` with a fresh `requestID` and waits for the answer carrying it. An `error` answer
+    /// throws ``AgentRequestError``, as does the connection closing first.
+    public func request(_ message: AgentMessage) async throws -> AgentMessage {
+        var message = message
+        let answer: AgentMessage = try await withCheckedThrowingContinuation { waiter in
+            guard let id = requests.register(waiter) else {
+                waiter.resume(throwing: AgentRequestError(code: "connectionClosed", detail: "the connection is closed"))
+                return
+            }
+            message.requestID = id
+            do {
+                try send(message)
+            } catch {
+                requests.take(id)?.resume(throwing: error)
+            }
+        }
+        if answer.kind == .error {
+            throw AgentRequestError(code: answer.error ?? "error", detail: answer.detail ?? "")
+        }
+        return answer
+    }
+
+    /// Reports a call (the CallKit `reportNewIncomingCall` moment for `pushID`, or an outgoing call with no
+    /// push). The agent activates the handler's `call` session with `configuration` (default
+    /// `playAndRecord` + `voiceChat`) and sends `activation` `callActivated` (or `delayed`).
+    public func reportCall(pushID: String?, callID: String, configuration: SessionConfiguration? = nil) throws {
         var message = AgentMessage(type: .reportCall)
         message.pushID = pushID
         message.callID = callID
+        if let configuration { message.setConfiguration(configuration) }
         try send(message)
     }
 
-    /// The call ended.
-    public func callEnded(callID: String) throws {
+    /// The call ended. When it was the handler's last call, its call session ends; `notifyOthers` lets the
+    /// sessions it interrupted resume (`interruptionEnded(shouldResume: true)`).
+    public func callEnded(callID: String, notifyOthers: Bool = true) throws {
         var message = AgentMessage(type: .callEnded)
         message.callID = callID
+        message.notifyOthers = notifyOthers
         try send(message)
+    }
+
+    /// Activates audio session `session` (AVAudioSession `setActive(true)`): `granted`, `denied(reason)` or
+    /// `delayed` (a `granted` follows in `messages` when the blocking call ends). Later events for the
+    /// session (interruptions, ducks, route changes) arrive in ``messages`` as `activation` messages.
+    public func activate(
+        session: String, configuration: SessionConfiguration, role: ActivationPriority = .media,
+        acceptsDelay: Bool = false
+    ) async throws -> ActivationMessage {
+        let answer = try await request(
+            AgentMessage(activate: session, configuration: configuration, role: role, acceptsDelay: acceptsDelay))
+        guard let event = answer.activationEvent else {
+            throw AgentRequestError(code: "badAnswer", detail: "activate answered with \(answer.type)")
+        }
+        return event
+    }
+
+    /// Deactivates `session` (`setActive(false)`); with `notifyOthers` the sessions it interrupted may resume
+    /// (`.notifyOthersOnDeactivation`), without they end.
+    public func deactivate(session: String, notifyOthers: Bool = false) async throws {
+        var message = AgentMessage(type: .deactivate)
+        message.session = session
+        message.notifyOthers = notifyOthers
+        _ = try await request(message)
     }
 
     /// Completes a background push with `newData`, `noData` or `failed`.
@@ -100,6 +168,41 @@ public final class AgentClient: Sendable {
     /// Closes the connection.
     public func close() {
         socket.shutdownBoth()
+    }
+}
+
+/// Requests waiting for their answer, matched by `requestID`; closed (every waiter failed) when the
+/// connection ends.
+final class PendingRequests: Sendable {
+    typealias Waiter = CheckedContinuation<AgentMessage, any Error>
+    private struct State {
+        var next = 1
+        var waiting: [Int: Waiter] = [:]
+        var closed = false
+    }
+    private let state = Mutex(State())
+
+    /// A fresh request id for `waiter`; nil once closed.
+    func register(_ waiter: Waiter) -> Int? {
+        state.withLock { state in
+            guard !state.closed else { return nil }
+            let id = state.next
+            state.next += 1
+            state.waiting[id] = waiter
+            return id
+        }
+    }
+
+    /// The waiter for `id`, removed.
+    func take(_ id: Int) -> Waiter? { state.withLock { $0.waiting.removeValue(forKey: id) } }
+
+    /// Closes: every waiter still waiting, removed.
+    func close() -> [Waiter] {
+        state.withLock { state in
+            state.closed = true
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
     }
 }
 

@@ -47,6 +47,33 @@ public struct AgentMessage: Codable, Sendable, Equatable {
     public var seconds: Double?
     /// Why the handler runs (`registered`): `voipPush`, `backgroundPush`, `user`, `connected`.
     public var launchReason: String?
+    /// Correlates a request with its answer (`activate`, `deactivate`; echoed in `activation`, `ok`, `error`).
+    public var requestID: Int?
+    /// Activation session name chosen by the handler (`activate`, `deactivate`, `activation`); `call` is
+    /// reserved for the call path.
+    public var session: String?
+    /// Session category (`activate`; `reportCall` for the call's own): `ambient`, `soloAmbient`, `playback`,
+    /// `record`, `playAndRecord`.
+    public var category: String?
+    /// Session mode (`activate`, `reportCall`): `default`, `voiceChat`, `spokenAudio`, ….
+    public var mode: String?
+    /// Session options (`activate`, `reportCall`): `mixWithOthers`, `duckOthers`,
+    /// `interruptSpokenAudioAndMixWithOthers`.
+    public var options: [String]?
+    /// Priority class (`activate`): `ambient`, `media`, `notification`, `navigation`, `assistant`, `alert`.
+    public var role: String?
+    /// Whether a request blocked only by a call may wait for it (`activate`).
+    public var acceptsDelay: Bool?
+    /// Whether the sessions this one interrupted may resume (`deactivate`, `callEnded`; default true for
+    /// `callEnded`, false for `deactivate`, as `setActive(false)` without `.notifyOthersOnDeactivation`).
+    public var notifyOthers: Bool?
+    /// Activation event (`activation`): `granted`, `denied`, `delayed`, `interruptionBegan`,
+    /// `interruptionEnded`, `duckBegan`, `duckEnded`, `routeChanged`, `callActivated`, `callDeactivated`.
+    public var event: String?
+    /// Why (`activation` denied / interruptionBegan / routeChanged; `routeChanged` from an admin).
+    public var reason: String?
+    /// `interruptionEnded`: whether the session is active again and may resume playing.
+    public var shouldResume: Bool?
 
     /// A message of `type` with no other members set.
     public init(type: AgentMessageType) {
@@ -88,6 +115,15 @@ public struct AgentMessageType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let reregister = AgentMessageType(rawValue: "reregister")
     /// Admin: the user starts (`state` = `started`) or stops (`stopped`) `handler`.
     public static let userControl = AgentMessageType(rawValue: "userControl")
+    /// Activate an audio session: `requestID`, `session`, `category`, `mode`, `options`, `role`,
+    /// `acceptsDelay`; answered with `activation` (`granted`, `denied` + `reason`, or `delayed`).
+    public static let activate = AgentMessageType(rawValue: "activate")
+    /// Deactivate a session: `requestID`, `session`, `notifyOthers`; answered with `ok`.
+    public static let deactivate = AgentMessageType(rawValue: "deactivate")
+    /// Admin (or a route source): the audio route changed, `reason`; forwarded to every active session.
+    public static let routeChanged = AgentMessageType(rawValue: "routeChanged")
+    /// Admin: who holds which session; answered with `sessionsReply`.
+    public static let sessions = AgentMessageType(rawValue: "sessions")
 
     // Agent → handler.
     /// Registration accepted: `handler`, `launchReason`.
@@ -106,6 +142,11 @@ public struct AgentMessageType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let reachability = AgentMessageType(rawValue: "reachability")
     /// Answer to `status`: `detail` holds the JSON document.
     public static let statusReply = AgentMessageType(rawValue: "statusReply")
+    /// An activation event for `session`: `event`, `reason`, `shouldResume` (and `requestID` when it answers
+    /// an `activate`).
+    public static let activation = AgentMessageType(rawValue: "activation")
+    /// Answer to `sessions`: `detail` holds the JSON snapshot.
+    public static let sessionsReply = AgentMessageType(rawValue: "sessionsReply")
     /// A generic success answer to admin requests.
     public static let ok = AgentMessageType(rawValue: "ok")
     /// Something was wrong: `error`, `detail`. A protocol error closes the connection after it.

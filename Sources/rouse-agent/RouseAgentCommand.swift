@@ -24,6 +24,13 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
+    @Option(
+        help: ArgumentHelp(
+            "Command run (no shell) on every audio activation grant and revoke, e.g. deploy/hooks/pactl-roles.sh.",
+            discussion:
+                "Arguments: grant|revoke; environment: ROUSE_EVENT, ROUSE_SESSION, ROUSE_ROLE, … (docs/activations.md)."
+        )) var activationHook: String?
+    @Option(help: "Seconds one activation hook run may take before it is killed.") var activationHookTimeout = 2.0
     @Option(help: "Log level.") var logLevel = "info"
     @Flag(help: "Log one JSON object per line.") var json = false
 
@@ -56,6 +63,14 @@ struct RouseAgentCommand: AsyncParsableCommand {
             endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
         configuration.reachabilityTarget = reachabilityTarget
         configuration.assumeReachable = assumeReachable
+        if let activationHook {
+            guard FileManager.default.isExecutableFile(atPath: activationHook) else {
+                throw ValidationError("activation hook \(activationHook) is not an executable file")
+            }
+            configuration.activationHook = [activationHook]
+        }
+        guard activationHookTimeout > 0 else { throw ValidationError("--activation-hook-timeout must be positive") }
+        configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
         let agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: stateDir + "/state.json"),
             logger: logger)

@@ -1,4 +1,5 @@
 import Foundation
+import RouseActivation
 import RouseAgentClient
 
 // An example handler: registers, reports a call for every VoIP push that must be reported, completes
@@ -9,6 +10,15 @@ import RouseAgentClient
 // Modes (`--mode`): report (default), ignore (never reports: the agent kills it), foreground (declares
 // itself active first), keepcall (reports but never ends its calls), complete (completes background pushes with newData), overrun (never completes),
 // task (begins a background task and ends it on the expiration notice), leak (begins one and never ends it).
+//
+// Audio activations: every `activation` event is written as
+//   activation session=music event=interruptionBegan reason=preempted
+// and `--commands FIFO` makes the handler take one command per line from a named pipe (tests, demos):
+//   state active|background
+//   activate SESSION CATEGORY [mode=M] [options=a,b] [role=R] [delay]   → answer session=S event=granted|denied|delayed
+//   deactivate SESSION [notify]                                         → deactivated session=S
+//   call CALLID [push=PUSHID]            (reportCall: the call session is activated)
+//   endcall CALLID [nonotify]
 
 let arguments = CommandLine.arguments
 func option(_ name: String) -> String? {
@@ -19,6 +29,7 @@ let mode = option("--mode") ?? "report"
 let logPath = option("--log")
 let name = option("--handler") ?? ProcessInfo.processInfo.environment["ROUSE_HANDLER"] ?? "example"
 let socketPath = option("--socket")
+let commandsPath = option("--commands")
 
 func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -40,6 +51,7 @@ do {
     try client.register(handler: name)
     if mode == "foreground" { try client.setState("active") }
     if mode == "task" || mode == "leak" { try client.beginTask(name: "upload") }
+    if let commandsPath { try readCommands(commandsPath, client: client) }
     for await message in client.messages {
         switch message.kind {
         case .registered:
@@ -77,6 +89,8 @@ do {
             }
         case .lifecycle:
             emit("lifecycle state=\(message.state ?? "-")")
+        case .activation:
+            emit("activation " + describe(message))
         case .reachability:
             emit("reachability reachable=\(message.reachable ?? false)")
         case .error:
@@ -89,4 +103,83 @@ do {
 } catch {
     emit("failed \(error)")
     exit(1)
+}
+
+/// `session=… event=… [reason=…] [shouldResume=…]`.
+func describe(_ message: AgentMessage) -> String {
+    var text = "session=\(message.session ?? "-") event=\(message.event ?? "-")"
+    if let reason = message.reason { text += " reason=\(reason)" }
+    if let shouldResume = message.shouldResume { text += " shouldResume=\(shouldResume)" }
+    return text
+}
+
+/// Reads commands (one per line) from the named pipe at `path`, opened read-write so that writers come and go
+/// without an end of file, and runs each in order.
+func readCommands(_ path: String, client: AgentClient) throws {
+    guard let handle = FileHandle(forUpdatingAtPath: path) else {
+        throw AgentRequestError(code: "commands", detail: "cannot open \(path)")
+    }
+    let lines = AsyncStream<String>.makeStream()
+    let thread = Thread {
+        var buffer = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                lines.continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                buffer = Data(buffer[buffer.index(after: newline)...])
+            }
+        }
+        lines.continuation.finish()
+    }
+    thread.start()
+    Task {
+        for await line in lines.stream {
+            do {
+                try await run(line.split(separator: " ").map(String.init), client: client)
+            } catch {
+                emit("commandFailed \(line): \(error)")
+            }
+        }
+    }
+}
+
+func run(_ words: [String], client: AgentClient) async throws {
+    guard let command = words.first else { return }
+    var named: [String: String] = [:]
+    for word in words.dropFirst() {
+        let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+        named[parts[0]] = parts.count == 2 ? parts[1] : ""
+    }
+    switch command {
+    case "state":
+        try client.setState(words[1])
+    case "activate":
+        var message = AgentMessage(type: .activate)
+        message.session = words[1]
+        message.category = words[2]
+        message.mode = named["mode"]
+        message.options = named["options"].map { $0.split(separator: ",").map(String.init) }
+        message.role = named["role"]
+        message.acceptsDelay = named["delay"] != nil
+        // The raw request, so that a test can send what the typed API would refuse to build.
+        do {
+            let answer = try await client.request(message)
+            emit("answer " + describe(answer))
+        } catch let error as AgentRequestError {
+            emit("answer session=\(words[1]) error=\(error.code)")
+        }
+    case "deactivate":
+        try await client.deactivate(session: words[1], notifyOthers: named["notify"] != nil)
+        emit("deactivated session=\(words[1])")
+    case "call":
+        try client.reportCall(pushID: named["push"], callID: words[1])
+        emit("reported call=\(words[1])")
+    case "endcall":
+        try client.callEnded(callID: words[1], notifyOthers: named["nonotify"] == nil)
+        emit("ended call=\(words[1])")
+    default:
+        emit("commandFailed unknown command \(command)")
+    }
 }

@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import RouseActivation
 import RouseAgentClient
 
 /// `rouse agent …`: talk to a running `rouse-agent` over its IPC socket.
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent", abstract: "Inspect and steer a running rouse-agent.",
-        subcommands: [Status.self, Reregister.self, Start.self, Stop.self])
+        subcommands: [Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self])
 
     struct SocketOption: ParsableArguments {
         @Option(help: "The agent's IPC socket.") var socket = AgentClient.defaultSocketPath
@@ -68,11 +69,51 @@ struct AgentCommand: AsyncParsableCommand {
                 }
                 line += " tokens=\(handler["backgroundTokens"] ?? 0)"
                 if let held = handler["heldPush"] { line += " held=\(held)" }
+                if handler["holdsAudio"] as? Bool == true { line += " holds-audio" }
                 if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
                     line += " tasks=\(tasks.joined(separator: ","))"
                 }
                 print(line)
             }
+        }
+    }
+
+    /// `rouse agent sessions [--json]`: the activation arbiter's snapshot.
+    struct Sessions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Audio sessions: who holds what (active, ducked, interrupted), who waits, who may be suspended.")
+        @OptionGroup var options: SocketOption
+        @Flag(help: "Print the snapshot as JSON.") var json = false
+
+        func run() async throws {
+            let reply = try await AgentCommand.request(AgentMessage(type: .sessions), socket: options.socket)
+            let text = reply.detail ?? "{}"
+            if json {
+                print(text)
+                return
+            }
+            let snapshot: ActivationSnapshot
+            do {
+                snapshot = try JSONDecoder().decode(ActivationSnapshot.self, from: Data(text.utf8))
+            } catch {
+                throw ValidationError("the agent's sessions document does not parse: \(error)")
+            }
+            print(snapshot.sessions.isEmpty && snapshot.handlers.isEmpty ? "no sessions" : snapshot.text)
+        }
+    }
+
+    /// `rouse agent route REASON`: an external route source reports a route change.
+    struct Route: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Report an audio route change (e.g. oldDeviceUnavailable); forwarded to every active session.")
+        @OptionGroup var options: SocketOption
+        @Argument(help: "newDeviceAvailable, oldDeviceUnavailable, categoryChange, override, wakeFromSleep, …")
+        var reason: String
+        func run() async throws {
+            var message = AgentMessage(type: .routeChanged)
+            message.reason = reason
+            _ = try await AgentCommand.request(message, socket: options.socket)
+            print("ok")
         }
     }
 

@@ -107,7 +107,7 @@ final class AgentHarness: Sendable {
     /// A handler running the example handler in `mode`, logging to `<directory>/<name>.log`.
     static func handler(
         _ name: String, mode: String, directory: String, pushTypes: [String] = ["voip", "background"],
-        configure: (inout HandlerRules) -> Void = { _ in }
+        arguments: [String] = [], configure: (inout HandlerRules) -> Void = { _ in }
     ) throws -> HandlerConfiguration {
         var rules = HandlerRules()
         rules.voipDeadline = .seconds(1)
@@ -116,11 +116,15 @@ final class AgentHarness: Sendable {
         configure(&rules)
         return HandlerConfiguration(
             name: name, topic: name == "voip" ? bundleID : "com.example.\(name)",
-            command: [try Products.path("rouse-example-handler"), "--mode", mode, "--log", "\(directory)/\(name).log"],
+            command: [try Products.path("rouse-example-handler"), "--mode", mode, "--log", "\(directory)/\(name).log"]
+                + arguments,
             pushTypes: pushTypes, rules: rules)
     }
 
-    init(handlers: (String) throws -> [HandlerConfiguration]) async throws {
+    init(
+        handlers: (String) throws -> [HandlerConfiguration],
+        configure: (_ directory: String, inout AgentConfiguration) throws -> Void = { _, _ in }
+    ) async throws {
         directory =
             FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
             .path
@@ -136,6 +140,7 @@ final class AgentHarness: Sendable {
             enrollmentSecret: try gateway.makeEnrollmentSecret(), socketPath: socketPath,
             handlers: try handlers(directory))
         configuration.assumeReachable = true
+        try configure(directory, &configuration)
         agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
             logger: logger)

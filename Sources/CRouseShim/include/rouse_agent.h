@@ -22,6 +22,9 @@ int rouse_agent_pidfd_send_signal(int pidfd, int sig);
 
 /// waitid(P_PIDFD, WEXITED) blocking: reaps the child; returns 0 and its status (exit code, or 128+signal).
 int rouse_agent_pidfd_wait(int pidfd, int *status);
+/// Waits up to `timeout_ms` for the process behind `pidfd` to exit (the pidfd becomes readable):
+/// 1 exited, 0 still running, -1 error (errno). EINTR is retried.
+int rouse_agent_pidfd_poll(int pidfd, int timeout_ms);
 
 /// SO_PEERCRED of a connected Unix socket; -1 with errno on failure.
 int rouse_agent_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);

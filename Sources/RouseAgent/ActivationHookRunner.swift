@@ -1,0 +1,71 @@
+import CRouseShim
+import Dispatch
+import Foundation
+import Logging
+import RouseActivation
+
+/// Runs the activation hook command once per grant/revoke (`HookEvent`), in order, one at a time, without
+/// a shell and with a deadline: a hook still running at its deadline is killed (SIGKILL). Its exit status is
+/// logged, never acted on (see docs/activations.md, "Hook").
+final class ActivationHookRunner: Sendable {
+    let command: [String]
+    let timeout: Duration
+    let logger: Logger
+    private let queue = DispatchQueue(label: "rouse-agent-hook")
+
+    init(command: [String], timeout: Duration, logger: Logger) {
+        self.command = command
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// Queues one run; returns at once.
+    func run(_ event: HookEvent) {
+        queue.async { [self] in runNow(event) }
+    }
+
+    /// Waits until every queued run has finished (for shutdown and tests).
+    func drain() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { continuation.resume() }
+        }
+    }
+
+    private func runNow(_ event: HookEvent) {
+        let metadata: Logger.Metadata = [
+            "hook": "\(command[0])", "event": "\(event.kind.rawValue)", "session": "\(event.session)",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        for (key, value) in event.environment { environment[key] = value }
+        let started = ContinuousClock.now
+        let spawned: (pid: Int32, pidfd: Int32)
+        do {
+            spawned = try AgentSyscalls.spawn(
+                path: command[0], arguments: command + event.arguments,
+                environment: environment.map { "\($0.key)=\($0.value)" }, channel: -1)
+        } catch {
+            logger.error("activation hook failed to start", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+            return
+        }
+        defer { AgentSyscalls.close(spawned.pidfd) }
+        let milliseconds = Int32(
+            clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let exited = rouse_agent_pidfd_poll(spawned.pidfd, milliseconds) > 0
+        if !exited {
+            AgentSyscalls.signal(pidfd: spawned.pidfd, SIGKILL)
+            AgentSyscalls.signalGroup(spawned.pid, SIGKILL)
+        }
+        let status = AgentSyscalls.wait(pidfd: spawned.pidfd)
+        let elapsed = ContinuousClock.now - started
+        var fields = metadata
+        fields["status"] = "\(status)"
+        fields["ms"] = "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)"
+        if !exited {
+            logger.warning("activation hook killed at its deadline", metadata: fields)
+        } else if status != 0 {
+            logger.warning("activation hook failed", metadata: fields)
+        } else {
+            logger.debug("activation hook ran", metadata: fields)
+        }
+    }
+}
