@@ -215,7 +215,9 @@ let package = Package(
             dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseHTTP2", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RouseActivationTests", dependencies: ["RouseActivation"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RouseActivationTests", dependencies: ["RouseActivation", "RouseTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseGatewayTests",
             dependencies: [

@@ -100,7 +100,7 @@ extension Agent {
                 logger.warning(
                     "handler impersonation refused",
                     metadata: ["handler": "\(name)", "conn-id": "\(connection.id)", "reason": "\(reason)"])
-                connection.sendError("notAuthorized", reason)
+                connection.sendError("notAuthorized", reason, requestID: message.requestID)
                 connection.close()
                 return
             }
@@ -121,35 +121,39 @@ extension Agent {
             apply(name, slots[name]!.machine.registered(now: now))
         case .status:
             guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "status is for the agent's user or root")
+                connection.sendError(
+                    "notAuthorized", "status is for the agent's user or root", requestID: message.requestID)
                 return
             }
             var reply = AgentMessage(type: .statusReply)
             reply.detail = statusJSON()
-            connection.send(reply)
+            connection.send(reply, answering: message)
         case .sessions:
             guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "sessions is for the agent's user or root")
+                connection.sendError(
+                    "notAuthorized", "sessions is for the agent's user or root", requestID: message.requestID)
                 return
             }
             var reply = AgentMessage(type: .sessionsReply)
             reply.detail = arbiter.snapshot.json()
-            connection.send(reply)
+            connection.send(reply, answering: message)
         case .routeChanged:
             guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "route changes come from the agent's user or root")
+                connection.sendError(
+                    "notAuthorized", "route changes come from the agent's user or root", requestID: message.requestID)
                 return
             }
             guard let reason = message.reason, !reason.isEmpty else {
-                connection.sendError("badRequest", "routeChanged needs reason")
+                connection.sendError("badRequest", "routeChanged needs reason", requestID: message.requestID)
                 return
             }
             routeChanged(reason)
-            connection.send(AgentMessage(type: .ok))
+            connection.send(AgentMessage(type: .ok), answering: message)
         case .reregister, .userControl:
             guard isAdmin(connection), let name = message.handler, slots[name] != nil else {
                 connection.sendError(
-                    "notAuthorized", "admin requests are for the agent's user or root, naming a handler")
+                    "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
+                    requestID: message.requestID)
                 return
             }
             if message.kind == .reregister {
@@ -159,7 +163,7 @@ extension Agent {
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
             }
-            connection.send(AgentMessage(type: .ok))
+            connection.send(AgentMessage(type: .ok), answering: message)
         default:
             connection.sendError("notRegistered", "the first message must be register (got \(message.type))")
             connection.close()
@@ -189,7 +193,8 @@ extension Agent {
     private func handleRegistered(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
         guard slots[name]?.connection === connection else {
             // Its handler was removed by a reload (or replaced): nothing to act on.
-            connection.sendError("unknownHandler", "handler \(name) is no longer configured")
+            connection.sendError(
+                "unknownHandler", "handler \(name) is no longer configured", requestID: message.requestID)
             connection.close()
             return
         }
@@ -197,7 +202,7 @@ extension Agent {
         switch message.kind {
         case .reportCall:
             guard let callID = message.callID else {
-                connection.sendError("badRequest", "reportCall needs callID")
+                connection.sendError("badRequest", "reportCall needs callID", requestID: message.requestID)
                 return
             }
             apply(name, slots[name]!.machine.reportCall(pushID: message.pushID, callID: callID, now: current))
@@ -215,14 +220,16 @@ extension Agent {
             guard let pushID = message.pushID, let result = message.result,
                 BackgroundFetchResult(rawValue: result) != nil
             else {
-                connection.sendError("badRequest", "complete needs pushID and result newData|noData|failed")
+                connection.sendError(
+                    "badRequest", "complete needs pushID and result newData|noData|failed", requestID: message.requestID
+                )
                 return
             }
             apply(name, slots[name]!.machine.complete(pushID: pushID, result: result, now: current))
         case .beginTask:
             let (id, actions) = slots[name]!.machine.beginTask(name: message.taskName ?? "unnamed", now: current)
             if id == nil {
-                connection.sendError("taskInvalid", "no background time left")
+                connection.sendError("taskInvalid", "no background time left", requestID: message.requestID)
             }
             apply(name, actions)
         case .endTask:
@@ -231,16 +238,17 @@ extension Agent {
             guard let state = message.state.flatMap(HandlerLifecycle.init(rawValue:)),
                 [.active, .inactive, .background].contains(state)
             else {
-                connection.sendError("badRequest", "setState needs state active|inactive|background")
+                connection.sendError(
+                    "badRequest", "setState needs state active|inactive|background", requestID: message.requestID)
                 return
             }
             apply(name, slots[name]!.machine.setState(state, now: current))
         case .status:
             var reply = AgentMessage(type: .statusReply)
             reply.detail = statusJSON()
-            connection.send(reply)
+            connection.send(reply, answering: message)
         default:
-            connection.sendError("unknownType", "unknown message type \(message.type)")
+            connection.sendError("unknownType", "unknown message type \(message.type)", requestID: message.requestID)
         }
     }
 }

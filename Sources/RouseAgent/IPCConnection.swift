@@ -80,6 +80,14 @@ final class IPCConnection: Sendable {
     }
 
     /// Sends an error frame.
+    /// Sends `reply` as the answer to `request` (its `requestID` echoed).
+    @discardableResult
+    func send(_ reply: AgentMessage, answering request: AgentMessage) -> Bool {
+        var reply = reply
+        reply.requestID = request.requestID
+        return send(reply)
+    }
+
     func sendError(_ code: String, _ detail: String, requestID: Int? = nil) {
         var message = AgentMessage(type: .error)
         message.error = code

@@ -2,18 +2,20 @@ import Dispatch
 import Foundation
 import RouseActivation
 
-/// `rouse-bench activation [--decisions N] [--handlers K] [--seed S] [--json]`: drives the activation
+/// `rouse-bench activation [--decisions N] [--handlers K] [--seed S] [--round-trips N] [--deaths N] [--json]`: drives the activation
 /// arbiter (the pure core of `rouse-agent`'s activations) with a seeded random workload over K handlers —
 /// activate, deactivate (with and without notify), call started/ended, holder death — and measures decisions
 /// per second (one untimed pass) and the latency of one decision, p50/p99/max (a second, timed pass).
 ///
-/// The IPC figures of issue 7 (activation round trip request → grant, holder death → others notified)
-/// need `rouse-agent` (issue 6); this benchmark says so in its output and does not invent them.
+/// Then, through `rouse-agent` (`--round-trips N`, `--deaths N`; 0 and 0 skip it): the activation round trip
+/// over IPC and the time from a holder's death to the others' notification (see `ActivationBench+IPC.swift`).
 enum ActivationBench {
     struct Options {
         var decisions = 200_000
         var handlers = 16
         var seed: UInt64 = 7
+        var roundTrips = 2000
+        var deaths = 30
         var json = false
     }
 
@@ -38,10 +40,23 @@ enum ActivationBench {
                     as Int
             case "--seed":
                 options.seed = try Bench.value(after: "--seed", from: &iterator, "an unsigned integer") as UInt64
+            case "--round-trips":
+                options.roundTrips =
+                    try Bench.value(
+                        after: "--round-trips", from: &iterator, "a non-negative integer",
+                        where: { value in value >= 0 })
+                    as Int
+            case "--deaths":
+                options.deaths =
+                    try Bench.value(
+                        after: "--deaths", from: &iterator, "a non-negative integer", where: { value in value >= 0 })
+                    as Int
             case "--json": options.json = true
             default:
                 throw BenchError(
-                    description: "unknown argument \(argument) (--decisions N, --handlers K, --seed S, --json)")
+                    description:
+                        "unknown argument \(argument) (--decisions N, --handlers K, --seed S, --round-trips N, --deaths N, --json)"
+                )
             }
         }
         return options
@@ -134,7 +149,9 @@ enum ActivationBench {
             effectsPerDecision: Double(effects) / Double(operations.count),
             p50Microseconds: percentile(0.50), p99Microseconds: percentile(0.99),
             maxMicroseconds: Double(latencies.last ?? 0) / 1000,
-            heldAtEnd: arbiter.snapshot.sessions.count)
+            heldAtEnd: arbiter.snapshot.sessions.count,
+            ipc: options.roundTrips + options.deaths > 0
+                ? try await measureIPC(roundTrips: max(1, options.roundTrips), deaths: options.deaths) : nil)
         print(options.json ? report.json : report.text)
     }
 
@@ -148,8 +165,7 @@ enum ActivationBench {
         var p99Microseconds: Double
         var maxMicroseconds: Double
         var heldAtEnd: Int
-        var ipc =
-            "not measured: the activation round trip over IPC and death-to-notification need rouse-agent (issue 6)"
+        var ipc: IPCFigures?
 
         var text: String {
             """
@@ -157,8 +173,15 @@ enum ActivationBench {
               decisions/s        \(String(format: "%.0f", decisionsPerSecond))
               per decision       p50 \(String(format: "%.2f", p50Microseconds)) µs   p99 \(String(format: "%.2f", p99Microseconds)) µs   max \(String(format: "%.1f", maxMicroseconds)) µs
               effects/decision   \(String(format: "%.2f", effectsPerDecision))   (sessions held at the end: \(heldAtEnd))
-              IPC round trip     \(ipc)
             """
+                + (ipc.map { ipc in
+                    """
+
+                    through rouse-agent (in process, Unix socket, real handler process):
+                      activate → granted     p50 \(String(format: "%.1f", ipc.roundTripP50Microseconds)) µs   p99 \(String(format: "%.1f", ipc.roundTripP99Microseconds)) µs   (n=\(ipc.roundTrips))
+                      holder killed → others notified   p50 \(String(format: "%.2f", ipc.deathToNotificationP50Milliseconds)) ms   p99 \(String(format: "%.2f", ipc.deathToNotificationP99Milliseconds)) ms   (n=\(ipc.deaths))
+                    """
+                } ?? "")
         }
 
         var json: String {

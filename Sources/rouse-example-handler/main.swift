@@ -11,6 +11,8 @@ import RouseAgentClient
 // itself active first), keepcall (reports but never ends its calls), complete (completes background pushes with newData), overrun (never completes),
 // task (begins a background task and ends it on the expiration notice), leak (begins one and never ends it).
 //
+// `--quiet`: nothing on stdout (the log file only).
+//
 // Audio activations: every `activation` event is written as
 //   activation session=music event=interruptionBegan reason=preempted
 // and `--commands FIFO` makes the handler take one command per line from a named pipe (tests, demos):
@@ -30,20 +32,17 @@ let logPath = option("--log")
 let name = option("--handler") ?? ProcessInfo.processInfo.environment["ROUSE_HANDLER"] ?? "example"
 let socketPath = option("--socket")
 let commandsPath = option("--commands")
+let quiet = arguments.contains("--quiet")
+
+/// The log, opened once in append mode: each line is one write(2), so lines written at the same time by the
+/// message loop and the command task never overwrite each other.
+let logFD: Int32 = logPath.map { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644) } ?? -1
 
 func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    guard let logPath else { return }
-    if let handle = FileHandle(forWritingAtPath: logPath)
-        ?? {
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-            return FileHandle(forWritingAtPath: logPath)
-        }()
-    {
-        handle.seekToEndOfFile()
-        handle.write(Data("\(line) pid=\(getpid())\n".utf8))
-        try? handle.close()
-    }
+    if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    guard logFD >= 0 else { return }
+    let bytes = Array("\(line) pid=\(getpid())\n".utf8)
+    _ = bytes.withUnsafeBytes { write(logFD, $0.baseAddress, $0.count) }
 }
 
 do {

@@ -1,4 +1,5 @@
 import RouseActivation
+import RouseTestSupport
 import Testing
 
 @Suite("Property: exactly one end per begin, nothing to the dead, under random sequences")

@@ -8,14 +8,16 @@ import Testing
 
 extension AgentHarness {
     /// Handlers running the example handler with a command pipe (`<directory>/<name>.fifo`), by name → mode.
+    /// They are suspended after `suspendAfter` idle in the background (a frozen handler reads no command).
     static func audioHandlers(
-        _ directory: String, _ modes: [String: String], configure: (inout HandlerRules) -> Void = { _ in }
+        _ directory: String, _ modes: [String: String], suspendAfter: Duration = .seconds(120)
     ) throws -> [HandlerConfiguration] {
         try modes.keys.sorted().map { name in
             let fifo = "\(directory)/\(name).fifo"
             guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo \(fifo): errno \(errno)") }
             return try handler(
-                name, mode: modes[name]!, directory: directory, arguments: ["--commands", fifo], configure: configure)
+                name, mode: modes[name]!, directory: directory, arguments: ["--commands", fifo]
+            ) { $0.suspendAfter = suspendAfter }
         }
     }
 
@@ -201,7 +203,9 @@ struct AgentActivationTests {
     }
 
     @Test func backgroundAudioKeepsAHandlerAwakeAndSuspensionInterruptsTheRest() async throws {
-        let harness = try await AgentHarness { try AgentHarness.audioHandlers($0, ["player": "report"]) }
+        let harness = try await AgentHarness {
+            try AgentHarness.audioHandlers($0, ["player": "report"], suspendAfter: .milliseconds(300))
+        }
         defer { Task { await harness.stop() } }
         try await harness.startHandler("player", foreground: true)
         #expect(try await harness.activate("player", "music playback") == "event=granted")
@@ -263,5 +267,157 @@ struct AgentActivationTests {
         try await eventually("the resumed session's grant comes last") {
             hookLog().last == "grant player/music role=media active=media"
         }
+    }
+}
+
+/// Every `interruptionBegan` followed by exactly one `interruptionEnded`, every `duckBegan` by one `duckEnded`,
+/// per handler process and session, in the order the handler logged them. A begin may stay open only for a
+/// process that is gone (nothing is sent to a dead holder).
+struct PairingLedger {
+    enum Verdict: Equatable {
+        case balanced
+        case open(String)
+        case violated(String)
+    }
+
+    static func check(_ lines: [String], live: Set<Int32>? = nil) -> Verdict {
+        var open: [String: Bool] = [:]  // "pid session kind" → begun
+        var firstOpen: String?
+        for line in lines where line.hasPrefix("activation ") {
+            var fields: [String: String] = [:]
+            for word in line.split(separator: " ").dropFirst() {
+                let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { fields[parts[0]] = parts[1] }
+            }
+            guard let session = fields["session"], let event = fields["event"], let pid = fields["pid"] else {
+                return .violated("unparsable line: \(line)")
+            }
+            let kind: String
+            let begins: Bool
+            switch event {
+            case "interruptionBegan": (kind, begins) = ("interruption", true)
+            case "interruptionEnded": (kind, begins) = ("interruption", false)
+            case "duckBegan": (kind, begins) = ("duck", true)
+            case "duckEnded": (kind, begins) = ("duck", false)
+            default: continue
+            }
+            let key = "\(pid) \(session) \(kind)"
+            let isOpen = open[key] ?? false
+            if begins == isOpen {
+                return .violated(begins ? "second begin without an end: \(line)" : "end without a begin: \(line)")
+            }
+            open[key] = begins
+        }
+        firstOpen =
+            open.filter { key, begun in
+                guard begun else { return false }
+                guard let live else { return true }
+                return Int32(key.split(separator: " ")[0]).map(live.contains) ?? true
+            }.keys.sorted().first
+        return firstOpen.map { .open($0) } ?? .balanced
+    }
+}
+
+@Suite("rouse-agent activations: random sequences over real processes", .serialized, .timeLimit(.minutes(5)))
+struct AgentActivationPropertyTests {
+    static let seeds: [UInt64] =
+        ProcessInfo.processInfo.environment["ROUSE_TEST_SEED"].flatMap(UInt64.init).map { [$0] }
+        ?? Array(1...16)
+    static let steps = 40
+
+    @Test(arguments: seeds)
+    func exactlyOneEndPerBeginUnderRandomActivateDeactivateCallAndKill(seed: UInt64) async throws {
+        let names = ["a", "b", "c"]
+        let harness = try await AgentHarness {
+            try AgentHarness.audioHandlers($0, Dictionary(uniqueKeysWithValues: names.map { ($0, "report") }))
+        }
+        defer { Task { await harness.stop() } }
+        var random = SplitMix64(seed: seed)
+        var foreground: Set<String> = ["a", "b"]
+        var calls: [String: String] = [:]
+        for name in names { try await harness.startHandler(name, foreground: foreground.contains(name)) }
+        let configurations = [
+            "playback", "ambient", "playback options=mixWithOthers", "playback options=duckOthers",
+            "playAndRecord mode=voiceChat", "playback mode=spokenAudio",
+        ]
+        let roles = ["media", "notification", "navigation", "assistant", "alert", "ambient"]
+        var trace: [String] = []
+        for step in 0..<Self.steps {
+            let name = names.randomElement(using: &random)!
+            let session = ["s1", "s2"].randomElement(using: &random)!
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<45:
+                let configuration = configurations.randomElement(using: &random)!
+                let role = roles.randomElement(using: &random)!
+                let delay = Bool.random(using: &random) ? " delay" : ""
+                trace.append("\(step): \(name) activate \(session) \(configuration) role=\(role)\(delay)")
+                _ = try await harness.activate(name, "\(session) \(configuration) role=\(role)\(delay)")
+            case 45..<70:
+                let notify = Bool.random(using: &random) ? " notify" : ""
+                trace.append("\(step): \(name) deactivate \(session)\(notify)")
+                let before = harness.lines(name, "deactivated session=\(session)").count
+                try harness.command(name, "deactivate \(session)\(notify)")
+                try await harness.waitForLine(name, "deactivated session=\(session)", count: before + 1)
+            case 70..<85:
+                if let call = calls.removeValue(forKey: name) {
+                    let notify = Bool.random(using: &random) ? "" : " nonotify"
+                    trace.append("\(step): \(name) endcall \(call)\(notify)")
+                    let before = harness.lines(name, "ended call=").count
+                    try harness.command(name, "endcall \(call)\(notify)")
+                    try await harness.waitForLine(name, "ended call=", count: before + 1)
+                } else {
+                    let call = "c\(step)"
+                    calls[name] = call
+                    trace.append("\(step): \(name) call \(call)")
+                    let before = harness.lines(name, "reported call=").count
+                    try harness.command(name, "call \(call)")
+                    try await harness.waitForLine(name, "reported call=", count: before + 1)
+                }
+            default:
+                // Killed mid-whatever, then started again by the user (a new process, a new ledger key).
+                trace.append("\(step): kill \(name)")
+                let pid = try #require(await harness.handlerStatus(name)?.pid)
+                kill(pid, SIGKILL)
+                try await eventually("\(name) gone") { await harness.handlerStatus(name)?.state == "notRunning" }
+                calls[name] = nil
+                if Bool.random(using: &random) { foreground.insert(name) } else { foreground.remove(name) }
+                try await harness.startHandler(name, foreground: foreground.contains(name))
+            }
+            let verdict = PairingLedger.check(names.flatMap { harness.log($0) })
+            if case .violated(let why) = verdict {
+                Issue.record("seed \(seed): \(why)\ntrace:\n\(trace.joined(separator: "\n"))")
+                return
+            }
+        }
+        // Everyone lets go: every begin must then have had its end.
+        for name in names {
+            for session in ["s1", "s2"] {
+                let before = harness.lines(name, "deactivated session=\(session)").count
+                try harness.command(name, "deactivate \(session) notify")
+                try await harness.waitForLine(name, "deactivated session=\(session)", count: before + 1)
+            }
+            if let call = calls[name] {
+                try harness.command(name, "endcall \(call)")
+                try await harness.waitForLine(name, "ended call=\(call)")
+            }
+        }
+        let finalTrace = trace.joined(separator: "\n")
+        try await eventually("no session held") { await harness.agent.activationSnapshot().sessions.isEmpty }
+        var pids: Set<Int32> = []
+        for name in names {
+            if let pid = await harness.handlerStatus(name)?.pid { pids.insert(pid) }
+        }
+        let live = pids
+        try await eventually("every begin ended (seed \(seed))") {
+            switch PairingLedger.check(names.flatMap { harness.log($0) }, live: live) {
+            case .balanced: return true
+            case .open: return false
+            case .violated(let why):
+                throw FixtureError("seed \(seed): \(why)\ntrace:\n\(finalTrace)")
+            }
+        }
+        // The sequence did exercise pairing (not a vacuous pass).
+        let begins = names.flatMap { harness.log($0) }.filter { $0.contains("event=interruptionBegan") }.count
+        #expect(begins > 0, "seed \(seed) produced no interruption")
     }
 }

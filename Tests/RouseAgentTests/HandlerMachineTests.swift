@@ -158,6 +158,25 @@ struct HandlerMachineTests {
             ])
     }
 
+    @Test func neverSuspendedWhileHoldingAudioAndIdleClockRestartsWhenItEnds() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.userStart(now: .zero)
+        machine.launched()
+        _ = machine.registered(now: .zero)
+        machine.setHoldsAudio(true, now: Self.s(0.5))
+        #expect(machine.tick(now: .seconds(60)).isEmpty)
+        #expect(machine.nextDeadline(now: .seconds(60)) == nil)
+        #expect(machine.lifecycle == .background)
+        machine.setHoldsAudio(false, now: .seconds(60))
+        // Idle from the moment the audio ended, not from registration.
+        #expect(machine.nextDeadline(now: .seconds(60)) == .seconds(60) + HandlerRules().suspendAfter)
+        #expect(machine.tick(now: .seconds(60) + HandlerRules().suspendAfter) == [.suspend])
+        // An exit clears the hold.
+        machine.setHoldsAudio(true, now: .seconds(70))
+        _ = machine.exited(now: .seconds(71))
+        #expect(!machine.holdsAudio)
+    }
+
     @Test func neverSuspendedWithOpenWork() {
         var machine = HandlerMachine(rules: HandlerRules())
         _ = machine.push(Self.push("b", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
