@@ -164,6 +164,11 @@ struct AgentActivationTests {
         #expect(try await harness.activate("player", "x playback role=boss") == "error=badRequest")
         let sessions = await harness.agent.activationSnapshot().sessions
         #expect(sessions.map(\.session.name) == ["chime"])
+        // A route change from an external source reaches every active session.
+        let route = try await ChildProcess.run(
+            try Products.path("rouse"), ["agent", "route", "oldDeviceUnavailable", "--socket", harness.socketPath])
+        #expect(route.status == 0, "\(route.stderr)")
+        try await harness.waitForEvent("player", "session=chime event=routeChanged reason=oldDeviceUnavailable")
     }
 
     @Test func delayedRequestIsGrantedWhenTheCallEnds() async throws {
