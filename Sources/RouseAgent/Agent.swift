@@ -46,6 +46,9 @@ public actor Agent: Service {
     /// The channel opened while a report was on its way: send once more when it is back.
     var handlerReportOwed = false
     var handlerReportTask: Task<Void, Never>?
+    /// A pending retry of failed token requests, and the delay of the next one.
+    var tokenRetry: Task<Void, Never>?
+    var tokenRetryDelay = Duration.seconds(1)
     /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
     let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
     /// Who holds audio (activations, issue 7): fed by handler requests, calls, lifecycle, deaths.
@@ -116,6 +119,7 @@ public actor Agent: Service {
         await channel?.stop()
         for task in background { task.cancel() }
         handlerReportTask?.cancel()
+        tokenRetry?.cancel()
         timer?.cancel()
         monitor?.stop()
         if listener >= 0 {
@@ -231,8 +235,10 @@ public actor Agent: Service {
         }
     }
 
-    /// Fetches missing tokens and hands new or changed ones to connected handlers.
+    /// Fetches missing tokens and hands new or changed ones to connected handlers. A failed request is retried
+    /// with backoff (1 s doubling to 30 s) until every topic has its token.
     func refreshTokens() async {
+        var failed = false
         for name in slots.keys.sorted() {
             guard let slot = slots[name] else { continue }
             for topic in slot.configuration.topics where state.tokens[topic] == nil {
@@ -240,11 +246,29 @@ public actor Agent: Service {
                     state.tokens[topic] = try await api.token(topic: topic, credential: state.credential)
                     persist()
                 } catch {
+                    failed = true
                     logger.warning("token request failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
                 }
             }
             handTokens(name)
         }
+        guard failed else {
+            tokenRetryDelay = .seconds(1)
+            return
+        }
+        guard tokenRetry == nil else { return }
+        let delay = tokenRetryDelay
+        tokenRetryDelay = min(tokenRetryDelay * 2, .seconds(30))
+        tokenRetry = Task {
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await self.retryTokens()
+        }
+    }
+
+    private func retryTokens() async {
+        tokenRetry = nil
+        await refreshTokens()
     }
 
     /// Sends the handler its tokens when they are new to it (PushKit's didUpdate credentials).

@@ -147,7 +147,8 @@ final class AgentHarness: Sendable {
         try await agent.start()
         provider = try await Provider.connect(port: gateway.providerPort)
         let agent = agent
-        try await eventually("channel open and tokens fetched") {
+        // Generous: the whole suite runs in parallel on two cores, and enrollment retries back off.
+        try await eventually("channel open and tokens fetched", timeout: .seconds(45)) {
             let status = await agent.status()
             let tokens = await agent.tokens()
             return status.channel == "open" && !tokens.isEmpty
