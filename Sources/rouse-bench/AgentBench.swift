@@ -196,6 +196,17 @@ enum AgentBench {
             String(
                 format: "%.1f per minute (voluntary context switches of all threads over %d s)",
                 Double(wakeups(from: before, to: after)) * 60 / Double(options.idleSeconds), options.idleSeconds))
+        var byThread: [String: Int] = [:]
+        for (task, count) in after {
+            let name =
+                (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? task
+            byThread[name, default: 0] += count - (before[task] ?? 0)
+        }
+        report(
+            "agent idle wakeups by thread",
+            byThread.filter { $0.value > 0 }.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
+                .joined(separator: ", "))
         report("agent RSS, 10 registered handlers", "\(Bench.memoryKiB(pid: pid, field: "VmRSS")) KiB")
 
         // Network back → channel open, in process (the agent's reaction: close, reconnect, TLS, hello).
