@@ -7,6 +7,19 @@ import RouseAgentClient
 /// changes and deaths, and performs what it returns (messages to holders, hook runs). See
 /// docs/activations.md.
 extension Agent {
+    /// Sessions one handler may hold or wait for at once (each arbiter step is linear to quadratic in them).
+    static let maxSessionsPerHandler = 16
+    /// Longest session name (names reach logs and the hook's environment).
+    static let maxSessionNameLength = 64
+
+    static func isValidSessionName(_ name: String) -> Bool {
+        name.utf8.count <= maxSessionNameLength
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == 0x2E || byte == 0x5F || byte == 0x2D
+            }
+    }
+
     /// The arbiter's clock: the agent's monotonic time in seconds.
     var activationClock: Double {
         let (seconds, attoseconds) = now.components
@@ -19,6 +32,20 @@ extension Agent {
         let requestID = message.requestID
         guard let session = message.session, !session.isEmpty else {
             connection.sendError("badRequest", "activate needs session", requestID: requestID)
+            return
+        }
+        guard Self.isValidSessionName(session) else {
+            connection.sendError(
+                "badRequest", "session names are 1–\(Self.maxSessionNameLength) of A-Z a-z 0-9 . _ -",
+                requestID: requestID)
+            return
+        }
+        let held = arbiter.snapshot.sessions.filter { $0.session.handler.rawValue == name }
+        if held.count >= Self.maxSessionsPerHandler && !held.contains(where: { $0.session.name == session }) {
+            connection.sendError(
+                "tooManySessions",
+                "a handler holds at most \(Self.maxSessionsPerHandler) sessions; deactivate one first",
+                requestID: requestID)
             return
         }
         let configuration: SessionConfiguration

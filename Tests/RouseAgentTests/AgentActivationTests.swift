@@ -162,6 +162,12 @@ struct AgentActivationTests {
         #expect(try await harness.activate("player", "x playback mode=voiceChat") == "error=incompatible-mode")
         #expect(try await harness.activate("player", "x stereo") == "error=badRequest")
         #expect(try await harness.activate("player", "x playback role=boss") == "error=badRequest")
+        #expect(try await harness.activate("player", "bad/name ambient") == "error=badRequest")
+        // At most 16 sessions per handler (the chime is one).
+        for n in 1..<16 { #expect(try await harness.activate("player", "s\(n) ambient") == "event=granted") }
+        #expect(try await harness.activate("player", "s16 ambient") == "error=tooManySessions")
+        for n in 1..<16 { try harness.command("player", "deactivate s\(n)") }
+        try await harness.waitForLine("player", "deactivated session=s15")
         let sessions = await harness.agent.activationSnapshot().sessions
         #expect(sessions.map(\.session.name) == ["chime"])
         // A route change from an external source reaches every active session.
