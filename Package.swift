@@ -133,7 +133,7 @@ let package = Package(
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseCurl", "RouseReachability", "CRouseShim",
+                "RouseAgentClient", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -144,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon",
+                "RouseAgent", "RouseDaemon", "RouseState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -227,6 +227,7 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
+                "RouseState",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

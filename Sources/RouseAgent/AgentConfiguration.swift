@@ -20,6 +20,11 @@ public struct AgentConfiguration: Sendable {
     public var suspendMechanism: SuspendMechanism?
     /// Extra environment for launched handlers.
     public var handlerEnvironment: [String: String] = [:]
+    /// How long the agent waits for a handler's `preserve` answer before suspending or terminating it.
+    public var preserveTimeout = Duration.seconds(1)
+    /// How long a launched handler (and the agent itself) must stay up before its launch counts as finished
+    /// (crash-loop counter cleared, the offered archive deleted).
+    public var restorationGrace = Duration.seconds(10)
 
     /// A configuration.
     public init(

@@ -47,6 +47,20 @@ public struct AgentMessage: Codable, Sendable, Equatable {
     public var seconds: Double?
     /// Why the handler runs (`registered`): `voipPush`, `backgroundPush`, `user`, `connected`.
     public var launchReason: String?
+    /// Preserved state (`preserve`, `restoration`): restoration path (`calls/1234/ui`) → base64 data.
+    public var pieces: [String: String]?
+    /// Version of the handler that wrote the state (`preserve`, `restoration`).
+    public var version: String?
+    /// Version of the agent that wrote the archive (`restoration`).
+    public var agentVersion: String?
+    /// `register`: the handler opts in to state preservation. `restoreReply`: it accepted the offer.
+    public var preserves: Bool?
+    /// `restoreReply`: whether the offered state was taken (false: refused, the archive is discarded).
+    public var accepted: Bool?
+    /// `restoreReply`: paths whose identifier no longer matches current data (skipped, not an error).
+    public var skipped: [String]?
+    /// `restoreReply`: the path whose restore failed (the rest is discarded; the handler starts clean).
+    public var failedAt: String?
 
     /// A message of `type` with no other members set.
     public init(type: AgentMessageType) {
@@ -88,6 +102,12 @@ public struct AgentMessageType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let reregister = AgentMessageType(rawValue: "reregister")
     /// Admin: the user starts (`state` = `started`) or stops (`stopped`) `handler`.
     public static let userControl = AgentMessageType(rawValue: "userControl")
+    /// State to preserve (answer to `preserveRequest`, or at any time): `pieces`, `version`.
+    public static let preserve = AgentMessageType(rawValue: "preserve")
+    /// Answer to `restoration`: `accepted`, `skipped`, `failedAt`.
+    public static let restoreReply = AgentMessageType(rawValue: "restoreReply")
+    /// Admin: rotate the data key of the agent's sealed files; answered with `ok`, `detail` = the new key id.
+    public static let rotateKey = AgentMessageType(rawValue: "rotateKey")
 
     // Agent → handler.
     /// Registration accepted: `handler`, `launchReason`.
@@ -106,6 +126,14 @@ public struct AgentMessageType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let reachability = AgentMessageType(rawValue: "reachability")
     /// Answer to `status`: `detail` holds the JSON document.
     public static let statusReply = AgentMessageType(rawValue: "statusReply")
+    /// Preserve now (`state`: `background`, `suspend`, `terminate` or `shutdown`); answer with `preserve`
+    /// within the agent's preserve timeout.
+    public static let preserveRequest = AgentMessageType(rawValue: "preserveRequest")
+    /// Answer to `preserve`: the state is stored (`detail`: pieces kept, orphans dropped).
+    public static let preserved = AgentMessageType(rawValue: "preserved")
+    /// After `registered`, once per launch: the state preserved last time (`pieces`, `version`,
+    /// `agentVersion`); answer with `restoreReply`.
+    public static let restoration = AgentMessageType(rawValue: "restoration")
     /// A generic success answer to admin requests.
     public static let ok = AgentMessageType(rawValue: "ok")
     /// Something was wrong: `error`, `detail`. A protocol error closes the connection after it.

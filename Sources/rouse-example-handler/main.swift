@@ -9,6 +9,11 @@ import RouseAgentClient
 // Modes (`--mode`): report (default), ignore (never reports: the agent kills it), foreground (declares
 // itself active first), keepcall (reports but never ends its calls), complete (completes background pushes with newData), overrun (never completes),
 // task (begins a background task and ends it on the expiration notice), leak (begins one and never ends it).
+// State preservation (`--preserve`): opts in; preserves `calls/<id>/ui` for its last call (with `calls` and
+// `calls/<id>`) and `settings/editor` after each call and when asked; at launch it restores what it is
+// offered unless the writer version is not `--version` (default example/1); `--refuse` refuses,
+// `--fail-restore-at PATH` fails there, `--crash-on-restoration` exits before answering (a crashed launch).
+// `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 
 let arguments = CommandLine.arguments
 func option(_ name: String) -> String? {
@@ -19,9 +24,28 @@ let mode = option("--mode") ?? "report"
 let logPath = option("--log")
 let name = option("--handler") ?? ProcessInfo.processInfo.environment["ROUSE_HANDLER"] ?? "example"
 let socketPath = option("--socket")
+let preserves = arguments.contains("--preserve")
+let stateVersion = option("--version") ?? "example/1"
+var lastCall: String?
+
+/// The pieces this handler preserves: its last call's UI under `calls/<id>/ui`, its editor settings.
+@MainActor func pieces() -> [String: [UInt8]] {
+    var pieces: [String: [UInt8]] = ["settings": [], "settings/editor": Array("font=mono".utf8)]
+    if let lastCall {
+        pieces["calls"] = []
+        pieces["calls/\(lastCall)"] = []
+        pieces["calls/\(lastCall)/ui"] = Array("ui of \(lastCall)".utf8)
+    }
+    return pieces
+}
+
+struct RestoreFailure: Error {}
+
+// It may outlive the agent whose stdout it shares (re-attached by the next agent): no SIGPIPE death.
+signal(SIGPIPE, SIG_IGN)
 
 func emit(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
     guard let logPath else { return }
     if let handle = FileHandle(forWritingAtPath: logPath)
         ?? {
@@ -37,7 +61,7 @@ func emit(_ line: String) {
 
 do {
     let client = try AgentClient(socketPath: socketPath)
-    try client.register(handler: name)
+    try client.register(handler: name, preservesState: preserves)
     if mode == "foreground" { try client.setState("active") }
     if mode == "task" || mode == "leak" { try client.beginTask(name: "upload") }
     for await message in client.messages {
@@ -58,10 +82,13 @@ do {
             emit(
                 "push id=\(id) type=\(message.pushType ?? "-") mustReport=\(message.mustReport.map { "\($0)" } ?? "-") "
                     + "payload=\(payload)\(latency)")
-            if message.pushType == "voip", message.mustReport == true, mode != "ignore" {
+            let ignored = option("--ignore-payload").map { payload.contains($0) } ?? false
+            if message.pushType == "voip", message.mustReport == true, mode != "ignore", !ignored {
                 try client.reportCall(pushID: id, callID: "call-\(id)")
                 emit("reported id=\(id) call=call-\(id)")
                 if mode != "keepcall" { try client.callEnded(callID: "call-\(id)") }
+                lastCall = "call-\(id)"
+                if preserves { try client.preserve(pieces: pieces(), version: stateVersion) }
             }
             if message.pushType == "background", mode != "overrun" {
                 try client.complete(pushID: id, result: .newData)
@@ -79,6 +106,37 @@ do {
             emit("lifecycle state=\(message.state ?? "-")")
         case .reachability:
             emit("reachability reachable=\(message.reachable ?? false)")
+        case .restoration:
+            guard let offer = OfferedRestoration(message) else {
+                emit("restoration malformed")
+                continue
+            }
+            emit("restoration offered pieces=\(offer.pieces.count) version=\(offer.writerVersion)")
+            if arguments.contains("--crash-on-restoration") {
+                emit("crashing")
+                exit(3)
+            }
+            if arguments.contains("--refuse") || offer.writerVersion != stateVersion {
+                try client.refuseRestoration()
+                emit("restoration refused version=\(offer.writerVersion)")
+                continue
+            }
+            let failAt = option("--fail-restore-at")
+            let result = try client.restore(
+                offer, identify: { path in path },
+                apply: { path, data in
+                    if path == failAt { throw RestoreFailure() }
+                    if path.hasPrefix("calls/"), path.hasSuffix("/ui") {
+                        lastCall = path.split(separator: "/")[1].description
+                    }
+                    emit("restored path=\(path) data=\(String(decoding: data, as: UTF8.self))")
+                })
+            emit("restoration done restored=\(result.restored.count) failedAt=\(result.failedAt ?? "-")")
+        case .preserveRequest:
+            emit("preserveRequest reason=\(message.state ?? "-")")
+            try client.preserve(pieces: pieces(), version: stateVersion)
+        case .preserved:
+            emit("preserved \(message.detail ?? "")")
         case .error:
             emit("error \(message.error ?? "-"): \(message.detail ?? "")")
         default:
