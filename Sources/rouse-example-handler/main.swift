@@ -13,6 +13,7 @@ import RouseAgentClient
 // `calls/<id>`) and `settings/editor` after each call and when asked; at launch it restores what it is
 // offered unless the writer version is not `--version` (default example/1); `--refuse` refuses,
 // `--fail-restore-at PATH` fails there, `--crash-on-restoration` exits before answering (a crashed launch).
+// `--bad-preserve`: after a call, sends two malformed preserves instead (tests).
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 
 let arguments = CommandLine.arguments
@@ -88,7 +89,16 @@ do {
                 emit("reported id=\(id) call=call-\(id)")
                 if mode != "keepcall" { try client.callEnded(callID: "call-\(id)") }
                 lastCall = "call-\(id)"
-                if preserves { try client.preserve(pieces: pieces(), version: stateVersion) }
+                if arguments.contains("--bad-preserve") {
+                    // Malformed on purpose: a path with "..", then data that is not base64.
+                    try client.preserve(pieces: ["calls/../ui": []], version: stateVersion)
+                    var message = AgentMessage(type: .preserve)
+                    message.pieces = ["settings": "not base64!"]
+                    message.version = stateVersion
+                    try client.send(message)
+                } else if preserves {
+                    try client.preserve(pieces: pieces(), version: stateVersion)
+                }
             }
             if message.pushType == "background", mode != "overrun" {
                 try client.complete(pushID: id, result: .newData)

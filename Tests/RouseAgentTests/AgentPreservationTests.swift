@@ -47,13 +47,14 @@ final class PreservationRig: Sendable {
     }
 
     /// Starts the agent (its stderr, JSON lines, in `agent<n>.log`).
-    func agent(_ n: Int, keyBackend: String = "key-file") async throws -> AgentProcess {
+    func agent(_ n: Int, keyBackend: String = "key-file", grace: Double = 0.5) async throws -> AgentProcess {
         try await AgentProcess(
             arguments: [
                 "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
                 "--enroll-secret", secret, "--handlers", directory + "/handlers", "--state-dir", state,
                 "--socket", socket, "--assume-reachable", "--log-level", "debug", "--json",
-                "--key-backend", keyBackend, "--restoration-grace-seconds", "0.5", "--preserve-timeout-seconds", "5",
+                "--key-backend", keyBackend, "--restoration-grace-seconds", "\(grace)", "--preserve-timeout-seconds",
+                "5",
             ], stderrPath: directory + "/agent\(n).log")
     }
 
@@ -314,9 +315,11 @@ struct AgentPreservationTests {
         try await rig.push(#"{"n":1}"#)
         try await rig.waitForHandler("preserved 5 pieces")
         let oldKey = try #require(FileManager.default.contents(atPath: rig.state + "/keys/state.key"))
-        let reply = try await rig.admin(AgentMessage(type: .rotateKey))
-        #expect(reply.kind == .ok)
-        let newKeyID = try #require(reply.detail)
+        let cli = try await ChildProcess.run(
+            try Products.path("rouse"), ["agent", "rotate-key", "--json", "--socket", rig.socket])
+        #expect(cli.status == 0, "\(cli.stderr)")
+        let answer = try JSONSerialization.jsonObject(with: Data(cli.stdout.utf8)) as? [String: String]
+        let newKeyID = try #require(answer?["keyID"])
         try await rig.waitForAgentLine(1, "key rotation committed", ["key-id": newKeyID])
         #expect(FileManager.default.contents(atPath: rig.state + "/keys/state.key") != oldKey)
         try await rig.killHandler()
@@ -354,5 +357,122 @@ struct AgentPreservationTests {
             try await rig.status().channel == "open"
         }
         #expect(!rig.agentLog(2).contains { $0["message"] == "discarded a sealed file that failed its checks" })
+    }
+
+    @Test func malformedPreservesGetPreciseErrorsAndLoseNothing() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        try rig.handler(["--preserve"])
+        let first = try await rig.agent(1)
+        try await rig.push(#"{"n":1}"#)
+        try await rig.waitForHandler("preserved 5 pieces")
+        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
+        try await rig.killHandler()
+        PreservationRig.kill(first)
+        // Launch 2 (never finishing: a long grace) sends only malformed preserves, then is killed.
+        try rig.handler(["--preserve", "--bad-preserve"])
+        let second = try await rig.agent(2, grace: 60)
+        defer { PreservationRig.kill(second) }
+        try await rig.push(#"{"n":2}"#)
+        try await rig.waitForHandler("error badRequest", count: 2)
+        let errors = rig.handlerLines("error badRequest")
+        #expect(errors[0].contains("piece calls/../ui") && errors[0].contains("nothing preserved"), "\(errors)")
+        #expect(errors[1].contains("piece settings: data is not base64; nothing preserved"), "\(errors)")
+        // The connection stays usable after the errors.
+        #expect(try await rig.status().handlers.first?.connected == true)
+        try await rig.killHandler()
+        // Launch 3: the archive of launch 1 is still there, offered again (one unfinished launch is no loop).
+        try await rig.push(#"{"n":3}"#)
+        try await rig.waitForHandler("restoration done", count: 2)
+        #expect(Self.restoredPaths(rig) == (try Self.preservedPaths(rig)) + (try Self.preservedPaths(rig)))
+    }
+
+    @Test func aRestoreThatFailsPartWayDiscardsTheRest() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        try rig.handler(["--preserve"])
+        let agent = try await rig.agent(1)
+        defer { PreservationRig.kill(agent) }
+        try await rig.push(#"{"n":1}"#)
+        try await rig.waitForHandler("preserved 5 pieces")
+        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
+        try await rig.killHandler()
+        let failAt = try Self.preservedPaths(rig)[1]
+        try rig.handler(["--preserve", "--fail-restore-at", failAt])
+        // The configuration is read at start: a reload (SIGHUP) picks up the new flags.
+        Glibc.kill(agent.process.processIdentifier, SIGHUP)
+        try await rig.waitForAgentLine(1, "handler updated", ["handler": "voip"])
+        try await rig.push(#"{"n":2}"#)
+        try await rig.waitForHandler("restoration done restored=1 failedAt=\(failAt)")
+        try await rig.waitForAgentLine(1, "discarded preserved state", ["handler": "voip", "reason": "restore-failed"])
+        try await rig.waitForAgentLine(1, "handler restoration answered", ["failed-at": failAt])
+        #expect(Self.restoredPaths(rig) == ["calls"])
+    }
+
+    @Test func theAgentsOwnStateKeepsTheBackgroundThrottleAcrossASigkill() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        let toml = """
+            topic = "com.example.fetch"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "complete", "--log", "\(rig.handlerLog)"]
+            push-types = ["background"]
+            [limits]
+            background-burst = 2
+            background-per-hour = 0.01
+            suspend-after-seconds = 0.3
+            """
+        try Data(toml.utf8).write(to: URL(fileURLWithPath: rig.directory + "/handlers/fetch.toml"))
+        let first = try await rig.agent(1)
+        let topic = "com.example.fetch"
+        try await eventually("token") { try await rig.status().tokens?[topic] != nil }
+        let token = try #require(try await rig.status().tokens?[topic])
+        #expect(await rig.provider.push(token: token, topic: topic, type: "background", payload: "{}") == 200)
+        try await rig.waitForHandler("completed id=")
+        // One of two tokens spent; suspend → the agent preserved its own state (the background moment).
+        try await eventually("one token left") { try await rig.status().handlers.first?.backgroundTokens == 1 }
+        try await rig.waitForAgentLine(1, "handler suspended", ["handler": "fetch"])
+        PreservationRig.kill(first)
+        let second = try await rig.agent(2)
+        defer { PreservationRig.kill(second) }
+        try await rig.waitForAgentLine(2, "agent state restored", ["handlers": "1"])
+        // Without the agent's own state a restart would refill the burst (2).
+        #expect(try await rig.status().handlers.first?.backgroundTokens == 1)
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func aPlaintextStateFileOfAnOlderAgentIsMigratedOnceAndRemoved() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        try rig.handler([])
+        try FileManager.default.createDirectory(atPath: rig.state, withIntermediateDirectories: true)
+        var old = AgentState()
+        old.deviceID = "olddevice"
+        old.credential = "olddevice.0123456789abcdef"
+        old.tokens = ["com.example.old": "feedface"]
+        try JSONEncoder().encode(old).write(to: URL(fileURLWithPath: rig.state + "/state.json"))
+        let agent = try await rig.agent(1)
+        defer { PreservationRig.kill(agent) }
+        try await rig.waitForAgentLine(1, "plaintext agent state migrated to sealed files")
+        #expect(!FileManager.default.fileExists(atPath: rig.state + "/state.json"))
+        let status = try await rig.status()
+        #expect(status.deviceID == "olddevice")
+        #expect(status.tokens?["com.example.old"] == "feedface")
+        let sealed = try #require(FileManager.default.contents(atPath: rig.state + "/secrets/device.credential"))
+        #expect(!String(decoding: sealed, as: UTF8.self).contains("0123456789abcdef"))
+    }
+
+    @Test func aGracefulStopAsksRunningHandlersToPreserve() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        try rig.handler(["--preserve"])
+        let agent = try await rig.agent(1)
+        try await rig.push(#"{"n":1}"#)
+        try await rig.waitForHandler("preserved 5 pieces")
+        agent.process.terminate()
+        try await rig.waitForHandler("preserveRequest reason=shutdown")
+        try await rig.waitForHandler("preserved 5 pieces", count: 2)
+        try await rig.waitForAgentLine(1, "agent stopping")
+        #expect(FileManager.default.fileExists(atPath: rig.state + "/state/rouse-agent.state"))
+        PreservationRig.kill(agent)
     }
 }
