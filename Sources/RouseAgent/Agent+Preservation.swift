@@ -127,6 +127,7 @@ extension Agent {
             return
         }
         let kept = archive.preservedPieces.count
+        preservesStored += 1
         logger.info(
             "handler state preserved",
             metadata: ["handler": "\(name)", "pieces": "\(kept)", "orphans": "\(orphans.count)"])
@@ -161,6 +162,7 @@ extension Agent {
             metadata["skipped"] = "\(outcome.skipped.count)"
             metadata["failed-at"] = "\(outcome.failedAt?.description ?? "-")"
             logger.info("handler restoration answered", metadata: metadata)
+            restorationsAnswered += 1
         } catch {
             logger.error("restoration answer not recorded", metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
@@ -254,6 +256,9 @@ extension Agent {
         guard slots[name]?.preservation.optedIn == true else { return }
         Task { await self.askToPreserve(name, reason: "background") }
     }
+
+    /// Asks every running opted-in handler to preserve and waits for the answers (the benchmark's preserve).
+    package func preserveHandlers() async { await preserveAll(reason: "background") }
 
     /// At shutdown: every opted-in, running (not frozen) handler is asked at once, answers awaited (each at
     /// most the timeout), then the agent's own state is preserved.

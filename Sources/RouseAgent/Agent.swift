@@ -59,6 +59,9 @@ public actor Agent: Service {
     /// Activations in progress, opaque (issue 7 fills it): preserved with the agent's state as the piece
     /// `activations` and handed back here at the next launch.
     package var activationState: [UInt8]?
+    /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
+    package internal(set) var preservesStored = 0
+    package internal(set) var restorationsAnswered = 0
 
     /// An agent; nothing runs until ``start()``.
     public init(

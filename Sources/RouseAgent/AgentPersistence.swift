@@ -29,6 +29,10 @@ public final class AgentPersistence: Sendable {
         systemdCreds: String = "/usr/bin/systemd-creds", credentialsDirectory: String? = nil
     ) throws(StateError) {
         self.logger = logger
+        // Parents created here; a failure shows up, precisely, as the store's own mkdir error below.
+        for directory in [stateDirectory, (keyDirectory as NSString).deletingLastPathComponent] {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
         keyStore = KeyStore(
             directory: keyDirectory, logger: logger, systemdCreds: systemdCreds,
             credentialsDirectory: credentialsDirectory)

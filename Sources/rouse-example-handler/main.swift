@@ -31,6 +31,14 @@ var lastCall: String?
 
 /// The pieces this handler preserves: its last call's UI under `calls/<id>/ui`, its editor settings.
 @MainActor func pieces() -> [String: [UInt8]] {
+    if let count = option("--bench-pieces").flatMap(Int.init), let size = option("--piece-bytes").flatMap(Int.init) {
+        // `bench/call-<i>` pieces of `size` random bytes under an empty `bench` (rouse-bench state --agent).
+        var pieces: [String: [UInt8]] = ["bench": []]
+        for i in 0..<count {
+            pieces["bench/call-\(i)"] = (0..<size).map { _ in UInt8.random(in: 0...255) }
+        }
+        return pieces
+    }
     var pieces: [String: [UInt8]] = ["settings": [], "settings/editor": Array("font=mono".utf8)]
     if let lastCall {
         pieces["calls"] = []
@@ -46,6 +54,7 @@ struct RestoreFailure: Error {}
 signal(SIGPIPE, SIG_IGN)
 
 func emit(_ line: String) {
+    if arguments.contains("--quiet") { return }
     try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
     guard let logPath else { return }
     if let handle = FileHandle(forWritingAtPath: logPath)
@@ -132,6 +141,10 @@ do {
                 continue
             }
             let failAt = option("--fail-restore-at")
+            if option("--bench-pieces") != nil {
+                try client.restore(offer, identify: { $0 }, apply: { _, _ in })
+                continue
+            }
             let result = try client.restore(
                 offer, identify: { path in path },
                 apply: { path, data in
