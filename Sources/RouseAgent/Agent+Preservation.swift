@@ -405,10 +405,12 @@ extension Agent {
                 continue
             }
             // The pidfd pins the process: checked again now, the start time and executable are its own.
-            guard AgentSyscalls.startTime(pid: identity.pid) == identity.startTime,
-                AgentSyscalls.executable(pid: identity.pid) == identity.executable
+            let executable = AgentSyscalls.executable(pid: identity.pid)
+            guard AgentSyscalls.startTime(pid: identity.pid) == identity.startTime, executable == identity.executable
             else {
-                logger.warning("not re-attaching: the pid belongs to another process now", metadata: metadata)
+                metadata["executable"] = "\(executable ?? "unreadable")"
+                logger.warning(
+                    "not re-attaching: the process is not the handler that was launched", metadata: metadata)
                 AgentSyscalls.close(pidfd)
                 state.processes?[name] = nil
                 continue

@@ -145,8 +145,10 @@ do {
                 try client.restore(offer, identify: { $0 }, apply: { _, _ in })
                 continue
             }
+            // `--forget-calls`: its calls are gone (e.g. ended elsewhere): their identifiers map to nothing.
+            let forgetCalls = arguments.contains("--forget-calls")
             let result = try client.restore(
-                offer, identify: { path in path },
+                offer, identify: { path in forgetCalls && path.hasPrefix("calls") ? nil : path },
                 apply: { path, data in
                     if path == failAt { throw RestoreFailure() }
                     if path.hasPrefix("calls/"), path.hasSuffix("/ui") {
@@ -154,7 +156,9 @@ do {
                     }
                     emit("restored path=\(path) data=\(String(decoding: data, as: UTF8.self))")
                 })
-            emit("restoration done restored=\(result.restored.count) failedAt=\(result.failedAt ?? "-")")
+            emit(
+                "restoration done restored=\(result.restored.count) skipped=\(result.skipped.count) "
+                    + "failedAt=\(result.failedAt ?? "-")")
         case .preserveRequest:
             emit("preserveRequest reason=\(message.state ?? "-")")
             try client.preserve(pieces: pieces(), version: stateVersion)

@@ -52,7 +52,7 @@ final class PreservationRig: Sendable {
             arguments: [
                 "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
                 "--enroll-secret", secret, "--handlers", directory + "/handlers", "--state-dir", state,
-                "--socket", socket, "--assume-reachable", "--log-level", "debug", "--json",
+                "--socket", socket, "--assume-reachable", "--log-level", "info", "--json",
                 "--key-backend", keyBackend, "--restoration-grace-seconds", "\(grace)", "--preserve-timeout-seconds",
                 "5",
             ], stderrPath: directory + "/agent\(n).log")
@@ -69,7 +69,7 @@ final class PreservationRig: Sendable {
     func waitForAgentLine(
         _ n: Int, _ message: String, _ metadata: [String: String] = [:], count: Int = 1
     ) async throws {
-        try await eventually("agent\(n) log '\(message)' \(metadata) ×\(count)", timeout: .seconds(20)) {
+        try await eventually("agent\(n) log '\(message)' \(metadata) ×\(count)", timeout: .seconds(30)) {
             self.agentLog(n).filter { line in
                 line["message"] == message && metadata.allSatisfy { line[$0.key] == $0.value }
             }.count >= count
@@ -82,7 +82,7 @@ final class PreservationRig: Sendable {
     }
 
     func waitForHandler(_ prefix: String, count: Int = 1) async throws {
-        try await eventually("handler line '\(prefix)' ×\(count)", timeout: .seconds(20)) {
+        try await eventually("handler line '\(prefix)' ×\(count)", timeout: .seconds(30)) {
             self.handlerLines(prefix).count >= count
         }
     }
@@ -403,7 +403,7 @@ struct AgentPreservationTests {
         Glibc.kill(agent.process.processIdentifier, SIGHUP)
         try await rig.waitForAgentLine(1, "handler updated", ["handler": "voip"])
         try await rig.push(#"{"n":2}"#)
-        try await rig.waitForHandler("restoration done restored=1 failedAt=\(failAt)")
+        try await rig.waitForHandler("restoration done restored=1 skipped=0 failedAt=\(failAt)")
         try await rig.waitForAgentLine(1, "discarded preserved state", ["handler": "voip", "reason": "restore-failed"])
         try await rig.waitForAgentLine(1, "handler restoration answered", ["failed-at": failAt])
         #expect(Self.restoredPaths(rig) == ["calls"])
@@ -474,5 +474,60 @@ struct AgentPreservationTests {
         try await rig.waitForAgentLine(1, "agent stopping")
         #expect(FileManager.default.fileExists(atPath: rig.state + "/state/rouse-agent.state"))
         PreservationRig.kill(agent)
+    }
+
+    @Test func aProcessWhoseExecutableChangedIsNotReattachedButKilled() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        // The handler runs from a copy that is replaced while the agent is down (an upgrade).
+        let copy = rig.directory + "/handler-copy"
+        try FileManager.default.copyItem(atPath: try Products.path("rouse-example-handler"), toPath: copy)
+        let toml = """
+            topic = "com.example.rouse"
+            command = ["\(copy)", "--mode", "report", "--log", "\(rig.handlerLog)"]
+            push-types = ["voip"]
+            [limits]
+            suspend-after-seconds = 30
+            """
+        try Data(toml.utf8).write(to: URL(fileURLWithPath: rig.directory + "/handlers/voip.toml"))
+        let first = try await rig.agent(1)
+        try await rig.push(#"{"n":1}"#)
+        try await rig.waitForHandler("reported id=")
+        let pid = try await rig.handlerPID()
+        PreservationRig.kill(first)
+        try FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: try Products.path("rouse-example-handler"), toPath: copy)
+        let second = try await rig.agent(2)
+        defer {
+            PreservationRig.kill(second)
+            Glibc.kill(pid, SIGKILL)
+        }
+        try await rig.waitForAgentLine(
+            2, "not re-attaching: the process is not the handler that was launched",
+            ["pid": "\(pid)", "executable": "\(copy) (deleted)"])
+        #expect(!rig.agentLog(2).contains { $0["message"] == "re-attached to a running handler" })
+        if try await rig.status().suspendMechanism == "cgroup-v2" {
+            try await eventually("the old process was killed with its stale cgroup") { !AgentRestartTests.alive(pid) }
+        }
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func identifiersThatNoLongerMatchAreSkippedNotAnError() async throws {
+        let rig = try await PreservationRig()
+        defer { Task { await rig.stop() } }
+        try rig.handler(["--preserve"])
+        let agent = try await rig.agent(1)
+        defer { PreservationRig.kill(agent) }
+        try await rig.push(#"{"n":1}"#)
+        try await rig.waitForHandler("preserved 5 pieces")
+        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
+        try await rig.killHandler()
+        try rig.handler(["--preserve", "--forget-calls"])
+        Glibc.kill(agent.process.processIdentifier, SIGHUP)
+        try await rig.waitForAgentLine(1, "handler updated", ["handler": "voip"])
+        try await rig.push(#"{"n":2}"#)
+        try await rig.waitForHandler("restoration done restored=2 skipped=3 failedAt=-")
+        try await rig.waitForAgentLine(1, "handler restoration answered", ["restored": "2", "skipped": "3"])
+        #expect(Self.restoredPaths(rig) == ["settings", "settings/editor"])
     }
 }
