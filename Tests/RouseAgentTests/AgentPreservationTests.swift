@@ -347,8 +347,13 @@ struct AgentPreservationTests {
         #expect(
             FileManager.default.createFile(
                 atPath: path, contents: Data(pending), attributes: [.posixPermissions: 0o600]))
+        // And the temp file of a write cut short before its rename (a power cut): removed at start, never read.
+        let temp = rig.state + "/secrets/.agent.durable.tmp-0badc0de"
+        #expect(FileManager.default.createFile(atPath: temp, contents: Data("half a write".utf8)))
         let second = try await rig.agent(2)
         defer { PreservationRig.kill(second) }
+        try await rig.waitForAgentLine(2, "removed a stale temp file", ["file": temp])
+        #expect(!FileManager.default.fileExists(atPath: temp))
         try await rig.waitForAgentLine(2, "resuming an interrupted key rotation")
         try await rig.waitForAgentLine(2, "key rotation committed")
         #expect(FileManager.default.contents(atPath: rig.state + "/keys/state.key") == Data(pending))
