@@ -38,6 +38,10 @@ public struct RestoreResult: Sendable, Equatable {
 }
 
 extension AgentClient {
+    /// Largest encoded `preserve` frame: one frame, with room left for the version members the agent adds
+    /// when it offers the same pieces back (`restoration`).
+    public static let maxPreservedBytes = FrameCodec.maxFrameBytes - 1024
+
     /// Preserves the handler's state: restoration path (`calls/1234/ui`, `settings/editor`) → bytes, and the
     /// handler's `version` (read back at the next launch to decide whether to accept). A piece whose parent
     /// path is not preserved is dropped by the agent. Replaces what was preserved before. Answered with
@@ -48,10 +52,10 @@ extension AgentClient {
         message.pieces = pieces.mapValues { Data($0).base64EncodedString() }
         message.version = version
         let size = FrameCodec.encode(message).count - 4
-        guard size <= FrameCodec.maxFrameBytes else {
+        guard size <= Self.maxPreservedBytes else {
             throw AgentClientError(
                 code: "tooLarge",
-                detail: "preserved state is \(size) bytes encoded (at most \(FrameCodec.maxFrameBytes))")
+                detail: "preserved state is \(size) bytes encoded (at most \(Self.maxPreservedBytes))")
         }
         try send(message)
     }

@@ -53,7 +53,7 @@ public struct AgentMessage: Codable, Sendable, Equatable {
     public var version: String?
     /// Version of the agent that wrote the archive (`restoration`).
     public var agentVersion: String?
-    /// `register`: the handler opts in to state preservation. `restoreReply`: it accepted the offer.
+    /// `register`: the handler opts in to state preservation.
     public var preserves: Bool?
     /// `restoreReply`: whether the offered state was taken (false: refused, the archive is discarded).
     public var accepted: Bool?
