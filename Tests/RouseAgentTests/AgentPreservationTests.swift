@@ -13,6 +13,10 @@ final class PreservationRig: Sendable {
     let gateway: Gateway
     let provider: Provider
     let secret: String
+    /// A cgroup v2 directory of this rig's own, the agents run in it: their handler cgroups are children of
+    /// it, so an agent started by another test (which kills the handlers of dead agents next to its own
+    /// cgroup) cannot touch the handlers this test re-attaches. Nil without a writable cgroup v2.
+    let cgroup: String?
     var socket: String { directory + "/agent.sock" }
     var handlerLog: String { directory + "/voip.log" }
     var state: String { directory + "/state" }
@@ -21,11 +25,54 @@ final class PreservationRig: Sendable {
         (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
         provider = try await Provider.connect(port: gateway.providerPort)
         secret = try gateway.makeEnrollmentSecret()
+        cgroup = Self.makeCgroup()
+    }
+
+    static func makeCgroup() -> String? {
+        let mounts = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+        for line in mounts.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count, fields[dash + 1] == "cgroup2",
+                fields.count > 4
+            else { continue }
+            let directory = "\(fields[4])/rouse-test-\(UUID().uuidString)"
+            guard mkdir(directory, 0o755) == 0 else { return nil }
+            return directory
+        }
+        return nil
+    }
+
+    /// Kills whatever is left in the rig's cgroup and removes it (children first).
+    func removeCgroup() {
+        guard let cgroup else { return }
+        if let handle = FileHandle(forWritingAtPath: cgroup + "/cgroup.kill") {
+            handle.write(Data("1".utf8))
+            try? handle.close()
+        }
+        for _ in 0..<200 {
+            let events = (try? String(contentsOfFile: cgroup + "/cgroup.events", encoding: .utf8)) ?? ""
+            if !events.contains("populated 1") { break }
+            usleep(5000)
+        }
+        func remove(_ directory: String) {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for entry in entries {
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: directory + "/" + entry, isDirectory: &isDirectory),
+                    isDirectory.boolValue
+                {
+                    remove(directory + "/" + entry)
+                }
+            }
+            rmdir(directory)
+        }
+        remove(cgroup)
     }
 
     func stop() async {
         provider.client.close()
         await gateway.shutdown(gracePeriod: .seconds(1))
+        removeCgroup()
         // ROUSE_TEST_KEEP=1 keeps the logs for a post-mortem.
         if ProcessInfo.processInfo.environment["ROUSE_TEST_KEEP"] == nil {
             try? FileManager.default.removeItem(atPath: directory)
@@ -48,14 +95,20 @@ final class PreservationRig: Sendable {
 
     /// Starts the agent (its stderr, JSON lines, in `agent<n>.log`).
     func agent(_ n: Int, keyBackend: String = "key-file", grace: Double = 0.5) async throws -> AgentProcess {
-        try await AgentProcess(
-            arguments: [
-                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
-                "--enroll-secret", secret, "--handlers", directory + "/handlers", "--state-dir", state,
-                "--socket", socket, "--assume-reachable", "--log-level", "info", "--json",
-                "--key-backend", keyBackend, "--restoration-grace-seconds", "\(grace)", "--preserve-timeout-seconds",
-                "5",
-            ], stderrPath: directory + "/agent\(n).log")
+        let arguments = [
+            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+            "--enroll-secret", secret, "--handlers", directory + "/handlers", "--state-dir", state,
+            "--socket", socket, "--assume-reachable", "--log-level", "info", "--json",
+            "--key-backend", keyBackend, "--restoration-grace-seconds", "\(grace)", "--preserve-timeout-seconds", "5",
+        ]
+        guard let cgroup else {
+            return try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent\(n).log")
+        }
+        // Into the rig's cgroup first, then the agent (the same pid: `exec`).
+        let script = "echo $$ > \(cgroup)/cgroup.procs && exec \"$0\" \"$@\""
+        return try await AgentProcess(
+            executable: "/bin/sh", arguments: ["-c", script, try Products.path("rouse-agent")] + arguments,
+            stderrPath: directory + "/agent\(n).log")
     }
 
     /// The agent's log lines (JSON objects) of run `n`.
@@ -149,7 +202,10 @@ struct AgentPreservationTests {
 
     @Test func preservedStateSurvivesKillNineOfHandlerAndAgentAndComesBackAtTheSamePaths() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let first = try await rig.agent(1, keyBackend: "auto")
         try await rig.waitForAgentLine(1, "state key created")
@@ -175,7 +231,10 @@ struct AgentPreservationTests {
 
     @Test func stateOfAVersionTheHandlerRefusesIsDiscarded() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve", "--version", "example/1"])
         let first = try await rig.agent(1)
         try await rig.push(#"{"n":1}"#)
@@ -202,7 +261,10 @@ struct AgentPreservationTests {
 
     @Test func twoCrashedLaunchesInARowDiscardTheState() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve", "--crash-on-restoration"])
         let agent = try await rig.agent(1)
         defer { PreservationRig.kill(agent) }
@@ -225,7 +287,10 @@ struct AgentPreservationTests {
 
     @Test func aHandlerTheUserQuitGetsNothingRestored() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let agent = try await rig.agent(1)
         defer { PreservationRig.kill(agent) }
@@ -250,7 +315,10 @@ struct AgentPreservationTests {
     @Test(arguments: ["tampered", "truncated", "foreign"])
     func aDamagedAgentStateFileIsDiscardedWithAClearLogLineAndTheAgentStartsClean(_ damage: String) async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler([])
         let first = try await rig.agent(1)
         try await eventually("enrolled, tokens stored") { try await rig.status().tokens?.isEmpty == false }
@@ -274,7 +342,10 @@ struct AgentPreservationTests {
 
     @Test func aSigkilledAgentReattachesToItsRunningHandlerWithStrikesIntactAndLosesNoPush() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve", "--ignore-payload", "strike"], suspendAfter: 0.3)
         let first = try await rig.agent(1)
         // One strike (a VoIP push not reported: killed), then a launch that stays.
@@ -309,7 +380,10 @@ struct AgentPreservationTests {
 
     @Test func keyRotationOverIPCThenRestartOpensEverything() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let first = try await rig.agent(1)
         try await rig.push(#"{"n":1}"#)
@@ -336,7 +410,10 @@ struct AgentPreservationTests {
 
     @Test func anInterruptedKeyRotationIsCompletedAtTheNextStart() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler([])
         let first = try await rig.agent(1)
         try await eventually("enrolled, tokens stored") { try await rig.status().tokens?.isEmpty == false }
@@ -366,7 +443,10 @@ struct AgentPreservationTests {
 
     @Test func malformedPreservesGetPreciseErrorsAndLoseNothing() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let first = try await rig.agent(1)
         try await rig.push(#"{"n":1}"#)
@@ -394,7 +474,10 @@ struct AgentPreservationTests {
 
     @Test func aRestoreThatFailsPartWayDiscardsTheRest() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let agent = try await rig.agent(1)
         defer { PreservationRig.kill(agent) }
@@ -416,7 +499,10 @@ struct AgentPreservationTests {
 
     @Test func theAgentsOwnStateKeepsTheBackgroundThrottleAcrossASigkill() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         let toml = """
             topic = "com.example.fetch"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "complete", "--log", "\(rig.handlerLog)"]
@@ -447,7 +533,10 @@ struct AgentPreservationTests {
 
     @Test func aPlaintextStateFileOfAnOlderAgentIsMigratedOnceAndRemoved() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler([])
         try FileManager.default.createDirectory(atPath: rig.state, withIntermediateDirectories: true)
         var old = AgentState()
@@ -468,7 +557,10 @@ struct AgentPreservationTests {
 
     @Test func aGracefulStopAsksRunningHandlersToPreserve() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let agent = try await rig.agent(1)
         try await rig.push(#"{"n":1}"#)
@@ -483,7 +575,10 @@ struct AgentPreservationTests {
 
     @Test func aProcessWhoseExecutableChangedIsNotReattachedButKilled() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         // The handler runs from a copy that is replaced while the agent is down (an upgrade).
         let copy = rig.directory + "/handler-copy"
         try FileManager.default.copyItem(atPath: try Products.path("rouse-example-handler"), toPath: copy)
@@ -519,7 +614,10 @@ struct AgentPreservationTests {
 
     @Test func identifiersThatNoLongerMatchAreSkippedNotAnError() async throws {
         let rig = try await PreservationRig()
-        defer { Task { await rig.stop() } }
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
         try rig.handler(["--preserve"])
         let agent = try await rig.agent(1)
         defer { PreservationRig.kill(agent) }
