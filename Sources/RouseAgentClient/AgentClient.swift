@@ -44,18 +44,30 @@ public final class AgentClient: Sendable {
         let thread = Thread { [self] in
             defer { continuation.finish() }
             var socket = connection.withLock { $0.socket }
+            // Until when a lost connection is retried: a window from the last connection that carried messages,
+            // so that an agent still dying (a connection accepted, then reset) costs a retry, not the handler.
+            var deadline: ContinuousClock.Instant?
             while true {
                 var decoder = FrameDecoder()
+                var received = false
+                var refused = false
                 readLoop: while true {
                     guard let bytes = try? socket.read(), !bytes.isEmpty else { break readLoop }
                     decoder.append(bytes)
                     do {
-                        while let message = try decoder.next() { continuation.yield(message) }
+                        while let message = try decoder.next() {
+                            received = true
+                            // The agent said why it closes (not authorized, unknown handler…): not a restart.
+                            if message.kind == .error { refused = true }
+                            continuation.yield(message)
+                        }
                     } catch {
                         return
                     }
                 }
-                guard let next = reconnect() else { return }
+                if refused { return }
+                if received || deadline == nil { deadline = ContinuousClock.now + Self.reconnectWindow }
+                guard let limit = deadline, let next = reconnect(until: limit) else { return }
                 socket = next
             }
         }
@@ -63,16 +75,14 @@ public final class AgentClient: Sendable {
         thread.start()
     }
 
-    /// After the inherited connection closed: connects to the socket until it works or the window passes,
-    /// then registers again. Nil when there is nowhere to reconnect or the client was closed.
-    private func reconnect() -> ClientSocket? {
+    /// After the inherited connection closed: connects to the socket until it works or `deadline` passes, then
+    /// registers again. Nil when there is nowhere to reconnect (a socket-path client) or the client was closed.
+    private func reconnect(until deadline: ContinuousClock.Instant) -> ClientSocket? {
         guard let path = connection.withLock({ $0.closed ? nil : $0.reconnectPath }) else { return nil }
-        let deadline = ContinuousClock.now + Self.reconnectWindow
         while ContinuousClock.now < deadline {
             if let socket = try? ClientSocket.connect(path: path) {
                 let registration: AgentMessage? = connection.withLock { state in
                     state.socket = socket
-                    state.reconnectPath = nil
                     return state.closed ? nil : state.registration
                 }
                 if let registration { try? socket.write(FrameCodec.encode(registration)) }

@@ -172,12 +172,7 @@ final class PreservationRig: Sendable {
     }
 
     /// SIGKILL, without waiting on the process (a handler it launched may hold its stdout pipe).
-    static func kill(_ agent: AgentProcess) {
-        let pid = agent.process.processIdentifier
-        Glibc.kill(pid, SIGKILL)
-        // Not `waitUntilExit`/`isRunning`: Foundation waits for the stdout pipe, which a handler may hold.
-        while AgentRestartTests.alive(pid) { usleep(1000) }
-    }
+    static func kill(_ agent: AgentProcess) { agent.kill() }
 
     /// SIGKILLs the handler and waits until the agent saw it exit.
     func killHandler() async throws {

@@ -48,9 +48,13 @@ final class AgentProcess: Sendable {
         }
     }
 
+    /// SIGKILL, then waits until it is gone (a zombie counts as gone). Not `waitUntilExit`: Foundation also waits
+    /// for the stdout pipe, which handlers it launched keep open (one whose agent died tries to reconnect for
+    /// `AgentClient.reconnectWindow`), and it would block a thread of the test's cooperative pool meanwhile.
     func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        let pid = process.processIdentifier
+        Glibc.kill(pid, SIGKILL)
+        while AgentRestartTests.alive(pid) { usleep(1000) }
     }
 }
 
