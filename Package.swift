@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim",
+                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -145,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon",
+                "RouseAgent", "RouseDaemon", "RouseState",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -230,6 +230,7 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
+                "RouseState",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

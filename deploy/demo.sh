@@ -114,7 +114,9 @@ agent_secret=$("$bin/rouse" gateway devices enroll-secret --database "$work/gate
 pids+=($!)
 wait_line "$work/agent.out" 'rouse-agent ready'
 for _ in $(seq 1 200); do
-    agent_token=$(sed -n 's/.*"com.example.rouse.voip" *: *"\([0-9a-f]*\)".*/\1/p' "$work/state/state.json" 2>/dev/null || true)
+    # The agent's state is sealed (docs/state.md): the token comes from its status document.
+    agent_token=$("$bin/rouse" agent status --json --socket "$work/agent.sock" 2>/dev/null \
+        | sed -n 's/.*"com.example.rouse.voip" *: *"\([0-9a-f]*\)".*/\1/p' || true)
     [ -n "$agent_token" ] && break
     sleep 0.05
 done

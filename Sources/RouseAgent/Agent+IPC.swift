@@ -61,6 +61,10 @@ extension Agent {
                 slot.connection === connection
             else { return }
             slot.connection = nil
+            if slot.process == nil, slot.preservation.launchBegun {
+                launchAbandoned(name)
+                slot.preservation = Preservation()
+            }
             slots[name] = slot
             holderGone(name, reason: .connectionClosed)
             if slot.process == nil {
@@ -118,6 +122,7 @@ extension Agent {
             notice.reachable = gatewayReachable
             connection.send(notice)
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
+            registeredForPreservation(name, connection, optIn: message.preserves == true)
             apply(name, slots[name]!.machine.registered(now: now))
         case .status:
             guard isAdmin(connection) else {
@@ -159,11 +164,19 @@ extension Agent {
             if message.kind == .reregister {
                 apply(name, slots[name]!.machine.reregister())
             } else if message.state == "stopped" {
+                quitByUser(name)
                 apply(name, slots[name]!.machine.userStop())
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
             }
             connection.send(AgentMessage(type: .ok), answering: message)
+        case .rotateKey:
+            guard isAdmin(connection) else {
+                connection.sendError(
+                    "notAuthorized", "rotateKey is for the agent's user or root", requestID: message.requestID)
+                return
+            }
+            rotateKey(connection)
         default:
             connection.sendError("notRegistered", "the first message must be register (got \(message.type))")
             connection.close()
@@ -176,6 +189,9 @@ extension Agent {
         guard let slot = slots[name] else { return "unknown handler" }
         if let launchedFor = connection.launchedFor {
             return launchedFor == name ? nil : "this connection belongs to handler \(launchedFor)"
+        }
+        if slot.preservation.adopted, slot.connection == nil {
+            return isAdoptedProcess(name, connection) ? nil : "handler \(name) runs as a re-attached process"
         }
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
         let expectedUID = slot.configuration.user.flatMap { AgentSyscalls.user(named: $0)?.uid } ?? agentUID
@@ -243,10 +259,15 @@ extension Agent {
                 return
             }
             apply(name, slots[name]!.machine.setState(state, now: current))
+            if state == .background { wentToBackground(name) }
         case .status:
             var reply = AgentMessage(type: .statusReply)
             reply.detail = statusJSON()
             connection.send(reply, answering: message)
+        case .preserve:
+            preserveReceived(name, connection, message)
+        case .restoreReply:
+            restoreReplied(name, connection, message)
         default:
             connection.sendError("unknownType", "unknown message type \(message.type)", requestID: message.requestID)
         }

@@ -52,24 +52,33 @@ extension Agent {
             slot.process = process
             slot.launchReason = reason
             slot.machine.launched(now: now)
+            slot.preservation = Preservation()
             slots[name] = slot
+            remember(name, process, executable: AgentSyscalls.realPath(handler.command[0]) ?? handler.command[0])
             _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
             logger.info(
                 "handler launched",
                 metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
-            let exited = AsyncStream<Int32>.makeStream()
-            let waiter = Thread {
-                exited.continuation.yield(AgentSyscalls.wait(pidfd: process.pidfd))
-                exited.continuation.finish()
-            }
-            waiter.name = "rouse-agent-wait-\(spawned.pid)"
-            waiter.start()
-            Task {
-                for await status in exited.stream { self.processExited(name, process: process, status: status) }
-            }
+            watch(name, process, child: true)
         } catch {
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             launchFailed(name)
+        }
+    }
+
+    /// A thread waits for the process to exit (reaps it when it is our `child`; a re-attached handler is not).
+    func watch(_ name: String, _ process: HandlerProcess, child: Bool) {
+        let exited = AsyncStream<Int32>.makeStream()
+        let waiter = Thread {
+            let status =
+                child ? AgentSyscalls.wait(pidfd: process.pidfd) : AgentSyscalls.waitForExit(pidfd: process.pidfd)
+            exited.continuation.yield(status)
+            exited.continuation.finish()
+        }
+        waiter.name = "rouse-agent-wait-\(process.pid)"
+        waiter.start()
+        Task {
+            for await status in exited.stream { self.processExited(name, process: process, status: status) }
         }
     }
 
@@ -91,8 +100,11 @@ extension Agent {
         slot.process = nil
         slot.connection?.close()
         slot.connection = nil
+        if slot.preservation.launchBegun { launchAbandoned(name) }
+        slot.preservation = Preservation()
         slots[name] = slot
         holderGone(name, reason: .processExited)
+        forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.
         for push in slot.machine.waiting { inFlight.remove(push.id) }
         apply(name, slots[name]!.machine.exited(now: now))

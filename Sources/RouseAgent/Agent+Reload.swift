@@ -13,6 +13,10 @@ extension Agent {
             }
             slots[name]?.connection?.close()
             slots.removeValue(forKey: name)
+            // Unregistered: its preserved state and launch record go too.
+            if (try? persistence?.preservation.forget(handler: name)) == nil {
+                logger.warning("preserved state of a removed handler not deleted", metadata: ["handler": "\(name)"])
+            }
             logger.info("handler removed", metadata: ["handler": "\(name)"])
         }
         for handler in handlers {

@@ -16,6 +16,8 @@ public actor Agent: Service {
         var process: HandlerProcess?
         var connection: IPCConnection?
         var launchReason: String?
+        /// State preservation (issue 8): see ``Agent/Preservation``.
+        var preservation = Preservation()
     }
 
     let configuration: AgentConfiguration
@@ -58,10 +60,25 @@ public actor Agent: Service {
     let hooks: ActivationHookRunner?
     /// Pushes handed to handlers (for tests and the benchmark).
     public private(set) var delivered = 0
+    /// Sealed stores and preservation (nil: nothing preserved, e.g. in-process tests with a JSON store).
+    let persistence: AgentPersistence?
+    /// Handlers waiting to answer a `preserveRequest`, by waiter id.
+    var preserveWaiters: [Int: (handler: String, continuation: CheckedContinuation<Void, Never>)] = [:]
+    var nextPreserveWaiter = 1
+    /// Activations in progress, opaque (issue 7 fills it): preserved with the agent's state as the piece
+    /// `activations` and handed back here at the next launch.
+    package var activationState: [UInt8]?
+    /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
+    package internal(set) var preservesStored = 0
+    package internal(set) var restorationsAnswered = 0
 
     /// An agent; nothing runs until ``start()``.
-    public init(configuration: AgentConfiguration, store: any AgentStateStore, logger: Logger) throws {
+    public init(
+        configuration: AgentConfiguration, store: any AgentStateStore, persistence: AgentPersistence? = nil,
+        logger: Logger
+    ) throws {
         self.configuration = configuration
+        self.persistence = persistence
         self.logger = logger
         self.store = store
         self.state = try store.load()
@@ -97,6 +114,9 @@ public actor Agent: Service {
     public func start() async throws {
         logger.info(
             "suspend mechanism", metadata: ["mechanism": "\(control.mechanism.rawValue)", "detail": "\(control.note)"])
+        reattach()
+        control.removeStaleAgents()
+        restoreAgentState()
         listener = try AgentSyscalls.listen(path: configuration.socketPath)
         let listenerFD = listener
         let accepted = AsyncStream<Int32>.makeStream()
@@ -116,6 +136,7 @@ public actor Agent: Service {
     /// Stops the channel, kills launched handlers, closes the socket.
     public func shutdown() async {
         logger.info("agent stopping")
+        await preserveAll(reason: "shutdown")
         await channel?.stop()
         for task in background { task.cancel() }
         handlerReportTask?.cancel()
@@ -333,7 +354,7 @@ public actor Agent: Service {
         rescheduleTimer()
     }
 
-    private func perform(_ name: String, _ action: HandlerAction) {
+    func perform(_ name: String, _ action: HandlerAction) {
         let metadata: Logger.Metadata = ["handler": "\(name)"]
         switch action {
         case .launch(let reason): launch(name, reason: reason)
@@ -355,6 +376,7 @@ public actor Agent: Service {
             let channel = channel
             Task { await channel?.ack(id) }
         case .kill(let reason):
+            if preservationDefers(name, action) { return }
             logger.warning("terminating handler", metadata: metadata.merging(["reason": "\(reason)"]) { $1 })
             holderGone(name, reason: .terminatedByAgent)
             if let process = slots[name]?.process {
@@ -363,6 +385,7 @@ public actor Agent: Service {
                 AgentSyscalls.signal(pidfd: pidfd, SIGKILL)
             }
         case .suspend:
+            if preservationDefers(name, action) { return }
             guard let process = slots[name]?.process, mayFreeze(name) else { return }
             let ok = control.freeze(cgroup: process.cgroup, pgid: process.pid)
             logger.info(

@@ -24,6 +24,11 @@ public struct AgentConfiguration: Sendable {
     public var activationHook: [String]?
     /// How long one hook run may take before it is killed.
     public var activationHookTimeout = Duration.seconds(2)
+    /// How long the agent waits for a handler's `preserve` answer before suspending or terminating it.
+    public var preserveTimeout = Duration.seconds(1)
+    /// How long a launched handler (and the agent itself) must stay up before its launch counts as finished
+    /// (crash-loop counter cleared, the offered archive deleted).
+    public var restorationGrace = Duration.seconds(10)
 
     /// A configuration.
     public init(

@@ -24,6 +24,9 @@ public struct AgentState: Codable, Sendable, Equatable {
     public var handled = DedupWindow()
     /// Per-handler strike state.
     public var handlers: [String: PersistedHandler] = [:]
+    /// The processes the agent launched and that may outlive it (by handler): what a restarted agent needs
+    /// to re-attach to them. Absent in state written by older agents.
+    public var processes: [String: HandlerIdentity]?
 
     /// Empty state.
     public init() {}
@@ -48,6 +51,28 @@ public struct PersistedHandler: Codable, Sendable, Equatable {
         self.strikeTimes = strikeTimes
         self.voipBlocked = voipBlocked
         self.userStopped = userStopped
+    }
+}
+
+/// Who a launched handler process is, beyond its pid (which the kernel recycles): its start time (field 22
+/// of `/proc/<pid>/stat`, clock ticks since boot), its executable and its cgroup. A restarted agent adopts
+/// a process only when all of them still match.
+public struct HandlerIdentity: Codable, Sendable, Equatable {
+    /// Process id.
+    public var pid: Int32
+    /// Start time in clock ticks since boot.
+    public var startTime: UInt64
+    /// `/proc/<pid>/exe` at launch.
+    public var executable: String
+    /// Its cgroup directory, if any.
+    public var cgroup: String?
+
+    /// An identity.
+    public init(pid: Int32, startTime: UInt64, executable: String, cgroup: String?) {
+        self.pid = pid
+        self.startTime = startTime
+        self.executable = executable
+        self.cgroup = cgroup
     }
 }
 

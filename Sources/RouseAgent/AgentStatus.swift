@@ -48,6 +48,8 @@ public struct AgentStatus: Codable, Sendable {
     public var suspendNote: String
     /// Handlers, by name.
     public var handlers: [Handler]
+    /// Push tokens by topic (public values: the gateway hands them to providers).
+    public var tokens: [String: String]? = nil
 }
 
 extension Agent {
@@ -69,7 +71,8 @@ extension Agent {
         }
         return AgentStatus(
             channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,
-            suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers)
+            suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
+            tokens: state.tokens)
     }
 
     func statusJSON() -> String {

@@ -156,6 +156,34 @@ enum AgentSyscalls {
         return status
     }
 
+    /// A pidfd for an existing process (not our child: a handler a previous agent launched), nil when it is
+    /// gone (`ESRCH`) or not ours to open.
+    static func openPidfd(pid: Int32) -> Int32? {
+        let fd = rouse_agent_pidfd_open(pid)
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Blocks until the process behind `pidfd` exits (a process that is not our child: it cannot be reaped
+    /// here, only watched; `poll` reports the pidfd readable at exit). Returns -1: the status is its parent's.
+    static func waitForExit(pidfd: Int32) -> Int32 {
+        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let result = poll(&entry, 1, -1)
+            if result > 0 { return -1 }
+            if result < 0 && errno != EINTR { return -1 }
+        }
+    }
+
+    /// Field 22 of `/proc/<pid>/stat` (start time, clock ticks since boot); with the pid it names one process
+    /// for the life of the system. Nil when the process is gone.
+    static func startTime(pid: Int32) -> UInt64? {
+        guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        // After "(comm)" come fields 3, 4, …: field 22 is the 20th of them.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+    }
+
     /// The pid behind a pidfd, nil once the process exited.
     static func pid(ofPidfd pidfd: Int32) -> Int32? {
         let pid = rouse_agent_pidfd_pid(pidfd)

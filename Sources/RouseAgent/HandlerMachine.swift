@@ -122,6 +122,8 @@ public struct HandlerMachine: Sendable {
     private var tokensAt: Duration?
     private var nextTaskID = 1
     private var coalescedReachability: Bool?
+    /// Budget a re-attached handler had used before the agent restarted (applied when it registers again).
+    private var restoredBudgetUsed: Duration?
 
     /// A handler that is not running.
     public init(rules: HandlerRules) {
@@ -156,7 +158,9 @@ public struct HandlerMachine: Sendable {
         if lifecycle == .notRunning || lifecycle == .launching || lifecycle == .suspended {
             if lifecycle == .suspended { actions.append(.resume) }
             enterBackground(now: now)
+            if let used = restoredBudgetUsed { backgroundSince = now - used }
         }
+        restoredBudgetUsed = nil
         let queued = waiting
         waiting = []
         for push in queued { actions += handOver(push, now: now) }
@@ -540,5 +544,48 @@ extension HandlerMachine {
     private func milliseconds(_ duration: Duration) -> Int64 {
         let (s, attoseconds) = duration.components
         return s * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+extension HandlerMachine {
+    /// What the agent preserves of a handler's rules and lifecycle (purgeable: strikes live in the durable
+    /// store too). Restored at the agent's next launch.
+    public struct Snapshot: Codable, Sendable, Equatable {
+        /// Lifecycle state at preservation.
+        public var lifecycle: HandlerLifecycle
+        /// The held (throttled) background push.
+        public var held: AgentPush?
+        /// Background-push tokens left.
+        public var tokens: Double
+        /// Strike times (UNIX milliseconds).
+        public var strikeTimes: [Int64]
+        /// Open background tasks by token.
+        public var tasks: [Int: String]
+        /// Background-task budget used so far (seconds), nil when not in the background.
+        public var budgetUsedSeconds: Double?
+        /// Calls in progress.
+        public var activeCalls: [String]
+    }
+
+    /// The snapshot to preserve.
+    public func snapshot(now: Duration, wallEpochMilliseconds: Int64) -> Snapshot {
+        Snapshot(
+            lifecycle: lifecycle, held: held, tokens: refilled(now: now),
+            strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) },
+            tasks: tasks, budgetUsedSeconds: backgroundSince.map { seconds(now - $0) },
+            activeCalls: activeCalls.sorted())
+    }
+
+    /// Restores a snapshot: the held push and the token bucket always; calls, tasks and the budget used
+    /// only when the handler process is still running (re-attached), as they belong to that process.
+    public mutating func restore(_ snapshot: Snapshot, now: Duration, running: Bool) {
+        if held == nil { held = snapshot.held }
+        tokens = min(Double(rules.backgroundBurst), max(0, snapshot.tokens))
+        tokensAt = now
+        guard running else { return }
+        activeCalls = Set(snapshot.activeCalls)
+        tasks = snapshot.tasks
+        nextTaskID = (tasks.keys.max() ?? 0) + 1
+        restoredBudgetUsed = snapshot.budgetUsedSeconds.map { Duration.milliseconds(Int64($0 * 1000)) }
     }
 }

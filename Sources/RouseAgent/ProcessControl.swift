@@ -26,7 +26,6 @@ struct ProcessControl: Sendable {
         let tag = "rouse-agent-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
             let parent = mount + (own == "/" ? "" : own)
-            removeStale(in: parent)
             let base = parent + "/" + tag
             if (try? AgentSyscalls.makeDirectory(base)) != nil, AgentSyscalls.writable(base + "/cgroup.procs") {
                 return ProcessControl(mechanism: .cgroupV2, base: base, note: "cgroup v2 at \(base)")
@@ -65,6 +64,13 @@ struct ProcessControl: Sendable {
             }
             AgentSyscalls.removeDirectory(directory)
         }
+    }
+
+    /// Cleans up after dead agents (``removeStale(in:)``) next to our base directory; call after re-attaching
+    /// to their handlers (which moves those out of the stale cgroups).
+    func removeStaleAgents() {
+        guard mechanism == .cgroupV2, let base, let slash = base.lastIndex(of: "/") else { return }
+        Self.removeStale(in: String(base[..<slash]))
     }
 
     /// The cgroup2 mount point and the agent's own cgroup path.

@@ -9,64 +9,117 @@ import Synchronization
 public final class AgentClient: Sendable {
     /// Default socket path of the agent.
     public static let defaultSocketPath = "/run/rouse/agent.sock"
+    /// How long a handler whose inherited connection closed (its agent restarted) keeps trying the socket.
+    public static let reconnectWindow = Duration.seconds(60)
 
-    private let socket: ClientSocket
-    /// Messages from the agent, in order; finishes when the connection closes.
+    private let connection: Mutex<Connection>
+    /// Messages from the agent, in order; finishes when the connection closes (and, for a handler launched
+    /// by the agent, when reconnecting to a restarted agent failed).
     public let messages: AsyncStream<AgentMessage>
     private let continuation: AsyncStream<AgentMessage>.Continuation
     private let requests = PendingRequests()
 
+    private struct Connection: Sendable {
+        var socket: ClientSocket
+        /// Where to reconnect when the inherited fd closes (nil: a socket-path connection ends with its socket).
+        var reconnectPath: String?
+        /// The `register` sent, sent again on a new connection.
+        var registration: AgentMessage?
+        var closed = false
+    }
+
     /// Connects: to the inherited fd in `ROUSE_AGENT_FD` when set (launched by the agent), else to
-    /// `socketPath` (or `ROUSE_AGENT_SOCKET`).
+    /// `socketPath` (or `ROUSE_AGENT_SOCKET`). A launched handler whose inherited connection closes (the agent
+    /// was restarted and re-attached to it) reconnects to `ROUSE_AGENT_SOCKET` and registers again.
     public init(socketPath: String? = nil) throws {
         let environment = ProcessInfo.processInfo.environment
         if socketPath == nil, let text = environment["ROUSE_AGENT_FD"], let fd = Int32(text), fd >= 0 {
-            socket = ClientSocket(adopting: fd)
+            connection = Mutex(
+                Connection(socket: ClientSocket(adopting: fd), reconnectPath: environment["ROUSE_AGENT_SOCKET"]))
         } else {
-            socket = try ClientSocket.connect(
-                path: socketPath ?? environment["ROUSE_AGENT_SOCKET"] ?? Self.defaultSocketPath)
+            connection = Mutex(
+                Connection(
+                    socket: try ClientSocket.connect(
+                        path: socketPath ?? environment["ROUSE_AGENT_SOCKET"] ?? Self.defaultSocketPath)))
         }
         (messages, continuation) = AsyncStream.makeStream(of: AgentMessage.self)
-        let thread = Thread { [socket, continuation, requests] in
-            var decoder = FrameDecoder()
+        let thread = Thread { [self] in
             defer {
                 continuation.finish()
-                for waiter in requests.close() {
-                    waiter.resume(
-                        throwing: AgentRequestError(code: "connectionClosed", detail: "the agent closed the connection")
-                    )
-                }
+                for waiter in requests.close() { waiter.resume(throwing: Self.connectionClosed) }
             }
+            var socket = connection.withLock { $0.socket }
+            // Until when a lost connection is retried: a window from the last connection that carried messages,
+            // so that an agent still dying (a connection accepted, then reset) costs a retry, not the handler.
+            var deadline: ContinuousClock.Instant?
             while true {
-                guard let bytes = try? socket.read(), !bytes.isEmpty else { return }
-                decoder.append(bytes)
-                do {
-                    while let message = try decoder.next() {
-                        // An answer to an awaited request goes to its caller; everything else to `messages`.
-                        if let id = message.requestID, let waiter = requests.take(id) {
-                            waiter.resume(returning: message)
-                        } else {
+                var decoder = FrameDecoder()
+                var received = false
+                var refused = false
+                readLoop: while true {
+                    guard let bytes = try? socket.read(), !bytes.isEmpty else { break readLoop }
+                    decoder.append(bytes)
+                    do {
+                        while let message = try decoder.next() {
+                            received = true
+                            // An answer to an awaited request goes to its caller; everything else to `messages`.
+                            if let id = message.requestID, let waiter = requests.take(id) {
+                                waiter.resume(returning: message)
+                                continue
+                            }
+                            // The agent said why it closes (not authorized, unknown handler…): not a restart.
+                            if message.kind == .error { refused = true }
                             continuation.yield(message)
                         }
+                    } catch {
+                        return
                     }
-                } catch {
-                    return
                 }
+                // Requests sent on the lost connection are never answered: they fail now.
+                for waiter in requests.failPending() { waiter.resume(throwing: Self.connectionClosed) }
+                if refused { return }
+                if received || deadline == nil { deadline = ContinuousClock.now + Self.reconnectWindow }
+                guard let limit = deadline, let next = reconnect(until: limit) else { return }
+                socket = next
             }
         }
         thread.name = "rouse-agent-client"
         thread.start()
     }
 
-    /// Sends one message.
-    public func send(_ message: AgentMessage) throws {
-        try socket.write(FrameCodec.encode(message))
+    private static let connectionClosed = AgentRequestError(
+        code: "connectionClosed", detail: "the connection to the agent closed before the answer")
+
+    /// After the inherited connection closed: connects to the socket until it works or `deadline` passes, then
+    /// registers again. Nil when there is nowhere to reconnect (a socket-path client) or the client was closed.
+    private func reconnect(until deadline: ContinuousClock.Instant) -> ClientSocket? {
+        guard let path = connection.withLock({ $0.closed ? nil : $0.reconnectPath }) else { return nil }
+        while ContinuousClock.now < deadline {
+            if let socket = try? ClientSocket.connect(path: path) {
+                let registration: AgentMessage? = connection.withLock { state in
+                    state.socket = socket
+                    return state.closed ? nil : state.registration
+                }
+                if let registration { try? socket.write(FrameCodec.encode(registration)) }
+                return socket
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return nil
     }
 
-    /// Registers as `handler` (the first message).
-    public func register(handler: String) throws {
+    /// Sends one message.
+    public func send(_ message: AgentMessage) throws {
+        try connection.withLock { $0.socket }.write(FrameCodec.encode(message))
+    }
+
+    /// Registers as `handler` (the first message); `preservesState`: it opts in to state preservation (it
+    /// will be asked to preserve and offered its state back at launch).
+    public func register(handler: String, preservesState: Bool = false) throws {
         var message = AgentMessage(type: .register)
         message.handler = handler
+        message.preserves = preservesState ? true : nil
+        connection.withLock { $0.registration = message }
         try send(message)
     }
 
@@ -167,7 +220,10 @@ public final class AgentClient: Sendable {
 
     /// Closes the connection.
     public func close() {
-        socket.shutdownBoth()
+        connection.withLock { state in
+            state.closed = true
+            state.socket.shutdownBoth()
+        }
     }
 }
 
@@ -195,6 +251,14 @@ final class PendingRequests: Sendable {
 
     /// The waiter for `id`, removed.
     func take(_ id: Int) -> Waiter? { state.withLock { $0.waiting.removeValue(forKey: id) } }
+
+    /// Every waiter still waiting, removed (their connection was lost; the table stays open).
+    func failPending() -> [Waiter] {
+        state.withLock { state in
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+    }
 
     /// Closes: every waiter still waiting, removed.
     func close() -> [Waiter] {

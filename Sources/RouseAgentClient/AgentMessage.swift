@@ -74,6 +74,20 @@ public struct AgentMessage: Codable, Sendable, Equatable {
     public var reason: String?
     /// `interruptionEnded`: whether the session is active again and may resume playing.
     public var shouldResume: Bool?
+    /// Preserved state (`preserve`, `restoration`): restoration path (`calls/1234/ui`) → base64 data.
+    public var pieces: [String: String]?
+    /// Version of the handler that wrote the state (`preserve`, `restoration`).
+    public var version: String?
+    /// Version of the agent that wrote the archive (`restoration`).
+    public var agentVersion: String?
+    /// `register`: the handler opts in to state preservation.
+    public var preserves: Bool?
+    /// `restoreReply`: whether the offered state was taken (false: refused, the archive is discarded).
+    public var accepted: Bool?
+    /// `restoreReply`: paths whose identifier no longer matches current data (skipped, not an error).
+    public var skipped: [String]?
+    /// `restoreReply`: the path whose restore failed (the rest is discarded; the handler starts clean).
+    public var failedAt: String?
 
     /// A message of `type` with no other members set.
     public init(type: AgentMessageType) {
@@ -124,6 +138,12 @@ public struct AgentMessageType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let routeChanged = AgentMessageType(rawValue: "routeChanged")
     /// Admin: who holds which session; answered with `sessionsReply`.
     public static let sessions = AgentMessageType(rawValue: "sessions")
+    /// State to preserve (answer to `preserveRequest`, or at any time): `pieces`, `version`.
+    public static let preserve = AgentMessageType(rawValue: "preserve")
+    /// Answer to `restoration`: `accepted`, `skipped`, `failedAt`.
+    public static let restoreReply = AgentMessageType(rawValue: "restoreReply")
+    /// Admin: rotate the data key of the agent's sealed files; answered with `ok`, `detail` = the new key id.
+    public static let rotateKey = AgentMessageType(rawValue: "rotateKey")
 
     // Agent → handler.
     /// Registration accepted: `handler`, `launchReason`.
@@ -147,6 +167,14 @@ public struct AgentMessageType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let activation = AgentMessageType(rawValue: "activation")
     /// Answer to `sessions`: `detail` holds the JSON snapshot.
     public static let sessionsReply = AgentMessageType(rawValue: "sessionsReply")
+    /// Preserve now (`state`: `background`, `suspend`, `terminate` or `shutdown`); answer with `preserve`
+    /// within the agent's preserve timeout.
+    public static let preserveRequest = AgentMessageType(rawValue: "preserveRequest")
+    /// Answer to `preserve`: the state is stored (`detail`: pieces kept, orphans dropped).
+    public static let preserved = AgentMessageType(rawValue: "preserved")
+    /// After `registered`, once per launch: the state preserved last time (`pieces`, `version`,
+    /// `agentVersion`); answer with `restoreReply`.
+    public static let restoration = AgentMessageType(rawValue: "restoration")
     /// A generic success answer to admin requests.
     public static let ok = AgentMessageType(rawValue: "ok")
     /// Something was wrong: `error`, `detail`. A protocol error closes the connection after it.

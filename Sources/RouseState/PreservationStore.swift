@@ -192,6 +192,14 @@ public final class PreservationStore: Sendable {
         try run(actions, handler)
     }
 
+    /// The handler's process ended before ``finishLaunch(handler:)`` (a crashed launch): it stays counted,
+    /// and the next ``beginLaunch(handler:accepts:)`` starts a new launch (an agent outlives its handlers).
+    public func launchAbandoned(handler: String) throws(StateError) {
+        var machine = try machine(handler)
+        machine.launchAbandoned()
+        save(handler, machine)
+    }
+
     /// The user explicitly quit `handler`: its preserved state is deleted, and none is kept until its next
     /// launch.
     public func quitByUser(handler: String) throws(StateError) {

@@ -169,6 +169,14 @@ public struct RestorationStateMachine: Sendable, Equatable {
         return preservedThisLaunch ? [.persist(record)] : [.persist(record), .discardArchive(.consumed)]
     }
 
+    /// The launched process ended before `launchFinished` (it crashed or was killed): the counter stays
+    /// as persisted, and the next `launchStarted` counts a new launch.
+    public mutating func launchAbandoned() {
+        guard state != .idle else { return }
+        state = .idle
+        preservedThisLaunch = false
+    }
+
     /// Whether state may be preserved now (not after an explicit quit, until the next launch).
     public var mayPreserve: Bool { !record.quitByUser }
 

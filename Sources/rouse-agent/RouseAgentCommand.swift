@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseDaemon
+import RouseState
 import ServiceLifecycle
 
 /// `rouse-agent`: the device-side service (see docs/agent.md).
@@ -19,8 +20,14 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "Device certificate (PEM) instead of a secret.") var deviceCert: String?
     @Option(help: "Device certificate key (PEM).") var deviceKey: String?
     @Option(help: "Handler configuration directory.") var handlers = "/etc/rouse/handlers.d"
-    @Option(help: "State directory (credential, tokens, de-duplication window, strikes).") var stateDir =
-        "/var/lib/rouse-agent"
+    @Option(help: "State directory: secrets/ (credential, durable state), state/ (preserved state), sealed.")
+    var stateDir = "/var/lib/rouse"
+    @Option(help: "Data key directory (default: <state-dir>/keys).") var keyDir: String?
+    @Option(help: "Data key backend: auto, systemd-credential or key-file.") var keyBackend = "auto"
+    @Option(help: "Seconds to wait for a handler's preserve answer before suspending or terminating it.")
+    var preserveTimeoutSeconds = 1.0
+    @Option(help: "Seconds a launch must stay up to count as finished (crash-loop protection).")
+    var restorationGraceSeconds = 10.0
     @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
@@ -57,6 +64,12 @@ struct RouseAgentCommand: AsyncParsableCommand {
         }
         let handlerConfigurations = try HandlerConfiguration.load(directory: handlers)
         try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        guard let preference = KeyBackendPreference(rawValue: keyBackend) else {
+            throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
+        }
+        let persistence = try AgentPersistence(
+            stateDirectory: stateDir, keyDirectory: keyDir ?? stateDir + "/keys", preference: preference,
+            logger: logger)
         let socketDirectory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
         var configuration = AgentConfiguration(
@@ -71,9 +84,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
         }
         guard activationHookTimeout > 0 else { throw ValidationError("--activation-hook-timeout must be positive") }
         configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
-        let agent = try Agent(
-            configuration: configuration, store: JSONFileAgentStateStore(path: stateDir + "/state.json"),
-            logger: logger)
+        configuration.preserveTimeout = .milliseconds(Int64(preserveTimeoutSeconds * 1000))
+        configuration.restorationGrace = .milliseconds(Int64(restorationGraceSeconds * 1000))
+        let store = SealedAgentStateStore(
+            store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
+        let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)
         let runner = AgentRunner(agent: agent, handlersDirectory: handlers, socket: socket, logger: logger)
         let group = ServiceGroup(
             configuration: .init(

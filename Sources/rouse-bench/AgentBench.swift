@@ -123,12 +123,9 @@ enum AgentBench {
             for await _ in client.messages { break }
         }
         try await until("agent channel open") { try await status()?.channel == "open" }
-        func tokens() throws -> [String: String] {
-            let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/state/state.json"))
-            return try JSONDecoder().decode(AgentState.self, from: data).tokens
-        }
-        try await until("tokens") { (try? tokens().count) == 10 }
-        let tokenTable = try tokens()
+        func tokens() async throws -> [String: String] { try await status()?.tokens ?? [:] }
+        try await until("tokens") { (try? await tokens().count) == 10 }
+        let tokenTable = try await tokens()
         for n in 0..<10 { try await admin("h\(n)", "started") }
         try await until("10 handlers registered") {
             try await status()?.handlers.filter { $0.connected }.count == 10

@@ -16,6 +16,8 @@ enum StateBench {
         var iterations = 20
         var directory: String?
         var json = false
+        /// Through the agent's IPC with handler processes (``AgentStateBench``).
+        var agent = false
     }
 
     struct BenchError: Error, CustomStringConvertible {
@@ -41,11 +43,12 @@ enum StateBench {
                 guard let value = iterator.next() else { throw BenchError(description: "--dir needs a path") }
                 options.directory = value
             case "--json": options.json = true
+            case "--agent": options.agent = true
             default:
                 throw BenchError(
                     description:
                         "unknown argument \(argument) (--handlers N, --pieces N, --piece-bytes N, --iterations N, "
-                        + "--dir PATH, --json)")
+                        + "--dir PATH, --agent, --json)")
             }
         }
         return options
@@ -53,6 +56,10 @@ enum StateBench {
 
     static func run(arguments: [String]) async throws {
         let options = try parse(arguments)
+        if options.agent {
+            try await AgentStateBench.run(options)
+            return
+        }
         let base = options.directory ?? FileManager.default.temporaryDirectory.path
         let root = "\(base)/rouse-bench-state-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)

@@ -21,6 +21,12 @@ import RouseAgentClient
 //   deactivate SESSION [notify]                                         → deactivated session=S
 //   call CALLID [push=PUSHID]            (reportCall: the call session is activated)
 //   endcall CALLID [nonotify]
+// State preservation (`--preserve`): opts in; preserves `calls/<id>/ui` for its last call (with `calls` and
+// `calls/<id>`) and `settings/editor` after each call and when asked; at launch it restores what it is
+// offered unless the writer version is not `--version` (default example/1); `--refuse` refuses,
+// `--fail-restore-at PATH` fails there, `--crash-on-restoration` exits before answering (a crashed launch).
+// `--bad-preserve`: after a call, sends two malformed preserves instead (tests).
+// `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 
 let arguments = CommandLine.arguments
 func option(_ name: String) -> String? {
@@ -39,15 +45,43 @@ let quiet = arguments.contains("--quiet")
 let logFD: Int32 = logPath.map { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644) } ?? -1
 
 func emit(_ line: String) {
-    if !quiet { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    if !quiet { try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) }
     guard logFD >= 0 else { return }
     let bytes = Array("\(line) pid=\(getpid())\n".utf8)
     _ = bytes.withUnsafeBytes { write(logFD, $0.baseAddress, $0.count) }
 }
 
+let preserves = arguments.contains("--preserve")
+let stateVersion = option("--version") ?? "example/1"
+var lastCall: String?
+
+/// The pieces this handler preserves: its last call's UI under `calls/<id>/ui`, its editor settings.
+@MainActor func pieces() -> [String: [UInt8]] {
+    if let count = option("--bench-pieces").flatMap(Int.init), let size = option("--piece-bytes").flatMap(Int.init) {
+        // `bench/call-<i>` pieces of `size` random bytes under an empty `bench` (rouse-bench state --agent).
+        var pieces: [String: [UInt8]] = ["bench": []]
+        for i in 0..<count {
+            pieces["bench/call-\(i)"] = (0..<size).map { _ in UInt8.random(in: 0...255) }
+        }
+        return pieces
+    }
+    var pieces: [String: [UInt8]] = ["settings": [], "settings/editor": Array("font=mono".utf8)]
+    if let lastCall {
+        pieces["calls"] = []
+        pieces["calls/\(lastCall)"] = []
+        pieces["calls/\(lastCall)/ui"] = Array("ui of \(lastCall)".utf8)
+    }
+    return pieces
+}
+
+struct RestoreFailure: Error {}
+
+// It may outlive the agent whose stdout it shares (re-attached by the next agent): no SIGPIPE death.
+signal(SIGPIPE, SIG_IGN)
+
 do {
     let client = try AgentClient(socketPath: socketPath)
-    try client.register(handler: name)
+    try client.register(handler: name, preservesState: preserves)
     if mode == "foreground" { try client.setState("active") }
     if mode == "task" || mode == "leak" { try client.beginTask(name: "upload") }
     if let commandsPath { try readCommands(commandsPath, client: client) }
@@ -69,10 +103,22 @@ do {
             emit(
                 "push id=\(id) type=\(message.pushType ?? "-") mustReport=\(message.mustReport.map { "\($0)" } ?? "-") "
                     + "payload=\(payload)\(latency)")
-            if message.pushType == "voip", message.mustReport == true, mode != "ignore" {
+            let ignored = option("--ignore-payload").map { payload.contains($0) } ?? false
+            if message.pushType == "voip", message.mustReport == true, mode != "ignore", !ignored {
                 try client.reportCall(pushID: id, callID: "call-\(id)")
                 emit("reported id=\(id) call=call-\(id)")
                 if mode != "keepcall" { try client.callEnded(callID: "call-\(id)") }
+                lastCall = "call-\(id)"
+                if arguments.contains("--bad-preserve") {
+                    // Malformed on purpose: a path with "..", then data that is not base64.
+                    try client.preserve(pieces: ["calls/../ui": []], version: stateVersion)
+                    var message = AgentMessage(type: .preserve)
+                    message.pieces = ["settings": "not base64!"]
+                    message.version = stateVersion
+                    try client.send(message)
+                } else if preserves {
+                    try client.preserve(pieces: pieces(), version: stateVersion)
+                }
             }
             if message.pushType == "background", mode != "overrun" {
                 try client.complete(pushID: id, result: .newData)
@@ -92,6 +138,45 @@ do {
             emit("activation " + describe(message))
         case .reachability:
             emit("reachability reachable=\(message.reachable ?? false)")
+        case .restoration:
+            guard let offer = OfferedRestoration(message) else {
+                emit("restoration malformed")
+                continue
+            }
+            emit("restoration offered pieces=\(offer.pieces.count) version=\(offer.writerVersion)")
+            if arguments.contains("--crash-on-restoration") {
+                emit("crashing")
+                exit(3)
+            }
+            if arguments.contains("--refuse") || offer.writerVersion != stateVersion {
+                try client.refuseRestoration()
+                emit("restoration refused version=\(offer.writerVersion)")
+                continue
+            }
+            let failAt = option("--fail-restore-at")
+            if option("--bench-pieces") != nil {
+                try client.restore(offer, identify: { $0 }, apply: { _, _ in })
+                continue
+            }
+            // `--forget-calls`: its calls are gone (e.g. ended elsewhere): their identifiers map to nothing.
+            let forgetCalls = arguments.contains("--forget-calls")
+            let result = try client.restore(
+                offer, identify: { path in forgetCalls && path.hasPrefix("calls") ? nil : path },
+                apply: { path, data in
+                    if path == failAt { throw RestoreFailure() }
+                    if path.hasPrefix("calls/"), path.hasSuffix("/ui") {
+                        lastCall = path.split(separator: "/")[1].description
+                    }
+                    emit("restored path=\(path) data=\(String(decoding: data, as: UTF8.self))")
+                })
+            emit(
+                "restoration done restored=\(result.restored.count) skipped=\(result.skipped.count) "
+                    + "failedAt=\(result.failedAt ?? "-")")
+        case .preserveRequest:
+            emit("preserveRequest reason=\(message.state ?? "-")")
+            try client.preserve(pieces: pieces(), version: stateVersion)
+        case .preserved:
+            emit("preserved \(message.detail ?? "")")
         case .error:
             emit("error \(message.error ?? "-"): \(message.detail ?? "")")
         default:

@@ -7,7 +7,7 @@ import RouseAgentClient
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent", abstract: "Inspect and steer a running rouse-agent.",
-        subcommands: [Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self])
+        subcommands: [Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self, RotateKey.self])
 
     struct SocketOption: ParsableArguments {
         @Option(help: "The agent's IPC socket.") var socket = AgentClient.defaultSocketPath

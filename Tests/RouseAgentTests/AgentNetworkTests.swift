@@ -140,8 +140,8 @@ struct AgentNetworkTests {
                 .filter { $0.hasPrefix("reported id=") }.count
         }
         try await eventually("channel open") { try await Self.status(socket: socket).channel == "open" }
-        let data = try #require(FileManager.default.contents(atPath: directory + "/state/state.json"))
-        let token = try #require(try JSONDecoder().decode(AgentState.self, from: data).tokens["com.example.rouse.voip"])
+        try await eventually("token fetched") { try await Self.status(socket: socket).tokens?.isEmpty == false }
+        let token = try #require(try await Self.status(socket: socket).tokens?["com.example.rouse.voip"])
         #expect(await provider.push(token: token, topic: "com.example.rouse.voip", type: "voip", payload: "{}") == 200)
         try await eventually("first call reported") { reported() == 1 }
 

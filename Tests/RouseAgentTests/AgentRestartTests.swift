@@ -48,9 +48,13 @@ final class AgentProcess: Sendable {
         }
     }
 
+    /// SIGKILL, then waits until it is gone (a zombie counts as gone). Not `waitUntilExit`: Foundation also waits
+    /// for the stdout pipe, which handlers it launched keep open (one whose agent died tries to reconnect for
+    /// `AgentClient.reconnectWindow`), and it would block a thread of the test's cooperative pool meanwhile.
     func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        let pid = process.processIdentifier
+        Glibc.kill(pid, SIGKILL)
+        while AgentRestartTests.alive(pid) { usleep(1000) }
     }
 }
 
@@ -84,13 +88,12 @@ struct AgentRestartTests {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
                 .filter { $0.hasPrefix("push id=") }
         }
-        @Sendable func token() throws -> String? {
-            guard let data = FileManager.default.contents(atPath: directory + "/state/state.json") else { return nil }
-            return try JSONDecoder().decode(AgentState.self, from: data).tokens["com.example.rouse.voip"]
+        @Sendable func token() async throws -> String? {
+            try await AgentNetworkTests.status(socket: directory + "/agent.sock").tokens?["com.example.rouse.voip"]
         }
         var agent = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent1.stderr")
-        try await eventually("token in the agent's state") { try token() != nil }
-        let voipToken = try #require(try token())
+        try await eventually("token in the agent's state") { try await token() != nil }
+        let voipToken = try #require(try await token())
         #expect(
             await provider.push(token: voipToken, topic: "com.example.rouse.voip", type: "voip", payload: #"{"n":1}"#)
                 == 200)
@@ -163,7 +166,10 @@ struct AgentRestartTests {
         Glibc.kill(first.process.processIdentifier, SIGKILL)
         // Orphaned and frozen: it cannot notice that its agent is gone.
         #expect(Self.alive(pid))
-        let second = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent2.stderr")
+        // Another state directory: the next agent has no stored identity for it, so it cannot re-attach (see
+        // AgentPreservationTests for the re-attach) and treats it as stale.
+        let fresh = arguments.map { $0 == directory + "/state" ? directory + "/state2" : $0 }
+        let second = try await AgentProcess(arguments: fresh, stderrPath: directory + "/agent2.stderr")
         defer { second.kill() }
         if mechanism == "cgroup-v2" {
             try await eventually("the orphaned handler was killed") { !Self.alive(pid) }

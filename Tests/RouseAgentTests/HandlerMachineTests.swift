@@ -14,6 +14,38 @@ struct HandlerMachineTests {
 
     static func s(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
 
+    @Test func snapshotRestoresHeldPushAndTokensAlwaysAndTasksOnlyForARunningProcess() throws {
+        var rules = HandlerRules()
+        rules.backgroundBurst = 1
+        rules.backgroundPerHour = 0.001
+        var machine = HandlerMachine(rules: rules)
+        _ = machine.push(Self.push("b1", type: "background"), now: .zero, wallNowMilliseconds: Self.wall)
+        machine.launched()
+        _ = machine.registered(now: Self.s(0.1))
+        _ = machine.complete(pushID: "b1", result: "newData", now: Self.s(0.2))
+        _ = machine.push(Self.push("b2", type: "background"), now: Self.s(0.3), wallNowMilliseconds: Self.wall)
+        _ = machine.beginTask(name: "upload", now: Self.s(1))
+        let snapshot = machine.snapshot(now: Self.s(11), wallEpochMilliseconds: Self.wall)
+        #expect(snapshot.held?.id == "b2")
+        #expect(snapshot.tasks == [1: "upload"])
+        #expect(abs((snapshot.budgetUsedSeconds ?? 0) - 10.9) < 1e-6)
+        // Through JSON, as the agent's archive stores it.
+        let decoded = try JSONDecoder().decode(
+            HandlerMachine.Snapshot.self, from: try JSONEncoder().encode(snapshot))
+        var stopped = HandlerMachine(rules: rules)
+        stopped.restore(decoded, now: .zero, running: false)
+        #expect(stopped.held?.id == "b2")
+        #expect(stopped.availableTokens(now: .zero) < 0.01)
+        #expect(stopped.tasks.isEmpty)
+        var running = HandlerMachine(rules: rules)
+        running.restore(decoded, now: .zero, running: true)
+        running.launched()
+        _ = running.registered(now: .seconds(100))
+        #expect(running.tasks == [1: "upload"])
+        // The budget keeps running from where it was: 10.9 s of 30 used.
+        #expect(abs((running.budgetRemaining(now: .seconds(100)) ?? 0) - 19.1) < 0.01)
+    }
+
     @Test func voipLaunchesThenDeliversAndAcksAfterReport() {
         var machine = HandlerMachine(rules: HandlerRules())
         #expect(

@@ -12,7 +12,10 @@ struct AgentSystemdUnitTests {
             throw FixtureError("\(Self.analyze) is missing: run deploy/install-deps.sh (it installs systemd)")
         }
         let unit = try String(contentsOfFile: Repository.root + "/deploy/rouse-agent.service", encoding: .utf8)
-        for line in ["Type=notify", "WatchdogSec=", "Restart=on-failure", "WantedBy=multi-user.target"] {
+        for line in [
+            "Type=notify", "WatchdogSec=", "Restart=on-failure", "WantedBy=multi-user.target", "KillMode=process",
+            "LoadCredentialEncrypted=rouse-state-key:/var/lib/rouse/keys/state-key.cred",
+        ] {
             #expect(unit.contains(line))
         }
         let executable = try Products.path("rouse-agent")

@@ -134,6 +134,23 @@ struct PreservationTests {
         #expect(try open(fixture).beginLaunch(handler: Self.handler) != nil)
     }
 
+    @Test("one store outliving its handler's crashed launches (the agent): launchAbandoned counts them")
+    func crashLoopInOneStore() throws {
+        let fixture = try StateFixture()
+        defer { fixture.remove() }
+        let store = try open(fixture)
+        try store.preserve(try archive(["a"]))
+        #expect(try store.beginLaunch(handler: Self.handler) != nil)
+        // Without launchAbandoned the launch would still be in progress, and the next one not counted.
+        #expect(try store.beginLaunch(handler: Self.handler) == nil)
+        try store.launchAbandoned(handler: Self.handler)
+        #expect(try store.beginLaunch(handler: Self.handler) != nil)
+        try store.launchAbandoned(handler: Self.handler)
+        #expect(try store.state(handler: Self.handler).record.unfinishedLaunches == 2)
+        #expect(try store.beginLaunch(handler: Self.handler) == nil)
+        #expect(!fixture.exists("\(Self.handler).state"))
+    }
+
     @Test("one crashed launch is not a loop: the archive is offered again")
     func oneCrash() throws {
         let fixture = try StateFixture()

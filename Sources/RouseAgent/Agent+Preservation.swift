@@ -1,0 +1,390 @@
+import Foundation
+import Logging
+import RouseAgentClient
+import RouseState
+
+extension Agent {
+    /// One handler's preservation state in its slot (a plain value; reset at each launch).
+    struct Preservation {
+        /// The handler opted in (`register` with `preserves`, or it preserved).
+        var optedIn = false
+        /// `beginLaunch` ran for this process (not again when a re-attached handler reconnects).
+        var launchBegun = false
+        /// The restoration on offer, until the handler answers.
+        var offer: Restoration?
+        /// The next `.suspend`/`.kill` runs at once: the handler was already asked to preserve.
+        var asked = false
+        /// The process was launched by an earlier agent and re-attached.
+        var adopted = false
+    }
+
+    /// Name of the agent's own archive.
+    static let ownArchive = "rouse-agent"
+    /// Format of the agent's own pieces; an archive with another writer version is discarded.
+    static let ownArchiveVersion = "rouse-agent-state/1"
+    /// The agent's version, stored in every archive.
+    public static let version = "0.8.0"
+
+    // MARK: Handler → agent
+
+    /// After `register`: records the opt-in; at the first registration of a launch, `beginLaunch` and the
+    /// offer of what was preserved, then `finishLaunch` after the grace period if it is still up.
+    func registeredForPreservation(_ name: String, _ connection: IPCConnection, optIn: Bool) {
+        guard let persistence, var slot = slots[name] else { return }
+        let metadata: Logger.Metadata = ["handler": "\(name)"]
+        slot.preservation.optedIn = optIn
+        let beginning = !slot.preservation.launchBegun
+        slot.preservation.launchBegun = true
+        slots[name] = slot
+        guard optIn else {
+            if beginning, (try? persistence.preservation.forget(handler: name)) == nil {
+                logger.warning("preserved state not forgotten", metadata: metadata)
+            }
+            return
+        }
+        guard beginning else { return }
+        do {
+            if let offer = try persistence.preservation.beginLaunch(handler: name) {
+                slots[name]?.preservation.offer = offer
+                var message = AgentMessage(type: .restoration)
+                message.pieces = Dictionary(
+                    offer.pieces.map { ($0.path.description, Data($0.data).base64EncodedString()) },
+                    uniquingKeysWith: { $1 })
+                message.version = offer.info.writerVersion
+                message.agentVersion = offer.info.agentVersion
+                connection.send(message)
+            }
+        } catch {
+            logger.error("preserved state not offered", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+        }
+        let grace = configuration.restorationGrace
+        Task {
+            try? await Task.sleep(for: grace)
+            self.finishLaunch(name, connection)
+        }
+    }
+
+    private func finishLaunch(_ name: String, _ connection: IPCConnection) {
+        guard let persistence, slots[name]?.connection === connection else { return }
+        do {
+            try persistence.preservation.finishLaunch(handler: name)
+            logger.info("handler launch finished", metadata: ["handler": "\(name)"])
+        } catch {
+            logger.error("launch not finished", metadata: ["handler": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// The handler's process (or, for one the agent did not launch, its connection) ended before its launch
+    /// finished: a crashed launch for the crash-loop rule.
+    func launchAbandoned(_ name: String) {
+        guard let persistence else { return }
+        do {
+            try persistence.preservation.launchAbandoned(handler: name)
+        } catch {
+            logger.error("launch not recorded as abandoned", metadata: ["handler": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// `preserve`: every piece checked first (base64, path); one bad piece ⇒ a precise error and nothing
+    /// stored (the previous archive stays).
+    func preserveReceived(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+        defer { wakePreserveWaiters(name) }
+        guard let persistence else {
+            connection.sendError("unavailable", "this agent keeps no preserved state")
+            return
+        }
+        guard let encoded = message.pieces, let version = message.version else {
+            connection.sendError("badRequest", "preserve needs pieces and version")
+            return
+        }
+        var archive = PreservationArchive(
+            info: .init(
+                handler: name, writerVersion: version, agentVersion: Self.version,
+                createdAt: Int64(Date().timeIntervalSince1970)))
+        for (text, data) in encoded.sorted(by: { $0.key < $1.key }) {
+            guard let bytes = Data(base64Encoded: data) else {
+                connection.sendError("badRequest", "piece \(text): data is not base64; nothing preserved")
+                return
+            }
+            do {
+                archive.preserve(Array(bytes), at: try RestorationPath(text))
+            } catch {
+                connection.sendError("badRequest", "piece \(text): \(error); nothing preserved")
+                return
+            }
+        }
+        let orphans = archive.orphans.map(\.description)
+        slots[name]?.preservation.optedIn = true
+        do {
+            guard try persistence.preservation.preserve(archive) else {
+                connection.sendError(
+                    "quitByUser", "the user quit this handler: nothing is preserved until it is launched again")
+                return
+            }
+        } catch {
+            logger.error("preserved state not stored", metadata: ["handler": "\(name)", "error": "\(error)"])
+            connection.sendError("storeFailed", "\(error)")
+            return
+        }
+        let kept = archive.preservedPieces.count
+        preservesStored += 1
+        logger.info(
+            "handler state preserved",
+            metadata: ["handler": "\(name)", "pieces": "\(kept)", "orphans": "\(orphans.count)"])
+        var reply = AgentMessage(type: .preserved)
+        reply.detail =
+            "\(kept) pieces preserved" + (orphans.isEmpty ? "" : "; dropped (parent not preserved): \(orphans)")
+        connection.send(reply)
+    }
+
+    /// `restoreReply`: the handler's answer to the offer, run through the restoration rules.
+    func restoreReplied(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+        guard let persistence, let offer = slots[name]?.preservation.offer else {
+            connection.sendError("badRequest", "no restoration is on offer")
+            return
+        }
+        slots[name]?.preservation.offer = nil
+        var metadata: Logger.Metadata = ["handler": "\(name)"]
+        do {
+            guard message.accepted == true else {
+                try persistence.preservation.refuse(handler: name)
+                logger.info("handler refused its preserved state", metadata: metadata)
+                return
+            }
+            let skipped = Set(message.skipped ?? [])
+            let failedAt = message.failedAt
+            let outcome = try persistence.preservation.restore(
+                offer, identify: { skipped.contains($0.description) ? nil : $0 },
+                apply: { path, _ in
+                    if path.description == failedAt { throw AgentError.identity("the handler's restore failed") }
+                })
+            metadata["restored"] = "\(outcome.restored.count)"
+            metadata["skipped"] = "\(outcome.skipped.count)"
+            metadata["failed-at"] = "\(outcome.failedAt?.description ?? "-")"
+            logger.info("handler restoration answered", metadata: metadata)
+            restorationsAnswered += 1
+        } catch {
+            logger.error("restoration answer not recorded", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+        }
+    }
+
+    /// The user quit `name` (`userControl` stopped): its preserved state is deleted, none kept until it is
+    /// launched again.
+    func quitByUser(_ name: String) {
+        guard let persistence else { return }
+        do {
+            try persistence.preservation.quitByUser(handler: name)
+        } catch {
+            logger.error("preserved state not deleted", metadata: ["handler": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Agent → handler
+
+    /// Defers `.suspend` or `.kill` of an opted-in, connected handler until it answered a `preserveRequest`
+    /// (or ``AgentConfiguration/preserveTimeout`` passed); the agent preserves its own state then too.
+    /// Returns whether the action was deferred.
+    func preservationDefers(_ name: String, _ action: HandlerAction) -> Bool {
+        guard persistence != nil, let slot = slots[name] else { return false }
+        if slot.preservation.asked {
+            slots[name]?.preservation.asked = false
+            return false
+        }
+        let reason: String
+        switch action {
+        case .suspend: reason = "suspend"
+        case .kill(let why):
+            // The user quit it: nothing to preserve (quitByUser deleted it).
+            if why == "user stopped" { return false }
+            reason = "terminate"
+        default: return false
+        }
+        preserveAgentState()
+        guard slot.preservation.optedIn, slot.connection != nil else { return false }
+        Task {
+            await self.askToPreserve(name, reason: reason)
+            self.performDeferred(name, action)
+        }
+        return true
+    }
+
+    private func performDeferred(_ name: String, _ action: HandlerAction) {
+        guard slots[name]?.process != nil || slots[name]?.connection != nil else { return }
+        // A push may have resumed the handler while it was preserving: then it is not suspended any more.
+        if action == .suspend && slots[name]?.machine.lifecycle != .suspended { return }
+        slots[name]?.preservation.asked = true
+        perform(name, action)
+        slots[name]?.preservation.asked = false
+    }
+
+    /// Sends `preserveRequest` and waits for the `preserve` answer, at most the preserve timeout.
+    func askToPreserve(_ name: String, reason: String) async {
+        guard let connection = slots[name]?.connection else { return }
+        var request = AgentMessage(type: .preserveRequest)
+        request.state = reason
+        guard connection.send(request) else { return }
+        logger.debug("preservation requested", metadata: ["handler": "\(name)", "reason": "\(reason)"])
+        let id = nextPreserveWaiter
+        nextPreserveWaiter += 1
+        let timeout = configuration.preserveTimeout
+        await withCheckedContinuation { continuation in
+            preserveWaiters[id] = (name, continuation)
+            Task {
+                try? await Task.sleep(for: timeout)
+                self.expirePreserveWaiter(id)
+            }
+        }
+    }
+
+    private func expirePreserveWaiter(_ id: Int) {
+        guard let waiter = preserveWaiters.removeValue(forKey: id) else { return }
+        logger.notice("no preserve answer in time", metadata: ["handler": "\(waiter.handler)"])
+        waiter.continuation.resume()
+    }
+
+    private func wakePreserveWaiters(_ name: String) {
+        for (id, waiter) in preserveWaiters where waiter.handler == name {
+            preserveWaiters.removeValue(forKey: id)
+            waiter.continuation.resume()
+        }
+    }
+
+    /// A handler went to the background: it is asked to preserve (no wait), the agent preserves its own.
+    func wentToBackground(_ name: String) {
+        guard persistence != nil else { return }
+        preserveAgentState()
+        guard slots[name]?.preservation.optedIn == true else { return }
+        Task { await self.askToPreserve(name, reason: "background") }
+    }
+
+    /// Asks every running opted-in handler to preserve and waits for the answers (the benchmark's preserve).
+    package func preserveHandlers() async { await preserveAll(reason: "background") }
+
+    /// At shutdown: every opted-in, running (not frozen) handler is asked at once, answers awaited (each at
+    /// most the timeout), then the agent's own state is preserved.
+    func preserveAll(reason: String) async {
+        guard persistence != nil else { return }
+        let names = slots.keys.sorted().filter { name in
+            guard let slot = slots[name] else { return false }
+            return slot.preservation.optedIn && slot.connection != nil && slot.machine.lifecycle != .suspended
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for name in names { group.addTask { await self.askToPreserve(name, reason: reason) } }
+        }
+        preserveAgentState()
+    }
+
+    // MARK: The agent's own state
+
+    /// Preserves the agent's own archive: `handlers/<name>` (lifecycle, strikes, held push, budget, calls),
+    /// `reachability`, and `activations` when issue 7's state is set.
+    func preserveAgentState() {
+        guard let persistence else { return }
+        var archive = PreservationArchive(
+            info: .init(
+                handler: Self.ownArchive, writerVersion: Self.ownArchiveVersion, agentVersion: Self.version,
+                createdAt: Int64(Date().timeIntervalSince1970)))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            let handlers = try RestorationPath("handlers")
+            archive.preserve([], at: handlers)
+            let current = now
+            for (name, slot) in slots {
+                let snapshot = slot.machine.snapshot(now: current, wallEpochMilliseconds: wallEpochMilliseconds)
+                archive.preserve(Array(try encoder.encode(snapshot)), at: try handlers.appending(name))
+            }
+            archive.preserve([gatewayReachable ? 1 : 0], at: try RestorationPath("reachability"))
+            if let activationState { archive.preserve(activationState, at: try RestorationPath("activations")) }
+            try persistence.preservation.preserve(archive)
+        } catch {
+            logger.error("agent state not preserved", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// At start: the agent's own archive (offered once; discarded on another version or after two launches
+    /// that crashed). A piece for a handler no longer configured is skipped; a piece that does not decode
+    /// fails the restore, and the agent starts clean. `finishLaunch` after the grace period.
+    func restoreAgentState() {
+        guard let persistence else { return }
+        let decoder = JSONDecoder()
+        do {
+            let offer = try persistence.preservation.beginLaunch(handler: Self.ownArchive) {
+                $0.writerVersion == Self.ownArchiveVersion
+            }
+            if let offer {
+                var snapshots: [String: HandlerMachine.Snapshot] = [:]
+                var reachable: Bool?
+                var activations: [UInt8]?
+                let outcome = try persistence.preservation.restore(
+                    offer,
+                    identify: { path -> RestorationPath? in
+                        switch (path.components.first, path.components.count) {
+                        case ("handlers", 1), ("reachability", 1), ("activations", 1): path
+                        case ("handlers", 2): slots[path.identifier] == nil ? nil : path
+                        default: nil
+                        }
+                    },
+                    apply: { path, data in
+                        switch path.components.first {
+                        case "handlers" where path.components.count == 2:
+                            snapshots[path.identifier] = try decoder.decode(
+                                HandlerMachine.Snapshot.self, from: Data(data))
+                        case "reachability": reachable = data.first == 1
+                        case "activations": activations = data
+                        default: break
+                        }
+                    })
+                if outcome.failedAt == nil {
+                    let current = now
+                    for (name, snapshot) in snapshots {
+                        let running = slots[name]?.process != nil
+                        slots[name]?.machine.restore(snapshot, now: current, running: running)
+                        if let held = snapshot.held { inFlight.insert(held.id) }
+                    }
+                    if let reachable { gatewayReachable = reachable }
+                    activationState = activations
+                    logger.info(
+                        "agent state restored",
+                        metadata: ["handlers": "\(snapshots.count)", "skipped": "\(outcome.skipped.count)"])
+                }
+            }
+        } catch {
+            logger.error("agent state not restored", metadata: ["error": "\(error)"])
+        }
+        let grace = configuration.restorationGrace
+        Task {
+            try? await Task.sleep(for: grace)
+            self.finishOwnLaunch()
+        }
+    }
+
+    private func finishOwnLaunch() {
+        guard let persistence, listener >= 0 else { return }
+        do {
+            try persistence.preservation.finishLaunch(handler: Self.ownArchive)
+            logger.info("agent launch finished")
+        } catch {
+            logger.error("agent launch not finished", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Key rotation
+
+    /// `rotateKey` (admin): re-seals every file under a new data key, inside the actor (no write in flight).
+    func rotateKey(_ connection: IPCConnection) {
+        guard let persistence else {
+            connection.sendError("unavailable", "this agent keeps no sealed files")
+            return
+        }
+        do {
+            let id = try persistence.rotateKey()
+            var reply = AgentMessage(type: .ok)
+            reply.detail = id
+            connection.send(reply)
+        } catch {
+            logger.error("key rotation failed", metadata: ["error": "\(error)"])
+            connection.sendError("rotationFailed", "\(error)")
+        }
+    }
+}
