@@ -73,6 +73,8 @@ public struct SessionSnapshot: Sendable, Hashable, Codable {
     public var interruptedBy: [SessionID]
     /// When it was requested or last granted (the agent's monotonic seconds).
     public var since: Double
+    /// Whether its request accepted a delayed grant (calls always do).
+    public var acceptsDelay: Bool
 }
 
 /// One handler in a snapshot.
@@ -104,7 +106,7 @@ extension ActivationArbiter {
             return SessionSnapshot(
                 session: entry.id, priority: entry.priority, configuration: entry.configuration,
                 isCall: entry.isCall, state: state, interruptionReason: reason, interruptedBy: blockers,
-                since: entry.since)
+                since: entry.since, acceptsDelay: entry.acceptsDelay)
         }
         var known = Set(holders.keys)
         known.formUnion(entries.map(\.id.handler))
@@ -115,5 +117,34 @@ extension ActivationArbiter {
                 mayBeSuspended: mayBeSuspended(handler))
         }
         return ActivationSnapshot(sessions: sessions, handlers: handlers)
+    }
+}
+
+extension ActivationArbiter {
+    /// The arbiter a snapshot describes, for an agent that restarts while its handlers keep running (the
+    /// snapshot is preserved with the agent's own state). Lossless: the restored arbiter has the same snapshot
+    /// and answers every later step with the same effects (tested step by step over random sequences). An
+    /// interrupted session with no interrupter left is one suspension holds (`handlerSuspended`).
+    public init(restoring snapshot: ActivationSnapshot) {
+        self.init()
+        for handler in snapshot.handlers {
+            holders[handler.handler] = Holder(state: handler.state, inCall: handler.inCall)
+        }
+        entries = snapshot.sessions.map { session in
+            let status: Status
+            switch session.state {
+            case .active, .ducked: status = .active
+            case .delayed: status = .delayed
+            case .interrupted:
+                status =
+                    session.interruptedBy.isEmpty
+                    ? .suspended(session.interruptionReason ?? .appSuspended)
+                    : .interrupted(session.interruptionReason ?? .preempted, blockers: session.interruptedBy)
+            }
+            return Entry(
+                id: session.session, configuration: session.configuration, priority: session.priority,
+                acceptsDelay: session.acceptsDelay, status: status, ducked: session.state == .ducked,
+                since: session.since)
+        }
     }
 }

@@ -115,6 +115,7 @@ extension Agent {
     /// holds ends as a deactivation with notify. Idempotent.
     func holderGone(_ name: String, reason: HolderGoneReason) {
         arbiterStates[name] = nil
+        activationOutbox[name] = nil
         performActivation(arbiter.holderGone(HandlerID(name), reason: reason, now: activationClock))
     }
 
@@ -174,7 +175,13 @@ extension Agent {
                     }
                 }
                 let message = AgentMessage(activation: event, session: session.name, requestID: id)
-                slots[session.handler.rawValue]?.connection?.send(message)
+                let name = session.handler.rawValue
+                if let connection = slots[name]?.connection {
+                    connection.send(message)
+                } else if slots[name]?.process != nil {
+                    // Running, not connected yet (re-attached after a restart): kept for its registration.
+                    activationOutbox[name, default: []].append(message)
+                }
                 logger.debug(
                     "activation event",
                     metadata: [
@@ -193,6 +200,34 @@ extension Agent {
             holdChanged = true
         }
         if holdChanged { rescheduleTimer() }
+    }
+
+    /// At start, from the agent's preserved state: the arbiter as it was. Handlers whose process did not
+    /// survive the restart (not re-attached) release their sessions now, with notify; the others' messages wait
+    /// in the outbox until they reconnect.
+    func restoreActivations(_ snapshot: ActivationSnapshot) {
+        arbiter = ActivationArbiter(restoring: snapshot)
+        for holder in snapshot.handlers { arbiterStates[holder.handler.rawValue] = holder.state }
+        var known = Set(snapshot.handlers.map(\.handler))
+        known.formUnion(snapshot.sessions.map(\.session.handler))
+        for handler in known.sorted() where slots[handler.rawValue]?.process == nil {
+            holderGone(handler.rawValue, reason: .processExited)
+        }
+        performActivation([])  // each handler's "holds audio" from the restored sessions
+        logger.info(
+            "activations restored",
+            metadata: [
+                "sessions": "\(arbiter.snapshot.sessions.count)",
+                "released": "\(snapshot.sessions.count - arbiter.snapshot.sessions.count)",
+            ])
+    }
+
+    /// Sends what waited for `name`'s registration.
+    func flushActivationOutbox(_ name: String) {
+        guard let messages = activationOutbox.removeValue(forKey: name), let connection = slots[name]?.connection else {
+            return
+        }
+        for message in messages { connection.send(message) }
     }
 
     /// The arbiter's snapshot: who holds what and who waits.

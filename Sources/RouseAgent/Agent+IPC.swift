@@ -123,6 +123,7 @@ extension Agent {
             connection.send(notice)
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
             registeredForPreservation(name, connection, optIn: message.preserves == true)
+            flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
         case .status:
             guard isAdmin(connection) else {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseActivation
 import RouseAgentClient
 import RouseState
 
@@ -277,7 +278,7 @@ extension Agent {
     // MARK: The agent's own state
 
     /// Preserves the agent's own archive: `handlers/<name>` (lifecycle, strikes, held push, budget, calls),
-    /// `reachability`, and `activations` when issue 7's state is set.
+    /// `reachability`, and `activations` (the arbiter's snapshot).
     func preserveAgentState() {
         guard let persistence else { return }
         var archive = PreservationArchive(
@@ -295,7 +296,7 @@ extension Agent {
                 archive.preserve(Array(try encoder.encode(snapshot)), at: try handlers.appending(name))
             }
             archive.preserve([gatewayReachable ? 1 : 0], at: try RestorationPath("reachability"))
-            if let activationState { archive.preserve(activationState, at: try RestorationPath("activations")) }
+            archive.preserve(Array(arbiter.snapshot.json().utf8), at: try RestorationPath("activations"))
             try persistence.preservation.preserve(archive)
         } catch {
             logger.error("agent state not preserved", metadata: ["error": "\(error)"])
@@ -315,7 +316,7 @@ extension Agent {
             if let offer {
                 var snapshots: [String: HandlerMachine.Snapshot] = [:]
                 var reachable: Bool?
-                var activations: [UInt8]?
+                var activations: ActivationSnapshot?
                 let outcome = try persistence.preservation.restore(
                     offer,
                     identify: { path -> RestorationPath? in
@@ -331,7 +332,8 @@ extension Agent {
                             snapshots[path.identifier] = try decoder.decode(
                                 HandlerMachine.Snapshot.self, from: Data(data))
                         case "reachability": reachable = data.first == 1
-                        case "activations": activations = data
+                        case "activations":
+                            activations = try decoder.decode(ActivationSnapshot.self, from: Data(data))
                         default: break
                         }
                     })
@@ -343,7 +345,7 @@ extension Agent {
                         if let held = snapshot.held { inFlight.insert(held.id) }
                     }
                     if let reachable { gatewayReachable = reachable }
-                    activationState = activations
+                    if let activations { restoreActivations(activations) }
                     logger.info(
                         "agent state restored",
                         metadata: ["handlers": "\(snapshots.count)", "skipped": "\(outcome.skipped.count)"])

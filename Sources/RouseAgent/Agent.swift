@@ -65,9 +65,9 @@ public actor Agent: Service {
     /// Handlers waiting to answer a `preserveRequest`, by waiter id.
     var preserveWaiters: [Int: (handler: String, continuation: CheckedContinuation<Void, Never>)] = [:]
     var nextPreserveWaiter = 1
-    /// Activations in progress, opaque (issue 7 fills it): preserved with the agent's state as the piece
-    /// `activations` and handed back here at the next launch.
-    package var activationState: [UInt8]?
+    /// Activation messages for a handler whose process runs but is not connected (re-attached after an agent
+    /// restart, not yet reconnected): sent, in order, when it registers.
+    var activationOutbox: [String: [AgentMessage]] = [:]
     /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
     package internal(set) var preservesStored = 0
     package internal(set) var restorationsAnswered = 0

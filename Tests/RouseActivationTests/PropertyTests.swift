@@ -12,7 +12,10 @@ struct PropertyTests {
     }
 
     /// One random run; returns the ledger's violations (empty when every promise held).
-    static func run(seed: UInt64) -> (violations: [String], begins: Int) {
+    /// With `restoring`, the arbiter is replaced after every step by the one its snapshot describes (an agent
+    /// restarting between any two steps); `trace` lists every step's effects, to compare the two runs.
+    static func run(seed: UInt64, restoring: Bool = false) -> (violations: [String], begins: Int, trace: [String]) {
+        var trace: [String] = []
         var random = SplitMix64(seed: seed)
         var arbiter = ActivationArbiter()
         var ledger = Ledger()
@@ -58,6 +61,12 @@ struct PropertyTests {
             }
             ledger.record(effects, step: label)
             ledger.check(arbiter.snapshot, step: label)
+            trace.append("\(effects)")
+            if restoring {
+                let snapshot = arbiter.snapshot
+                arbiter = ActivationArbiter(restoring: snapshot)
+                if arbiter.snapshot != snapshot { ledger.violations.append("\(label): the restored snapshot differs") }
+            }
         }
         // Wind down as live holders would: thaw, end calls, deactivate; every begin must then be ended.
         for slot in 0..<6 {
@@ -83,7 +92,17 @@ struct PropertyTests {
             ledger.violations.append(
                 "seed \(seed): open at the end: \(ledger.interrupted) \(ledger.ducked) \(ledger.playing)")
         }
-        return (ledger.violations, ledger.begins)
+        return (ledger.violations, ledger.begins, trace)
+    }
+
+    @Test("An arbiter restored from its snapshot after every step behaves exactly as the original", arguments: 0..<4)
+    func restoredFromSnapshots(_ chunk: UInt64) {
+        for seed in (chunk * Self.seedsPerCase)..<((chunk + 1) * Self.seedsPerCase) {
+            let original = Self.run(seed: seed)
+            let restored = Self.run(seed: seed, restoring: true)
+            #expect(restored.violations.isEmpty, "\(restored.violations.prefix(3))")
+            #expect(restored.trace == original.trace, "seed \(seed): a restored arbiter answered differently")
+        }
     }
 
     @Test("Random activate/deactivate/kill/suspend/call sequences", arguments: 0..<16)

@@ -432,3 +432,80 @@ struct AgentActivationPropertyTests {
         #expect(begins > 0, "seed \(seed) produced no interruption")
     }
 }
+
+@Suite("rouse-agent activations across an agent restart", .serialized, .timeLimit(.minutes(3)))
+struct AgentActivationRestartTests {
+    @Test func aSigkilledAgentComesBackWithTheActivationsOfItsReattachedHandlers() async throws {
+        let rig = try await PreservationRig()
+        defer {
+            rig.removeCgroup()
+            Task { await rig.stop() }
+        }
+        let fifo = rig.directory + "/voip.fifo"
+        guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo: errno \(errno)") }
+        try rig.handler(["--commands", fifo], suspendAfter: 60)
+        func command(_ line: String) throws {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: fifo))
+            defer { try? handle.close() }
+            try handle.write(contentsOf: Data((line + "\n").utf8))
+        }
+        func sessions() async throws -> ActivationSnapshot {
+            let reply = try await rig.admin(AgentMessage(type: .sessions))
+            return try JSONDecoder().decode(ActivationSnapshot.self, from: Data((reply.detail ?? "").utf8))
+        }
+        let music = SessionID(handler: HandlerID("voip"), name: "music")
+
+        let first = try await rig.agent(1)
+        var start = AgentMessage(type: .userControl)
+        start.handler = "voip"
+        start.state = "started"
+        _ = try await rig.admin(start)
+        try await rig.waitForHandler("registered")
+        try command("state active")
+        try await eventually("active") { try await rig.status().handlers.first?.state == "active" }
+        try command("activate music playback")
+        try await rig.waitForHandler("answer session=music event=granted")
+        // To the background, still playing: the agent preserves its own state (the activations with it).
+        try command("state background")
+        try await eventually("background, holding audio") {
+            let handler = try await rig.status().handlers.first
+            return handler?.state == "background" && handler?.holdsAudio == true
+        }
+        let pid = try await rig.handlerPID()
+        // Killed after its launch counted as finished (two unfinished launches in a row discard the archive).
+        try await rig.waitForAgentLine(1, "agent launch finished")
+        PreservationRig.kill(first)
+
+        let second = try await rig.agent(2)
+        try await rig.waitForAgentLine(2, "re-attached to a running handler", ["handler": "voip", "pid": "\(pid)"])
+        try await rig.waitForAgentLine(2, "activations restored", ["sessions": "1", "released": "0"])
+        try await rig.waitForHandler("registered launchReason=reattached")
+        let restored = try await sessions()
+        #expect(restored.sessions.map(\.session) == [music])
+        #expect(restored.sessions.first?.state == .active)
+        #expect(restored.sessions.first?.configuration.category == .playback)
+        #expect(try await rig.status().handlers.first?.holdsAudio == true)
+        // The restored session is the handler's: it deactivates it as if nothing had happened.
+        try command("deactivate music")
+        try await rig.waitForHandler("deactivated session=music")
+        #expect(try await sessions().sessions.isEmpty)
+
+        // Again, but the holder dies while the agent is down: its session is released at the restart.
+        try command("state active")
+        try await eventually("active again") { try await rig.status().handlers.first?.state == "active" }
+        try command("activate music playback")
+        try await rig.waitForHandler("answer session=music event=granted", count: 2)
+        try command("state background")
+        try await eventually("background again") {
+            try await rig.status().handlers.first?.state == "background"
+        }
+        try await rig.waitForAgentLine(2, "agent launch finished")
+        PreservationRig.kill(second)
+        Glibc.kill(pid, SIGKILL)
+        let third = try await rig.agent(3)
+        defer { PreservationRig.kill(third) }
+        try await rig.waitForAgentLine(3, "activations restored", ["sessions": "0", "released": "1"])
+        #expect(try await sessions().sessions.isEmpty)
+        withExtendedLifetime(first) {}
+    }
+}
