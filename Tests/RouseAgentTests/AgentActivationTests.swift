@@ -111,18 +111,24 @@ struct AgentActivationTests {
         #expect(harness.lines("player", "activation session=music event=interruptionEnded").count == 1)
     }
 
-    @Test func callEndedWithoutNotifyDoesNotResumeTheInterruptedSession() async throws {
+    /// `player` (foreground) plays music; `phone` reports call `c-1`, which interrupts it.
+    static func musicInterruptedByACall() async throws -> AgentHarness {
         let harness = try await AgentHarness {
             try AgentHarness.audioHandlers($0, ["phone": "report", "player": "report"])
         }
-        defer { Task { await harness.stop() } }
         try await harness.startHandler("player", foreground: true)
         try await harness.startHandler("phone")
         #expect(try await harness.activate("player", "music playback") == "event=granted")
-        try harness.command("phone", "call out-1")
+        try harness.command("phone", "call c-1")
         try await harness.waitForEvent("phone", "session=call event=callActivated")
         try await harness.waitForEvent("player", "session=music event=interruptionBegan reason=preempted")
-        try harness.command("phone", "endcall out-1 nonotify")
+        return harness
+    }
+
+    @Test func callEndedWithoutNotifyDoesNotResumeTheInterruptedSession() async throws {
+        let harness = try await Self.musicInterruptedByACall()
+        defer { Task { await harness.stop() } }
+        try harness.command("phone", "endcall c-1 nonotify")
         try await harness.waitForEvent("player", "session=music event=interruptionEnded shouldResume=false")
         #expect(await harness.session("player", "music") == nil)
         // It must activate again to play.
@@ -130,15 +136,8 @@ struct AgentActivationTests {
     }
 
     @Test func killedHolderReleasesItsCallAndTheOthersAreTold() async throws {
-        let harness = try await AgentHarness {
-            try AgentHarness.audioHandlers($0, ["phone": "report", "player": "report"])
-        }
+        let harness = try await Self.musicInterruptedByACall()
         defer { Task { await harness.stop() } }
-        try await harness.startHandler("player", foreground: true)
-        try await harness.startHandler("phone")
-        #expect(try await harness.activate("player", "music playback") == "event=granted")
-        try harness.command("phone", "call c-1")
-        try await harness.waitForEvent("player", "session=music event=interruptionBegan reason=preempted")
         let pid = try #require(await harness.handlerStatus("phone")?.pid)
         kill(pid, SIGKILL)
         // Its death is a deactivation with notify: the interrupted session resumes.

@@ -174,6 +174,22 @@ final class PreservationRig: Sendable {
     /// SIGKILL, without waiting on the process (a handler it launched may hold its stdout pipe).
     static func kill(_ agent: AgentProcess) { agent.kill() }
 
+    /// Writes a preserving handler, starts agent 1, and has one push make the handler preserve its 5 pieces.
+    func agentWithPreservedHandler() async throws -> AgentProcess {
+        try handler(["--preserve"])
+        let agent = try await agent(1)
+        try await push(#"{"n":1}"#)
+        try await waitForHandler("preserved 5 pieces")
+        return agent
+    }
+
+    /// Waits until agent 1 counted the handler's launch as finished (its archive then counts as written by a
+    /// healthy launch), then SIGKILLs the handler.
+    func killHandlerAfterItsLaunchFinished() async throws {
+        try await waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
+        try await killHandler()
+    }
+
     /// SIGKILLs the handler and waits until the agent saw it exit.
     func killHandler() async throws {
         Glibc.kill(try await handlerPID(), SIGKILL)
@@ -206,8 +222,7 @@ struct AgentPreservationTests {
         try await rig.waitForAgentLine(1, "state key created")
         try await rig.push(#"{"n":1}"#)
         try await rig.waitForHandler("preserved 5 pieces")
-        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
-        try await rig.killHandler()
+        try await rig.killHandlerAfterItsLaunchFinished()
         PreservationRig.kill(first)
         // The preserved state is sealed: no plaintext of it on disk.
         let archive = try #require(FileManager.default.contents(atPath: rig.state + "/state/voip.state"))
@@ -234,8 +249,7 @@ struct AgentPreservationTests {
         let first = try await rig.agent(1)
         try await rig.push(#"{"n":1}"#)
         try await rig.waitForHandler("preserved 5 pieces")
-        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
-        try await rig.killHandler()
+        try await rig.killHandlerAfterItsLaunchFinished()
         PreservationRig.kill(first)
         try rig.handler(["--preserve", "--version", "example/2"])
         let second = try await rig.agent(2)
@@ -265,8 +279,7 @@ struct AgentPreservationTests {
         defer { PreservationRig.kill(agent) }
         try await rig.push(#"{"n":1}"#)
         try await rig.waitForHandler("preserved 5 pieces")
-        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
-        try await rig.killHandler()
+        try await rig.killHandlerAfterItsLaunchFinished()
         // Launches 2 and 3 crash while restoring (before the grace period): offered both times.
         for n in 2...3 {
             try await rig.push("{\"n\":\(n)}")
@@ -286,11 +299,8 @@ struct AgentPreservationTests {
             rig.removeCgroup()
             Task { await rig.stop() }
         }
-        try rig.handler(["--preserve"])
-        let agent = try await rig.agent(1)
+        let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
-        try await rig.push(#"{"n":1}"#)
-        try await rig.waitForHandler("preserved 5 pieces")
         #expect(FileManager.default.fileExists(atPath: rig.state + "/state/voip.state"))
         var stop = AgentMessage(type: .userControl)
         stop.handler = "voip"
@@ -379,10 +389,7 @@ struct AgentPreservationTests {
             rig.removeCgroup()
             Task { await rig.stop() }
         }
-        try rig.handler(["--preserve"])
-        let first = try await rig.agent(1)
-        try await rig.push(#"{"n":1}"#)
-        try await rig.waitForHandler("preserved 5 pieces")
+        let first = try await rig.agentWithPreservedHandler()
         let oldKey = try #require(FileManager.default.contents(atPath: rig.state + "/keys/state.key"))
         let cli = try await ChildProcess.run(
             try Products.path("rouse"), ["agent", "rotate-key", "--json", "--socket", rig.socket])
@@ -442,12 +449,8 @@ struct AgentPreservationTests {
             rig.removeCgroup()
             Task { await rig.stop() }
         }
-        try rig.handler(["--preserve"])
-        let first = try await rig.agent(1)
-        try await rig.push(#"{"n":1}"#)
-        try await rig.waitForHandler("preserved 5 pieces")
-        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
-        try await rig.killHandler()
+        let first = try await rig.agentWithPreservedHandler()
+        try await rig.killHandlerAfterItsLaunchFinished()
         PreservationRig.kill(first)
         // Launch 2 (never finishing: a long grace) sends only malformed preserves, then is killed.
         try rig.handler(["--preserve", "--bad-preserve"])
@@ -473,13 +476,9 @@ struct AgentPreservationTests {
             rig.removeCgroup()
             Task { await rig.stop() }
         }
-        try rig.handler(["--preserve"])
-        let agent = try await rig.agent(1)
+        let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
-        try await rig.push(#"{"n":1}"#)
-        try await rig.waitForHandler("preserved 5 pieces")
-        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
-        try await rig.killHandler()
+        try await rig.killHandlerAfterItsLaunchFinished()
         let failAt = try Self.preservedPaths(rig)[1]
         try rig.handler(["--preserve", "--fail-restore-at", failAt])
         // The configuration is read at start: a reload (SIGHUP) picks up the new flags.
@@ -556,10 +555,7 @@ struct AgentPreservationTests {
             rig.removeCgroup()
             Task { await rig.stop() }
         }
-        try rig.handler(["--preserve"])
-        let agent = try await rig.agent(1)
-        try await rig.push(#"{"n":1}"#)
-        try await rig.waitForHandler("preserved 5 pieces")
+        let agent = try await rig.agentWithPreservedHandler()
         agent.process.terminate()
         try await rig.waitForHandler("preserveRequest reason=shutdown")
         try await rig.waitForHandler("preserved 5 pieces", count: 2)
@@ -613,13 +609,9 @@ struct AgentPreservationTests {
             rig.removeCgroup()
             Task { await rig.stop() }
         }
-        try rig.handler(["--preserve"])
-        let agent = try await rig.agent(1)
+        let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
-        try await rig.push(#"{"n":1}"#)
-        try await rig.waitForHandler("preserved 5 pieces")
-        try await rig.waitForAgentLine(1, "handler launch finished", ["handler": "voip"])
-        try await rig.killHandler()
+        try await rig.killHandlerAfterItsLaunchFinished()
         try rig.handler(["--preserve", "--forget-calls"])
         Glibc.kill(agent.process.processIdentifier, SIGHUP)
         try await rig.waitForAgentLine(1, "handler updated", ["handler": "voip"])
