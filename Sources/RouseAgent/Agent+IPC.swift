@@ -177,7 +177,7 @@ extension Agent {
                     "notAuthorized", "rotateKey is for the agent's user or root", requestID: message.requestID)
                 return
             }
-            rotateKey(connection)
+            rotateKey(connection, message)
         default:
             connection.sendError("notRegistered", "the first message must be register (got \(message.type))")
             connection.close()

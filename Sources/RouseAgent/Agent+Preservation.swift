@@ -374,19 +374,19 @@ extension Agent {
     // MARK: Key rotation
 
     /// `rotateKey` (admin): re-seals every file under a new data key, inside the actor (no write in flight).
-    func rotateKey(_ connection: IPCConnection) {
+    func rotateKey(_ connection: IPCConnection, _ request: AgentMessage) {
         guard let persistence else {
-            connection.sendError("unavailable", "this agent keeps no sealed files")
+            connection.sendError("unavailable", "this agent keeps no sealed files", requestID: request.requestID)
             return
         }
         do {
             let id = try persistence.rotateKey()
             var reply = AgentMessage(type: .ok)
             reply.detail = id
-            connection.send(reply)
+            connection.send(reply, answering: request)
         } catch {
             logger.error("key rotation failed", metadata: ["error": "\(error)"])
-            connection.sendError("rotationFailed", "\(error)")
+            connection.sendError("rotationFailed", "\(error)", requestID: request.requestID)
         }
     }
 }

@@ -50,7 +50,7 @@ public actor Agent: Service {
     var handlerReportTask: Task<Void, Never>?
     /// A pending retry of failed token requests, and the delay of the next one.
     var tokenRetry: Task<Void, Never>?
-    var tokenRetryDelay = Duration.seconds(1)
+    var tokenRetryDelay = Duration.milliseconds(500)
     /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
     let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
     /// Who holds audio (activations, issue 7): fed by handler requests, calls, lifecycle, deaths.
@@ -169,7 +169,8 @@ public actor Agent: Service {
     // MARK: Gateway
 
     private func enrollAndConnect() async {
-        var delay = Duration.milliseconds(500)
+        // The channel's backoff (configurable) also paces enrollment attempts.
+        var delay = configuration.backoff.initial
         while state.deviceID == nil && !Task.isCancelled {
             do {
                 let secret = configuration.endpoint.clientCertificate == nil ? configuration.enrollmentSecret : nil
@@ -185,7 +186,7 @@ public actor Agent: Service {
             } catch {
                 logger.warning("enrollment failed", metadata: ["error": "\(error)"])
                 try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(30))
+                delay = min(delay * 2, configuration.backoff.maximum)
             }
         }
         guard !Task.isCancelled else { return }
@@ -257,7 +258,7 @@ public actor Agent: Service {
     }
 
     /// Fetches missing tokens and hands new or changed ones to connected handlers. A failed request is retried
-    /// with backoff (1 s doubling to 30 s) until every topic has its token.
+    /// with the channel's backoff (doubling from `initial` to `maximum`) until every topic has its token.
     func refreshTokens() async {
         var failed = false
         for name in slots.keys.sorted() {
@@ -274,12 +275,12 @@ public actor Agent: Service {
             handTokens(name)
         }
         guard failed else {
-            tokenRetryDelay = .seconds(1)
+            tokenRetryDelay = configuration.backoff.initial
             return
         }
         guard tokenRetry == nil else { return }
         let delay = tokenRetryDelay
-        tokenRetryDelay = min(tokenRetryDelay * 2, .seconds(30))
+        tokenRetryDelay = min(tokenRetryDelay * 2, configuration.backoff.maximum)
         tokenRetry = Task {
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }

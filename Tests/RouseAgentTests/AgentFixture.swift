@@ -142,6 +142,8 @@ final class AgentHarness: Sendable {
             enrollmentSecret: try gateway.makeEnrollmentSecret(), socketPath: socketPath,
             handlers: try handlers(directory))
         configuration.assumeReachable = true
+        // A loaded machine may fail a first attempt: retry within a second, not a minute.
+        configuration.backoff.maximum = .seconds(1)
         try configure(directory, &configuration)
         agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
