@@ -130,6 +130,10 @@ echo "-- the agent and the handler it launched:"
 grep -E 'registered launchReason|^push id=|call reported|reported id=' "$work/agent.out" | cut -c1-160
 echo "(latencyMs: provider request → gateway → device channel → agent → handler launched and holding the payload)"
 "$bin/rouse" agent status --socket "$work/agent.sock"
+echo "-- what it keeps on disk is sealed; the data key can be rotated while it runs:"
+ls "$work/state/secrets"
+echo "\$ rouse agent rotate-key"
+"$bin/rouse" agent rotate-key --socket "$work/agent.sock"
 
 echo
 echo "demo complete"

@@ -179,7 +179,7 @@ enum ActivationBench {
 
                     through rouse-agent (in process, Unix socket, real handler process):
                       activate → granted     p50 \(String(format: "%.1f", ipc.roundTripP50Microseconds)) µs   p99 \(String(format: "%.1f", ipc.roundTripP99Microseconds)) µs   (n=\(ipc.roundTrips))
-                      holder killed → others notified   p50 \(String(format: "%.2f", ipc.deathToNotificationP50Milliseconds)) ms   p99 \(String(format: "%.2f", ipc.deathToNotificationP99Milliseconds)) ms   (n=\(ipc.deaths))
+                      holder killed → others notified   \(ipc.deaths == 0 ? "not measured (--deaths 0)" : "p50 \(String(format: "%.2f", ipc.deathToNotificationP50Milliseconds)) ms   p99 \(String(format: "%.2f", ipc.deathToNotificationP99Milliseconds)) ms   (n=\(ipc.deaths))")
                     """
                 } ?? "")
         }
