@@ -197,7 +197,9 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "RouseTestSupport", path: "Tests/RouseTestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "RouseTestSupport", dependencies: ["CRouseShim"], path: "Tests/RouseTestSupport",
+            swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",

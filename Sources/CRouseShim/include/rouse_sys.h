@@ -10,4 +10,13 @@
 #include <sys/socket.h>
 /// accept4(2) (needs _GNU_SOURCE, which the Glibc module does not define).
 int rouse_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+
+/// pipe2(fds, O_CLOEXEC): no child spawned meanwhile by another thread inherits either end.
+int rouse_pipe_cloexec(int fds[2]);
+
+/// posix_spawn of `path` in a new process group with `in_fd`, `out_fd`, `err_fd` as its fds 0, 1, 2, every
+/// other descriptor closed (posix_spawn_file_actions_addclosefrom_np), default signal dispositions and an
+/// empty signal mask. Returns 0 or an errno value; `*pid` is the child.
+int rouse_spawn_piped(const char *path, char *const argv[], char *const envp[], int in_fd, int out_fd,
+                      int err_fd, pid_t *pid);
 #endif
