@@ -239,7 +239,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseNetlink"],
+            dependencies: ["RouseReachability", "RouseNetlink", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

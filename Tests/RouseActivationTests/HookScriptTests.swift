@@ -1,4 +1,5 @@
 import Foundation
+import RouseTestSupport
 import Testing
 
 @Suite("deploy/hooks/pactl-roles.sh with a stand-in pactl (no PulseAudio needed)")
@@ -31,16 +32,9 @@ struct HookScriptTests {
     }
 
     static func run(path: String, environment: [String: String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [script, "grant"]
-        process.environment = environment.merging(["PATH": path]) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try ChildProcess.runSync(
+            "/bin/sh", [script, "grant"], environment: environment.merging(["PATH": path]) { $1 })
+        return (result.status, result.stdout)
     }
 
     @Test("Without pactl it exits 0 and does nothing")

@@ -95,32 +95,52 @@ final class NghttpdServer {
         logFile = docroot.appendingPathComponent(".nghttpd.log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
 
-        // Reserve a free port, release it, hand it to nghttpd (a small race; the readiness wait catches it).
-        port = try CurlTestSupport.LoopbackSocket(listen: false).port
-        var arguments = ["--address=127.0.0.1", "--htdocs=\(docroot.path)"] + extraArguments
-        if tls {
-            arguments += [String(port), CurlTestSupport.certPath("server.key"), CurlTestSupport.certPath("server.pem")]
-        } else {
-            arguments += ["--no-tls", String(port)]
-        }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: logFile)
-        try process.run()
+        // Reserve a free port, release it, hand it to nghttpd. Another test's connection can take that port as
+        // its source port meanwhile: nghttpd then exits with "Address already in use", and a new port is tried.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let candidatePort = try CurlTestSupport.LoopbackSocket(listen: false).port
+            var arguments = ["--address=127.0.0.1", "--htdocs=\(docroot.path)"] + extraArguments
+            if tls {
+                arguments += [
+                    String(candidatePort), CurlTestSupport.certPath("server.key"),
+                    CurlTestSupport.certPath("server.pem"),
+                ]
+            } else {
+                arguments += ["--no-tls", String(candidatePort)]
+            }
+            let candidate = Process()
+            candidate.executableURL = URL(fileURLWithPath: Self.binary)
+            candidate.arguments = arguments
+            candidate.standardOutput = FileHandle.nullDevice
+            try Data().write(to: logFile)
+            candidate.standardError = try FileHandle(forWritingTo: logFile)
+            try candidate.run()
 
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !CurlTestSupport.canConnect(port: port) {
-            guard process.isRunning else {
-                let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
-                throw CurlTestSupport.SupportError("nghttpd exited (status \(process.terminationStatus)): \(log)")
+            let deadline = ContinuousClock.now + .seconds(10)
+            var failure: String?
+            while !CurlTestSupport.canConnect(port: candidatePort) {
+                guard candidate.isRunning else {
+                    failure = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                    break
+                }
+                guard ContinuousClock.now < deadline else {
+                    kill(candidate.processIdentifier, SIGKILL)
+                    candidate.waitUntilExit()
+                    try? FileManager.default.removeItem(at: docroot)
+                    throw CurlTestSupport.SupportError("nghttpd did not listen on port \(candidatePort) within 10 s")
+                }
+                usleep(10_000)
             }
-            guard ContinuousClock.now < deadline else {
-                stop()
-                throw CurlTestSupport.SupportError("nghttpd did not listen on port \(port) within 10 s")
+            guard let failure else {
+                port = candidatePort
+                process = candidate
+                return
             }
-            usleep(10_000)
+            if failure.contains("Address already in use") && attempt < 5 { continue }
+            try? FileManager.default.removeItem(at: docroot)
+            throw CurlTestSupport.SupportError("nghttpd exited (status \(candidate.terminationStatus)): \(failure)")
         }
     }
 

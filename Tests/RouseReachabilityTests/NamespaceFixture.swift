@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RouseNetlink
 import RouseReachability
+import RouseTestSupport
 import Synchronization
 import Testing
 
@@ -48,22 +49,11 @@ final class NetworkNamespaceFixture: Sendable {
 
     @discardableResult
     static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ipPath)
-        process.arguments = arguments
-        let errors = Pipe()
-        let output = Pipe()
-        process.standardError = errors
-        process.standardOutput = output
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw FixtureError(
-                description: "ip \(arguments.joined(separator: " ")) failed: \(String(decoding: err, as: UTF8.self))")
+        let result = try ChildProcess.runSync(ipPath, arguments)
+        guard result.status == 0 else {
+            throw FixtureError(description: "ip \(arguments.joined(separator: " ")) failed: \(result.stderr)")
         }
-        return String(decoding: out, as: UTF8.self)
+        return result.stdout
     }
 
     /// Creates `veth0` (here) ↔ `veth1` (peer, also here), both up, `veth0` with `address`.

@@ -64,23 +64,14 @@ struct CrasherTests {
     func runCrasher(_ fixture: StateFixture, tag: String, crashAt: WriteStep?, mode: String) throws
         -> (status: Int32, output: String)
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Products.path("rouse-state-crasher"))
         var environment = [
             "ROUSE_STATE_DIR": fixture.storeDirectory, "ROUSE_STATE_KEY_DIR": fixture.keyDirectory,
             "ROUSE_STATE_HANDLER": Self.handler, "ROUSE_STATE_TAG": tag, "ROUSE_STATE_PIECES": "50",
         ]
         if let crashAt { environment["ROUSE_STATE_CRASH_AT"] = crashAt.rawValue }
         environment["ROUSE_STATE_MODE"] = mode
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let status =
-            process.terminationReason == .uncaughtSignal ? -process.terminationStatus : process.terminationStatus
-        return (status, String(decoding: output, as: UTF8.self))
+        let result = try ChildProcess.runSync(try Products.path("rouse-state-crasher"), [], environment: environment)
+        return (result.signal.map { -$0 } ?? result.status, result.stdout)
     }
 
     @Test(
