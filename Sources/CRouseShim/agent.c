@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "rouse_agent.h"
+#include "rouse_sys.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -41,15 +42,7 @@ int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], 
         channel_fd = moved;
     }
     if (rc == 0 && channel_fd >= 0) rc = posix_spawn_file_actions_adddup2(&actions, channel_fd, 3);
-    sigset_t none;
-    sigemptyset(&none);
-    sigset_t all;
-    sigfillset(&all);
-    if (rc == 0) rc = posix_spawnattr_setpgroup(&attr, 0);
-    if (rc == 0) rc = posix_spawnattr_setsigmask(&attr, &none);
-    if (rc == 0) rc = posix_spawnattr_setsigdefault(&attr, &all);
-    if (rc == 0)
-        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (rc == 0) rc = rouse_spawnattr_defaults(&attr);
     if (rc == 0) rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);

@@ -436,10 +436,7 @@ struct AgentActivationPropertyTests {
 struct AgentActivationRestartTests {
     @Test func aSigkilledAgentComesBackWithTheActivationsOfItsReattachedHandlers() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let fifo = rig.directory + "/voip.fifo"
         guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo: errno \(errno)") }
         try rig.handler(["--commands", fifo], suspendAfter: 60)

@@ -174,6 +174,20 @@ final class PreservationRig: Sendable {
     /// SIGKILL, without waiting on the process (a handler it launched may hold its stdout pipe).
     static func kill(_ agent: AgentProcess) { agent.kill() }
 
+    /// Removes the rig's cgroup now and stops its gateway (for `defer`).
+    func tearDown() {
+        removeCgroup()
+        Task { await stop() }
+    }
+
+    /// Agent 1 with a handler that preserves nothing: enrolled, its tokens stored, then SIGKILLed.
+    func enrollThenKillAgent() async throws {
+        try handler([])
+        let first = try await agent(1)
+        try await eventually("enrolled, tokens stored") { try await self.status().tokens?.isEmpty == false }
+        Self.kill(first)
+    }
+
     /// Writes a preserving handler, starts agent 1, and has one push make the handler preserve its 5 pieces.
     func agentWithPreservedHandler() async throws -> AgentProcess {
         try handler(["--preserve"])
@@ -213,10 +227,7 @@ struct AgentPreservationTests {
 
     @Test func preservedStateSurvivesKillNineOfHandlerAndAgentAndComesBackAtTheSamePaths() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         try rig.handler(["--preserve"])
         let first = try await rig.agent(1, keyBackend: "auto")
         try await rig.waitForAgentLine(1, "state key created")
@@ -241,10 +252,7 @@ struct AgentPreservationTests {
 
     @Test func stateOfAVersionTheHandlerRefusesIsDiscarded() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         try rig.handler(["--preserve", "--version", "example/1"])
         let first = try await rig.agent(1)
         try await rig.push(#"{"n":1}"#)
@@ -270,10 +278,7 @@ struct AgentPreservationTests {
 
     @Test func twoCrashedLaunchesInARowDiscardTheState() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         try rig.handler(["--preserve", "--crash-on-restoration"])
         let agent = try await rig.agent(1)
         defer { PreservationRig.kill(agent) }
@@ -295,10 +300,7 @@ struct AgentPreservationTests {
 
     @Test func aHandlerTheUserQuitGetsNothingRestored() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
         #expect(FileManager.default.fileExists(atPath: rig.state + "/state/voip.state"))
@@ -320,14 +322,8 @@ struct AgentPreservationTests {
     @Test(arguments: ["tampered", "truncated", "foreign"])
     func aDamagedAgentStateFileIsDiscardedWithAClearLogLineAndTheAgentStartsClean(_ damage: String) async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
-        try rig.handler([])
-        let first = try await rig.agent(1)
-        try await eventually("enrolled, tokens stored") { try await rig.status().tokens?.isEmpty == false }
-        PreservationRig.kill(first)
+        defer { rig.tearDown() }
+        try await rig.enrollThenKillAgent()
         let path = rig.state + "/secrets/agent.durable"
         var bytes = try #require(FileManager.default.contents(atPath: path))
         switch damage {
@@ -347,10 +343,7 @@ struct AgentPreservationTests {
 
     @Test func aSigkilledAgentReattachesToItsRunningHandlerWithStrikesIntactAndLosesNoPush() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         try rig.handler(["--preserve", "--ignore-payload", "strike"], suspendAfter: 0.3)
         let first = try await rig.agent(1)
         // One strike (a VoIP push not reported: killed), then a launch that stays.
@@ -385,10 +378,7 @@ struct AgentPreservationTests {
 
     @Test func keyRotationOverIPCThenRestartOpensEverything() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let first = try await rig.agentWithPreservedHandler()
         let oldKey = try #require(FileManager.default.contents(atPath: rig.state + "/keys/state.key"))
         let cli = try await ChildProcess.run(
@@ -412,14 +402,8 @@ struct AgentPreservationTests {
 
     @Test func anInterruptedKeyRotationIsCompletedAtTheNextStart() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
-        try rig.handler([])
-        let first = try await rig.agent(1)
-        try await eventually("enrolled, tokens stored") { try await rig.status().tokens?.isEmpty == false }
-        PreservationRig.kill(first)
+        defer { rig.tearDown() }
+        try await rig.enrollThenKillAgent()
         // A rotation that stopped right after writing its pending key (nothing re-sealed, not committed).
         let pending = (0..<32).map { _ in UInt8.random(in: 0...255) }
         let path = rig.state + "/keys/state.key.pending"
@@ -445,10 +429,7 @@ struct AgentPreservationTests {
 
     @Test func malformedPreservesGetPreciseErrorsAndLoseNothing() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let first = try await rig.agentWithPreservedHandler()
         try await rig.killHandlerAfterItsLaunchFinished()
         PreservationRig.kill(first)
@@ -472,10 +453,7 @@ struct AgentPreservationTests {
 
     @Test func aRestoreThatFailsPartWayDiscardsTheRest() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
         try await rig.killHandlerAfterItsLaunchFinished()
@@ -493,10 +471,7 @@ struct AgentPreservationTests {
 
     @Test func theAgentsOwnStateKeepsTheBackgroundThrottleAcrossASigkill() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let toml = """
             topic = "com.example.fetch"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "complete", "--log", "\(rig.handlerLog)"]
@@ -527,10 +502,7 @@ struct AgentPreservationTests {
 
     @Test func aPlaintextStateFileOfAnOlderAgentIsMigratedOnceAndRemoved() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         try rig.handler([])
         try FileManager.default.createDirectory(atPath: rig.state, withIntermediateDirectories: true)
         var old = AgentState()
@@ -551,10 +523,7 @@ struct AgentPreservationTests {
 
     @Test func aGracefulStopAsksRunningHandlersToPreserve() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let agent = try await rig.agentWithPreservedHandler()
         agent.process.terminate()
         try await rig.waitForHandler("preserveRequest reason=shutdown")
@@ -566,10 +535,7 @@ struct AgentPreservationTests {
 
     @Test func aProcessWhoseExecutableChangedIsNotReattachedButKilled() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         // The handler runs from a copy that is replaced while the agent is down (an upgrade).
         let copy = rig.directory + "/handler-copy"
         try FileManager.default.copyItem(atPath: try Products.path("rouse-example-handler"), toPath: copy)
@@ -605,10 +571,7 @@ struct AgentPreservationTests {
 
     @Test func identifiersThatNoLongerMatchAreSkippedNotAnError() async throws {
         let rig = try await PreservationRig()
-        defer {
-            rig.removeCgroup()
-            Task { await rig.stop() }
-        }
+        defer { rig.tearDown() }
         let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
         try await rig.killHandlerAfterItsLaunchFinished()

@@ -6,6 +6,7 @@
 #include <sys/timerfd.h>
 #include <sys/resource.h>
 #include <netinet/tcp.h>
+#include <spawn.h>
 
 #include <sys/socket.h>
 /// accept4(2) (needs _GNU_SOURCE, which the Glibc module does not define).
@@ -13,6 +14,10 @@ int rouse_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 
 /// pipe2(fds, O_CLOEXEC): no child spawned meanwhile by another thread inherits either end.
 int rouse_pipe_cloexec(int fds[2]);
+
+/// Spawn attributes for a child in a new process group, with an empty signal mask and every signal at its
+/// default disposition (the parent's blocked signals and ignored SIGPIPE must not leak into it).
+int rouse_spawnattr_defaults(posix_spawnattr_t *attr);
 
 /// posix_spawn of `path` in a new process group with `in_fd`, `out_fd`, `err_fd` as its fds 0, 1, 2, every
 /// other descriptor closed (posix_spawn_file_actions_addclosefrom_np), default signal dispositions and an
