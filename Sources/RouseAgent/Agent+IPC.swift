@@ -66,6 +66,7 @@ extension Agent {
                 slot.preservation = Preservation()
             }
             slots[name] = slot
+            wakePreserveWaiters(name)  // it can no longer answer
             holderGone(name, reason: .connectionClosed)
             if slot.process == nil {
                 // A handler we did not launch: its connection is its life.

@@ -243,7 +243,8 @@ extension Agent {
         waiter.continuation.resume()
     }
 
-    private func wakePreserveWaiters(_ name: String) {
+    /// Releases whoever waits for `name`'s preserve answer (it answered, or it is gone).
+    func wakePreserveWaiters(_ name: String) {
         for (id, waiter) in preserveWaiters where waiter.handler == name {
             preserveWaiters.removeValue(forKey: id)
             waiter.continuation.resume()

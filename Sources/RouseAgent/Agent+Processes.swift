@@ -103,6 +103,7 @@ extension Agent {
         if slot.preservation.launchBegun { launchAbandoned(name) }
         slot.preservation = Preservation()
         slots[name] = slot
+        wakePreserveWaiters(name)  // it can no longer answer
         holderGone(name, reason: .processExited)
         forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.

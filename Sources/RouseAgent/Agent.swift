@@ -350,8 +350,8 @@ public actor Agent: Service {
         if state.handlers[name] != persisted {
             state.handlers[name] = persisted
             persist()
+            reportHandlers()  // the report is strikes and blocks: it changes only with them
         }
-        reportHandlers()
         rescheduleTimer()
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseState
+import Synchronization
 
 /// The agent's data at rest (issue 8): the data key (systemd credential or 0600 key file), two sealed
 /// stores — `secrets/` (device credential, durable agent state) and `state/` (preserved state and launch
@@ -72,6 +73,8 @@ public struct SealedAgentStateStore: AgentStateStore {
     let store: SealedStore
     let legacyPath: String?
     let logger: Logger
+    /// The credential as last loaded or written: saves, once per push, skip its file unless it changed.
+    private let credentialOnDisk = CredentialOnDisk()
 
     /// A store over `store`; `legacyPath` is the plaintext JSON file of older agents, migrated at `load`.
     public init(store: SealedStore, legacyPath: String?, logger: Logger) {
@@ -100,10 +103,12 @@ public struct SealedAgentStateStore: AgentStateStore {
         if let bytes = try readChecked(Self.credentialName, kind: "secret", what: "device credential discarded") {
             let credential = String(decoding: bytes, as: UTF8.self)
             state.credential = credential
+            credentialOnDisk.set(credential)
             // `<deviceID>.<hex>`: the device id survives a discarded state file.
             if state.deviceID == nil { state.deviceID = credential.split(separator: ".").first.map(String.init) }
         } else {
             state.credential = nil
+            credentialOnDisk.set(nil)
         }
         return state
     }
@@ -126,14 +131,29 @@ public struct SealedAgentStateStore: AgentStateStore {
         rest.credential = nil
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        if let credential = state.credential {
-            let stored = try? store.read(name: Self.credentialName, kind: "secret")
-            if stored != Array(credential.utf8) {
+        if credentialOnDisk.differs(from: state.credential) {
+            if let credential = state.credential {
                 try store.write(Array(credential.utf8), name: Self.credentialName, kind: "secret")
+            } else {
+                try store.remove(Self.credentialName)
             }
-        } else {
-            try store.remove(Self.credentialName)
+            credentialOnDisk.set(state.credential)
         }
         try store.write(Array(try encoder.encode(rest)), name: Self.stateName, kind: Self.stateKind)
+    }
+}
+
+/// What the credential file holds, once known (nil inside: no file).
+private final class CredentialOnDisk: Sendable {
+    private let known = Mutex<String??>(nil)
+
+    func set(_ credential: String?) { known.withLock { $0 = .some(credential) } }
+
+    /// True when the file may not hold `credential` (unknown yet, or another value).
+    func differs(from credential: String?) -> Bool {
+        known.withLock { known in
+            guard case .some(let onDisk) = known else { return true }
+            return onDisk != credential
+        }
     }
 }

@@ -75,10 +75,11 @@ enum AgentSyscalls {
     }
 
     /// Writes all bytes (never raises SIGPIPE).
-    static func write(_ fd: Int32, _ bytes: [UInt8]) throws(AgentError) {
+    static func write(_ fd: Int32, _ bytes: [UInt8], nonBlocking: Bool = false) throws(AgentError) {
+        let flags = Int32(MSG_NOSIGNAL) | (nonBlocking ? Int32(MSG_DONTWAIT) : 0)
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, flags) }
             if written < 0 {
                 if errno == EINTR { continue }
                 throw .system("send", errno)

@@ -271,6 +271,7 @@ public struct HandlerMachine: Sendable {
         idleSince = nil
         expiryNoticeSent = false
         coalescedReachability = nil
+        pendingWall = [:]
         launchedAt = nil
         lifecycle = .notRunning
         if !waiting.isEmpty {

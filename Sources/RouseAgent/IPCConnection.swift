@@ -70,16 +70,23 @@ final class IPCConnection: Sendable {
         thread.start()
     }
 
-    /// Sends a message; false if the connection is closed or the write failed.
+    /// Sends a message; false if the connection is closed or the write failed. Never blocks: the agent's actor
+    /// calls it, so a peer that stops reading (its socket buffer full) must not stop the agent. Such a peer, or
+    /// one whose frame could only be partly written, is disconnected.
     @discardableResult
     func send(_ message: AgentMessage) -> Bool {
         writeLock.withLock { closed in
             guard !closed else { return false }
-            return (try? AgentSyscalls.write(fd, FrameCodec.encode(message))) != nil
+            do {
+                try AgentSyscalls.write(fd, FrameCodec.encode(message), nonBlocking: true)
+                return true
+            } catch {
+                AgentSyscalls.shutdown(fd)
+                return false
+            }
         }
     }
 
-    /// Sends an error frame.
     /// Sends `reply` as the answer to `request` (its `requestID` echoed).
     @discardableResult
     func send(_ reply: AgentMessage, answering request: AgentMessage) -> Bool {
@@ -88,6 +95,7 @@ final class IPCConnection: Sendable {
         return send(reply)
     }
 
+    /// Sends an error frame (`requestID`: the request it answers).
     func sendError(_ code: String, _ detail: String, requestID: Int? = nil) {
         var message = AgentMessage(type: .error)
         message.error = code

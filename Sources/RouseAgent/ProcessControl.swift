@@ -128,16 +128,6 @@ struct ProcessControl: Sendable {
         }
     }
 
-    /// Whether the cgroup reports frozen (v2 `cgroup.events`, v1 `freezer.state`); nil with signals.
-    func isFrozen(cgroup: String?) -> Bool? {
-        guard let cgroup else { return nil }
-        switch mechanism {
-        case .cgroupV2: return AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("frozen 1")
-        case .cgroupV1: return AgentSyscalls.readFile(cgroup + "/freezer.state")?.hasPrefix("FROZEN")
-        case .sigstop: return nil
-        }
-    }
-
     /// Kills everything of the handler: `cgroup.kill` (v2), else SIGKILL to the group and the leader's pidfd.
     /// Frozen processes die on SIGKILL.
     func kill(cgroup: String?, pgid: Int32, pidfd: Int32) {

@@ -64,11 +64,14 @@ public final class AgentClient: Sendable {
                             received = true
                             // An answer to an awaited request goes to its caller; everything else to `messages`.
                             if let id = message.requestID, let waiter = requests.take(id) {
+                                refused = false
                                 waiter.resume(returning: message)
                                 continue
                             }
                             // The agent said why it closes (not authorized, unknown handler…): not a restart.
-                            if message.kind == .error { refused = true }
+                            // Only an error that is the last frame before the close counts: an earlier one
+                            // (taskInvalid, badRequest…) answered a single request.
+                            refused = message.kind == .error
                             continuation.yield(message)
                         }
                     } catch {

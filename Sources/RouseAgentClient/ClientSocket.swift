@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// The client library's only syscalls: a connected `AF_UNIX` stream socket it owns.
 ///
@@ -7,6 +8,7 @@ import Glibc
 /// either way).
 final class ClientSocket: Sendable {
     let fd: Int32
+    private let writing = Mutex(())
 
     init(adopting fd: Int32) { self.fd = fd }
 
@@ -37,16 +39,21 @@ final class ClientSocket: Sendable {
         }
     }
 
-    /// Writes all of `bytes`.
+    /// Writes all of `bytes`, one writer at a time: two threads sending at once must not interleave the chunks
+    /// of their frames.
     func write(_ bytes: [UInt8]) throws(AgentClientError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .system("send", errno)
+        try writing.withLock { _ throws(AgentClientError) in
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes[offset...].withUnsafeBytes {
+                    send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw .system("send", errno)
+                }
+                offset += written
             }
-            offset += written
         }
     }
 

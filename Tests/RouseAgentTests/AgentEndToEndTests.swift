@@ -132,8 +132,11 @@ struct AgentEndToEndTests {
         try await eventually("suspended") { await harness.handlerStatus("voip")?.state == "suspended" }
         let status = await harness.agent.status()
         if status.suspendMechanism == "cgroup-v2", let note = status.suspendNote.split(separator: " ").last {
-            let events = try String(contentsOfFile: "\(note)/voip/cgroup.events", encoding: .utf8)
-            #expect(events.contains("frozen 1"), "\(events)")
+            // The kernel freezes the cgroup's tasks asynchronously after `cgroup.freeze` is written.
+            let path = "\(note)/voip/cgroup.events"
+            try await eventually("cgroup frozen (\(path))") {
+                (try? String(contentsOfFile: path, encoding: .utf8))?.contains("frozen 1") == true
+            }
         }
         let before = harness.log("voip").filter { $0.hasPrefix("reachability") }.count
         await harness.agent.reachabilityChanged(false)
