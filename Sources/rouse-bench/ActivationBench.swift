@@ -19,9 +19,7 @@ enum ActivationBench {
         var json = false
     }
 
-    struct BenchError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias BenchError = Bench.Failure
 
     static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()

@@ -20,9 +20,7 @@ enum GatewayBench {
         var h2load = "/usr/bin/h2load"
     }
 
-    struct BenchError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias BenchError = Bench.Failure
 
     static let usage = """
         usage: rouse-bench gateway [--pushes N] [--connections N] [--streams N] [--latency-samples N]

@@ -12,6 +12,8 @@ enum MockAPNsBench {
         var streams: Int
         var requests: Int
         var succeeded: Int
+        /// Streams h2load counts as errored (against the mock: refused before a valid token was seen).
+        var errored: Int
         var requestsPerSecond: Double
         var serverCPUMicrosecondsPerRequest: Double
         var serverPeakRSSKiB: Int
@@ -114,13 +116,13 @@ enum MockAPNsBench {
             return
         }
         print("h2load over TLS, \(requests) requests, 256-byte VoIP payload, token auth, \(tokenCount) device tokens")
-        print("server            -c -m     req/s   server µs/req  peak RSS")
+        print("server            -c -m     req/s   server µs/req  peak RSS      errored")
         for r in results {
             print(
                 r.server.padding(toLength: 17, withPad: " ", startingAt: 0)
                     + String(
-                        format: " %2d %3d %9.0f %10.2f %9d KiB", r.clients, r.streams, r.requestsPerSecond,
-                        r.serverCPUMicrosecondsPerRequest, r.serverPeakRSSKiB))
+                        format: " %2d %3d %9.0f %10.2f %9d KiB %7d", r.clients, r.streams, r.requestsPerSecond,
+                        r.serverCPUMicrosecondsPerRequest, r.serverPeakRSSKiB, r.errored))
         }
         for (clients, _) in [(1, 100), (4, 100)] {
             let m = results.first { $0.server == "rouse mock-apns" && $0.clients == clients }
@@ -147,8 +149,10 @@ enum MockAPNsBench {
         let cpu = Bench.cpuSeconds(pid: pid) - cpuBefore
         let rate = number(in: out, after: "finished in ", before: " req/s") ?? 0
         let succeeded = Int(number(in: out, after: "done, ", before: " succeeded") ?? 0)
+        let errored = Int(number(in: out, after: "done, ", before: " errored") ?? 0)
         return Result(
             server: name, clients: clients, streams: streams, requests: requests, succeeded: succeeded,
+            errored: errored,
             requestsPerSecond: rate, serverCPUMicrosecondsPerRequest: cpu * 1e6 / Double(max(succeeded, 1)),
             serverPeakRSSKiB: Bench.memoryKiB(pid: pid, field: "VmHWM"))
     }

@@ -17,9 +17,7 @@ enum ReachBench {
         var json = false
     }
 
-    struct BenchError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias BenchError = Bench.Failure
 
     static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()

@@ -21,9 +21,7 @@ enum SendBench {
         var mockWorkers = 1
     }
 
-    struct BenchError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias BenchError = Bench.Failure
 
     static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()

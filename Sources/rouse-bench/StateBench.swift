@@ -20,9 +20,7 @@ enum StateBench {
         var agent = false
     }
 
-    struct BenchError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias BenchError = Bench.Failure
 
     static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()

@@ -38,6 +38,22 @@ struct AgentCommand: AsyncParsableCommand {
         return answer
     }
 
+    /// Sends an admin request naming `handler` (and `state`) and prints `ok` once the agent accepted it.
+    static func expectOK(
+        _ type: AgentMessageType, handler: String, state: String? = nil, socket: String
+    ) async throws {
+        var message = AgentMessage(type: type)
+        message.handler = handler
+        message.state = state
+        try await expectOK(message, socket: socket)
+    }
+
+    /// Sends `message` and prints `ok` once the agent accepted it.
+    static func expectOK(_ message: AgentMessage, socket: String) async throws {
+        _ = try await request(message, socket: socket)
+        print("ok")
+    }
+
     /// `rouse agent status [--json]`.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -112,8 +128,7 @@ struct AgentCommand: AsyncParsableCommand {
         func run() async throws {
             var message = AgentMessage(type: .routeChanged)
             message.reason = reason
-            _ = try await AgentCommand.request(message, socket: options.socket)
-            print("ok")
+            try await AgentCommand.expectOK(message, socket: options.socket)
         }
     }
 
@@ -123,10 +138,7 @@ struct AgentCommand: AsyncParsableCommand {
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            var message = AgentMessage(type: .reregister)
-            message.handler = handler
-            _ = try await AgentCommand.request(message, socket: options.socket)
-            print("ok")
+            try await AgentCommand.expectOK(.reregister, handler: handler, socket: options.socket)
         }
     }
 
@@ -136,11 +148,7 @@ struct AgentCommand: AsyncParsableCommand {
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            var message = AgentMessage(type: .userControl)
-            message.handler = handler
-            message.state = "started"
-            _ = try await AgentCommand.request(message, socket: options.socket)
-            print("ok")
+            try await AgentCommand.expectOK(.userControl, handler: handler, state: "started", socket: options.socket)
         }
     }
 
@@ -150,11 +158,7 @@ struct AgentCommand: AsyncParsableCommand {
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            var message = AgentMessage(type: .userControl)
-            message.handler = handler
-            message.state = "stopped"
-            _ = try await AgentCommand.request(message, socket: options.socket)
-            print("ok")
+            try await AgentCommand.expectOK(.userControl, handler: handler, state: "stopped", socket: options.socket)
         }
     }
 }
