@@ -29,9 +29,9 @@ final class ProviderHandler: HTTP2ConnectionHandler {
         advertisedStreams =
             oneStreamUntilToken ? auth.maxConcurrentStreams(configured: configuredStreams) : configuredStreams
         if advertisedStreams != configuredStreams {
-            // After the kernel's first SETTINGS (sent with the configured limit once this factory returns).
-            let limit = UInt32(advertisedStreams)
-            connection.eventLoop.execute { connection.setMaxConcurrentStreams(limit) }
+            // Set while the factory runs, so it is the first SETTINGS frame's value: the client's first flight is
+            // held to one stream, as on APNs.
+            connection.setMaxConcurrentStreams(UInt32(advertisedStreams))
         }
     }
 

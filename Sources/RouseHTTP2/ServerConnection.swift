@@ -18,6 +18,9 @@ final class ServerConnection: H2Connection {
     /// Streams above this id arrived after our GOAWAY: they are never handed to the application.
     var goAwayLastStreamID: Int32 = .max
     var rapidReset: RapidResetGuard
+    /// True while the handler factory runs; limits set then go into the first SETTINGS frame.
+    private var startingSession = false
+    private var initialMaxConcurrentStreams: UInt32?
 
     init(fd: Int32, info: HTTP2ConnectionInfo, loop: EventLoop, shared: ServerShared) throws {
         self.info = info
@@ -52,10 +55,29 @@ final class ServerConnection: H2Connection {
         var connectionInfo = info
         connectionInfo.tlsVersion = transport.tlsVersion
         connectionInfo.peerCertificate = transport.peerCertificate()
-        // SETTINGS first, so a handler that changes them at once (the mock's one-stream rule) is the last word.
-        submitSettings(shared.configuration.settings)
+        // The handler first: a limit it sets while it is made (the one-stream-until-token rule) goes into the
+        // first SETTINGS frame, so the peer's first flight is already held to it.
+        startingSession = true
         handler = shared.factory(connectionInfo, HTTP2Connection(ref: ref))
+        startingSession = false
+        var settings = shared.configuration.settings
+        if let initialMaxConcurrentStreams { settings.maxConcurrentStreams = initialMaxConcurrentStreams }
+        submitSettings(settings)
         return true
+    }
+
+    override var servesWithoutALPN: Bool { true }
+
+    override var awaitsPrefaceBeforeSending: Bool { transport.negotiatedProtocol != "h2" }
+
+    override func refuseNonHTTP2() {
+        let body = "This server speaks HTTP/2 only (RFC 9113); send the HTTP/2 connection preface.\n"
+        let response =
+            "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+        // Best effort, once: the socket has room for a few hundred bytes on a fresh connection.
+        _ = try? Array(response.utf8).withUnsafeBytes { try transport.write($0) }
+        super.refuseNonHTTP2()
     }
 
     // MARK: idle
@@ -128,6 +150,10 @@ final class ServerConnection: H2Connection {
     }
 
     func setMaxConcurrentStreams(_ value: UInt32) {
+        if startingSession {
+            initialMaxConcurrentStreams = value
+            return
+        }
         guard phase == .active else { return }
         var settings = shared.configuration.settings
         settings.maxConcurrentStreams = value
