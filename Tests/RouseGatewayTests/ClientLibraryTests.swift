@@ -84,6 +84,44 @@ struct ClientLibraryTests {
         #expect(otherTopic.rejected("TopicDisallowed", status: 400), "\(otherTopic)")
     }
 
+    @Test("curl, nghttp and h2load push with token auth; the pushes reach the device channel; a rejection's reason")
+    func commandLineClients() async throws {
+        let h = try await Harness.start()
+        let voipToken = try await h.device.token(topic: GatewayFixture.voipTopic)
+        let channel = try await h.channel()
+        let port = h.gateway.providerPort
+        let body = h.directory.path + "/body.json"
+        try Data(#"{"aps":{}}"#.utf8).write(to: URL(fileURLWithPath: body))
+        let headers = [
+            "authorization: bearer \(h.provider.jwt)", "apns-push-type: voip",
+            "apns-topic: \(GatewayFixture.voipTopic)",
+        ]
+        let url = "https://localhost:\(port)/3/device/\(voipToken)"
+        let curl = try await ChildProcess.run(
+            "/usr/bin/curl",
+            ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2", "--cacert", Repository.cert("ca.pem")]
+                + headers.flatMap { ["-H", $0] } + ["--data-binary", "@\(body)", url])
+        let rejected = try await ChildProcess.run(
+            "/usr/bin/curl",
+            ["-sS", "--http2", "--cacert", Repository.cert("ca.pem")] + headers.flatMap { ["-H", $0] }
+                + ["--data-binary", "@\(body)", "https://localhost:\(port)/3/device/0bad"])
+        let nghttp = try await ChildProcess.run(
+            "/usr/bin/nghttp", ["-d", body] + headers.flatMap { ["-H", $0] } + [url], timeout: .seconds(30))
+        let h2load = try await ChildProcess.run(
+            "/usr/bin/h2load",
+            ["-n", "20", "-c", "1", "-m", "1", "-d", body] + headers.flatMap { ["-H", $0] } + [url],
+            timeout: .seconds(30))
+        #expect(curl.stdout == "200", "\(curl.stdout) \(curl.stderr)")
+        #expect(rejected.stdout == #"{"reason":"BadDeviceToken"}"#, "\(rejected.stdout)")
+        #expect(nghttp.status == 0, "\(nghttp.stderr)")
+        #expect(h2load.stdout.contains("status codes: 20 2xx"), "\(h2load.stdout)")
+        var seen = 0
+        for _ in 0..<22 where (try? await channel.nextPush())?["token"] == voipToken { seen += 1 }
+        #expect(seen == 22, "curl 1 + nghttp 1 + h2load 20 pushes on the device channel")
+        channel.close()
+        await h.stop()
+    }
+
     @Test("the provider port's first SETTINGS allow one stream until a valid token, then the configured limit")
     func firstSettings() async throws {
         let h = try await Harness.start()
