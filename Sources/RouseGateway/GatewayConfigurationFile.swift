@@ -30,6 +30,11 @@ extension GatewayConfiguration {
             var maxDeviceRequestsInProgress: Int?
             var maxTokensPerDevice: Int?
             var oneStreamUntilToken: Bool?
+            var maxConnections: Int?
+            var maxConnectionsPerAddress: Int?
+            var deviceMaxStreams: Int?
+            var requestTimeoutSeconds: Int?
+            var unauthenticatedIdleSeconds: Int?
         }
 
         var environment: String?
@@ -127,6 +132,11 @@ extension GatewayConfiguration {
             limits.maxDeviceRequestsInProgress = l.maxDeviceRequestsInProgress ?? limits.maxDeviceRequestsInProgress
             limits.maxTokensPerDevice = l.maxTokensPerDevice ?? limits.maxTokensPerDevice
             limits.oneStreamUntilToken = l.oneStreamUntilToken ?? limits.oneStreamUntilToken
+            limits.maxConnections = l.maxConnections ?? limits.maxConnections
+            limits.maxConnectionsPerAddress = l.maxConnectionsPerAddress ?? limits.maxConnectionsPerAddress
+            limits.deviceMaxStreams = l.deviceMaxStreams ?? limits.deviceMaxStreams
+            limits.requestTimeoutSeconds = l.requestTimeoutSeconds ?? limits.requestTimeoutSeconds
+            limits.unauthenticatedIdleSeconds = l.unauthenticatedIdleSeconds ?? limits.unauthenticatedIdleSeconds
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -134,6 +144,11 @@ extension GatewayConfiguration {
                 ("sweepIntervalSeconds", Int64(limits.sweepIntervalSeconds)), ("maxAckIDs", Int64(limits.maxAckIDs)),
                 ("maxDeviceRequestsInProgress", Int64(limits.maxDeviceRequestsInProgress)),
                 ("maxTokensPerDevice", Int64(limits.maxTokensPerDevice)),
+                ("maxConnections", Int64(limits.maxConnections)),
+                ("maxConnectionsPerAddress", Int64(limits.maxConnectionsPerAddress)),
+                ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
+                ("requestTimeoutSeconds", Int64(limits.requestTimeoutSeconds)),
+                ("unauthenticatedIdleSeconds", Int64(limits.unauthenticatedIdleSeconds)),
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
@@ -153,7 +168,8 @@ extension GatewayConfiguration {
         "limits": [
             "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs",
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
-            "maxTokensPerDevice", "oneStreamUntilToken",
+            "maxTokensPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
+            "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",
         ],
     ]
 

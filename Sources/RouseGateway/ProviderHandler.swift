@@ -60,6 +60,8 @@ final class ProviderHandler: HTTP2ConnectionHandler {
             core.metrics.pushIn(type: request.header("apns-push-type"), outcome: reason.rawValue)
             ProviderResponse.reject(stream, reason: reason, apnsID: echoed)
         case .success(let accepted):
+            // A valid token or certificate: the connection gets the ordinary idle limit.
+            connection.markAuthenticated()
             let submission = PushSubmission(
                 token: accepted.deviceToken.lowercased(), headers: accepted.headers, payload: request.body,
                 apnsID: accepted.headers.apnsID ?? APNsID.random(), receivedAt: now)
