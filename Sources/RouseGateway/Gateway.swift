@@ -49,14 +49,16 @@ public final class Gateway: Sendable {
         let metrics = GatewayMetrics()
         self.metrics = metrics
         let now = clock()
-        try store.write { transaction in
+        let storedKeys = try store.write { transaction in
             for key in configuration.keys {
                 try transaction.upsertProviderKey(
                     ProviderKeyRecord(
                         keyID: key.keyID, teamID: key.teamID, publicKeyPEM: key.publicKeyPEM, topics: key.topics,
                         createdAt: now, revokedAt: nil))
             }
+            return try transaction.providerKeys(includeRevoked: true)
         }
+        Self.logKeys(storedKeys, configured: Set(configuration.keys.map(\.keyID)), logger: logger)
         let core = GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
         self.core = core
@@ -133,6 +135,18 @@ public final class Gateway: Sendable {
                 hash: DeviceSecrets.hash(secret), createdAt: now, expiresAt: expiresAt)
         }
         return DeviceAPI.hex(secret)
+    }
+
+    /// Start-up warnings about provider keys: a configured key that was revoked stays revoked (the configuration
+    /// does not re-enable it; `rouse gateway keys unrevoke` does).
+    private static func logKeys(_ records: [ProviderKeyRecord], configured: Set<String>, logger: Logger) {
+        for record in records where configured.contains(record.keyID) {
+            if let revokedAt = record.revokedAt {
+                logger.warning(
+                    "configured provider key is revoked and stays revoked (rouse gateway keys unrevoke re-enables it)",
+                    metadata: ["key-id": "\(record.keyID)", "revoked-at": "\(revokedAt)"])
+            }
+        }
     }
 
     /// UNIX milliseconds from the system's real-time clock.

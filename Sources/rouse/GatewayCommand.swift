@@ -43,7 +43,7 @@ struct GatewayCommand: AsyncParsableCommand {
     struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Provider signing keys (ES256, token authentication).",
-            subcommands: [Add.self, List.self, Revoke.self])
+            subcommands: [Add.self, List.self, Revoke.self, Unrevoke.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Register a provider key (or replace it).")
@@ -66,8 +66,18 @@ struct GatewayCommand: AsyncParsableCommand {
                 let record = ProviderKeyRecord(
                     keyID: keyID, teamID: teamID, publicKeyPEM: pem, topics: topic.isEmpty ? nil : topic,
                     createdAt: Gateway.systemMilliseconds(), revokedAt: nil)
-                try location.store().write { try $0.upsertProviderKey(record) }
-                print(location.json ? "{\"added\":\(JSONText.quoted(keyID))}" : "added key \(keyID) (team \(teamID))")
+                let revoked = try location.store().write { transaction in
+                    try transaction.upsertProviderKey(record)
+                    return try transaction.providerKeys(includeRevoked: true).first { $0.keyID == keyID }?.revokedAt
+                }
+                if location.json {
+                    print("{\"added\":\(JSONText.quoted(keyID)),\"revoked\":\(revoked != nil)}")
+                } else if revoked != nil {
+                    print(
+                        "updated key \(keyID) (team \(teamID)); it stays revoked: rouse gateway keys unrevoke \(keyID)")
+                } else {
+                    print("added key \(keyID) (team \(teamID))")
+                }
             }
         }
 
@@ -104,6 +114,19 @@ struct GatewayCommand: AsyncParsableCommand {
                 guard try location.store().write({ try $0.revokeProviderKey(keyID, at: Gateway.systemMilliseconds()) })
                 else { throw ValidationError("no active key \(keyID)") }
                 print(location.json ? "{\"revoked\":\(JSONText.quoted(keyID))}" : "revoked key \(keyID)")
+            }
+        }
+
+        struct Unrevoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Re-enable a revoked provider key (neither the configuration nor keys add does).")
+            @OptionGroup var location: Location
+            @Argument(help: "The key ID.") var keyID: String
+
+            func run() async throws {
+                guard try location.store().write({ try $0.unrevokeProviderKey(keyID) })
+                else { throw ValidationError("no revoked key \(keyID)") }
+                print(location.json ? "{\"unrevoked\":\(JSONText.quoted(keyID))}" : "unrevoked key \(keyID)")
             }
         }
     }
