@@ -53,9 +53,16 @@ public struct ProviderConnectionAuth: Sendable {
 
     /// Step 1: checks the connection's credentials for one request; `nil` means authenticated.
     ///
-    /// - Parameter authorization: the `authorization` header value (`bearer <JWT>`), ignored with a
-    ///   certificate ("Ignored when the connection uses a certificate").
-    public mutating func authenticate(authorization: String?, now: APNsTime) -> APNsReason? {
+    /// - Parameters:
+    ///   - authorization: the `authorization` header value (`bearer <JWT>`), ignored with a certificate
+    ///     ("Ignored when the connection uses a certificate").
+    ///   - isKeyActive: whether a key of the connection's registry is still in force (not revoked since the
+    ///     connection opened). Asked for the key of every request, whichever key it is — the first bound, a
+    ///     related key switched to later, or the current one — so a revocation binds live connections; a revoked
+    ///     key answers 403 InvalidProviderToken and changes nothing on the connection.
+    public mutating func authenticate(
+        authorization: String?, now: APNsTime, isKeyActive: (String) -> Bool = { _ in true }
+    ) -> APNsReason? {
         if let certificate { return Self.check(certificate: certificate, environment: serverEnvironment) }
         // 403 MissingProviderToken: "No provider certificate was used to connect to APNs, and the
         // authorization header is missing or no provider token is specified." [RESP]
@@ -63,7 +70,10 @@ public struct ProviderConnectionAuth: Sendable {
         guard let token = Self.bearerToken(authorization) else { return .invalidProviderToken }
         if token.isEmpty { return .missingProviderToken }
 
-        if let currentToken, token == currentToken { return checkIssuedAt(currentTokenIssuedAt, now: now) }
+        if let currentToken, token == currentToken {
+            if let currentKey, !isKeyActive(currentKey.keyID) { return .invalidProviderToken }
+            return checkIssuedAt(currentTokenIssuedAt, now: now)
+        }
         if let lastInvalid, lastInvalid.token == token { return lastInvalid.reason }
 
         let key: APNsSigningKey
@@ -83,6 +93,7 @@ public struct ProviderConnectionAuth: Sendable {
             }
         }
 
+        if !isKeyActive(key.keyID) { return .invalidProviderToken }
         if let reason = checkBinding(key) { return reason }
         if let reason = checkIssuedAt(issuedAt, now: now) { return reason }
         // 429 TooManyProviderTokenUpdates: "APNs report an error if you use a new token more than once every

@@ -180,6 +180,32 @@ struct ProviderTokenConnectionTests {
         )
     }
 
+    @Test func everyKeyUsedIsCheckedForRevocation() {
+        var auth = f.connection()
+        var revoked: Set<String> = []
+        func authenticate(_ authorization: String, _ now: APNsTime) -> APNsReason? {
+            auth.authenticate(authorization: authorization, now: now) { !revoked.contains($0) }
+        }
+        let first = f.bearer(f.topicKey, kid: "KEYTOPIC01")
+        #expect(authenticate(first, t0) == nil)
+        let later = t0.adding(seconds: 1500)
+        let related = f.bearer(f.relatedTopicKey, kid: "KEYTOPIC02", iat: later)
+        #expect(authenticate(related, later) == nil)
+        #expect(auth.boundKeyID == "KEYTOPIC01")
+        // The key in use now, not the first-bound one, is revoked: its pushes are refused.
+        revoked = ["KEYTOPIC02"]
+        #expect(authenticate(related, later.adding(seconds: 1)) == .invalidProviderToken)
+        // A revoked key never becomes the connection's token, and costs no token update.
+        var fresh = f.connection()
+        #expect(fresh.authenticate(authorization: first, now: t0) { $0 != "KEYTOPIC01" } == .invalidProviderToken)
+        #expect(!fresh.isAuthenticated)
+        #expect(fresh.boundKeyID == nil)
+        #expect(fresh.authenticate(authorization: first, now: t0) == nil)
+        revoked = []
+        #expect(authenticate(related, later.adding(seconds: 2)) == nil)
+        #expect(auth.tokenUpdates == 1)
+    }
+
     @Test func keyForTheOtherEndpoint() {
         var production = f.connection(.production)
         #expect(
