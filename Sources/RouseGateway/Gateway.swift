@@ -44,6 +44,7 @@ public final class Gateway: Sendable {
     ) throws {
         self.configuration = configuration
         self.logger = logger
+        try configuration.checkTopics()
         let store = try store ?? SQLiteGatewayStore(path: configuration.databasePath)
         self.store = store
         let metrics = GatewayMetrics()
@@ -59,6 +60,17 @@ public final class Gateway: Sendable {
             return try transaction.providerKeys(includeRevoked: true)
         }
         Self.logKeys(storedKeys, configured: Set(configuration.keys.map(\.keyID)), logger: logger)
+        let certificateBundleIDs: Set<String>?
+        if configuration.providerCertificateTopics == [GatewayConfiguration.anyTopic] {
+            certificateBundleIDs = nil
+            if configuration.provider.clientCAFile != nil {
+                logger.warning(
+                    "provider certificates may push to every topic they list (certificateTopics *): single-tenant only",
+                    metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
+            }
+        } else {
+            certificateBundleIDs = Set(configuration.providerCertificateTopics ?? [])
+        }
         let core = GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
         self.core = core
@@ -81,7 +93,8 @@ public final class Gateway: Sendable {
             provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, connection in
                 let auth = ProviderConnectionAuth(
                     serverEnvironment: environment, keys: keys.registry(),
-                    certificate: ProviderHandler.certificate(info.peerCertificate))
+                    certificate: ProviderHandler.certificate(info.peerCertificate),
+                    certificateBundleIDs: certificateBundleIDs)
                 return ProviderHandler(
                     core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams,
                     oneStreamUntilToken: oneStream)
@@ -138,13 +151,24 @@ public final class Gateway: Sendable {
     }
 
     /// Start-up warnings about provider keys: a configured key that was revoked stays revoked (the configuration
-    /// does not re-enable it; `rouse gateway keys unrevoke` does).
+    /// does not re-enable it; `rouse gateway keys unrevoke` does); a key may push to every topic (`"*"`); a key
+    /// stored without topics (by an older version) authorizes nothing.
     private static func logKeys(_ records: [ProviderKeyRecord], configured: Set<String>, logger: Logger) {
-        for record in records where configured.contains(record.keyID) {
+        for record in records {
             if let revokedAt = record.revokedAt {
+                if configured.contains(record.keyID) {
+                    logger.warning(
+                        "configured provider key is revoked and stays revoked (rouse gateway keys unrevoke re-enables it)",
+                        metadata: ["key-id": "\(record.keyID)", "revoked-at": "\(revokedAt)"])
+                }
+            } else if record.grantsEveryTopic {
                 logger.warning(
-                    "configured provider key is revoked and stays revoked (rouse gateway keys unrevoke re-enables it)",
-                    metadata: ["key-id": "\(record.keyID)", "revoked-at": "\(revokedAt)"])
+                    "provider key may push to every topic (topics \"*\"): for a single-tenant gateway only",
+                    metadata: ["key-id": "\(record.keyID)", "team-id": "\(record.teamID)"])
+            } else if record.topics == nil {
+                logger.warning(
+                    "provider key has no topics and authorizes no push (rouse gateway keys add --topic sets them)",
+                    metadata: ["key-id": "\(record.keyID)", "team-id": "\(record.teamID)"])
             }
         }
     }
@@ -213,7 +237,7 @@ final class ProviderKeyCache: Sendable {
                     registry.insert(
                         try APNsSigningKey(
                             teamID: record.teamID, keyID: record.keyID, publicKeyPEM: record.publicKeyPEM,
-                            scope: .team(bundleIDs: record.topics.map { Set($0) })))
+                            scope: .team(bundleIDs: record.bundleIDs)))
                 } catch {
                     logger.warning("unusable provider key", metadata: ["key-id": "\(record.keyID)"])
                 }

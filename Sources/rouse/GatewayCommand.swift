@@ -51,7 +51,23 @@ struct GatewayCommand: AsyncParsableCommand {
             @Option(name: .long, help: "Key ID (kid), 10 characters.") var keyID: String
             @Option(name: .long, help: "Team ID (iss).") var teamID: String
             @Option(name: .long, help: "The public key, PEM file (openssl ec -pubout).") var publicKey: String
-            @Option(name: .long, help: "A bundle ID the key may push to (repeat); none: any.") var topic: [String] = []
+            @Option(
+                name: .long,
+                help:
+                    "A bundle ID the key may push to (repeat; required); '*': every topic, single-tenant gateways only."
+            )
+            var topic: [String] = []
+
+            func validate() throws {
+                if topic.isEmpty {
+                    throw ValidationError(
+                        "--topic is required: name the bundle IDs the key may push to (repeat --topic), or --topic '*' "
+                            + "for every topic (single-tenant gateways only)")
+                }
+                if let problem = GatewayConfiguration.topicListProblem(topic) {
+                    throw ValidationError("--topic: \(problem)")
+                }
+            }
 
             func run() async throws {
                 guard let data = FileManager.default.contents(atPath: publicKey) else {
@@ -64,7 +80,7 @@ struct GatewayCommand: AsyncParsableCommand {
                     throw ValidationError("--public-key: not a P-256 public key PEM")
                 }
                 let record = ProviderKeyRecord(
-                    keyID: keyID, teamID: teamID, publicKeyPEM: pem, topics: topic.isEmpty ? nil : topic,
+                    keyID: keyID, teamID: teamID, publicKeyPEM: pem, topics: topic,
                     createdAt: Gateway.systemMilliseconds(), revokedAt: nil)
                 let revoked = try location.store().write { transaction in
                     try transaction.upsertProviderKey(record)
@@ -99,7 +115,7 @@ struct GatewayCommand: AsyncParsableCommand {
                 for key in keys {
                     let state = key.revokedAt.map { "revoked \(GatewayCommand.time($0))" } ?? "active"
                     print(
-                        "\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "any")  \(state)"
+                        "\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "none")  \(state)"
                     )
                 }
             }

@@ -318,6 +318,38 @@ struct ProviderCertificateConnectionTests {
         #expect(auth.authorizeTopic(&headers) == expected)
     }
 
+    @Test(arguments: [
+        ("com.example.app", APNsPushType.alert, ["com.example.app"], APNsReason?.none),
+        ("com.example.app.voip", .voip, ["com.example.app"], nil),
+        ("com.example.app.complication", .complication, ["com.example.app"], nil),
+        ("com.example.app", .alert, ["com.example.app.voip"], .topicDisallowed),
+        ("com.example.app.voip", .voip, ["com.example.app.voip"], nil),
+        ("com.example.app.complication", .complication, ["com.example.app.voip"], .topicDisallowed),
+        ("com.example.app", .alert, ["com.example.other"], .topicDisallowed),
+    ])
+    func serverLimitsWhatCertificatesGrant(
+        topic: String, type: APNsPushType, trusted: [String], expected: APNsReason?
+    ) {
+        let auth = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(), certificate: Self.multi,
+            certificateBundleIDs: Set(trusted))
+        var headers = APNsNotificationHeaders()
+        headers.topic = topic
+        headers.pushType = type
+        #expect(auth.authorizeTopic(&headers) == expected)
+        let none = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(), certificate: Self.multi, certificateBundleIDs: [])
+        #expect(none.authorizeTopic(&headers) == .topicDisallowed)
+        // A single-topic certificate's default topic is checked too.
+        let single = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(),
+            certificate: ProviderCertificate(
+                subjectUID: "com.example.one", topics: ["com.example.one"], environments: []),
+            certificateBundleIDs: ["com.example.app"])
+        var defaulted = APNsNotificationHeaders()
+        #expect(single.authorizeTopic(&defaulted) == .topicDisallowed)
+    }
+
     @Test func singleTopicCertificateDefaultsTheTopic() {
         let auth = Self.connection(
             ProviderCertificate(subjectUID: "com.example.one", topics: ["com.example.one"], environments: [.sandbox]))
