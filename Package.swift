@@ -225,6 +225,7 @@ let package = Package(
             dependencies: [
                 "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

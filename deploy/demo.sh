@@ -66,7 +66,8 @@ cat >"$work/gateway.json" <<JSON
  "device": {"listen": "127.0.0.1:0", "certificate": "$certs/server.pem", "privateKey": "$certs/server.key"},
  "admin": {"listen": "127.0.0.1:0"},
  "database": "$work/gateway.sqlite",
- "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "$certs/apns-key.pub.pem"}]}
+ "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "$certs/apns-key.pub.pem",
+           "topics": ["com.example.rouse"]}]}
 JSON
 "$bin/rouse-gateway" --config "$work/gateway.json" --log-level warning >"$work/gateway.out" &
 pids+=($!)

@@ -25,6 +25,7 @@ public enum APNsRequestValidator {
     ///   - headers: regular headers in wire order, lowercase names.
     ///   - duplicatePseudoHeaders: whether a pseudo-header was repeated or unknown.
     ///   - bodyLength: the total body length received (PayloadTooLarge is decided on it).
+    ///   - isKeyActive: whether a provider key is still in force (see `ProviderConnectionAuth.authenticate`).
     public static func validate(
         method: String,
         path: String,
@@ -32,7 +33,8 @@ public enum APNsRequestValidator {
         duplicatePseudoHeaders: Bool,
         bodyLength: Int,
         auth: inout ProviderConnectionAuth,
-        now: APNsTime
+        now: APNsTime,
+        isKeyActive: (String) -> Bool = { _ in true }
     ) -> Result<Accepted, APNsReason> {
         if let reason = APNsRules.checkMethod(method) { return .failure(reason) }
         let deviceToken: Substring
@@ -47,7 +49,9 @@ public enum APNsRequestValidator {
         case .success(let parsed): raw = parsed
         case .failure(let reason): return .failure(reason)
         }
-        if let reason = auth.authenticate(authorization: raw.authorization, now: now) { return .failure(reason) }
+        if let reason = auth.authenticate(authorization: raw.authorization, now: now, isKeyActive: isKeyActive) {
+            return .failure(reason)
+        }
         var validated: APNsNotificationHeaders
         switch raw.validate() {
         case .success(let value): validated = value

@@ -19,6 +19,9 @@ public struct ProviderConnectionAuth: Sendable {
     public let certificate: ProviderCertificate?
     /// The keys as they were when the connection opened: "Adding a topic requires new connections."
     private let keys: APNsKeyRegistry
+    /// The bundle IDs this server trusts client certificates for, whatever else they list; `nil`: every topic
+    /// the certificate lists (APNs, whose CA is Apple's own).
+    public let certificateBundleIDs: Set<String>?
 
     /// The team bound on the first authenticated push.
     public private(set) var boundTeamID: String?
@@ -36,11 +39,16 @@ public struct ProviderConnectionAuth: Sendable {
     private var lastInvalid: (token: String, reason: APNsReason)?
     private var lastVerified: (token: String, key: APNsSigningKey, issuedAt: Int64)?
 
-    /// A fresh connection. `certificate` is the verified (or not) client certificate, if one was presented.
-    public init(serverEnvironment: APNsEnvironment, keys: APNsKeyRegistry, certificate: ProviderCertificate?) {
+    /// A fresh connection. `certificate` is the verified (or not) client certificate, if one was presented;
+    /// `certificateBundleIDs` limits what any certificate may push to (a server whose client CA is not Apple's).
+    public init(
+        serverEnvironment: APNsEnvironment, keys: APNsKeyRegistry, certificate: ProviderCertificate?,
+        certificateBundleIDs: Set<String>? = nil
+    ) {
         self.serverEnvironment = serverEnvironment
         self.keys = keys
         self.certificate = certificate
+        self.certificateBundleIDs = certificateBundleIDs
     }
 
     /// Whether a valid provider token has been posted on this token connection (always true with a
@@ -53,9 +61,16 @@ public struct ProviderConnectionAuth: Sendable {
 
     /// Step 1: checks the connection's credentials for one request; `nil` means authenticated.
     ///
-    /// - Parameter authorization: the `authorization` header value (`bearer <JWT>`), ignored with a
-    ///   certificate ("Ignored when the connection uses a certificate").
-    public mutating func authenticate(authorization: String?, now: APNsTime) -> APNsReason? {
+    /// - Parameters:
+    ///   - authorization: the `authorization` header value (`bearer <JWT>`), ignored with a certificate
+    ///     ("Ignored when the connection uses a certificate").
+    ///   - isKeyActive: whether a key of the connection's registry is still in force (not revoked since the
+    ///     connection opened). Asked for the key of every request, whichever key it is — the first bound, a
+    ///     related key switched to later, or the current one — so a revocation binds live connections; a revoked
+    ///     key answers 403 InvalidProviderToken and changes nothing on the connection.
+    public mutating func authenticate(
+        authorization: String?, now: APNsTime, isKeyActive: (String) -> Bool = { _ in true }
+    ) -> APNsReason? {
         if let certificate { return Self.check(certificate: certificate, environment: serverEnvironment) }
         // 403 MissingProviderToken: "No provider certificate was used to connect to APNs, and the
         // authorization header is missing or no provider token is specified." [RESP]
@@ -63,7 +78,10 @@ public struct ProviderConnectionAuth: Sendable {
         guard let token = Self.bearerToken(authorization) else { return .invalidProviderToken }
         if token.isEmpty { return .missingProviderToken }
 
-        if let currentToken, token == currentToken { return checkIssuedAt(currentTokenIssuedAt, now: now) }
+        if let currentToken, token == currentToken {
+            if let currentKey, !isKeyActive(currentKey.keyID) { return .invalidProviderToken }
+            return checkIssuedAt(currentTokenIssuedAt, now: now)
+        }
         if let lastInvalid, lastInvalid.token == token { return lastInvalid.reason }
 
         let key: APNsSigningKey
@@ -83,6 +101,7 @@ public struct ProviderConnectionAuth: Sendable {
             }
         }
 
+        if !isKeyActive(key.keyID) { return .invalidProviderToken }
         if let reason = checkBinding(key) { return reason }
         if let reason = checkIssuedAt(issuedAt, now: now) { return reason }
         // 429 TooManyProviderTokenUpdates: "APNs report an error if you use a new token more than once every
@@ -119,11 +138,13 @@ public struct ProviderConnectionAuth: Sendable {
                 // "With a certificate, APNs uses the certificate's bundle ID as the default topic"; 400
                 // MissingTopic: "The apns-topic header of the request isn't specified and is required."
                 guard let defaultTopic = certificate.defaultTopic else { return .missingTopic }
+                guard isTrustedForCertificates(defaultTopic) else { return .topicDisallowed }
                 headers.topic = defaultTopic
                 return nil
             }
-            // 400 TopicDisallowed: "Pushing to this topic is not allowed." — the certificate does not list it.
-            return certificate.topics.contains(topic) ? nil : .topicDisallowed
+            // 400 TopicDisallowed: "Pushing to this topic is not allowed." — the certificate does not list it, or
+            // this server does not trust certificates for it.
+            return certificate.topics.contains(topic) && isTrustedForCertificates(topic) ? nil : .topicDisallowed
         }
         // "apns-topic … required for token auth".
         guard let topic = headers.topic else { return .missingTopic }
@@ -142,6 +163,21 @@ public struct ProviderConnectionAuth: Sendable {
             }
         }
         return .topicDisallowed
+    }
+
+    /// Whether `certificateBundleIDs` covers `topic`: the topic itself or its bundle ID (the topic without a
+    /// known push-type suffix), as a key's bundle IDs cover topics.
+    private func isTrustedForCertificates(_ topic: String) -> Bool {
+        guard let certificateBundleIDs else { return true }
+        if certificateBundleIDs.contains(topic) { return true }
+        for type in APNsPushType.known {
+            if let bundleID = type.bundleID(fromTopic: topic), bundleID.count < topic.count,
+                certificateBundleIDs.contains(String(bundleID))
+            {
+                return true
+            }
+        }
+        return false
     }
 
     // MARK: Rules

@@ -44,18 +44,32 @@ public final class Gateway: Sendable {
     ) throws {
         self.configuration = configuration
         self.logger = logger
+        try configuration.checkTopics()
         let store = try store ?? SQLiteGatewayStore(path: configuration.databasePath)
         self.store = store
         let metrics = GatewayMetrics()
         self.metrics = metrics
         let now = clock()
-        try store.write { transaction in
+        let storedKeys = try store.write { transaction in
             for key in configuration.keys {
                 try transaction.upsertProviderKey(
                     ProviderKeyRecord(
                         keyID: key.keyID, teamID: key.teamID, publicKeyPEM: key.publicKeyPEM, topics: key.topics,
                         createdAt: now, revokedAt: nil))
             }
+            return try transaction.providerKeys(includeRevoked: true)
+        }
+        Self.logKeys(storedKeys, configured: Set(configuration.keys.map(\.keyID)), logger: logger)
+        let certificateBundleIDs: Set<String>?
+        if configuration.providerCertificateTopics == [GatewayConfiguration.anyTopic] {
+            certificateBundleIDs = nil
+            if configuration.provider.clientCAFile != nil {
+                logger.warning(
+                    "provider certificates may push to every topic they list (certificateTopics *): single-tenant only",
+                    metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
+            }
+        } else {
+            certificateBundleIDs = Set(configuration.providerCertificateTopics ?? [])
         }
         let core = GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
@@ -83,7 +97,8 @@ public final class Gateway: Sendable {
             provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, connection in
                 let auth = ProviderConnectionAuth(
                     serverEnvironment: environment, keys: keys.registry(),
-                    certificate: ProviderHandler.certificate(info.peerCertificate))
+                    certificate: ProviderHandler.certificate(info.peerCertificate),
+                    certificateBundleIDs: certificateBundleIDs)
                 return ProviderHandler(
                     core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams,
                     oneStreamUntilToken: oneStream)
@@ -138,6 +153,29 @@ public final class Gateway: Sendable {
                 hash: DeviceSecrets.hash(secret), createdAt: now, expiresAt: expiresAt)
         }
         return DeviceAPI.hex(secret)
+    }
+
+    /// Start-up warnings about provider keys: a configured key that was revoked stays revoked (the configuration
+    /// does not re-enable it; `rouse gateway keys unrevoke` does); a key may push to every topic (`"*"`); a key
+    /// stored without topics (by an older version) authorizes nothing.
+    private static func logKeys(_ records: [ProviderKeyRecord], configured: Set<String>, logger: Logger) {
+        for record in records {
+            if let revokedAt = record.revokedAt {
+                if configured.contains(record.keyID) {
+                    logger.warning(
+                        "configured provider key is revoked and stays revoked (rouse gateway keys unrevoke re-enables it)",
+                        metadata: ["key-id": "\(record.keyID)", "revoked-at": "\(revokedAt)"])
+                }
+            } else if record.grantsEveryTopic {
+                logger.warning(
+                    "provider key may push to every topic (topics \"*\"): for a single-tenant gateway only",
+                    metadata: ["key-id": "\(record.keyID)", "team-id": "\(record.teamID)"])
+            } else if record.topics == nil {
+                logger.warning(
+                    "provider key has no topics and authorizes no push (rouse gateway keys add --topic sets them)",
+                    metadata: ["key-id": "\(record.keyID)", "team-id": "\(record.teamID)"])
+            }
+        }
     }
 
     /// UNIX milliseconds from the system's real-time clock.
@@ -217,7 +255,7 @@ final class ProviderKeyCache: Sendable {
                     registry.insert(
                         try APNsSigningKey(
                             teamID: record.teamID, keyID: record.keyID, publicKeyPEM: record.publicKeyPEM,
-                            scope: .team(bundleIDs: record.topics.map { Set($0) })))
+                            scope: .team(bundleIDs: record.bundleIDs)))
                 } catch {
                     logger.warning("unusable provider key", metadata: ["key-id": "\(record.keyID)"])
                 }

@@ -37,11 +37,13 @@ public struct GatewayConfiguration: Sendable {
         public var teamID: String
         /// Public key, PEM text.
         public var publicKeyPEM: String
-        /// Bundle IDs; `nil`: any.
-        public var topics: [String]?
+        /// The bundle IDs the key may push to (each with its push types' suffixes, as APNs keys); required, since
+        /// the team ID binds nothing on a gateway shared by several teams. `["*"]` (`anyTopic`): every topic, for
+        /// a single-tenant gateway only (warned at start).
+        public var topics: [String]
 
         /// A key.
-        public init(keyID: String, teamID: String, publicKeyPEM: String, topics: [String]?) {
+        public init(keyID: String, teamID: String, publicKeyPEM: String, topics: [String]) {
             self.keyID = keyID
             self.teamID = teamID
             self.publicKeyPEM = publicKeyPEM
@@ -104,6 +106,11 @@ public struct GatewayConfiguration: Sendable {
     public var databasePath: String
     /// Provider keys from the configuration.
     public var keys: [Key] = []
+    /// The bundle IDs that provider client certificates are trusted for (matched as key topics are): a push on a
+    /// certificate connection needs its topic both in the certificate and here, so the client CA cannot grant
+    /// more than this list. Required when `provider.clientCAFile` is set; `["*"]`: whatever the certificate lists
+    /// (single-tenant gateways, warned at start).
+    public var providerCertificateTopics: [String]?
     /// Limits.
     public var limits = Limits()
     /// HTTP/2 event-loop threads per listener.
@@ -115,5 +122,40 @@ public struct GatewayConfiguration: Sendable {
         self.device = device
         self.admin = admin
         self.databasePath = databasePath
+    }
+
+    /// The topic list entry that grants every topic: `["*"]`.
+    public static let anyTopic = "*"
+
+    /// Checks that every provider credential names what it may push to: each key has topics, and certificates
+    /// have `providerCertificateTopics` when the provider listener trusts a client CA.
+    public func checkTopics() throws(GatewayError) {
+        for (index, key) in keys.enumerated() {
+            if let problem = Self.topicListProblem(key.topics) {
+                throw .badConfiguration("keys[\(index)] (\(key.keyID)).topics: \(problem)")
+            }
+        }
+        guard provider.clientCAFile != nil else { return }
+        guard let topics = providerCertificateTopics else {
+            throw .badConfiguration(
+                "provider.certificateTopics: missing: provider.clientCA is set, so name the bundle IDs provider "
+                    + "certificates may push to (their own topics must list them too), or [\"*\"] for every topic "
+                    + "the certificate lists (single-tenant gateways only)")
+        }
+        if let problem = Self.topicListProblem(topics) {
+            throw .badConfiguration("provider.certificateTopics: \(problem)")
+        }
+    }
+
+    /// What is wrong with a key's or the certificates' topic list, if anything.
+    public static func topicListProblem(_ topics: [String]) -> String? {
+        if topics.isEmpty {
+            return "empty: name the bundle IDs it may push to, or [\"*\"] for every topic (single-tenant gateways only)"
+        }
+        if topics.contains(anyTopic), topics.count > 1 { return "\"*\" stands alone (it already grants every topic)" }
+        for topic in topics where topic.isEmpty || topic.contains(",") || topic.contains(" ") {
+            return "'\(topic)' is not a bundle ID"
+        }
+        return nil
     }
 }

@@ -8,6 +8,7 @@ extension GatewayConfiguration {
             var certificate: String?
             var privateKey: String?
             var clientCA: String?
+            var certificateTopics: [String]?
         }
 
         struct Key: Decodable {
@@ -53,7 +54,7 @@ extension GatewayConfiguration {
     /// {
     ///   "environment": "production",
     ///   "provider": {"listen": "0.0.0.0:2197", "certificate": "server.pem", "privateKey": "server.key",
-    ///                "clientCA": "ca.pem"},
+    ///                "clientCA": "ca.pem", "certificateTopics": ["com.example.rouse"]},
     ///   "device": {"listen": "0.0.0.0:2198", "certificate": "server.pem", "privateKey": "server.key",
     ///              "clientCA": "ca.pem"},
     ///   "admin": {"listen": "127.0.0.1:9797"},
@@ -63,7 +64,9 @@ extension GatewayConfiguration {
     ///   "limits": {"defaultExpirationSeconds": 2592000, "maxExpirationSeconds": 2592000, "window": 64}
     /// }
     /// ```
-    /// `publicKey` is a PEM file name or PEM text. Unknown members are errors (a typo must not pass silently).
+    /// `publicKey` is a PEM file name or PEM text. Every key names its `topics` (`["*"]`: every topic), and
+    /// `provider.certificateTopics` is required with `provider.clientCA`: a credential without topics is an error
+    /// naming it. Unknown members are errors (a typo must not pass silently).
     public static func load(path: String) throws(GatewayError) -> GatewayConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .badConfiguration("\(path): cannot read")
@@ -111,8 +114,18 @@ extension GatewayConfiguration {
                 }
                 pem = String(decoding: data, as: UTF8.self)
             }
-            configuration.keys.append(
-                Key(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: pem, topics: key.topics))
+            guard let topics = key.topics else {
+                throw .badConfiguration(
+                    "\(source): keys[\(index)] (\(key.keyID)).topics: missing: a key must name the bundle IDs it may "
+                        + "push to, or [\"*\"] for every topic (single-tenant gateways only)")
+            }
+            configuration.keys.append(Key(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: pem, topics: topics))
+        }
+        if let topics = file.provider.certificateTopics { configuration.providerCertificateTopics = topics }
+        do {
+            try configuration.checkTopics()
+        } catch {
+            throw .badConfiguration("\(source): \(error.detail)")
         }
         if let workers = file.workers {
             guard workers >= 1 else { throw .badConfiguration("\(source): workers must be at least 1") }
@@ -163,6 +176,7 @@ extension GatewayConfiguration {
 
     private static let knownMembers: [String: Set<String>] = [
         "$": ["environment", "provider", "device", "admin", "database", "keys", "limits", "workers"],
+        "provider": ["listen", "certificate", "privateKey", "clientCA", "certificateTopics"],
         "listener": ["listen", "certificate", "privateKey", "clientCA"],
         "key": ["keyID", "teamID", "publicKey", "topics"],
         "limits": [
@@ -182,7 +196,8 @@ extension GatewayConfiguration {
             return nil
         }
         if let found = check(root, kind: "$", path: "$") { return found }
-        for name in ["provider", "device", "admin"] {
+        if let found = check(root["provider"], kind: "provider", path: "$.provider") { return found }
+        for name in ["device", "admin"] {
             if let found = check(root[name], kind: "listener", path: "$.\(name)") { return found }
         }
         if let found = check(root["limits"], kind: "limits", path: "$.limits") { return found }

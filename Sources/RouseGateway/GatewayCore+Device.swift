@@ -35,22 +35,34 @@ extension GatewayCore {
 
 extension CoreContext {
     /// Checks a credential against the store.
+    ///
+    /// Nothing about a device is told before its credential is proven. A bearer credential with an unknown
+    /// device id, a wrong secret, or a secret for a certificate device all get the same 401 `badCredential`
+    /// after the same work: the secret is hashed and compared in constant time against a dummy digest when the
+    /// id has none, so the answer's timing does not tell either. Only a device that proved its credential learns
+    /// that it is revoked (403 `deviceRevoked`, which its agent takes as final). A certificate is proven by the
+    /// TLS handshake against the device CA, so its holder may learn that its CN is not enrolled yet.
     func authenticate(_ credential: DeviceCredential) throws -> Result<DeviceRecord, DeviceReply> {
-        guard let device = try transaction.device(credential.deviceID) else {
-            return .failure(.error(401, "unknownDevice", "no device '\(credential.deviceID)' is enrolled"))
-        }
-        if device.revokedAt != nil { return .failure(.error(403, "deviceRevoked", "the device was revoked")) }
+        let device = try transaction.device(credential.deviceID)
         switch credential {
         case .bearer(_, let secret):
-            guard device.authentication == .secret, let hash = device.credentialHash,
-                DeviceSecrets.matches(secret: secret, hash: hash)
-            else { return .failure(.error(401, "badCredential", "the credential does not match")) }
-        case .certificate:
+            let expected = device?.authentication == .secret ? device?.credentialHash : nil
+            let matches = DeviceSecrets.matches(secret: secret, hash: expected ?? DeviceSecrets.unknownDeviceHash)
+            guard let device, expected != nil, matches else {
+                return .failure(.error(401, "badCredential", "the credential does not match an enrolled device"))
+            }
+            if device.revokedAt != nil { return .failure(.error(403, "deviceRevoked", "the device was revoked")) }
+            return .success(device)
+        case .certificate(let deviceID):
+            guard let device else {
+                return .failure(.error(401, "unknownDevice", "no device '\(deviceID)' is enrolled"))
+            }
             guard device.authentication == .certificate else {
                 return .failure(.error(401, "badCredential", "this device authenticates with a secret"))
             }
+            if device.revokedAt != nil { return .failure(.error(403, "deviceRevoked", "the device was revoked")) }
+            return .success(device)
         }
-        return .success(device)
     }
 
     // MARK: Enrollment
@@ -213,6 +225,10 @@ extension CoreContext {
 
 /// Credentials are kept as SHA-256 digests and compared in constant time.
 enum DeviceSecrets {
+    /// What a bearer secret is compared against when its device id is unknown (or has no secret): the digest of
+    /// random bytes, which no secret matches, so unknown ids cost the same hash and comparison as known ones.
+    static let unknownDeviceHash = hash(DeviceAPI.randomBytes(32))
+
     static func hash(_ secret: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: secret)) }
 
     static func matches(secret: [UInt8], hash expected: [UInt8]) -> Bool {

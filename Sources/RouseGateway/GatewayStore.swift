@@ -72,8 +72,12 @@ public protocol GatewayStoreTransaction {
 
     /// The provider keys, revoked ones only when asked.
     func providerKeys(includeRevoked: Bool) throws -> [ProviderKeyRecord]
-    /// Adds or replaces a provider key (un-revoking it).
+    /// Adds a provider key, or updates the team, public key and topics of an existing one. A revoked key stays
+    /// revoked (a restart with the key still in the configuration must not undo a revocation): only
+    /// `unrevokeProviderKey` re-enables it.
     func upsertProviderKey(_ key: ProviderKeyRecord) throws
-    /// Marks a key revoked; false if unknown.
+    /// Marks a key revoked; false if unknown or already revoked.
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool
+    /// Re-enables a revoked key (an explicit administrator's action); false if unknown or not revoked.
+    func unrevokeProviderKey(_ keyID: String) throws -> Bool
 }

@@ -46,10 +46,12 @@ final class ProviderHandler: HTTP2ConnectionHandler {
                 type: request.header("apns-push-type"), outcome: APNsReason.invalidProviderToken.rawValue)
             return ProviderResponse.reject(stream, reason: .invalidProviderToken, apnsID: echoed)
         }
+        // Any other key a request uses (a later key of the same team, the current one) is checked too.
+        let keys = self.keys
         let result = APNsRequestValidator.validate(
             method: request.method, path: request.path, headers: headers,
             duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
-            auth: &auth, now: APNsTime(milliseconds: now))
+            auth: &auth, now: APNsTime(milliseconds: now), isKeyActive: { keys.isActive($0) })
         let desired = auth.maxConcurrentStreams(configured: configuredStreams)
         if oneStreamUntilToken, desired != advertisedStreams {
             advertisedStreams = desired

@@ -371,7 +371,7 @@ struct SQLiteTransaction: GatewayStoreTransaction {
                 INSERT INTO provider_keys(key_id, team_id, public_key_pem, topics, created_at, revoked_at)
                 VALUES (?,?,?,?,?,NULL)
                 ON CONFLICT(key_id) DO UPDATE SET team_id = excluded.team_id,
-                    public_key_pem = excluded.public_key_pem, topics = excluded.topics, revoked_at = NULL
+                    public_key_pem = excluded.public_key_pem, topics = excluded.topics
                 """,
             arguments: [
                 key.keyID, key.teamID, key.publicKeyPEM, key.topics?.joined(separator: ","), key.createdAt,
@@ -382,6 +382,13 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         try db.execute(
             sql: "UPDATE provider_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
             arguments: [time, keyID])
+        return db.changesCount > 0
+    }
+
+    func unrevokeProviderKey(_ keyID: String) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE provider_keys SET revoked_at = NULL WHERE key_id = ? AND revoked_at IS NOT NULL",
+            arguments: [keyID])
         return db.changesCount > 0
     }
 }

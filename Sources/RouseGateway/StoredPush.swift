@@ -145,7 +145,8 @@ public struct ProviderKeyRecord: Sendable, Hashable {
     public var teamID: String
     /// The public key, PEM.
     public var publicKeyPEM: String
-    /// Bundle IDs the key may push to; `nil` means any.
+    /// Bundle IDs the key may push to; `["*"]`: every topic. `nil` (a key stored without topics by an older
+    /// version) authorizes nothing.
     public var topics: [String]?
     /// Creation time, UNIX milliseconds.
     public var createdAt: Int64
@@ -163,4 +164,10 @@ public struct ProviderKeyRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.revokedAt = revokedAt
     }
+
+    /// Whether the key may push to every topic (`["*"]`).
+    public var grantsEveryTopic: Bool { topics == [GatewayConfiguration.anyTopic] }
+
+    /// The bundle IDs the APNs rules check pushes against: `nil` for every topic, none without topics.
+    var bundleIDs: Set<String>? { grantsEveryTopic ? nil : Set(topics ?? []) }
 }

@@ -69,7 +69,8 @@ enum AgentNetworkBench {
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "device": {"listen": "\(gatewayAddress):0", "certificate": "\(directory)/gw.pem", "privateKey": "\(certs)/server.key"},
              "database": "\(database)",
-             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem"}],
+             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
+                       "topics": ["*"]}],
              "limits": {"heartbeatSeconds": 0}}
             """
         try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/netns-gateway.json"))

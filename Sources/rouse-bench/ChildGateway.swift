@@ -22,7 +22,8 @@ final class ChildGateway: Sendable {
              "device": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "admin": {"listen": "127.0.0.1:0"},
              "database": "\(database)",
-             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem"}],
+             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
+                       "topics": ["com.example.rouse"]}],
              "limits": {"heartbeatSeconds": 0, "oneStreamUntilToken": false}}
             """
         let path = directory + "/gateway.json"

@@ -43,7 +43,7 @@ struct GatewayCommand: AsyncParsableCommand {
     struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Provider signing keys (ES256, token authentication).",
-            subcommands: [Add.self, List.self, Revoke.self])
+            subcommands: [Add.self, List.self, Revoke.self, Unrevoke.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Register a provider key (or replace it).")
@@ -51,7 +51,23 @@ struct GatewayCommand: AsyncParsableCommand {
             @Option(name: .long, help: "Key ID (kid), 10 characters.") var keyID: String
             @Option(name: .long, help: "Team ID (iss).") var teamID: String
             @Option(name: .long, help: "The public key, PEM file (openssl ec -pubout).") var publicKey: String
-            @Option(name: .long, help: "A bundle ID the key may push to (repeat); none: any.") var topic: [String] = []
+            @Option(
+                name: .long,
+                help:
+                    "A bundle ID the key may push to (repeat; required); '*': every topic, single-tenant gateways only."
+            )
+            var topic: [String] = []
+
+            func validate() throws {
+                if topic.isEmpty {
+                    throw ValidationError(
+                        "--topic is required: name the bundle IDs the key may push to (repeat --topic), or --topic '*' "
+                            + "for every topic (single-tenant gateways only)")
+                }
+                if let problem = GatewayConfiguration.topicListProblem(topic) {
+                    throw ValidationError("--topic: \(problem)")
+                }
+            }
 
             func run() async throws {
                 guard let data = FileManager.default.contents(atPath: publicKey) else {
@@ -64,10 +80,20 @@ struct GatewayCommand: AsyncParsableCommand {
                     throw ValidationError("--public-key: not a P-256 public key PEM")
                 }
                 let record = ProviderKeyRecord(
-                    keyID: keyID, teamID: teamID, publicKeyPEM: pem, topics: topic.isEmpty ? nil : topic,
+                    keyID: keyID, teamID: teamID, publicKeyPEM: pem, topics: topic,
                     createdAt: Gateway.systemMilliseconds(), revokedAt: nil)
-                try location.store().write { try $0.upsertProviderKey(record) }
-                print(location.json ? "{\"added\":\(JSONText.quoted(keyID))}" : "added key \(keyID) (team \(teamID))")
+                let revoked = try location.store().write { transaction in
+                    try transaction.upsertProviderKey(record)
+                    return try transaction.providerKeys(includeRevoked: true).first { $0.keyID == keyID }?.revokedAt
+                }
+                if location.json {
+                    print("{\"added\":\(JSONText.quoted(keyID)),\"revoked\":\(revoked != nil)}")
+                } else if revoked != nil {
+                    print(
+                        "updated key \(keyID) (team \(teamID)); it stays revoked: rouse gateway keys unrevoke \(keyID)")
+                } else {
+                    print("added key \(keyID) (team \(teamID))")
+                }
             }
         }
 
@@ -89,7 +115,7 @@ struct GatewayCommand: AsyncParsableCommand {
                 for key in keys {
                     let state = key.revokedAt.map { "revoked \(GatewayCommand.time($0))" } ?? "active"
                     print(
-                        "\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "any")  \(state)"
+                        "\(key.keyID)  team \(key.teamID)  topics \(key.topics?.joined(separator: ",") ?? "none")  \(state)"
                     )
                 }
             }
@@ -104,6 +130,19 @@ struct GatewayCommand: AsyncParsableCommand {
                 guard try location.store().write({ try $0.revokeProviderKey(keyID, at: Gateway.systemMilliseconds()) })
                 else { throw ValidationError("no active key \(keyID)") }
                 print(location.json ? "{\"revoked\":\(JSONText.quoted(keyID))}" : "revoked key \(keyID)")
+            }
+        }
+
+        struct Unrevoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Re-enable a revoked provider key (neither the configuration nor keys add does).")
+            @OptionGroup var location: Location
+            @Argument(help: "The key ID.") var keyID: String
+
+            func run() async throws {
+                guard try location.store().write({ try $0.unrevokeProviderKey(keyID) })
+                else { throw ValidationError("no revoked key \(keyID)") }
+                print(location.json ? "{\"unrevoked\":\(JSONText.quoted(keyID))}" : "unrevoked key \(keyID)")
             }
         }
     }

@@ -180,6 +180,32 @@ struct ProviderTokenConnectionTests {
         )
     }
 
+    @Test func everyKeyUsedIsCheckedForRevocation() {
+        var auth = f.connection()
+        var revoked: Set<String> = []
+        func authenticate(_ authorization: String, _ now: APNsTime) -> APNsReason? {
+            auth.authenticate(authorization: authorization, now: now) { !revoked.contains($0) }
+        }
+        let first = f.bearer(f.topicKey, kid: "KEYTOPIC01")
+        #expect(authenticate(first, t0) == nil)
+        let later = t0.adding(seconds: 1500)
+        let related = f.bearer(f.relatedTopicKey, kid: "KEYTOPIC02", iat: later)
+        #expect(authenticate(related, later) == nil)
+        #expect(auth.boundKeyID == "KEYTOPIC01")
+        // The key in use now, not the first-bound one, is revoked: its pushes are refused.
+        revoked = ["KEYTOPIC02"]
+        #expect(authenticate(related, later.adding(seconds: 1)) == .invalidProviderToken)
+        // A revoked key never becomes the connection's token, and costs no token update.
+        var fresh = f.connection()
+        #expect(fresh.authenticate(authorization: first, now: t0) { $0 != "KEYTOPIC01" } == .invalidProviderToken)
+        #expect(!fresh.isAuthenticated)
+        #expect(fresh.boundKeyID == nil)
+        #expect(fresh.authenticate(authorization: first, now: t0) == nil)
+        revoked = []
+        #expect(authenticate(related, later.adding(seconds: 2)) == nil)
+        #expect(auth.tokenUpdates == 1)
+    }
+
     @Test func keyForTheOtherEndpoint() {
         var production = f.connection(.production)
         #expect(
@@ -290,6 +316,38 @@ struct ProviderCertificateConnectionTests {
         headers.topic = topic
         headers.pushType = type
         #expect(auth.authorizeTopic(&headers) == expected)
+    }
+
+    @Test(arguments: [
+        ("com.example.app", APNsPushType.alert, ["com.example.app"], APNsReason?.none),
+        ("com.example.app.voip", .voip, ["com.example.app"], nil),
+        ("com.example.app.complication", .complication, ["com.example.app"], nil),
+        ("com.example.app", .alert, ["com.example.app.voip"], .topicDisallowed),
+        ("com.example.app.voip", .voip, ["com.example.app.voip"], nil),
+        ("com.example.app.complication", .complication, ["com.example.app.voip"], .topicDisallowed),
+        ("com.example.app", .alert, ["com.example.other"], .topicDisallowed),
+    ])
+    func serverLimitsWhatCertificatesGrant(
+        topic: String, type: APNsPushType, trusted: [String], expected: APNsReason?
+    ) {
+        let auth = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(), certificate: Self.multi,
+            certificateBundleIDs: Set(trusted))
+        var headers = APNsNotificationHeaders()
+        headers.topic = topic
+        headers.pushType = type
+        #expect(auth.authorizeTopic(&headers) == expected)
+        let none = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(), certificate: Self.multi, certificateBundleIDs: [])
+        #expect(none.authorizeTopic(&headers) == .topicDisallowed)
+        // A single-topic certificate's default topic is checked too.
+        let single = ProviderConnectionAuth(
+            serverEnvironment: .sandbox, keys: APNsKeyRegistry(),
+            certificate: ProviderCertificate(
+                subjectUID: "com.example.one", topics: ["com.example.one"], environments: []),
+            certificateBundleIDs: ["com.example.app"])
+        var defaulted = APNsNotificationHeaders()
+        #expect(single.authorizeTopic(&defaulted) == .topicDisallowed)
     }
 
     @Test func singleTopicCertificateDefaultsTheTopic() {

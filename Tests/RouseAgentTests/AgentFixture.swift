@@ -100,8 +100,9 @@ final class AgentHarness: Sendable {
             databasePath: database)
         let pem = try String(contentsOfFile: Repository.cert("apns-key.pub.pem"), encoding: .utf8)
         configuration.keys = [
-            GatewayConfiguration.Key(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", publicKeyPEM: pem, topics: nil)
+            GatewayConfiguration.Key(keyID: "ROUSEKEY01", teamID: "ROUSETEAM1", publicKeyPEM: pem, topics: ["*"])
         ]
+        configuration.providerCertificateTopics = ["*"]
         configuration.limits.heartbeatSeconds = 0
         return configuration
     }

@@ -80,7 +80,7 @@ struct AuthenticationTests {
         #expect(wrongAnswer.json["error"] as? String == "badCredential")
         let unknown = DeviceClient(
             curl: h.curl, port: port, credential: .bearer("dnobody." + String(repeating: "0", count: 64)))
-        #expect(try await unknown.call("GET", "/device/v1/tokens").json["error"] as? String == "unknownDevice")
+        #expect(try await unknown.call("GET", "/device/v1/tokens").json["error"] as? String == "badCredential")
         do {
             _ = try await wrong.channel()
             Issue.record("a wrong credential opened a channel")
@@ -101,6 +101,37 @@ struct AuthenticationTests {
         let untrustedAnswer = try await untrusted.call("POST", "/device/v1/enroll")
         #expect(untrustedAnswer.status == 401)
         #expect(try await untrusted.call("GET", "/device/v1/tokens").json["error"] as? String == "badCertificate")
+        await h.stop()
+    }
+
+    @Test("devices: unknown id, wrong secret, revoked device's wrong secret: one answer; 403 only with its credential")
+    func noDeviceExistenceOracle() async throws {
+        let h = try await Harness.start()
+        guard case .bearer(let credential) = h.device.credential else { throw FixtureError("bearer device expected") }
+        let deviceID = String(credential.prefix { $0 != "." })
+        let zeros = String(repeating: "0", count: 64)
+        func answer(_ bearer: String) async throws -> String {
+            let client = DeviceClient(curl: h.curl, port: h.gateway.devicePort, credential: .bearer(bearer))
+            let (status, json) = try await client.call("GET", "/device/v1/tokens")
+            return "\(status) \(json["error"] as? String ?? "-") \(json["detail"] as? String ?? "-")"
+        }
+        let unknown = try await answer("dnobody." + zeros)
+        #expect(unknown.hasPrefix("401 badCredential "))
+        #expect(try await answer(deviceID + "." + zeros) == unknown)
+
+        #expect(try h.gateway.store.write { try $0.revokeDevice(deviceID, at: Gateway.systemMilliseconds()) })
+        #expect(try await answer(deviceID + "." + zeros) == unknown)
+        let wrong = DeviceClient(curl: h.curl, port: h.gateway.devicePort, credential: .bearer(deviceID + "." + zeros))
+        do {
+            _ = try await wrong.channel()
+            Issue.record("a wrong credential opened a channel")
+        } catch let refused as ChannelRefused {
+            #expect(refused.status == 401)
+        }
+        // The device itself, with its credential, learns that it is revoked (its agent stops on this).
+        let own = try await h.device.call("GET", "/device/v1/tokens")
+        #expect(own.status == 403)
+        #expect(own.json["error"] as? String == "deviceRevoked")
         await h.stop()
     }
 

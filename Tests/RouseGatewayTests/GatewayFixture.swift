@@ -58,6 +58,7 @@ enum GatewayFixture {
             provider: listener(), device: listener(),
             admin: GatewayConfiguration.Listener(listen: "127.0.0.1:0"), databasePath: database)
         configuration.keys = [try key()]
+        configuration.providerCertificateTopics = [bundleID]
         configuration.limits.heartbeatSeconds = 0
         configure(&configuration)
         return configuration

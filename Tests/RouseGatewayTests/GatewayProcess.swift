@@ -44,7 +44,8 @@ final class GatewayProcess: Sendable {
         let config = """
             {"environment": "production",
              "provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem",
-                          "privateKey": "\(certs)/server.key", "clientCA": "\(certs)/ca.pem"},
+                          "privateKey": "\(certs)/server.key", "clientCA": "\(certs)/ca.pem",
+                          "certificateTopics": ["com.example.rouse"]},
              "device": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem",
                         "privateKey": "\(certs)/server.key", "clientCA": "\(certs)/ca.pem"},
              "admin": {"listen": "127.0.0.1:0"},

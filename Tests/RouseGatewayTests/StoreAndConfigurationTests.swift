@@ -27,12 +27,16 @@ struct StoreAndConfigurationTests {
         #expect(try store.write { try $0.deleteExpired(now: 2_000) } == 1)
     }
 
-    @Test("the example configuration in deploy/ parses")
+    @Test("the example configurations in deploy/ parse, with topics for every provider credential")
     func exampleConfiguration() throws {
         let configuration = try GatewayConfiguration.load(path: Repository.root + "/deploy/rouse-gateway.json")
         #expect(configuration.provider.listen == "0.0.0.0:2197")
         #expect(configuration.databasePath == "/var/lib/rouse-gateway/gateway.sqlite")
         #expect(configuration.limits.maxExpirationSeconds == 30 * 86_400)
+        #expect(configuration.providerCertificateTopics == ["com.example.app"])
+        let loopback = try GatewayConfiguration.load(path: Repository.root + "/deploy/gateway-loopback.json")
+        #expect(loopback.keys.map(\.topics) == [["com.example.rouse"]])
+        #expect(loopback.providerCertificateTopics == ["com.example.rouse"])
     }
 
     @Test(
@@ -49,6 +53,34 @@ struct StoreAndConfigurationTests {
                 "limits.window"
             ),
             (#"{"provider":{"listen":1},"device":{"listen":"y"},"database":"d"}"#, "$.provider.listen: expected"),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","keys":[{"keyID":"ROUSEKEY02","#
+                    + #""teamID":"T","publicKey":"-----BEGIN PUBLIC KEY-----"}]}"#,
+                "config.json: keys[0] (ROUSEKEY02).topics: missing: a key must name the bundle IDs it may push to",
+            ),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","keys":[{"keyID":"K2","#
+                    + #""teamID":"T","publicKey":"-----BEGIN PUBLIC KEY-----","topics":[]}]}"#,
+                "keys[0] (K2).topics: empty",
+            ),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","keys":[{"keyID":"K2","#
+                    + #""teamID":"T","publicKey":"-----BEGIN PUBLIC KEY-----","topics":["*","com.example.app"]}]}"#,
+                "keys[0] (K2).topics: \"*\" stands alone",
+            ),
+            (
+                #"{"provider":{"listen":"x","clientCA":"ca.pem"},"device":{"listen":"y"},"database":"d"}"#,
+                "provider.certificateTopics: missing",
+            ),
+            (
+                #"{"provider":{"listen":"x","clientCA":"ca.pem","certificateTopics":["a,b"]},"device":{"listen":"y"},"#
+                    + #""database":"d"}"#,
+                "provider.certificateTopics: 'a,b' is not a bundle ID",
+            ),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y","certificateTopics":["*"]},"database":"d"}"#,
+                "unknown member $.device.certificateTopics",
+            ),
             ("not json", "config.json: "),
         ])
     func badConfiguration(text: String, expected: String) {
