@@ -136,4 +136,7 @@ final class GatewayProcess: Sendable {
     }
 
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// The gateway's process id.
+    var pid: pid_t { process.processIdentifier }
 }
