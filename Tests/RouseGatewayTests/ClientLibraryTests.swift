@@ -8,17 +8,7 @@ private typealias Libraries = APNsClientLibraries
 private let tokenAuth = Libraries.Auth.token(
     keyFile: Repository.cert("apns-key.p8"), keyID: "ROUSEKEY01", teamID: "ROUSETEAM1")
 
-/// The MAX_CONCURRENT_STREAMS values of every SETTINGS frame the server sent (nghttp's "recv"), in order.
-private func streamLimits(_ verbose: String) -> [Int] {
-    var received = false
-    var limits: [Int] = []
-    for line in verbose.split(separator: "\n") {
-        if line.contains(" frame <") { received = line.contains("recv SETTINGS") }
-        guard received, let r = line.range(of: "[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):") else { continue }
-        if let n = Int(line[r.upperBound...].prefix { $0.isNumber }) { limits.append(n) }
-    }
-    return limits
-}
+private let streamLimits = NghttpOutput.streamLimits
 
 /// rouse-gateway's provider API driven by APNs client libraries nobody here wrote, with the push seen on a device
 /// channel; and the connection rules an APNs client meets from the first byte.
