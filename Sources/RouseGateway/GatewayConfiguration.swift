@@ -63,6 +63,9 @@ public struct GatewayConfiguration: Sendable {
         public var voipAllowance: Int = 16
         /// Store jobs queued before new requests are refused (503 / 429): bounds memory under overload.
         public var maxQueuedJobs: Int = 10_000
+        /// Device requests (each checks its credential first) queued at most, apart from `maxQueuedJobs`: more get
+        /// 503, and provider pushes never wait behind them.
+        public var maxQueuedDeviceRequests: Int = 512
         /// Pushes committed in one transaction at most.
         public var maxBatch: Int = 1024
         /// Seconds between heartbeat records on idle channels (0: none).

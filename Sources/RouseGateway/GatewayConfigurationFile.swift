@@ -24,6 +24,7 @@ extension GatewayConfiguration {
             var window: Int?
             var voipAllowance: Int?
             var maxQueuedJobs: Int?
+            var maxQueuedDeviceRequests: Int?
             var maxBatch: Int?
             var heartbeatSeconds: Int?
             var sweepIntervalSeconds: Int?
@@ -138,6 +139,7 @@ extension GatewayConfiguration {
             limits.window = l.window ?? limits.window
             limits.voipAllowance = l.voipAllowance ?? limits.voipAllowance
             limits.maxQueuedJobs = l.maxQueuedJobs ?? limits.maxQueuedJobs
+            limits.maxQueuedDeviceRequests = l.maxQueuedDeviceRequests ?? limits.maxQueuedDeviceRequests
             limits.maxBatch = l.maxBatch ?? limits.maxBatch
             limits.heartbeatSeconds = l.heartbeatSeconds ?? limits.heartbeatSeconds
             limits.sweepIntervalSeconds = l.sweepIntervalSeconds ?? limits.sweepIntervalSeconds
@@ -153,7 +155,8 @@ extension GatewayConfiguration {
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
-                ("maxQueuedJobs", Int64(limits.maxQueuedJobs)), ("maxBatch", Int64(limits.maxBatch)),
+                ("maxQueuedJobs", Int64(limits.maxQueuedJobs)),
+                ("maxQueuedDeviceRequests", Int64(limits.maxQueuedDeviceRequests)), ("maxBatch", Int64(limits.maxBatch)),
                 ("sweepIntervalSeconds", Int64(limits.sweepIntervalSeconds)), ("maxAckIDs", Int64(limits.maxAckIDs)),
                 ("maxDeviceRequestsInProgress", Int64(limits.maxDeviceRequestsInProgress)),
                 ("maxTokensPerDevice", Int64(limits.maxTokensPerDevice)),
@@ -180,7 +183,7 @@ extension GatewayConfiguration {
         "listener": ["listen", "certificate", "privateKey", "clientCA"],
         "key": ["keyID", "teamID", "publicKey", "topics"],
         "limits": [
-            "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs",
+            "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs", "maxQueuedDeviceRequests",
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
             "maxTokensPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
             "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",

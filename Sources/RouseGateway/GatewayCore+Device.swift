@@ -28,7 +28,8 @@ extension GatewayCore {
             run: { context in
                 if let answer = try body(&context) { context.effects.append { reply(answer) } }
             },
-            fail: { error in reply(.error(500, "storage", "the gateway could not store the request")) })
+            fail: { error in reply(.error(500, "storage", "the gateway could not store the request")) },
+            isDeviceRequest: true)
         if !submit(job) { reply(.error(503, "overloaded", "the gateway is overloaded or stopping; retry later")) }
     }
 }

@@ -18,10 +18,15 @@ public final class GatewayCore: Sendable {
         let run: @Sendable (inout CoreContext) throws -> Void
         /// Called (on the store thread) when the job's transaction failed.
         let fail: @Sendable (GatewayError) -> Void
+        /// A device request whose credential is not proven yet: it counts against the device budget, not the
+        /// providers' (a flood of bogus device credentials must not turn provider pushes into 503s).
+        var isDeviceRequest = false
     }
 
     private struct Queue {
         var jobs: [Job] = []
+        /// How many of `jobs` are device requests.
+        var deviceJobs = 0
         var stopping = false
     }
 
@@ -83,11 +88,21 @@ public final class GatewayCore: Sendable {
     @discardableResult
     func submit(_ job: Job) -> Bool {
         let accepted = queue.withLock { queue -> Bool in
-            guard !queue.stopping, queue.jobs.count < limits.maxQueuedJobs else { return false }
+            guard !queue.stopping else { return false }
+            if job.isDeviceRequest {
+                guard queue.deviceJobs < limits.maxQueuedDeviceRequests else { return false }
+                queue.deviceJobs += 1
+            } else {
+                guard queue.jobs.count - queue.deviceJobs < limits.maxQueuedJobs else { return false }
+            }
             queue.jobs.append(job)
             return true
         }
-        if accepted { wakeup.signal() }
+        if accepted {
+            wakeup.signal()
+        } else if job.isDeviceRequest {
+            metrics.limitHit(listener: "device", limit: "device-queue-full")
+        }
         return accepted
     }
 
@@ -121,12 +136,18 @@ public final class GatewayCore: Sendable {
         var nextSweep = clock() + Int64(limits.sweepIntervalSeconds) * 1000
         var nextHeartbeat = clock() + Int64(limits.heartbeatSeconds) * 1000
         while true {
-            _ = wakeup.wait(timeout: .now() + .seconds(1))
+            // Asleep until a job arrives or the next sweep or heartbeat is due: an idle gateway wakes for those only.
+            let before = clock()
+            var due = nextSweep - before
+            if limits.heartbeatSeconds > 0 { due = min(due, nextHeartbeat - before) }
+            let wait = Int(min(max(due, 0), Int64(limits.sweepIntervalSeconds) * 1000))
+            _ = wakeup.wait(timeout: .now() + .milliseconds(wait))
             while true {
                 let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
                     let count = min(queue.jobs.count, limits.maxBatch)
                     let taken = Array(queue.jobs.prefix(count))
                     queue.jobs.removeFirst(count)
+                    queue.deviceJobs -= taken.reduce(0) { $0 + ($1.isDeviceRequest ? 1 : 0) }
                     return (taken, queue.stopping)
                 }
                 if jobs.isEmpty {

@@ -82,18 +82,30 @@ public final class GatewayMetrics: Sendable {
                 seen[key] = max(old, value)
                 return value > old ? value - old : 0
             }
-            let counter = counters.withLock { counters -> Counter in
-                if let counter = counters[key] { return counter }
-                let counter = registry.makeCounter(
-                    descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
-                    labels: [("listener", listener), ("limit", limit)])
-                counters[key] = counter
-                return counter
-            }
+            let counter = limitCounter(listener: listener, limit: limit)
             if delta > 0 {
                 counter.increment(by: Int64(delta))
                 add("limit/\(listener)/\(limit)", Int(delta))
             }
+        }
+    }
+
+    /// One hit of a gateway-level budget (not the HTTP/2 kernel's), counted in the same series.
+    public func limitHit(listener: String, limit: String) {
+        limitCounter(listener: listener, limit: limit).increment()
+        add("limit/\(listener)/\(limit)", 1)
+    }
+
+    /// The `rouse_gateway_limit_hits_total{listener,limit}` counter, made on first use.
+    private func limitCounter(listener: String, limit: String) -> Counter {
+        counters.withLock { counters -> Counter in
+            let key = "\(listener)|\(limit)"
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
+                labels: [("listener", listener), ("limit", limit)])
+            counters[key] = counter
+            return counter
         }
     }
 

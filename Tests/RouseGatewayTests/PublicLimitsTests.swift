@@ -18,6 +18,36 @@ private func cpuTicks(_ pid: pid_t) throws -> Int {
 
 @Suite("Gateway in public: connection caps and budget metrics", .timeLimit(.minutes(2)))
 struct PublicLimitsTests {
+    @Test("a flood of bogus device bearers does not turn provider pushes into 503s; the device budget counts it")
+    func bogusBearerFlood() async throws {
+        let h = try await Harness.start {
+            $0.limits.maxQueuedJobs = 200
+            $0.limits.maxQueuedDeviceRequests = 16
+        }
+        let body = h.directory.path + "/body.json"
+        try Data(#"{"aps":{"alert":"x"}}"#.utf8).write(to: URL(fileURLWithPath: body))
+        let bogus = "authorization: Bearer d0123456789abcdef." + String(repeating: "0", count: 64)
+        async let flood = ChildProcess.run(
+            "/usr/bin/h2load",
+            [
+                "-n", "20000", "-c", "4", "-m", "100", "-H", bogus,
+                "https://127.0.0.1:\(h.gateway.devicePort)/device/v1/tokens",
+            ], timeout: .seconds(60))
+        async let pushes = ChildProcess.run(
+            "/usr/bin/h2load",
+            [
+                "-n", "2000", "-c", "1", "-m", "1", "-d", body, "-H", "authorization: bearer \(h.provider.jwt)",
+                "-H", "apns-topic: \(GatewayFixture.bundleID)", "-H", "apns-push-type: alert",
+                "https://127.0.0.1:\(h.gateway.providerPort)/3/device/\(h.token)",
+            ], timeout: .seconds(60))
+        let (floodOut, pushOut) = try await (flood, pushes)
+        let refused = h.gateway.metrics.total("limit/device/device-queue-full")
+        await h.stop()
+        #expect(pushOut.stdout.contains("status codes: 2000 2xx, 0 3xx, 0 4xx, 0 5xx"), "\(pushOut.stdout)")
+        #expect(floodOut.stdout.contains("20000 done"), "\(floodOut.stdout)")
+        #expect(refused > 0, "the flood met the device budget")
+    }
+
     @Test("out of descriptors (prlimit): the listener pauses instead of spinning, and serves again afterwards")
     func descriptorExhaustion() async throws {
         let directory = try TemporaryDirectory()
