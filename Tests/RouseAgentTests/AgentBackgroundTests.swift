@@ -4,7 +4,9 @@ import RouseAgent
 import RouseAgentClient
 import Testing
 
-@Suite("rouse-agent background rules with real handler processes", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "rouse-agent background rules with real handler processes", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(2))
+)
 struct AgentBackgroundTests {
     static func numbers(_ harness: AgentHarness, _ name: String) -> [String] {
         harness.log(name).filter { $0.hasPrefix("push id=") }.compactMap { line in
@@ -22,7 +24,6 @@ struct AgentBackgroundTests {
                 }
             ]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("fetch", type: "background", payload: #"{"n":1}"#)
         try await harness.waitForLine("fetch", "completed id=")
         try await harness.push("fetch", type: "background", payload: #"{"n":2}"#)
@@ -36,7 +37,6 @@ struct AgentBackgroundTests {
         let harness = try await AgentHarness {
             try [AgentHarness.handler("fetch", mode: "complete", directory: $0, pushTypes: ["background"])]
         }
-        defer { Task { await harness.stop() } }
         try await harness.admin(.userControl, handler: "fetch", state: "stopped")
         try await harness.push("fetch", type: "background", payload: #"{"n":1}"#)
         try await eventually("held") { await harness.handlerStatus("fetch")?.heldPush != nil }
@@ -56,7 +56,6 @@ struct AgentBackgroundTests {
             handler.group = "nogroup"
             return [handler]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "reported id=")
         let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
@@ -75,7 +74,6 @@ struct AgentBackgroundTests {
                 }
             ]
         }
-        defer { Task { await harness.stop() } }
         try await harness.admin(.userControl, handler: "worker", state: "started")
         try await harness.waitForLine("worker", "taskBegun id=1 name=upload")
         try await harness.waitForLine("worker", "taskExpiring id=1")

@@ -211,7 +211,9 @@ final class PreservationRig: Sendable {
     }
 }
 
-@Suite("rouse-agent: state preservation, restoration, sealed files", .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "rouse-agent: state preservation, restoration, sealed files", .serialized, .stopsWhatItStarts,
+    .timeLimit(.minutes(3)))
 struct AgentPreservationTests {
     /// What the example handler preserves after its first reported call, parents first.
     static func preservedPaths(_ rig: PreservationRig) throws -> [String] {

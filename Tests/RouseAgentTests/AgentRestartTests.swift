@@ -31,7 +31,7 @@ final class AgentProcess: Sendable {
     func kill() { process.kill() }
 }
 
-@Suite("rouse-agent killed and restarted", .serialized, .timeLimit(.minutes(2)))
+@Suite("rouse-agent killed and restarted", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(2)))
 struct AgentRestartTests {
     @Test func sigkilledAgentLosesNoPushAndHandsNoneTwice() async throws {
         let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
