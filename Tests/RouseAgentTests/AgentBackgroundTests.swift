@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RouseAgent
 import RouseAgentClient
+import RouseTestSupport
 import Testing
 
 @Suite(
@@ -48,10 +49,13 @@ struct AgentBackgroundTests {
 
     @Test func handlerRunsAsItsConfiguredUser() async throws {
         guard getuid() == 0 else { throw FixtureError("switching a handler's user needs root (uid \(getuid()))") }
+        // `nobody` may not reach the build directory (a checkout in a 0700 home directory): it runs a copy.
+        let executable = try Products.copyForEveryUser("rouse-example-handler")
         let harness = try await AgentHarness { directory in
             // The handler (nobody) writes its log here.
             chmod(directory, 0o777)
             var handler = try AgentHarness.handler("voip", mode: "report", directory: directory)
+            handler.command[0] = executable
             handler.user = "nobody"
             handler.group = "nogroup"
             return [handler]
