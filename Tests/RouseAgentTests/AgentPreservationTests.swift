@@ -171,7 +171,7 @@ final class PreservationRig: Sendable {
         try #require(try await status().handlers.first?.pid)
     }
 
-    /// SIGKILL, without waiting on the process (a handler it launched may hold its stdout pipe).
+    /// SIGKILL, then waits for the agent (not for its stdout pipe, which a handler it launched may hold).
     static func kill(_ agent: AgentProcess) { agent.kill() }
 
     /// Removes the rig's cgroup now and stops its gateway (for `defer`).
