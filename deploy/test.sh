@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: dependencies, formatting, a warnings-as-errors build, every test.
-# Network tests build their own namespaces and need root (CI runs as root).
+# The whole test suite: dependencies, formatting, a warnings-as-errors build, every test, then a check that the
+# tests left no process or network namespace behind. Network tests build their own namespaces and need root (CI
+# runs as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -11,4 +12,10 @@ swift format lint --strict --recursive Package.swift Sources Tests
 echo "== build (warnings are errors)" >&2
 ROUSE_STRICT=1 swift build --build-tests
 echo "== test" >&2
-ROUSE_STRICT=1 swift test --skip-build "$@"
+# The run's name reaches every process the tests start (through the environment) and the network namespaces they
+# create; after the tests, deploy/check-leftovers.sh fails the run if any of them is still there.
+run="run$$"
+status=0
+ROUSE_TEST_RUN="$run" ROUSE_STRICT=1 swift test --skip-build "$@" || status=$?
+deploy/check-leftovers.sh "$run" || status=1
+exit "$status"

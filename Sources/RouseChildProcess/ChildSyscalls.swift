@@ -1,10 +1,12 @@
 import CRouseShim
 import Glibc
 
-/// The only file of RouseChildProcess that calls libc: pipes, descriptors, posix_spawn, waiting and signals.
+/// The only file of RouseChildProcess that calls libc: pipes, descriptors, posix_spawn, waiting, signals, /proc.
 ///
-/// Errno policy: `EINTR` is retried here; `ESRCH` from `kill` means the process (group) is already gone and is
-/// ignored; everything else (`EMFILE`, `ENOENT`, `EACCES`, `EAGAIN` from a full process table) is thrown as a
+/// Errno policy: `EINTR` is retried here; `ESRCH` from `kill` or a pidfd means the process (group) is already gone
+/// and is ignored; a `/proc` file that cannot be read (the process is gone, or belongs to another user and we are
+/// not root) means the process is not ours; a failed read or write ends that stream; everything else from pipe2,
+/// open, fcntl and posix_spawn (`EMFILE`, `ENOENT`, `EACCES`, `EAGAIN` from a full process table) is thrown as a
 /// ``ChildProcess/Failure`` naming the call.
 enum ChildSyscalls {
     /// A close-on-exec pipe: no child spawned meanwhile by another thread inherits either end.

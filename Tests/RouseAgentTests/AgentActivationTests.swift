@@ -70,13 +70,12 @@ extension AgentHarness {
     }
 }
 
-@Suite("rouse-agent activations with real handler processes", .serialized, .timeLimit(.minutes(3)))
+@Suite("rouse-agent activations with real handler processes", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(3)))
 struct AgentActivationTests {
     @Test func incomingCallInterruptsMediaWhichResumesWhenTheCallEndsWithNotify() async throws {
         let harness = try await AgentHarness {
             try AgentHarness.audioHandlers($0, ["phone": "keepcall", "player": "report"])
         }
-        defer { Task { await harness.stop() } }
         try await harness.startHandler("player", foreground: true)
         #expect(try await harness.activate("player", "music playback") == "event=granted")
         #expect(await harness.session("player", "music")?.state == .active)
@@ -127,7 +126,6 @@ struct AgentActivationTests {
 
     @Test func callEndedWithoutNotifyDoesNotResumeTheInterruptedSession() async throws {
         let harness = try await Self.musicInterruptedByACall()
-        defer { Task { await harness.stop() } }
         try harness.command("phone", "endcall c-1 nonotify")
         try await harness.waitForEvent("player", "session=music event=interruptionEnded shouldResume=false")
         #expect(await harness.session("player", "music") == nil)
@@ -137,7 +135,6 @@ struct AgentActivationTests {
 
     @Test func killedHolderReleasesItsCallAndTheOthersAreTold() async throws {
         let harness = try await Self.musicInterruptedByACall()
-        defer { Task { await harness.stop() } }
         let pid = try #require(await harness.handlerStatus("phone")?.pid)
         kill(pid, SIGKILL)
         // Its death is a deactivation with notify: the interrupted session resumes.
@@ -150,7 +147,6 @@ struct AgentActivationTests {
 
     @Test func requestsAreJudgedByStateRoleAndConfiguration() async throws {
         let harness = try await AgentHarness { try AgentHarness.audioHandlers($0, ["player": "report"]) }
-        defer { Task { await harness.stop() } }
         try await harness.startHandler("player")
         // In the background without a call, a non-mixable request cannot interrupt others; a mixable one plays.
         #expect(try await harness.activate("player", "music playback") == "event=denied reason=cannotInterruptOthers")
@@ -180,7 +176,6 @@ struct AgentActivationTests {
         let harness = try await AgentHarness {
             try AgentHarness.audioHandlers($0, ["phone": "report", "player": "report"])
         }
-        defer { Task { await harness.stop() } }
         try await harness.startHandler("player", foreground: true)
         try await harness.startHandler("phone")
         try harness.command("phone", "call c-1")
@@ -197,7 +192,6 @@ struct AgentActivationTests {
         let harness = try await AgentHarness {
             try AgentHarness.audioHandlers($0, ["nav": "report", "player": "report"])
         }
-        defer { Task { await harness.stop() } }
         try await harness.startHandler("player", foreground: true)
         try await harness.startHandler("nav")
         #expect(try await harness.activate("player", "music playback") == "event=granted")
@@ -216,7 +210,6 @@ struct AgentActivationTests {
         let harness = try await AgentHarness {
             try AgentHarness.audioHandlers($0, ["player": "report"], suspendAfter: .milliseconds(300))
         }
-        defer { Task { await harness.stop() } }
         try await harness.startHandler("player", foreground: true)
         #expect(try await harness.activate("player", "music playback") == "event=granted")
         #expect(try await harness.activate("player", "chime ambient") == "event=granted")
@@ -255,7 +248,6 @@ struct AgentActivationTests {
                 configuration.activationHook = [script]
                 configuration.activationHookTimeout = .milliseconds(300)
             })
-        defer { Task { await harness.stop() } }
         let hookLog = { @Sendable () -> [String] in
             ((try? String(contentsOfFile: harness.directory + "/hook.log", encoding: .utf8)) ?? "")
                 .split(separator: "\n").map(String.init)
@@ -328,7 +320,9 @@ struct PairingLedger {
     }
 }
 
-@Suite("rouse-agent activations: random sequences over real processes", .serialized, .timeLimit(.minutes(5)))
+@Suite(
+    "rouse-agent activations: random sequences over real processes", .serialized, .stopsWhatItStarts,
+    .timeLimit(.minutes(5)))
 struct AgentActivationPropertyTests {
     static let seeds: [UInt64] =
         ProcessInfo.processInfo.environment["ROUSE_TEST_SEED"].flatMap(UInt64.init).map { [$0] }
@@ -341,7 +335,6 @@ struct AgentActivationPropertyTests {
         let harness = try await AgentHarness {
             try AgentHarness.audioHandlers($0, Dictionary(uniqueKeysWithValues: names.map { ($0, "report") }))
         }
-        defer { Task { await harness.stop() } }
         var random = SplitMix64(seed: seed)
         var foreground: Set<String> = ["a", "b"]
         var calls: [String: String] = [:]
@@ -432,7 +425,7 @@ struct AgentActivationPropertyTests {
     }
 }
 
-@Suite("rouse-agent activations across an agent restart", .serialized, .timeLimit(.minutes(3)))
+@Suite("rouse-agent activations across an agent restart", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(3)))
 struct AgentActivationRestartTests {
     @Test func aSigkilledAgentComesBackWithTheActivationsOfItsReattachedHandlers() async throws {
         let rig = try await PreservationRig()

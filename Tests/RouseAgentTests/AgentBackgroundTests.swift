@@ -2,9 +2,12 @@ import Foundation
 import Glibc
 import RouseAgent
 import RouseAgentClient
+import RouseTestSupport
 import Testing
 
-@Suite("rouse-agent background rules with real handler processes", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "rouse-agent background rules with real handler processes", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(2))
+)
 struct AgentBackgroundTests {
     static func numbers(_ harness: AgentHarness, _ name: String) -> [String] {
         harness.log(name).filter { $0.hasPrefix("push id=") }.compactMap { line in
@@ -22,7 +25,6 @@ struct AgentBackgroundTests {
                 }
             ]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("fetch", type: "background", payload: #"{"n":1}"#)
         try await harness.waitForLine("fetch", "completed id=")
         try await harness.push("fetch", type: "background", payload: #"{"n":2}"#)
@@ -36,7 +38,6 @@ struct AgentBackgroundTests {
         let harness = try await AgentHarness {
             try [AgentHarness.handler("fetch", mode: "complete", directory: $0, pushTypes: ["background"])]
         }
-        defer { Task { await harness.stop() } }
         try await harness.admin(.userControl, handler: "fetch", state: "stopped")
         try await harness.push("fetch", type: "background", payload: #"{"n":1}"#)
         try await eventually("held") { await harness.handlerStatus("fetch")?.heldPush != nil }
@@ -48,15 +49,17 @@ struct AgentBackgroundTests {
 
     @Test func handlerRunsAsItsConfiguredUser() async throws {
         guard getuid() == 0 else { throw FixtureError("switching a handler's user needs root (uid \(getuid()))") }
+        // `nobody` may not reach the build directory (a checkout in a 0700 home directory): it runs a copy.
+        let executable = try Products.copyForEveryUser("rouse-example-handler")
         let harness = try await AgentHarness { directory in
             // The handler (nobody) writes its log here.
             chmod(directory, 0o777)
             var handler = try AgentHarness.handler("voip", mode: "report", directory: directory)
+            handler.command[0] = executable
             handler.user = "nobody"
             handler.group = "nogroup"
             return [handler]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "reported id=")
         let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
@@ -75,7 +78,6 @@ struct AgentBackgroundTests {
                 }
             ]
         }
-        defer { Task { await harness.stop() } }
         try await harness.admin(.userControl, handler: "worker", state: "started")
         try await harness.waitForLine("worker", "taskBegun id=1 name=upload")
         try await harness.waitForLine("worker", "taskExpiring id=1")

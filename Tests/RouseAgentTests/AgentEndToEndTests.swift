@@ -4,11 +4,11 @@ import RouseAgentClient
 import RouseTestSupport
 import Testing
 
-@Suite("rouse-agent with a gateway and real handler processes", .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "rouse-agent with a gateway and real handler processes", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(3)))
 struct AgentEndToEndTests {
     @Test func voipPushLaunchesHandlerWhichReportsThenPushIsAcked() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "report", directory: $0)] }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip", payload: #"{"call":"alice"}"#)
         try await harness.waitForLine("voip", "registered launchReason=voipPush")
         try await harness.waitForLine("voip", "credentials topic=com.example.rouse.voip")
@@ -21,7 +21,6 @@ struct AgentEndToEndTests {
 
     @Test func missedReportsKillStrikeBlockAndReregistrationResumes() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "ignore", directory: $0)] }
-        defer { Task { await harness.stop() } }
         for round in 1...3 {
             try await harness.push("voip", type: "voip", payload: #"{"round":\#(round)}"#)
             try await harness.waitForLine("voip", "push id=", count: round)
@@ -54,7 +53,6 @@ struct AgentEndToEndTests {
 
     @Test func foregroundHandlerOwesNoReport() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "foreground", directory: $0)] }
-        defer { Task { await harness.stop() } }
         // The user starts it; it declares itself active (a handler launched for a push is in the background).
         try await harness.admin(.userControl, handler: "voip", state: "started")
         try await eventually("handler active") { await harness.handlerStatus("voip")?.state == "active" }
@@ -68,7 +66,6 @@ struct AgentEndToEndTests {
 
     @Test func pushDuringAnActiveCallOwesNoReport() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "keepcall", directory: $0)] }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip", payload: #"{"n":1}"#)
         try await harness.waitForLine("voip", "reported id=")
         try await harness.push("voip", type: "voip", payload: #"{"n":2}"#)
@@ -84,7 +81,6 @@ struct AgentEndToEndTests {
             handler.command = [directory + "/no-such-handler"]
             return [handler]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip")
         try await eventually("acknowledged although no handler ran") { try harness.pending() == 0 }
         #expect(await harness.handlerStatus("voip")?.state == "notRunning")
@@ -94,7 +90,6 @@ struct AgentEndToEndTests {
         let harness = try await AgentHarness {
             try [AgentHarness.handler("voip", mode: "ignore", directory: $0) { $0.staleAfter = .zero }]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "push id=")
         #expect(harness.log("voip").contains { $0.hasPrefix("push id=") && $0.contains("mustReport=false") })
@@ -112,7 +107,6 @@ struct AgentEndToEndTests {
                 AgentHarness.handler("slow", mode: "overrun", directory: $0, pushTypes: ["background"]),
             ]
         }
-        defer { Task { await harness.stop() } }
         try await harness.push("fetch", type: "background", payload: #"{"aps":{"content-available":1}}"#)
         try await harness.waitForLine("fetch", "completed id=")
         try await harness.push("slow", type: "background", payload: #"{"aps":{"content-available":1}}"#)
@@ -126,7 +120,6 @@ struct AgentEndToEndTests {
 
     @Test func idleHandlerIsSuspendedAndGetsOneCoalescedReachabilityNotice() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "report", directory: $0)] }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "reported id=")
         try await eventually("suspended") { await harness.handlerStatus("voip")?.state == "suspended" }
@@ -154,7 +147,6 @@ struct AgentEndToEndTests {
 
     @Test func impostorsAndMalformedFramesAreRefusedWithoutDisturbingHandlers() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "report", directory: $0)] }
-        defer { Task { await harness.stop() } }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "reported id=")
         // This test process is not the handler's executable.

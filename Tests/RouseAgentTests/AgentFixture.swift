@@ -6,6 +6,7 @@ import RouseAgentClient
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
+import Synchronization
 import Testing
 
 /// A failure of the test plumbing, with its reason.
@@ -68,6 +69,9 @@ struct Provider: Sendable {
 }
 
 /// Gateway (in this process) + agent (in this process) + handlers launched as real processes.
+///
+/// Stopped when the test ends, passed or failed: its suite must have the `.stopsWhatItStarts` trait, whose scope
+/// awaits `stop()` and then kills any handler process still carrying the scope's tag.
 final class AgentHarness: Sendable {
     static let bundleID = "com.example.rouse"
     let directory: String
@@ -75,6 +79,8 @@ final class AgentHarness: Sendable {
     let agent: Agent
     let provider: Provider
     let socketPath: String
+    /// The stop under way (`stop()` runs once, however many callers ask for it).
+    private let stopping = Mutex<Task<Void, Never>?>(nil)
 
     /// A fresh temporary directory (with `handlers/`) and a gateway on its SQLite file, logging only criticals.
     /// The caller removes the directory and shuts the gateway down.
@@ -128,14 +134,19 @@ final class AgentHarness: Sendable {
         handlers: (String) throws -> [HandlerConfiguration],
         configure: (_ directory: String, inout AgentConfiguration) throws -> Void = { _, _ in }
     ) async throws {
+        guard let scope = TestScope.current else {
+            throw FixtureError(
+                "AgentHarness needs its suite to have the .stopsWhatItStarts trait (it stops the harness)")
+        }
         directory =
             FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var logger = Logger(label: "rouse.agent.test")
         logger.logLevel = ProcessInfo.processInfo.environment["ROUSE_TEST_LOG"] == nil ? .critical : .debug
-        gateway = try Gateway(
+        let gateway = try Gateway(
             configuration: try Self.gatewayConfiguration(database: directory + "/gateway.sqlite"), logger: logger)
+        self.gateway = gateway
         socketPath = directory + "/agent.sock"
         var configuration = AgentConfiguration(
             endpoint: GatewayEndpoint(
@@ -145,19 +156,30 @@ final class AgentHarness: Sendable {
         configuration.assumeReachable = true
         // A loaded machine may fail a first attempt: retry within a second, not a minute.
         configuration.backoff.maximum = .seconds(1)
+        // The handlers this agent launches are the test's: tagged, so its scope can kill them.
+        configuration.handlerEnvironment.merge(scope.environment) { $1 }
         try configure(directory, &configuration)
-        agent = try Agent(
+        let agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
             logger: logger)
-        try await agent.start()
-        provider = try await Provider.connect(port: gateway.providerPort)
-        let agent = agent
-        // Generous: the whole suite runs in parallel on two cores, and enrollment retries back off.
-        try await eventually("channel open and tokens fetched", timeout: .seconds(45)) {
-            let status = await agent.status()
-            let tokens = await agent.tokens()
-            return status.channel == "open" && !tokens.isEmpty
+        self.agent = agent
+        let directory = directory
+        do {
+            try await agent.start()
+            provider = try await Provider.connect(port: gateway.providerPort)
+            // Generous: the whole suite runs in parallel on two cores, and enrollment retries back off.
+            try await eventually("channel open and tokens fetched", timeout: .seconds(45)) {
+                let status = await agent.status()
+                let tokens = await agent.tokens()
+                return status.channel == "open" && !tokens.isEmpty
+            }
+        } catch {
+            await agent.shutdown()
+            await gateway.shutdown(gracePeriod: .seconds(1))
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
         }
+        scope.onEnd { await self.stop() }
     }
 
     /// The token of `topic`.
@@ -227,10 +249,19 @@ final class AgentHarness: Sendable {
         await agent.status().handlers.first { $0.name == name }
     }
 
+    /// Stops the agent (it terminates its handlers) and the gateway, and removes the directory; once.
     func stop() async {
-        provider.client.close()
-        await agent.shutdown()
-        await gateway.shutdown(gracePeriod: .seconds(1))
-        try? FileManager.default.removeItem(atPath: directory)
+        let task = stopping.withLock { stopping in
+            if let stopping { return stopping }
+            let task = Task { [self] in
+                provider.client.close()
+                await agent.shutdown()
+                await gateway.shutdown(gracePeriod: .seconds(1))
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+            stopping = task
+            return task
+        }
+        await task.value
     }
 }

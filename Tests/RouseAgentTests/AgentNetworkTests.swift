@@ -92,7 +92,9 @@ final class AgentNetwork: Sendable {
     }
 }
 
-@Suite("rouse-agent across a veth pair: reachability drives the channel", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "rouse-agent across a veth pair: reachability drives the channel", .serialized, .stopsWhatItStarts,
+    .timeLimit(.minutes(2)))
 struct AgentNetworkTests {
     static func status(socket: String) async throws -> AgentStatus {
         let client = try AgentClient(socketPath: socket)

@@ -39,7 +39,9 @@ final class NotifySocket: Sendable {
     deinit { close(fd) }
 }
 
-@Suite("rouse-agent operation: systemd notify, SIGHUP reload, rouse agent status", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "rouse-agent operation: systemd notify, SIGHUP reload, rouse agent status", .serialized, .stopsWhatItStarts,
+    .timeLimit(.minutes(2)))
 struct AgentOperationTests {
     @Test func notifiesSystemdReloadsOnHangupAndReportsStatus() async throws {
         let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()

@@ -171,7 +171,7 @@ final class PreservationRig: Sendable {
         try #require(try await status().handlers.first?.pid)
     }
 
-    /// SIGKILL, without waiting on the process (a handler it launched may hold its stdout pipe).
+    /// SIGKILL, then waits for the agent (not for its stdout pipe, which a handler it launched may hold).
     static func kill(_ agent: AgentProcess) { agent.kill() }
 
     /// Removes the rig's cgroup now and stops its gateway (for `defer`).
@@ -211,7 +211,9 @@ final class PreservationRig: Sendable {
     }
 }
 
-@Suite("rouse-agent: state preservation, restoration, sealed files", .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "rouse-agent: state preservation, restoration, sealed files", .serialized, .stopsWhatItStarts,
+    .timeLimit(.minutes(3)))
 struct AgentPreservationTests {
     /// What the example handler preserves after its first reported call, parents first.
     static func preservedPaths(_ rig: PreservationRig) throws -> [String] {

@@ -31,7 +31,7 @@ final class AgentProcess: Sendable {
     func kill() { process.kill() }
 }
 
-@Suite("rouse-agent killed and restarted", .serialized, .timeLimit(.minutes(2)))
+@Suite("rouse-agent killed and restarted", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(2)))
 struct AgentRestartTests {
     @Test func sigkilledAgentLosesNoPushAndHandsNoneTwice() async throws {
         let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
@@ -135,8 +135,8 @@ struct AgentRestartTests {
         try await eventually("handler suspended") { try await status()?.handlers.first?.state == "suspended" }
         let pid = try #require(try await status()?.handlers.first?.pid)
         let mechanism = try await status()?.suspendMechanism
-        // Not `first.kill()`: its wait would block while the frozen orphan keeps the agent's stdout pipe open.
-        Glibc.kill(first.process.processIdentifier, SIGKILL)
+        // The wait is for the agent only: not for the stdout pipe, which the frozen orphan keeps open.
+        first.kill()
         // Orphaned and frozen: it cannot notice that its agent is gone.
         #expect(Self.alive(pid))
         // Another state directory: the next agent has no stored identity for it, so it cannot re-attach (see

@@ -16,6 +16,7 @@ struct ServerTests {
         defer { Task { await server.shutdown() } }
         let body = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-body-\(UUID())")
         try Data("hello".utf8).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
         let out = try await ChildProcess.run(nghttp, ["-v", "-d", body.path, "\(server.httpsURL)/3/device/ab"])
         let text = out.stdout
         #expect(out.status == 0, "\(out.stderr)")
@@ -175,6 +176,7 @@ struct ServerTests {
         #expect(headers.contains(":status: 431"))
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-big-\(UUID())")
         try Data(count: 1 << 20).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
         let out = try await nghttpVerbose("\(server.httpsURL)/x", extra: ["-d", file.path])
         #expect(out.contains(":status: 200"))
         let s = try #require(seen.withLock { $0 })

@@ -39,6 +39,7 @@ struct MockCLITests {
     func badTokensFile() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bad-tokens-\(UUID()).json")
         try Data(#"{"tokens":[{"token":"xyz"}]}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
         let out = try await ChildProcess.run(
             try Products.path("rouse"), ["mock-apns", "--h2c", "--listen", "127.0.0.1:0", "--tokens", file.path])
         #expect(out.status != 0)
