@@ -59,6 +59,8 @@ let package = Package(
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        // Child processes for the tests and rouse-bench (posix_spawn; no product links it).
+        .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
             dependencies: [
@@ -185,6 +187,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
+                "RouseChildProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -198,7 +201,7 @@ let package = Package(
 
         // MARK: Tests
         .target(
-            name: "RouseTestSupport", dependencies: ["CRouseShim"], path: "Tests/RouseTestSupport",
+            name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport",
             swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(

@@ -15,6 +15,7 @@ packages=(
     openssl              # the certs/ generator
     iproute2             # ip netns / veth for the network tests
     procps               # ps, used by benchmarks for RSS
+    python3-venv         # the interop tests' venv with third-party APNs clients (aioapns, kalyke-apns from PyPI)
     systemd              # systemd-analyze verify (unit tests), systemd-creds (the agent's state key)
 )
 

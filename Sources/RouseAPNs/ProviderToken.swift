@@ -63,13 +63,23 @@ public struct ProviderToken: Sendable, Hashable {
         guard alg == "ES256" else { throw .unsupportedAlgorithm(alg) }
         guard let kid = header.string("kid") else { throw .missingKeyID }
         guard let iss = claims.string("iss") else { throw .missingIssuer }
-        guard let iat = claims.integer("iat") else { throw .missingIssuedAt }
+        guard let iat = claims.integer("iat") ?? claims.string("iat").flatMap(Self.decimalSeconds) else {
+            throw .missingIssuedAt
+        }
         let signingInputCount = parts[0].count + 1 + parts[1].count
         return UnverifiedProviderToken(
             token: ProviderToken(keyID: kid, teamID: iss, issuedAt: iat),
             signingInput: Array(utf8.prefix(signingInputCount)),
             signature: signature
         )
+    }
+
+    /// `iat` written as a JSON string of decimal digits, which APNs accepts: kalyke-apns, a widely deployed Python
+    /// client, has signed `{"iat":"1767225600"}` for years. Anything else (sign, fraction, blank, over 18 digits)
+    /// is not a time.
+    static func decimalSeconds(_ text: String) -> Int64? {
+        guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int64(text)
     }
 
     /// Parses and verifies a token against `publicKey`.

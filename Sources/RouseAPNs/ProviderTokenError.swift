@@ -61,7 +61,7 @@ public struct ProviderTokenError: Error, Hashable, Sendable, CustomStringConvert
         case .unsupportedAlgorithm: "provider token alg '\(detail)' is not ES256"
         case .missingKeyID: "provider token header has no kid"
         case .missingIssuer: "provider token claims have no iss"
-        case .missingIssuedAt: "provider token claims have no integer iat"
+        case .missingIssuedAt: "provider token claims have no integer iat (a number, or a string of decimal digits)"
         case .badSignature: "provider token signature does not verify"
         case .badPrivateKey: "cannot read the ES256 private key: \(detail)"
         }

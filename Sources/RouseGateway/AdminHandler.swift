@@ -6,6 +6,8 @@ struct AdminView: Sendable {
     let store: any GatewayStore
     let metrics: GatewayMetrics
     let core: GatewayCore
+    /// The public listeners, whose budget hits `/metrics` shows.
+    let listeners: [(name: String, server: HTTP2Server)]
 
     /// Most pending pushes listed by `/v1/pending`.
     static let pendingListLimit = 1000
@@ -20,6 +22,9 @@ struct AdminView: Sendable {
             case "/metrics":
                 let pending = try store.read { try $0.pendingCounts().values.reduce(0, +) }
                 metrics.setPending(pending)
+                for listener in listeners {
+                    metrics.recordLimitCounts(listener: listener.name, listener.server.limitCounts)
+                }
                 return (200, "text/plain; version=0.0.4", metrics.render())
             case "/v1/devices":
                 let (devices, counts, reports) = try store.read {

@@ -106,6 +106,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         let channelID = core.makeChannelID()
         channels[stream.id] = (credential.deviceID, channelID)
         core.submitDevice(credential, reply: { reply in Self.send(reply, on: stream) }) { context, device in
+            stream.connection.markAuthenticated()
             try context.openChannel(device: device, channelID: channelID, stream: stream)
             return nil
         }
@@ -168,7 +169,12 @@ final class DeviceHandler: HTTP2ConnectionHandler {
                 reply: { reply in
                     inProgress.value.subtract(1, ordering: .relaxed)
                     Self.send(reply, on: stream)
-                }, body)
+                }
+            ) { context, device in
+                // The credential is valid: the connection gets the ordinary idle limit.
+                stream.connection.markAuthenticated()
+                return try body(&context, device)
+            }
         }
     }
 

@@ -85,6 +85,10 @@ public final class Gateway: Sendable {
         providerConfiguration.shutdownGoAwayDebugData = JSONText.errorBody(reason: .shutdown)
         var deviceConfiguration = try Self.serverConfiguration(configuration.device, workers: configuration.workers)
         deviceConfiguration.maxRequestBodySize = 65536
+        // A device needs its channel and a few requests at once, not APNs' 1000 streams.
+        deviceConfiguration.settings.maxConcurrentStreams = UInt32(configuration.limits.deviceMaxStreams)
+        Self.applyBudgets(configuration.limits, to: &providerConfiguration)
+        Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
         // Channels keep their stream open: idle means no stream at all for this long.
         deviceConfiguration.idleTimeout = .seconds(600)
         do {
@@ -104,7 +108,8 @@ public final class Gateway: Sendable {
             }
             if let adminListener = configuration.admin {
                 let adminConfiguration = try Self.serverConfiguration(adminListener, workers: 1)
-                let view = AdminView(store: store, metrics: metrics, core: core)
+                let view = AdminView(
+                    store: store, metrics: metrics, core: core, listeners: [("provider", provider), ("device", device)])
                 admin = try HTTP2Server(configuration: adminConfiguration, logger: logger) { _, _ in
                     AdminHandler(view: view)
                 }
@@ -178,6 +183,19 @@ public final class Gateway: Sendable {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    /// The budgets both public listeners share (docs/gateway.md, "Running it in public").
+    private static func applyBudgets(_ limits: GatewayConfiguration.Limits, to c: inout HTTP2ServerConfiguration) {
+        c.maxConnections = limits.maxConnections
+        c.maxConnectionsPerAddress = limits.maxConnectionsPerAddress
+        c.requestTimeout = .seconds(limits.requestTimeoutSeconds)
+        c.unauthenticatedIdleTimeout = .seconds(limits.unauthenticatedIdleSeconds)
+    }
+
+    /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).
+    public var limitCounts: (provider: HTTP2ServerLimitCounts, device: HTTP2ServerLimitCounts) {
+        (provider.limitCounts, device.limitCounts)
     }
 
     private static func serverConfiguration(_ listener: GatewayConfiguration.Listener, workers: Int)

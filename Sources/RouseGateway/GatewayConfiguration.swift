@@ -87,6 +87,17 @@ public struct GatewayConfiguration: Sendable {
         /// Token connections get one stream until their first valid token, as APNs does (clients that open
         /// many streams at once, such as h2load, see REFUSED_STREAM for the others).
         public var oneStreamUntilToken = true
+        /// Open connections per listener at most (more are closed at accept, counted in the metrics).
+        public var maxConnections: Int = 20_000
+        /// Open connections per listener from one source address at most (devices behind one NAT share one).
+        public var maxConnectionsPerAddress: Int = 1000
+        /// Streams at once on a device connection (a channel and a few requests).
+        public var deviceMaxStreams: Int = 16
+        /// Seconds a request may take to end (END_STREAM) after its HEADERS, on both ports.
+        public var requestTimeoutSeconds: Int = 10
+        /// Seconds an idle connection that never authenticated is kept (a valid provider token or certificate
+        /// push, a device request with a valid credential authenticates it).
+        public var unauthenticatedIdleSeconds: Int = 30
 
         /// Defaults.
         public init() {}

@@ -35,6 +35,11 @@ extension GatewayConfiguration {
             var maxPendingPushesPerDevice: Int?
             var maxPendingBytesPerDevice: Int?
             var oneStreamUntilToken: Bool?
+            var maxConnections: Int?
+            var maxConnectionsPerAddress: Int?
+            var deviceMaxStreams: Int?
+            var requestTimeoutSeconds: Int?
+            var unauthenticatedIdleSeconds: Int?
         }
 
         var environment: String?
@@ -148,6 +153,11 @@ extension GatewayConfiguration {
             limits.maxPendingPushesPerDevice = l.maxPendingPushesPerDevice ?? limits.maxPendingPushesPerDevice
             limits.maxPendingBytesPerDevice = l.maxPendingBytesPerDevice ?? limits.maxPendingBytesPerDevice
             limits.oneStreamUntilToken = l.oneStreamUntilToken ?? limits.oneStreamUntilToken
+            limits.maxConnections = l.maxConnections ?? limits.maxConnections
+            limits.maxConnectionsPerAddress = l.maxConnectionsPerAddress ?? limits.maxConnectionsPerAddress
+            limits.deviceMaxStreams = l.deviceMaxStreams ?? limits.deviceMaxStreams
+            limits.requestTimeoutSeconds = l.requestTimeoutSeconds ?? limits.requestTimeoutSeconds
+            limits.unauthenticatedIdleSeconds = l.unauthenticatedIdleSeconds ?? limits.unauthenticatedIdleSeconds
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -157,6 +167,11 @@ extension GatewayConfiguration {
                 ("maxTokensPerDevice", Int64(limits.maxTokensPerDevice)),
                 ("maxPendingPushesPerToken", Int64(limits.maxPendingPushesPerToken)),
                 ("maxPendingPushesPerDevice", Int64(limits.maxPendingPushesPerDevice)),
+                ("maxConnections", Int64(limits.maxConnections)),
+                ("maxConnectionsPerAddress", Int64(limits.maxConnectionsPerAddress)),
+                ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
+                ("requestTimeoutSeconds", Int64(limits.requestTimeoutSeconds)),
+                ("unauthenticatedIdleSeconds", Int64(limits.unauthenticatedIdleSeconds)),
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
@@ -186,7 +201,8 @@ extension GatewayConfiguration {
             "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs",
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
             "maxTokensPerDevice", "maxPendingPushesPerToken", "maxPendingBytesPerToken", "maxPendingPushesPerDevice",
-            "maxPendingBytesPerDevice", "oneStreamUntilToken",
+            "maxPendingBytesPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
+            "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",
         ],
     ]
 

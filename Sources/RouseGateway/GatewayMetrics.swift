@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import RouseHTTP2
 import Synchronization
 
 /// The gateway's Prometheus metrics, in its own registry (so several gateways can live in one test process):
@@ -15,6 +16,8 @@ public final class GatewayMetrics: Sendable {
     private let expiredCounter: Counter
     /// Counters by (name, type, outcome), created on first use.
     private let counters = Mutex<[String: Counter]>([:])
+    /// Budget-hit counts already added to the counters, per listener and limit.
+    private let limitSeen = Mutex<[String: UInt64]>([:])
     /// Plain totals for tests and the benchmark.
     private let totals = Mutex<[String: Int]>([:])
 
@@ -60,6 +63,38 @@ public final class GatewayMetrics: Sendable {
     public func expired(count amount: Int) {
         expiredCounter.increment(by: Int64(amount))
         add("expired", amount)
+    }
+
+    /// Brings `rouse_gateway_limit_hits_total{listener,limit}` up to a listener's budget-hit counts: connections
+    /// refused (in total, per address), accept pauses (EMFILE), streams refused (buffer budget), request
+    /// timeouts, idle closes of connections that never authenticated. An attack shows here.
+    public func recordLimitCounts(listener: String, _ counts: HTTP2ServerLimitCounts) {
+        let values: [(String, UInt64)] = [
+            ("connections-refused", counts.connectionsRefused),
+            ("connections-refused-per-address", counts.connectionsRefusedPerAddress),
+            ("accept-paused", counts.acceptPauses), ("streams-refused-buffer", counts.streamsRefusedBufferBudget),
+            ("request-timeout", counts.requestTimeouts), ("unauthenticated-idle", counts.unauthenticatedIdleCloses),
+        ]
+        for (limit, value) in values {
+            let key = "\(listener)|\(limit)"
+            let delta = limitSeen.withLock { seen -> UInt64 in
+                let old = seen[key] ?? 0
+                seen[key] = max(old, value)
+                return value > old ? value - old : 0
+            }
+            let counter = counters.withLock { counters -> Counter in
+                if let counter = counters[key] { return counter }
+                let counter = registry.makeCounter(
+                    descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
+                    labels: [("listener", listener), ("limit", limit)])
+                counters[key] = counter
+                return counter
+            }
+            if delta > 0 {
+                counter.increment(by: Int64(delta))
+                add("limit/\(listener)/\(limit)", Int(delta))
+            }
+        }
     }
 
     /// Open device channels now.

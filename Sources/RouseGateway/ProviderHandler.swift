@@ -29,9 +29,9 @@ final class ProviderHandler: HTTP2ConnectionHandler {
         advertisedStreams =
             oneStreamUntilToken ? auth.maxConcurrentStreams(configured: configuredStreams) : configuredStreams
         if advertisedStreams != configuredStreams {
-            // After the kernel's first SETTINGS (sent with the configured limit once this factory returns).
-            let limit = UInt32(advertisedStreams)
-            connection.eventLoop.execute { connection.setMaxConcurrentStreams(limit) }
+            // Set while the factory runs, so it is the first SETTINGS frame's value: the client's first flight is
+            // held to one stream, as on APNs.
+            connection.setMaxConcurrentStreams(UInt32(advertisedStreams))
         }
     }
 
@@ -62,6 +62,8 @@ final class ProviderHandler: HTTP2ConnectionHandler {
             core.metrics.pushIn(type: request.header("apns-push-type"), outcome: reason.rawValue)
             ProviderResponse.reject(stream, reason: reason, apnsID: echoed)
         case .success(let accepted):
+            // A valid token or certificate: the connection gets the ordinary idle limit.
+            connection.markAuthenticated()
             let submission = PushSubmission(
                 token: accepted.deviceToken.lowercased(), headers: accepted.headers, payload: request.body,
                 apnsID: accepted.headers.apnsID ?? APNsID.random(), receivedAt: now)

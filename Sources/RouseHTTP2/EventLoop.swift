@@ -19,6 +19,9 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     private var timers = TimerHeap()
     private let pending = Mutex<[@Sendable () -> Void]>([])
     private let stopped = Atomic<Bool>(false)
+    /// How many times the loop's thread woke from `epoll_wait` (events, timers, or work from other threads): what an
+    /// idle daemon should keep near zero.
+    package let wakeUps = Atomic<UInt64>(0)
     private var thread: Thread?
     /// The loop thread's `pthread_t` (0 until started).
     private let threadID = Atomic<UInt>(0)
@@ -111,6 +114,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
                 // Only a bug can make epoll_wait fail on our own descriptors (EINTR is absorbed).
                 preconditionFailure("\(error)")
             }
+            wakeUps.add(1, ordering: .relaxed)
             for i in 0..<Int(n) {
                 let fd = Int32(truncatingIfNeeded: events[i].data.u64)
                 let flags = events[i].events

@@ -30,6 +30,8 @@ class H2Connection: EventLoopFDHandler {
     private var inCallback = false
     private var flushPending = false
     private var readingAfterWriteError = false
+    /// Output is held until the peer's first bytes were read (see `awaitsPrefaceBeforeSending`).
+    private var awaitingFirstBytes = false
 
     init(loop: EventLoop, transport: Transport, logger: Logger, connecting: Bool) {
         self.loop = loop
@@ -53,8 +55,14 @@ class H2Connection: EventLoopFDHandler {
     /// The shared read buffer for this connection's loop.
     var readBuffer: UnsafeMutableRawBufferPointer { preconditionFailure("subclass provides a read buffer") }
 
-    /// The protocol the peer must agree on via ALPN ("h2").
-    var requiresH2: Bool { true }
+    /// Whether a TLS peer that negotiated no ALPN protocol is served anyway. Servers say yes: APNs serves clients
+    /// that offer no ALPN and then send the HTTP/2 preface (aioapns does), and a client that offered ALPN without
+    /// `h2` was already refused in the handshake (`no_application_protocol`, see `TLSContext`). Clients say no:
+    /// they offered `h2` and a server that ignores ALPN may not speak HTTP/2.
+    var servesWithoutALPN: Bool { false }
+
+    /// Whether the session's first frames wait until the peer's first bytes arrived (servers without ALPN h2).
+    var awaitsPrefaceBeforeSending: Bool { false }
 
     // MARK: lifecycle
 
@@ -115,8 +123,13 @@ class H2Connection: EventLoopFDHandler {
         do {
             switch try transport.handshake() {
             case .done:
-                guard !requiresH2 || transport.negotiatedProtocol == "h2" else {
-                    close(reason: "peer did not negotiate h2 (ALPN)")
+                switch transport.negotiatedProtocol {
+                case "h2":
+                    break
+                case nil where servesWithoutALPN:
+                    break
+                case let other:
+                    close(reason: "peer did not negotiate h2 (ALPN: \(other ?? "none"))")
                     return
                 }
                 activate()
@@ -137,6 +150,9 @@ class H2Connection: EventLoopFDHandler {
             close(reason: "nghttp2 session could not be created")
             return
         }
+        // Without ALPN h2 the peer may not speak HTTP/2 at all: our SETTINGS wait until its first bytes were read
+        // (they go out with the answer to them), so an HTTP/1.1 client reads a plain refusal and no frame bytes.
+        awaitingFirstBytes = awaitsPrefaceBeforeSending
         flush()
         // Data may already be buffered inside TLS.
         if phase == .active { readAll() }
@@ -165,9 +181,14 @@ class H2Connection: EventLoopFDHandler {
                 return
             case .bytes(let n):
                 budget -= n
+                awaitingFirstBytes = false
                 inCallback = true
                 let rv = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), n)
                 inCallback = false
+                if rv == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
+                    refuseNonHTTP2()
+                    return
+                }
                 if rv < 0 {
                     let message = String(cString: nghttp2_strerror(Int32(rv)))
                     logger.debug("HTTP/2 protocol error", metadata: ["error": "\(message)"])
@@ -190,7 +211,7 @@ class H2Connection: EventLoopFDHandler {
             flushPending = true
             return
         }
-        guard phase == .active, let session else { return }
+        guard phase == .active, let session, !awaitingFirstBytes || closeAfterFlush else { return }
         flushPending = false
         while true {
             if output.count - outputOffset < 65536 {
@@ -255,6 +276,12 @@ class H2Connection: EventLoopFDHandler {
     /// Flushes after the current nghttp2 callback batch, or now.
     func flushSoon() {
         if inCallback { flushPending = true } else { flush() }
+    }
+
+    /// The peer's first bytes were not the HTTP/2 connection preface (an HTTP/1.1 request on a connection that
+    /// negotiated no ALPN, or on h2c). Servers answer in HTTP/1.1 so the peer's user reads why.
+    func refuseNonHTTP2() {
+        close(reason: "peer did not send the HTTP/2 connection preface")
     }
 
     // MARK: close

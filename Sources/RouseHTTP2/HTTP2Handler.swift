@@ -38,6 +38,12 @@ public struct HTTP2Connection: Sendable {
         ref.run { $0.setMaxConcurrentStreams(value) }
     }
 
+    /// The peer proved who it is (a valid provider token, a device credential): the connection is held to the
+    /// ordinary idle limit from now on instead of `unauthenticatedIdleTimeout`.
+    public func markAuthenticated() {
+        ref.run { $0.markAuthenticated() }
+    }
+
     /// Closes the TCP connection with a reset (RST), without any HTTP/2 goodbye.
     public func resetTCP() {
         ref.run { $0.resetTCP() }

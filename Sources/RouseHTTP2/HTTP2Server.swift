@@ -52,6 +52,12 @@ public final class HTTP2Server: Sendable {
         self.listeners = Mutex(listeners)
     }
 
+    /// How often the budgets were hit since the server started (connections refused, streams reset, …).
+    public var limitCounts: HTTP2ServerLimitCounts { shared.counters.snapshot }
+
+    /// How often the server's loop threads woke up since it started.
+    package var loopWakeUps: UInt64 { loops.reduce(0) { $0 + $1.wakeUps.load(ordering: .relaxed) } }
+
     /// Connections currently open.
     public var connectionCount: Int { shared.openConnections.load(ordering: .relaxed) }
 

@@ -35,5 +35,26 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// Listen backlog.
     public var backlog: Int32 = 4096
 
+    // MARK: budgets (every peer is assumed hostile; each limit hit is counted in `HTTP2Server.limitCounts`)
+
+    /// Open connections at most, over all workers; more are closed at accept.
+    public var maxConnections: Int = 20_000
+    /// Open connections at most from one source address; more are closed at accept.
+    public var maxConnectionsPerAddress: Int = 1000
+    /// Bytes of request headers and bodies buffered by streams not yet handed to the application, per connection.
+    /// A stream that would take more is reset with REFUSED_STREAM. Flow control follows the same rule: a request's
+    /// body is acknowledged with WINDOW_UPDATE only once the application took it (or it was dropped), so a peer
+    /// cannot push more than the windows allow in the meantime.
+    public var maxBufferedRequestBytes: Int = 1 << 20
+    /// A request must end (END_STREAM) within this long after its HEADERS, or its stream is reset (CANCEL):
+    /// half-open streams cannot hold memory or keep a connection from its idle limit. `nil`: no deadline.
+    public var requestTimeout: Duration? = .seconds(10)
+    /// A connection that was never marked authenticated (`HTTP2Connection.markAuthenticated()`) is closed after
+    /// this long without streams, instead of `idleTimeout`. `nil`: `idleTimeout` for everyone.
+    public var unauthenticatedIdleTimeout: Duration?
+    /// When accepting fails for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), the listener stops
+    /// polling for this long instead of spinning on a socket that stays readable.
+    public var acceptPause: Duration = .milliseconds(100)
+
     public init() {}
 }

@@ -1,3 +1,4 @@
+import CRouseShim
 import Glibc
 import RouseSystem
 
@@ -7,6 +8,10 @@ final class Listener: EventLoopFDHandler {
     let loop: EventLoop
     let shared: ServerShared
     private var closed = false
+    private var paused = false
+    /// When the last "accept paused" warning was logged (monotonic ns), and pauses since.
+    private var lastPauseLog: UInt64 = 0
+    private var pausesSinceLog = 0
 
     init(fd: Int32, loop: EventLoop, shared: ServerShared) {
         self.fd = fd
@@ -20,24 +25,63 @@ final class Listener: EventLoopFDHandler {
             do {
                 accepted = try Sys.accept(fd)
             } catch {
-                // EMFILE/ENFILE/ENOMEM: log and retry on the next readiness event.
-                shared.logger.warning("accept failed", metadata: ["error": "\(error)"])
+                pause(after: error)
                 return
             }
             guard let (client, peer) = accepted else { return }
+            let host = peer.host
+            guard shared.admit(host: host) else {
+                Sys.close(client)
+                continue
+            }
             try? Sys.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
             let local = (try? Sys.localAddress(client))?.description ?? ""
             let info = HTTP2ConnectionInfo(
                 id: shared.makeConnectionID(), remoteAddress: peer.description, localAddress: local,
                 tlsVersion: nil, peerCertificate: nil)
+            let connection: ServerConnection
             do {
-                let connection = try ServerConnection(fd: client, info: info, loop: loop, shared: shared)
-                shared.connectionOpened(connection)
+                connection = try ServerConnection(fd: client, info: info, peerHost: host, loop: loop, shared: shared)
+            } catch {
+                shared.logger.warning("connection setup failed", metadata: ["error": "\(error)"])
+                shared.release(host: host)
+                Sys.close(client)
+                continue
+            }
+            shared.connectionOpened(connection)
+            do {
                 try connection.start()
             } catch {
                 shared.logger.warning("connection setup failed", metadata: ["error": "\(error)"])
-                Sys.close(client)
+                connection.close(reason: "setup failed")
             }
+        }
+    }
+
+    /// Accepting failed (EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connection stays queued and the socket
+    /// readable): stop polling the listener for `acceptPause` instead of spinning, and log at most every 10 s.
+    private func pause(after error: any Error) {
+        guard !paused else { return }
+        paused = true
+        shared.counters.acceptPauses.add(1, ordering: .relaxed)
+        pausesSinceLog += 1
+        let now = MonotonicClock.now()
+        if lastPauseLog == 0 || now &- lastPauseLog >= 10_000_000_000 {
+            shared.logger.warning(
+                "accept failed: listener paused",
+                metadata: [
+                    "error": "\(error)", "pause": "\(shared.configuration.acceptPause)",
+                    "pauses": "\(pausesSinceLog)",
+                ])
+            lastPauseLog = now
+            pausesSinceLog = 0
+        }
+        loop.modify(fd, events: 0)
+        loop.schedule(after: shared.configuration.acceptPause) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.paused = false
+            self.loop.modify(self.fd, events: EPOLLIN.rawValue)
+            self.handleEvents(EPOLLIN.rawValue)
         }
     }
 

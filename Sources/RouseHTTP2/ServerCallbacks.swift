@@ -25,6 +25,9 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
             nghttp2_option_set_stream_reset_rate_limit(option, UInt64(Int64.max), UInt64(Int64.max))
         }
         nghttp2_option_set_max_settings(option, 32)
+        // Request bodies are acknowledged (WINDOW_UPDATE) only once the application took them or they were dropped:
+        // flow control then bounds what a peer can park in half-open streams (see `maxBufferedRequestBytes`).
+        nghttp2_option_set_no_auto_window_update(option, 1)
         return option
     }
 
@@ -42,6 +45,7 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
             let id = frame.pointee.hd.stream_id
             let stream = ServerStream(id: id)
             c.streams[id] = stream
+            c.requestStarted(stream)
             // A header block arrives contiguously (HEADERS + CONTINUATION): remember its stream for onHeader.
             c.headerStream = stream
         }
@@ -52,12 +56,13 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
         guard let frame, let c = connection(userData) else { return 0 }
         let id = frame.pointee.hd.stream_id
         let cached = c.headerStream.flatMap { $0.id == id ? $0 : nil }
-        guard let stream = cached ?? c.streams[id] else { return 0 }
+        guard let stream = cached ?? c.streams[id], !stream.refused else { return 0 }
         stream.headerListSize += nameLength + valueLength + 32
         if stream.headerListSize > Int(c.shared.configuration.settings.maxHeaderListSize) {
             stream.headerListTooLarge = true
             return 0
         }
+        guard c.chargeRequestBytes(stream, nameLength + valueLength) else { return 0 }
         let n = String(nghttp2: name, length: nameLength)
         let v = String(nghttp2: value, length: valueLength)
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
@@ -73,15 +78,23 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
     }
 
     static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-        guard let c = connection(userData), let stream = c.streams[streamID], let data else { return 0 }
+        guard let c = connection(userData) else { return 0 }
+        guard let stream = c.streams[streamID], let data, !stream.refused else {
+            // Nothing keeps these bytes: their window goes back at once.
+            if let session = c.session { _ = nghttp2_session_consume_connection(session, length) }
+            return 0
+        }
         stream.bodyLength += length
         let limit = c.shared.configuration.maxRequestBodySize
-        if stream.body.count < limit {
-            let take = min(length, limit - stream.body.count)
+        var take = stream.body.count < limit ? min(length, limit - stream.body.count) : 0
+        if take > 0 && !c.chargeRequestBytes(stream, take) { take = 0 }
+        if take > 0 {
             stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: take))
-            if take < length { stream.bodyTruncated = true }
-        } else {
-            stream.bodyTruncated = true
+            stream.unconsumedBytes += take
+        }
+        if take < length {
+            if !stream.refused { stream.bodyTruncated = true }
+            c.consume(stream, length - take)
         }
         return 0
     }
@@ -110,6 +123,7 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
         guard let c = connection(userData) else { return 0 }
         if c.headerStream?.id == streamID { c.headerStream = nil }
         if let stream = c.streams.removeValue(forKey: streamID) {
+            c.releaseBuffers(stream)
             if stream.responseFinished { c.rapidReset.streamCompleted(streamID) }
             c.handler?.streamClosed(streamID)
         }

@@ -8,6 +8,8 @@ import RouseSystem
 /// Loop-confined: every method runs on `loop`'s thread.
 final class ServerConnection: H2Connection {
     let info: HTTP2ConnectionInfo
+    /// The peer's address without port (the per-address connection cap's key).
+    let peerHost: String
     let shared: ServerShared
     let ref: ConnectionRef
     var handler: (any HTTP2ConnectionHandler)?
@@ -15,12 +17,21 @@ final class ServerConnection: H2Connection {
     /// The stream whose header block is being decoded (saves a lookup per header).
     var headerStream: ServerStream?
     private var idleTimer: UInt64?
+    private var requestTimer: UInt64?
+    /// Set by the application once the peer proved who it is (ends the shorter unauthenticated idle limit).
+    private(set) var authenticated = false
+    /// Request header and body bytes held by streams not yet handed to the application.
+    var bufferedRequestBytes = 0
     /// Streams above this id arrived after our GOAWAY: they are never handed to the application.
     var goAwayLastStreamID: Int32 = .max
     var rapidReset: RapidResetGuard
+    /// True while the handler factory runs; limits set then go into the first SETTINGS frame.
+    private var startingSession = false
+    private var initialMaxConcurrentStreams: UInt32?
 
-    init(fd: Int32, info: HTTP2ConnectionInfo, loop: EventLoop, shared: ServerShared) throws {
+    init(fd: Int32, info: HTTP2ConnectionInfo, peerHost: String, loop: EventLoop, shared: ServerShared) throws {
         self.info = info
+        self.peerHost = peerHost
         self.shared = shared
         self.ref = ConnectionRef(loop: loop)
         self.rapidReset = RapidResetGuard(
@@ -52,36 +63,156 @@ final class ServerConnection: H2Connection {
         var connectionInfo = info
         connectionInfo.tlsVersion = transport.tlsVersion
         connectionInfo.peerCertificate = transport.peerCertificate()
-        // SETTINGS first, so a handler that changes them at once (the mock's one-stream rule) is the last word.
-        submitSettings(shared.configuration.settings)
+        // The handler first: a limit it sets while it is made (the one-stream-until-token rule) goes into the
+        // first SETTINGS frame, so the peer's first flight is already held to it.
+        startingSession = true
         handler = shared.factory(connectionInfo, HTTP2Connection(ref: ref))
+        startingSession = false
+        var settings = shared.configuration.settings
+        if let initialMaxConcurrentStreams { settings.maxConcurrentStreams = initialMaxConcurrentStreams }
+        submitSettings(settings)
         return true
+    }
+
+    override var servesWithoutALPN: Bool { true }
+
+    override var awaitsPrefaceBeforeSending: Bool { transport.negotiatedProtocol != "h2" }
+
+    override func refuseNonHTTP2() {
+        let body = "This server speaks HTTP/2 only (RFC 9113); send the HTTP/2 connection preface.\n"
+        let response =
+            "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+        // Best effort, once: the socket has room for a few hundred bytes on a fresh connection.
+        _ = try? Array(response.utf8).withUnsafeBytes { try transport.write($0) }
+        super.refuseNonHTTP2()
     }
 
     // MARK: idle
 
+    private var idleTimeout: Duration? {
+        if !authenticated, let short = shared.configuration.unauthenticatedIdleTimeout { return short }
+        return shared.configuration.idleTimeout
+    }
+
     private func armIdleTimer() {
-        guard let timeout = shared.configuration.idleTimeout else { return }
+        guard let timeout = idleTimeout else { return }
         idleTimer = loop.schedule(after: timeout) { [weak self] in self?.idleCheck() }
     }
 
     private func idleCheck() {
-        guard phase != .closed, let timeout = shared.configuration.idleTimeout else { return }
+        idleTimer = nil
+        guard phase != .closed, let timeout = idleTimeout else { return }
         let idleFor = MonotonicClock.now() &- lastActivity
-        if idleFor >= timeout.nanoseconds && streams.isEmpty {
-            logger.debug("idle timeout")
-            if phase == .active {
-                goAway(code: .noError, lastStreamID: nil, debugData: shared.configuration.idleGoAwayDebugData)
-                closeAfterFlush = true
-                flush()
-            } else {
-                close(reason: "idle")
+        guard idleFor >= timeout.nanoseconds else {
+            idleTimer = loop.schedule(after: .nanoseconds(Int64(timeout.nanoseconds &- idleFor))) { [weak self] in
+                self?.idleCheck()
             }
             return
         }
-        let remaining = timeout.nanoseconds &- min(idleFor, timeout.nanoseconds)
-        idleTimer = loop.schedule(after: .nanoseconds(Int64(max(remaining, 1_000_000)))) { [weak self] in
-            self?.idleCheck()
+        guard streams.isEmpty else {
+            // A stream is open (a long-lived response such as a device channel, whose liveness is the
+            // application's: heartbeats and acks; half-open requests end at `requestTimeout`). Look again a whole
+            // period later: a timer that re-armed for what is left of an expired period would fire every
+            // millisecond for the rest of the connection's life.
+            idleTimer = loop.schedule(after: timeout) { [weak self] in self?.idleCheck() }
+            return
+        }
+        logger.debug("idle timeout", metadata: ["authenticated": "\(authenticated)"])
+        if !authenticated && shared.configuration.unauthenticatedIdleTimeout != nil {
+            shared.counters.unauthenticatedIdleCloses.add(1, ordering: .relaxed)
+        }
+        if phase == .active {
+            goAway(code: .noError, lastStreamID: nil, debugData: shared.configuration.idleGoAwayDebugData)
+            closeAfterFlush = true
+            flush()
+        } else {
+            close(reason: "idle")
+        }
+    }
+
+    /// The application vouches for the peer: the ordinary idle limit applies from now on.
+    func markAuthenticated() {
+        guard !authenticated else { return }
+        authenticated = true
+        if idleTimer == nil && phase != .closed { armIdleTimer() }
+    }
+
+    // MARK: request budgets
+
+    /// A request stream began (HEADERS): it must end within `requestTimeout`.
+    func requestStarted(_ stream: ServerStream) {
+        stream.openedAt = MonotonicClock.now()
+        if requestTimer == nil, let timeout = shared.configuration.requestTimeout {
+            requestTimer = loop.schedule(after: timeout) { [weak self] in self?.requestDeadlineCheck() }
+        }
+    }
+
+    /// Resets every stream whose request did not end in time; re-arms for the oldest one left.
+    private func requestDeadlineCheck() {
+        requestTimer = nil
+        guard phase == .active, let session, let timeout = shared.configuration.requestTimeout else { return }
+        let now = MonotonicClock.now()
+        var oldest: UInt64?
+        for stream in streams.values where !stream.dispatched && !stream.refused {
+            if now &- stream.openedAt >= timeout.nanoseconds {
+                stream.refused = true
+                shared.counters.requestTimeouts.add(1, ordering: .relaxed)
+                _ = nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, HTTP2ErrorCode.cancel.rawValue)
+            } else {
+                oldest = min(oldest ?? stream.openedAt, stream.openedAt)
+            }
+        }
+        if let oldest {
+            let wait = timeout.nanoseconds &- (now &- oldest)
+            requestTimer = loop.schedule(after: .nanoseconds(Int64(wait))) { [weak self] in
+                self?.requestDeadlineCheck()
+            }
+        }
+        flushSoon()
+    }
+
+    /// Charges `count` bytes of `stream`'s request to the connection's buffer budget; over budget, the stream is
+    /// reset with REFUSED_STREAM (the client may retry it) and its buffers are dropped. Returns false then.
+    func chargeRequestBytes(_ stream: ServerStream, _ count: Int) -> Bool {
+        guard !stream.refused else { return false }
+        if bufferedRequestBytes + count > shared.configuration.maxBufferedRequestBytes {
+            refuse(stream)
+            return false
+        }
+        bufferedRequestBytes += count
+        stream.bufferedBytes += count
+        return true
+    }
+
+    private func refuse(_ stream: ServerStream) {
+        guard let session else { return }
+        stream.refused = true
+        shared.counters.streamsRefusedBufferBudget.add(1, ordering: .relaxed)
+        releaseBuffers(stream)
+        _ = nghttp2_submit_rst_stream(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, HTTP2ErrorCode.refusedStream.rawValue)
+        flushSoon()
+    }
+
+    /// The stream's request left the buffer (handed over, refused or closed): give back its budget and its
+    /// flow-control window, so the peer may send more.
+    func releaseBuffers(_ stream: ServerStream) {
+        bufferedRequestBytes -= stream.bufferedBytes
+        stream.bufferedBytes = 0
+        stream.headers = []
+        stream.body = []
+        consume(stream, stream.unconsumedBytes)
+        stream.unconsumedBytes = 0
+    }
+
+    /// Returns `count` bytes of flow-control window to the peer (WINDOW_UPDATE once enough has been consumed).
+    func consume(_ stream: ServerStream, _ count: Int) {
+        guard count > 0, let session else { return }
+        if nghttp2_session_consume(session, stream.id, count) != 0 {
+            // The stream is gone already: its bytes still count against the connection's window.
+            _ = nghttp2_session_consume_connection(session, count)
         }
     }
 
@@ -89,6 +220,7 @@ final class ServerConnection: H2Connection {
 
     override func didClose(reason: String) {
         if let idleTimer { loop.cancelTimer(idleTimer) }
+        if let requestTimer { loop.cancelTimer(requestTimer) }
         streams.removeAll()
         let h = handler
         handler = nil
@@ -128,6 +260,10 @@ final class ServerConnection: H2Connection {
     }
 
     func setMaxConcurrentStreams(_ value: UInt32) {
+        if startingSession {
+            initialMaxConcurrentStreams = value
+            return
+        }
         guard phase == .active else { return }
         var settings = shared.configuration.settings
         settings.maxConcurrentStreams = value
@@ -212,7 +348,8 @@ final class ServerConnection: H2Connection {
             headers: stream.headers, duplicatePseudoHeaders: stream.duplicatePseudo, body: stream.body,
             bodyTruncated: stream.bodyTruncated, bodyLength: stream.bodyLength, trailers: stream.trailers,
             streamID: stream.id)
-        stream.body = []
+        // The application owns the request now: its bytes leave this connection's budget and window.
+        releaseBuffers(stream)
         handler?.handleRequest(request, stream: HTTP2Stream(ref: ref, id: stream.id))
     }
 

@@ -12,6 +12,10 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
     let option: OpaquePointer?
     private let nextID = Atomic<UInt64>(1)
     let openConnections = Atomic<Int>(0)
+    /// Budget hits, for metrics.
+    let counters = ServerLimitCounters()
+    /// Connections admitted and not yet closed, in total and per source address (all loops).
+    private let admitted = Mutex<(total: Int, perAddress: [String: Int])>((0, [:]))
     /// Loop-confined per-loop state, keyed by loop identity.
     private let perLoop: [ObjectIdentifier: PerLoop]
 
@@ -51,6 +55,33 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
         Array(perLoop[ObjectIdentifier(loop)]!.connections.values)
     }
 
+    /// Takes a connection slot for `host`, or counts the refusal and returns false (caps from the configuration).
+    func admit(host: String) -> Bool {
+        let verdict = admitted.withLock { state -> Int in
+            if state.total >= configuration.maxConnections { return 1 }
+            let fromHost = state.perAddress[host, default: 0]
+            if fromHost >= configuration.maxConnectionsPerAddress { return 2 }
+            state.total += 1
+            state.perAddress[host] = fromHost + 1
+            return 0
+        }
+        switch verdict {
+        case 1: counters.connectionsRefused.add(1, ordering: .relaxed)
+        case 2: counters.connectionsRefusedPerAddress.add(1, ordering: .relaxed)
+        default: return true
+        }
+        return false
+    }
+
+    /// Gives back a slot taken by `admit(host:)`.
+    func release(host: String) {
+        admitted.withLock { state in
+            state.total -= 1
+            let left = state.perAddress[host, default: 1] - 1
+            state.perAddress[host] = left > 0 ? left : nil
+        }
+    }
+
     func connectionOpened(_ c: ServerConnection) {
         perLoop[ObjectIdentifier(c.loop)]!.connections[ObjectIdentifier(c)] = c
         openConnections.add(1, ordering: .relaxed)
@@ -59,6 +90,7 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
     func connectionClosed(_ c: ServerConnection) {
         if perLoop[ObjectIdentifier(c.loop)]!.connections.removeValue(forKey: ObjectIdentifier(c)) != nil {
             openConnections.subtract(1, ordering: .relaxed)
+            release(host: c.peerHost)
         }
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import RouseAPNs
 import RouseAgent
 import RouseAgentClient
+import RouseChildProcess
 import RouseGateway
 import RouseHTTP2
 
@@ -82,15 +83,13 @@ enum AgentBench {
             try Data(file.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/h\(n).toml"))
         }
         let socket = directory + "/agent.sock"
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: try GatewayBench.sibling("rouse-agent"))
-        agent.arguments = [
-            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--enroll-secret",
-            secrets[0], "--handlers", directory + "/handlers", "--state-dir", directory + "/state", "--socket", socket,
-            "--assume-reachable", "--log-level", "error",
-        ]
-        agent.standardOutput = FileHandle.nullDevice
-        try agent.run()
+        let agent = try ChildProcess.start(
+            try GatewayBench.sibling("rouse-agent"),
+            [
+                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--enroll-secret",
+                secrets[0], "--handlers", directory + "/handlers", "--state-dir", directory + "/state", "--socket",
+                socket, "--assume-reachable", "--log-level", "error",
+            ], stderr: .inherit)
         defer {
             agent.terminate()
             agent.waitUntilExit()

@@ -1,32 +1,20 @@
 import Foundation
 import RouseAgent
 import RouseAgentClient
+import RouseChildProcess
 import RouseGateway
 
 /// The agent behind a veth pair in a network namespace (root only): link up → channel open, as the agent sees
 /// it end to end (netlink event, reachability, new TLS connection, channel `hello`), polled over its IPC.
 enum AgentNetworkBench {
     static func ip(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        guard try ChildProcess.runSync("/usr/sbin/ip", arguments).status == 0 else {
             throw GatewayBench.BenchError(description: "ip \(arguments.joined(separator: " ")) failed")
         }
     }
 
     static func tool(_ path: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        guard try ChildProcess.runSync(path, arguments).status == 0 else {
             throw GatewayBench.BenchError(description: "\(path) \(arguments.first ?? "") failed")
         }
     }
@@ -74,38 +62,29 @@ enum AgentNetworkBench {
              "limits": {"heartbeatSeconds": 0}}
             """
         try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/netns-gateway.json"))
-        let gateway = Process()
-        gateway.executableURL = URL(fileURLWithPath: try GatewayBench.sibling("rouse-gateway"))
-        gateway.arguments = ["--config", directory + "/netns-gateway.json", "--log-level", "error"]
-        let pipe = Pipe()
-        gateway.standardOutput = pipe
-        try gateway.run()
+        let gateway = try ChildProcess.start(
+            try GatewayBench.sibling("rouse-gateway"),
+            ["--config", directory + "/netns-gateway.json", "--log-level", "error"],
+            stdout: .lines, stderr: .inherit)
         defer {
             gateway.terminate()
             gateway.waitUntilExit()
         }
-        var ready = ""
-        while !ready.contains("\n") {
-            let data = pipe.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            ready += String(decoding: data, as: UTF8.self)
-        }
+        let ready = await gateway.lines.first(timeout: .seconds(60)) { _ in true } ?? ""
         guard let field = ready.split(separator: " ").first(where: { $0.hasPrefix("device=") }),
             let port = field.split(separator: ":").last.map({ String($0.prefix { $0.isNumber }) })
         else { throw GatewayBench.BenchError(description: "gateway not ready: \(ready)") }
         try FileManager.default.createDirectory(
             atPath: directory + "/netns-handlers", withIntermediateDirectories: true)
         let socket = directory + "/netns-agent.sock"
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        agent.arguments = [
-            "netns", "exec", namespace, try GatewayBench.sibling("rouse-agent"), "--gateway",
-            "https://\(gatewayAddress):\(port)", "--ca", certs + "/ca.pem", "--enroll-secret", secret, "--handlers",
-            directory + "/netns-handlers", "--state-dir", directory + "/netns-state", "--socket", socket,
-            "--log-level", "error",
-        ]
-        agent.standardOutput = FileHandle.nullDevice
-        try agent.run()
+        let agent = try ChildProcess.start(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", namespace, try GatewayBench.sibling("rouse-agent"), "--gateway",
+                "https://\(gatewayAddress):\(port)", "--ca", certs + "/ca.pem", "--enroll-secret", secret,
+                "--handlers", directory + "/netns-handlers", "--state-dir", directory + "/netns-state", "--socket",
+                socket, "--log-level", "error",
+            ], stderr: .inherit)
         defer {
             agent.terminate()
             agent.waitUntilExit()

@@ -1,4 +1,5 @@
 import Foundation
+import RouseChildProcess
 import RouseSystem
 
 /// Process and measurement helpers shared by the benchmarks.
@@ -50,39 +51,23 @@ enum Bench {
 
     /// Runs a program to completion and returns its stdout.
     static func run(_ path: String, _ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try ChildProcess.runSync(path, args).stdout
     }
 
-    /// Starts a server process; waits until `port` accepts connections (deadline 10 s).
-    static func startServer(_ path: String, _ args: [String], port: UInt16) throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+    /// Starts a server process; waits until `port` accepts connections (deadline 10 s: it has no other readiness
+    /// signal).
+    static func startServer(_ path: String, _ args: [String], port: UInt16) throws -> RunningChild {
+        let server = try ChildProcess.start(path, args)
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if canConnect(port: port) { return p }
+            if canConnect(port: port) { return server }
             usleep(20_000)
         }
-        p.terminate()
+        server.kill()
         throw Failure(description: "\(path) did not listen on port \(port) within 10 s")
     }
 
-    static func stop(_ p: Process) {
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-    }
+    static func stop(_ server: RunningChild) { server.kill() }
 
     static func canConnect(port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

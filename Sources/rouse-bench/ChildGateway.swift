@@ -1,13 +1,14 @@
 import Foundation
+import RouseChildProcess
 
-/// `rouse-gateway` as a child process of the benchmark.
+/// `rouse-gateway` as a child process of the benchmark (killed if the benchmark throws before `stop()`).
 final class ChildGateway: Sendable {
-    let process: Process
+    let process: RunningChild
     let providerPort: UInt16
     let devicePort: UInt16
     let adminPort: UInt16
 
-    private init(process: Process, providerPort: UInt16, devicePort: UInt16, adminPort: UInt16) {
+    private init(process: RunningChild, providerPort: UInt16, devicePort: UInt16, adminPort: UInt16) {
         self.process = process
         self.providerPort = providerPort
         self.devicePort = devicePort
@@ -30,20 +31,10 @@ final class ChildGateway: Sendable {
             """
         let path = directory + "/gateway.json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--config", path, "--log-level", "warning"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
+        let process = try ChildProcess.start(
+            executable, ["--config", path, "--log-level", "warning"], stdout: .lines, stderr: .inherit)
         // The ready line comes first on stdout.
-        var text = ""
-        let handle = pipe.fileHandleForReading
-        while !text.contains("\n") {
-            let data = handle.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-        }
+        let text = await process.lines.first(timeout: .seconds(60)) { _ in true } ?? ""
         func port(_ name: String) -> UInt16? {
             guard
                 let field = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).first(where: {
@@ -54,7 +45,7 @@ final class ChildGateway: Sendable {
             return UInt16(field[field.index(after: colon)...])
         }
         guard let provider = port("provider"), let device = port("device"), let admin = port("admin") else {
-            process.terminate()
+            process.kill()
             throw GatewayBench.BenchError(description: "rouse-gateway did not start: \(text)")
         }
         return ChildGateway(process: process, providerPort: provider, devicePort: device, adminPort: admin)

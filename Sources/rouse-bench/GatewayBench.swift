@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseChildProcess
 import RouseCurl
 import RouseGateway
 import RouseHTTP2
@@ -351,17 +352,10 @@ enum GatewayBench {
         return "\(ProcessInfo.processInfo.activeProcessorCount) × \(cpu), Linux \(release), loopback"
     }
 
+    /// Runs a program (h2load) to completion; its stdout, then its stderr.
     static func runProcess(_ path: String, _ arguments: [String]) async throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let output = try await ChildProcess.run(path, arguments, timeout: .seconds(30 * 60))
+        return output.stdout + output.stderr
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseChildProcess
 import RouseHTTP2
 
 /// `rouse-bench mock-apns`: h2load against `rouse mock-apns` with every check on (token auth, 100k distinct
@@ -140,7 +141,7 @@ enum MockAPNsBench {
     }
 
     static func measure(
-        _ name: String, process: Process, h2load: String, clients: Int, streams: Int, requests: Int, args: [String]
+        _ name: String, process: RunningChild, h2load: String, clients: Int, streams: Int, requests: Int, args: [String]
     ) throws -> Result {
         let pid = process.processIdentifier
         let cpuBefore = Bench.cpuSeconds(pid: pid)

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import RouseChildProcess
 import RouseNetlink
 import RouseReachability
 import Synchronization
@@ -232,15 +233,12 @@ enum ReachBench {
 
     @discardableResult
     static func ip(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip")
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchError(description: "ip \(arguments.joined(separator: " ")) failed (run as root)")
+        let ip = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
+        let output = try ChildProcess.runSync(ip, arguments)
+        guard output.status == 0 else {
+            throw BenchError(
+                description: "ip \(arguments.joined(separator: " ")) failed (run as root): \(output.stderr)")
         }
-        return process.terminationStatus
+        return output.status
     }
 }

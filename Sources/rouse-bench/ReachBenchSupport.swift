@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RouseChildProcess
 import RouseNetlink
 import Synchronization
 
@@ -36,48 +37,39 @@ final class NotificationClock: Sendable {
 
 /// `ip … monitor …` as the floor: each output line timestamped when read.
 final class LineMonitor: Sendable {
-    private let process: Process
-    private let lines = Mutex<[UInt64]>([])
-    private let arrived = DispatchSemaphore(value: 0)
+    private let process: RunningChild
+    private let stamps = Stamps()
     let processID: Int32
 
+    /// Arrival times of the lines, written by the reader thread.
+    private final class Stamps: Sendable {
+        let lines = Mutex<[UInt64]>([])
+        let arrived = DispatchSemaphore(value: 0)
+    }
+
     init(arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        self.process = process
-        self.processID = process.processIdentifier
-        let handle = pipe.fileHandleForReading
-        let thread = Thread { [self] in
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                let now = DispatchTime.now().uptimeNanoseconds
-                let newlines = data.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
-                if newlines > 0 {
-                    lines.withLock { $0 += Array(repeating: now, count: newlines) }
-                    arrived.signal()
-                }
-            }
+        let ip = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
+        // Each line is stamped on the reader thread, as soon as it was read.
+        let stamps = stamps
+        process = try ChildProcess.start(ip, arguments, stdout: .lines, stderr: .inherit) { _ in
+            let now = DispatchTime.now().uptimeNanoseconds
+            stamps.lines.withLock { $0.append(now) }
+            stamps.arrived.signal()
         }
-        thread.start()
+        processID = process.processIdentifier
         // `ip monitor` is ready once it has bound its socket; give it a moment to start.
         Thread.sleep(forTimeInterval: 0.2)
     }
 
-    var lineCount: Int { lines.withLock { $0.count } }
+    var lineCount: Int { stamps.lines.withLock { $0.count } }
 
     /// The arrival time of the first line after the first `count` lines.
     func waitForLine(after count: Int, timeout: Double) -> UInt64? {
         let deadline = DispatchTime.now() + timeout
         while true {
-            if let time = lines.withLock({ $0.count > count ? $0[count] : nil }) { return time }
-            if arrived.wait(timeout: deadline) == .timedOut {
-                return lines.withLock { $0.count > count ? $0[count] : nil }
+            if let time = stamps.lines.withLock({ $0.count > count ? $0[count] : nil }) { return time }
+            if stamps.arrived.wait(timeout: deadline) == .timedOut {
+                return stamps.lines.withLock { $0.count > count ? $0[count] : nil }
             }
         }
     }
@@ -105,12 +97,8 @@ final class LineMonitor: Sendable {
         return total
     }
 
-    /// Kills the child by its pid with SIGKILL: children spawned from dispatch threads inherit a mask
-    /// that blocks SIGTERM.
-    func stop() {
-        if process.isRunning { kill(processID, SIGKILL) }
-        process.waitUntilExit()
-    }
+    /// Kills the child (SIGKILL) and waits until it is gone.
+    func stop() { process.kill() }
 }
 
 /// The figures of one benchmark run.

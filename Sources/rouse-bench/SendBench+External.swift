@@ -1,28 +1,28 @@
 import Foundation
 import RouseAPNs
+import RouseChildProcess
 
 /// The mock as a child process (`rouse mock-apns`), so the bench measures only the client's CPU.
 final class BenchMock {
-    let process = Process()
+    let process: RunningChild
     let port: UInt16
 
-    init(rouse: String, certs: String, workers: Int) throws {
+    init(rouse: String, certs: String, workers: Int) async throws {
         guard FileManager.default.isExecutableFile(atPath: rouse) else {
             throw SendBench.BenchError(description: "\(rouse) not found: build the rouse product first")
         }
-        process.executableURL = URL(fileURLWithPath: rouse)
-        process.arguments = [
-            "mock-apns", "--listen", "127.0.0.1:0", "--cert", certs + "/server.pem", "--key", certs + "/server.key",
-            "--keys", certs + "/keys.json", "--log-level", "error", "--workers", String(workers),
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let line = out.fileHandleForReading.readLine()
+        process = try ChildProcess.start(
+            rouse,
+            [
+                "mock-apns", "--listen", "127.0.0.1:0", "--cert", certs + "/server.pem", "--key",
+                certs + "/server.key", "--keys", certs + "/keys.json", "--log-level", "error", "--workers",
+                String(workers),
+            ], stdout: .lines, stderr: .inherit)
+        let line = await process.lines.first(timeout: .seconds(60)) { _ in true } ?? ""
         guard let range = line.range(of: "listening on 127.0.0.1:"),
             let port = UInt16(line[range.upperBound...].prefix { $0.isNumber })
         else {
-            process.terminate()
+            process.kill()
             throw SendBench.BenchError(description: "mock-apns did not start: \(line)")
         }
         self.port = port
@@ -34,36 +34,14 @@ final class BenchMock {
     }
 }
 
-extension FileHandle {
-    /// Reads up to the first newline (the mock's startup line).
-    func readLine() -> String {
-        var bytes: [UInt8] = []
-        while bytes.count < 4096 {
-            let chunk = readData(ofLength: 1)
-            guard let byte = chunk.first else { break }
-            if byte == UInt8(ascii: "\n") { break }
-            bytes.append(byte)
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
 extension SendBench {
     static func runProcess(_ path: String, _ arguments: [String]) throws -> (
         status: Int32, output: String, seconds: Double
     ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
         let start = ContinuousClock.now
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let output = try ChildProcess.runSync(path, arguments)
         let seconds = milliseconds(ContinuousClock.now - start) / 1000
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self), seconds)
+        return (output.status, output.stdout + output.stderr, seconds)
     }
 
     static func jwt(keyPEM: String) throws -> String {

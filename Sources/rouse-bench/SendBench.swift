@@ -51,7 +51,7 @@ enum SendBench {
             handler.logLevel = .error
             return handler
         }
-        let mock = try BenchMock(rouse: options.rouse, certs: options.certs, workers: options.mockWorkers)
+        let mock = try await BenchMock(rouse: options.rouse, certs: options.certs, workers: options.mockWorkers)
         defer { mock.stop() }
         print("mock-apns child on 127.0.0.1:\(mock.port); \(options.pushes) pushes per run, 100k distinct tokens")
         let tokens = (0..<100_000).map { String(format: "%08x", $0) + String(repeating: "5a", count: 28) }

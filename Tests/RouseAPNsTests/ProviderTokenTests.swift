@@ -69,12 +69,22 @@ struct ProviderTokenTests {
         ("\(b64(#"{"alg":"ES256","kid":7}"#)).\(goodClaims).\(sig)", .missingKeyID),
         ("\(goodHeader).\(b64(#"{"iat":1}"#)).\(sig)", .missingIssuer),
         ("\(goodHeader).\(b64(#"{"iss":"T"}"#)).\(sig)", .missingIssuedAt),
-        ("\(goodHeader).\(b64(#"{"iss":"T","iat":"1"}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":"1x"}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":"-1"}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":""}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":"1234567890123456789"}"#)).\(sig)", .missingIssuedAt),
         ("\(goodHeader).\(b64(#"{"iss":"T","iat":1.5}"#)).\(sig)", .missingIssuedAt),
         (String(repeating: "a", count: 5000), .tooLong),
     ])
     func parseErrors(token: String, expected: ProviderTokenError) {
         #expect(throws: expected) { try ProviderToken.parse(token) }
+    }
+
+    @Test("iat as a string of decimal digits is a time, as kalyke-apns signs it and APNs accepts")
+    func stringIssuedAt() throws {
+        let claims = Self.b64(#"{"iss":"T","iat":"1767225600"}"#)
+        let parsed = try ProviderToken.parse("\(Self.goodHeader).\(claims).\(Self.sig)")
+        #expect(parsed.token.issuedAt == 1_767_225_600)
     }
 
     @Test func parsesNestedAndEscapedJSON() throws {

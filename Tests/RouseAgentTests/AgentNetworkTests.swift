@@ -4,33 +4,43 @@ import RouseAgent
 import RouseAgentClient
 import RouseGateway
 import RouseTestSupport
+import Synchronization
 import Testing
 
 /// A network namespace for the agent, joined to this (root) namespace by a veth pair:
-/// agent side `10.201.N.2/24` in the namespace, gateway side `10.201.N.1/24` here.
+/// agent side `10.201.N.2/24` in the namespace, gateway side `10.201.N.1/24` here. Deleted by `delete()`, or at the
+/// latest when the fixture goes away (also when its set-up failed half-way).
 final class AgentNetwork: Sendable {
     let name: String
     let outside: String
     let inside: String
     let gatewayAddress: String
+    private let deleted = Mutex(false)
 
     init() async throws {
         guard getuid() == 0 else {
             throw FixtureError("network-namespace tests need root (uid \(getuid())); CI runs them as root")
         }
         let n = Int.random(in: 2...250)
-        name = "ra-\(getpid())-\(n)"
+        name = "ra-\(TestRun.name)-\(getpid())-\(n)"
         outside = "rav\(n)o\(getpid() % 1000)"
         inside = "rav\(n)i\(getpid() % 1000)"
         gatewayAddress = "10.201.\(n).1"
         try await Self.ip(["netns", "add", name])
-        try await Self.ip(["link", "add", outside, "type", "veth", "peer", "name", inside, "netns", name])
-        try await Self.ip(["addr", "add", "\(gatewayAddress)/24", "dev", outside])
-        try await Self.ip(["link", "set", outside, "up"])
-        try await Self.ip(["-n", name, "link", "set", "lo", "up"])
-        try await Self.ip(["-n", name, "addr", "add", "10.201.\(n).2/24", "dev", inside])
-        try await Self.ip(["-n", name, "link", "set", inside, "up"])
+        do {
+            try await Self.ip(["link", "add", outside, "type", "veth", "peer", "name", inside, "netns", name])
+            try await Self.ip(["addr", "add", "\(gatewayAddress)/24", "dev", outside])
+            try await Self.ip(["link", "set", outside, "up"])
+            try await Self.ip(["-n", name, "link", "set", "lo", "up"])
+            try await Self.ip(["-n", name, "addr", "add", "10.201.\(n).2/24", "dev", inside])
+            try await Self.ip(["-n", name, "link", "set", inside, "up"])
+        } catch {
+            delete()
+            throw error
+        }
     }
+
+    deinit { delete() }
 
     static func ip(_ arguments: [String]) async throws {
         let output = try await ChildProcess.run("/usr/sbin/ip", arguments, timeout: .seconds(20))
@@ -49,15 +59,15 @@ final class AgentNetwork: Sendable {
     /// Takes the agent's side of the link down or up.
     func link(up: Bool) async throws { try await Self.ip(["-n", name, "link", "set", inside, up ? "up" : "down"]) }
 
-    /// Deletes the namespace and the veth pair, synchronously (so a `defer` cleans up before the test ends).
+    /// Deletes the namespace and the veth pair (once), synchronously, so a `defer` cleans up before the test ends.
     func delete() {
+        let first = deleted.withLock { deleted in
+            defer { deleted = true }
+            return !deleted
+        }
+        guard first else { return }
         for arguments in [["link", "del", outside], ["netns", "del", name]] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = arguments
-            process.standardError = FileHandle.nullDevice
-            try? process.run()
-            process.waitUntilExit()
+            _ = try? ChildProcess.runSync("/usr/sbin/ip", arguments)
         }
     }
 

@@ -7,55 +7,28 @@ import RouseGateway
 import RouseTestSupport
 import Testing
 
-/// The built `rouse-agent` as a child process (killed with SIGKILL by the tests).
+/// The built `rouse-agent` as a child process (killed with SIGKILL by the tests, and when the fixture goes away).
 final class AgentProcess: Sendable {
-    let process: Process
+    let process: RunningChild
 
     init(
         executable: String? = nil, arguments: [String], environment: [String: String] = [:], stderrPath: String
     ) async throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable ?? Products.path("rouse-agent"))
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        try process.run()
-        let reader = LineReader(stdout.fileHandleForReading)
-        let ready = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                while let line = await reader.next() {
-                    if line.hasPrefix("rouse-agent ready") { return true }
-                }
-                return false
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(20))
-                return false
-            }
-            let first = try await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-        guard ready else {
-            process.terminate()
+        process = try ChildProcess.start(
+            try executable ?? Products.path("rouse-agent"), arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, stdout: .lines,
+            stderr: .file(stderrPath))
+        guard await process.lines.first(timeout: .seconds(20), where: { $0.hasPrefix("rouse-agent ready") }) != nil
+        else {
+            process.kill()
             throw FixtureError(
                 "rouse-agent not ready: \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
         }
     }
 
-    /// SIGKILL, then waits until it is gone (a zombie counts as gone). Not `waitUntilExit`: Foundation also waits
-    /// for the stdout pipe, which handlers it launched keep open (one whose agent died tries to reconnect for
-    /// `AgentClient.reconnectWindow`), and it would block a thread of the test's cooperative pool meanwhile.
-    func kill() {
-        let pid = process.processIdentifier
-        Glibc.kill(pid, SIGKILL)
-        while AgentRestartTests.alive(pid) { usleep(1000) }
-    }
+    /// SIGKILL (to its process group: the handlers it launched have groups of their own and live on), then waits
+    /// until it is gone.
+    func kill() { process.kill() }
 }
 
 @Suite("rouse-agent killed and restarted", .serialized, .timeLimit(.minutes(2)))

@@ -3,9 +3,10 @@ import RouseGateway
 import RouseTestSupport
 import Synchronization
 
-/// The built `rouse-gateway` executable run as a child process (crash-safety tests kill it with SIGKILL).
+/// The built `rouse-gateway` executable run as a child process (crash-safety tests kill it with SIGKILL). It is
+/// killed when the fixture goes away, so a test that fails before its `terminate()` leaves no gateway behind.
 final class GatewayProcess: Sendable {
-    let process: Process
+    let process: RunningChild
     let providerPort: UInt16
     let devicePort: UInt16
     let adminPort: UInt16?
@@ -56,46 +57,13 @@ final class GatewayProcess: Sendable {
             """
         let configPath = directory.path + "/gateway.json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: configPath))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable())
-        process.arguments = ["--config", configPath, "--log-level", "warning"]
-        let stdout = Pipe()
-        process.standardOutput = stdout
         let stderrPath = directory.path + "/gateway-\(UUID().uuidString).stderr"
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        let lines = AsyncStream<String>.makeStream()
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                lines.continuation.finish()
-            } else {
-                lines.continuation.yield(String(decoding: data, as: UTF8.self))
-            }
-        }
-        try process.run()
-        let ready = try await withThrowingTaskGroup(of: String?.self) { group in
-            group.addTask {
-                var text = ""
-                for await chunk in lines.stream {
-                    text += chunk
-                    if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("rouse-gateway ready") }) {
-                        return String(line)
-                    }
-                }
-                return nil
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        let process = try ChildProcess.start(
+            try executable(), ["--config", configPath, "--log-level", "warning"], stdout: .lines,
+            stderr: .file(stderrPath))
+        let ready = await process.lines.first(timeout: timeout) { $0.hasPrefix("rouse-gateway ready") }
         guard let ready else {
-            process.terminate()
+            process.kill()
             let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
             throw FixtureError("rouse-gateway did not get ready within \(timeout); stderr: \(log)")
         }
@@ -106,7 +74,7 @@ final class GatewayProcess: Sendable {
             return UInt16(field[field.index(after: colon)...])
         }
         guard let provider = port("provider"), let device = port("device") else {
-            process.terminate()
+            process.kill()
             throw FixtureError("unreadable ready line: \(ready)")
         }
         return GatewayProcess(
@@ -114,7 +82,9 @@ final class GatewayProcess: Sendable {
             stderrPath: stderrPath)
     }
 
-    private init(process: Process, providerPort: UInt16, devicePort: UInt16, adminPort: UInt16?, stderrPath: String) {
+    private init(
+        process: RunningChild, providerPort: UInt16, devicePort: UInt16, adminPort: UInt16?, stderrPath: String
+    ) {
         self.process = process
         self.providerPort = providerPort
         self.devicePort = devicePort
@@ -123,17 +93,17 @@ final class GatewayProcess: Sendable {
     }
 
     /// SIGKILL, then waits for the process to be gone.
-    func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    func kill() { process.kill() }
 
     /// SIGTERM (graceful drain), then waits; returns the exit status.
     func terminate() -> Int32 {
-        Glibc.kill(process.processIdentifier, SIGTERM)
+        process.terminate()
         process.waitUntilExit()
         return process.terminationStatus
     }
 
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// The gateway's process id.
+    var pid: pid_t { process.processIdentifier }
 }

@@ -51,20 +51,15 @@ struct ClientTests {
         try FileManager.default.createDirectory(at: docroot, withIntermediateDirectories: true)
         try Data("from nghttpd".utf8).write(to: docroot.appendingPathComponent("hello.txt"))
         let port = try Sys.freeLoopbackPort()
-        let nghttpd = Process()
-        try ChildProcess.require("/usr/sbin/nghttpd")
-        nghttpd.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpd")
-        nghttpd.arguments = [
-            "--address=127.0.0.1", "-d", docroot.path, String(port), Repository.cert("server.key"),
-            Repository.cert("server.pem"),
-        ]
-        nghttpd.standardOutput = FileHandle.nullDevice
-        nghttpd.standardError = FileHandle.nullDevice
-        try nghttpd.run()
-        // SIGKILL: a child started from the test runner inherits its blocked signals and ignores SIGTERM.
+        let nghttpd = try ChildProcess.start(
+            "/usr/sbin/nghttpd",
+            [
+                "--address=127.0.0.1", "-d", docroot.path, String(port), Repository.cert("server.key"),
+                Repository.cert("server.pem"),
+            ])
         defer {
-            kill(nghttpd.processIdentifier, SIGKILL)
-            nghttpd.waitUntilExit()
+            nghttpd.kill()
+            try? FileManager.default.removeItem(at: docroot)
         }
         let client = try await connectWithRetry(port: port)
         let result = await client.send(HTTP2ClientRequest(method: "GET", path: "/hello.txt", authority: "localhost"))

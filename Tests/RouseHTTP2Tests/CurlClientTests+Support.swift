@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RouseTestSupport
 import Testing
 
 /// Test fixtures for the curl client tests: the repository's certs/, free ports, a never-accepting
@@ -78,7 +79,7 @@ final class NghttpdServer {
 
     let port: Int
     let docroot: URL
-    private let process: Process
+    private let process: RunningChild
     private let logFile: URL
 
     /// Starts nghttpd with `files` in its docroot and waits (connect attempts, deadline 10 s) until it
@@ -93,7 +94,6 @@ final class NghttpdServer {
             try data.write(to: docroot.appendingPathComponent(name))
         }
         logFile = docroot.appendingPathComponent(".nghttpd.log")
-        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
 
         // Reserve a free port, release it, hand it to nghttpd. Another test's connection can take that port as
         // its source port meanwhile: nghttpd then exits with "Address already in use", and a new port is tried.
@@ -110,13 +110,7 @@ final class NghttpdServer {
             } else {
                 arguments += ["--no-tls", String(candidatePort)]
             }
-            let candidate = Process()
-            candidate.executableURL = URL(fileURLWithPath: Self.binary)
-            candidate.arguments = arguments
-            candidate.standardOutput = FileHandle.nullDevice
-            try Data().write(to: logFile)
-            candidate.standardError = try FileHandle(forWritingTo: logFile)
-            try candidate.run()
+            let candidate = try ChildProcess.start(Self.binary, arguments, stderr: .file(logFile.path))
 
             let deadline = ContinuousClock.now + .seconds(10)
             var failure: String?
@@ -126,8 +120,7 @@ final class NghttpdServer {
                     break
                 }
                 guard ContinuousClock.now < deadline else {
-                    kill(candidate.processIdentifier, SIGKILL)
-                    candidate.waitUntilExit()
+                    candidate.kill()
                     try? FileManager.default.removeItem(at: docroot)
                     throw CurlTestSupport.SupportError("nghttpd did not listen on port \(candidatePort) within 10 s")
                 }
@@ -144,13 +137,9 @@ final class NghttpdServer {
         }
     }
 
-    /// Kills nghttpd and removes the docroot. SIGKILL, because the child inherits the test runner's blocked
-    /// signal mask through Foundation's Process, so SIGTERM would stay pending forever.
+    /// Kills nghttpd (SIGKILL: nothing of its state matters) and removes the docroot.
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.kill()
         try? FileManager.default.removeItem(at: docroot)
     }
 

@@ -183,13 +183,51 @@ struct ServerTests {
         #expect(s.2 == 1 << 20)
     }
 
-    @Test("clients that do not negotiate h2 are turned away")
+    @Test("a client that offers ALPN without h2 is refused in the handshake with no_application_protocol")
     func http11Refused() async throws {
         let server = try makeServer { _, stream in stream.respond(status: 200) }
         defer { Task { await server.shutdown() } }
         let out = try await ChildProcess.run(
-            curlCLI, ["-sS", "--cacert", Repository.cert("ca.pem"), "--http1.1", "\(server.httpsURL)/x"])
-        #expect(out.status != 0)
+            curlCLI, ["-sS", "--cacert", Repository.cert("ca.pem"), "--http1.1", "\(server.localhostURL)/x"])
+        #expect(out.status == 35, "\(out.stderr)")  // CURLE_SSL_CONNECT_ERROR
+        #expect(out.stderr.contains("no application protocol"), "\(out.stderr)")
+    }
+
+    @Test("TLS without ALPN is served as HTTP/2 when the client sends the preface, as APNs does")
+    func noALPNPriorKnowledge() async throws {
+        let server = try makeServer { request, stream in
+            stream.respond(status: 200, body: Array("path \(request.path)".utf8))
+        }
+        defer { Task { await server.shutdown() } }
+        let out = try await ChildProcess.run(
+            curlCLI,
+            [
+                "-sS", "-i", "--cacert", Repository.cert("ca.pem"), "--http2-prior-knowledge", "--no-alpn",
+                "\(server.localhostURL)/3/device/ab",
+            ])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.stdout.hasPrefix("HTTP/2 200"), "\(out.stdout)")
+        #expect(out.stdout.hasSuffix("path /3/device/ab"), "\(out.stdout)")
+    }
+
+    @Test("TLS without ALPN and an HTTP/1.1 request: a plain 505 that says why, no HTTP/2 frame bytes")
+    func noALPNHTTP11() async throws {
+        let served = Atomic<Int>(0)
+        let server = try makeServer { _, stream in
+            served.add(1, ordering: .relaxed)
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let out = try await ChildProcess.run(
+            curlCLI,
+            ["-sS", "-i", "--cacert", Repository.cert("ca.pem"), "--http1.1", "--no-alpn", "\(server.localhostURL)/x"])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.stdout.hasPrefix("HTTP/1.1 505 HTTP Version Not Supported\r\n"), "\(out.stdout)")
+        #expect(out.stdout.contains("This server speaks HTTP/2 only"))
+        #expect(served.load(ordering: .relaxed) == 0)
+        // The server goes on serving HTTP/2 clients.
+        let ok = try await nghttpVerbose("\(server.httpsURL)/ok")
+        #expect(ok.contains(":status: 200"))
     }
 
     @Test("many connections and streams at once (h2load)")

@@ -27,6 +27,8 @@ func makeServer(
 extension HTTP2Server {
     var port: UInt16 { localAddress.port }
     var httpsURL: String { "https://127.0.0.1:\(port)" }
+    /// The URL whose host the test certificate names (clients that verify it, like curl).
+    var localhostURL: String { "https://localhost:\(port)" }
 }
 
 let nghttp = "/usr/bin/nghttp"

@@ -8,19 +8,14 @@ struct MockCLITests {
     @Test("prints its address and one JSON line per push; SIGTERM shuts it down gracefully")
     func jsonAndSIGTERM() async throws {
         let rouse = try Products.path("rouse")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: rouse)
-        process.arguments = [
-            "mock-apns", "--listen", "127.0.0.1:0", "--cert", Repository.cert("server.pem"), "--key",
-            Repository.cert("server.key"), "--client-ca", Repository.cert("ca.pem"), "--json", "--log-level", "error",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
-        try process.run()
-        let lines = LineReader(out.fileHandleForReading)
+        let process = try ChildProcess.start(
+            rouse,
+            [
+                "mock-apns", "--listen", "127.0.0.1:0", "--cert", Repository.cert("server.pem"), "--key",
+                Repository.cert("server.key"), "--client-ca", Repository.cert("ca.pem"), "--json", "--log-level",
+                "error",
+            ], stdout: .lines)
+        let lines = process.lines
         let startup = try #require(await lines.next())
         #expect(startup.contains(#""event":"listening""#))
         let address = try #require(startup.split(separator: "\"").drop { $0 != "address" }.dropFirst(2).first)
@@ -36,13 +31,8 @@ struct MockCLITests {
         let record = try #require(await lines.next())
         #expect(record.contains(#""outcome":"accepted""#))
         #expect(record.contains(#""token":"abcd""#))
-        kill(process.processIdentifier, SIGTERM)
-        var status: Int32 = -1
-        for await s in exited.stream {
-            status = s
-            break
-        }
-        #expect(status == 0)
+        process.terminate()
+        #expect(try await process.wait(timeout: .seconds(20)) == 0)
     }
 
     @Test("a garbage tokens file is a clear error, not a crash")

@@ -13,10 +13,11 @@ struct FixtureError: Error, CustomStringConvertible {
 }
 
 /// A uniquely named network namespace for one test, driven with `ip -n NAME …`, deleted by `delete()`
-/// (call it in a `defer`, so it runs even when the test fails).
+/// (call it in a `defer`, so it runs even when the test fails), or at the latest when the fixture goes away.
 final class NetworkNamespaceFixture: Sendable {
     let name: String
     var path: String { "/run/netns/\(name)" }
+    private let deleted = Mutex(false)
 
     init(_ tag: String) throws {
         guard getuid() == 0 else {
@@ -25,10 +26,17 @@ final class NetworkNamespaceFixture: Sendable {
         guard FileManager.default.isExecutableFile(atPath: Self.ipPath) else {
             throw FixtureError(description: "\(Self.ipPath) not found: install iproute2 (deploy/install-deps.sh)")
         }
-        name = "rz-\(tag)-\(getpid())-\(UInt32.random(in: 0..<1_000_000))"
+        name = "rz-\(TestRun.name)-\(tag)-\(getpid())-\(UInt32.random(in: 0..<1_000_000))"
         try Self.run(["netns", "add", name])
-        try ip("link set lo up")
+        do {
+            try ip("link set lo up")
+        } catch {
+            delete()
+            throw error
+        }
     }
+
+    deinit { delete() }
 
     static let ipPath = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
 
@@ -42,9 +50,13 @@ final class NetworkNamespaceFixture: Sendable {
         try Self.run(["netns", "exec", name, "sysctl", "-q", "-w", assignment])
     }
 
-    /// Deletes the namespace (and every interface in it).
+    /// Deletes the namespace (and every interface in it), once.
     func delete() {
-        _ = try? Self.run(["netns", "del", name])
+        let first = deleted.withLock { deleted in
+            defer { deleted = true }
+            return !deleted
+        }
+        if first { _ = try? Self.run(["netns", "del", name]) }
     }
 
     @discardableResult

@@ -24,7 +24,8 @@ public final class RawH2Client {
     public init(port: UInt16, receiveTimeout: Duration = .seconds(10)) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        var tv = timeval(tv_sec: Int(receiveTimeout.components.seconds), tv_usec: 0)
+        let (seconds, attoseconds) = receiveTimeout.components
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -36,12 +37,12 @@ public final class RawH2Client {
             }
         }
         guard r == 0 else {
-            close(fd)
+            Glibc.close(fd)
             throw Failure(description: "connect to 127.0.0.1:\(port): errno \(errno)")
         }
     }
 
-    deinit { close(fd) }
+    deinit { Glibc.close(fd) }
 
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
@@ -89,6 +90,18 @@ public final class RawH2Client {
             }
             buffer.append(contentsOf: chunk[0..<n])
         }
+    }
+
+    /// Every frame that arrives until the receive deadline passes or the server closes the connection.
+    public func framesUntilQuiet() -> [Frame] {
+        var frames: [Frame] = []
+        while let frame = try? readFrame() { frames.append(frame) }
+        return frames
+    }
+
+    /// Closes our side (the server sees the connection end).
+    public func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
     }
 
     /// Reads frames until one satisfies `match` (returned) or the connection closes (`nil`).

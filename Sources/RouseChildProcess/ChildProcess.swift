@@ -1,0 +1,200 @@
+import Foundation
+
+/// Runs other programs for the tests and for rouse-bench (curl, nghttpd, h2load, ip, openssl and the package's
+/// own products): to completion with ``run(_:_:stdin:timeout:)`` or ``runSync(_:_:environment:)``, or as a
+/// long-running ``RunningChild`` with ``start(_:_:environment:stdout:stderr:onStdoutLine:)``.
+///
+/// posix_spawn, not `Foundation.Process`: Swift 6.3.1's `Process.run` can SIGSEGV while it closes the inherited
+/// descriptors (swift-corelibs-foundation PR #5472). Every child gets fds 0-2 from us and every other descriptor
+/// closed, its own process group, default signal dispositions and an empty signal mask.
+public enum ChildProcess {
+    /// What a finished program left.
+    public struct Output: Sendable {
+        /// The exit code, or 128 + the signal that ended it.
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+        /// The signal that ended it (nil: it exited).
+        public let signal: Int32?
+
+        init(raw: Int32, stdout: [UInt8], stderr: [UInt8]) {
+            (status, signal) = ChildProcess.decode(raw)
+            self.stdout = String(decoding: stdout, as: UTF8.self)
+            self.stderr = String(decoding: stderr, as: UTF8.self)
+        }
+    }
+
+    /// A program could not be run, or ran out of time.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+
+        public init(description: String) { self.description = description }
+
+        static func system(_ call: String, _ code: Int32) -> Failure {
+            Failure(description: "\(call): \(String(cString: strerror(code))) (errno \(code))")
+        }
+    }
+
+    /// Where a started child's stdout or stderr goes.
+    public enum Sink: Sendable {
+        /// `/dev/null`.
+        case discard
+        /// Our own stdout or stderr (a benchmark shows its servers' warnings).
+        case inherit
+        /// A file, created or truncated (a server's log, read after a failure).
+        case file(String)
+        /// A pipe read line by line on a thread of its own (``RunningChild/lines``, ``RunningChild/errorLines``).
+        case lines
+    }
+
+    /// Variables added to the environment of every child started by this task and its child tasks. A test scope
+    /// tags what it starts this way, so that it can find (and kill) even the descendants that left its process
+    /// group: rouse-agent hands its environment on to the handlers it launches.
+    @TaskLocal public static var addedEnvironment: [String: String] = [:]
+
+    /// Fails with a clear reason when `path` is not an executable (tests never skip silently).
+    public static func require(_ path: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw Failure(description: "\(path) is missing: run deploy/install-deps.sh (it installs the test tools)")
+        }
+    }
+
+    /// Starts `path` in a process group of its own, stdin `/dev/null`; `environment` replaces ours when given.
+    /// `onStdoutLine` (with `stdout: .lines`) sees each line on the reader thread, as soon as it is read.
+    public static func start(
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil, stdout: Sink = .discard,
+        stderr: Sink = .discard, onStdoutLine: (@Sendable (String) -> Void)? = nil
+    ) throws -> RunningChild {
+        try require(path)
+        var descriptors = Descriptors()
+        defer { descriptors.finish() }
+        func open(_ sink: Sink, ours: Int32) throws -> (child: Int32, reader: Int32?) {
+            switch sink {
+            case .discard: return (try descriptors.theirs(ChildSyscalls.open("/dev/null", writing: true)), nil)
+            case .inherit: return (try descriptors.theirs(ChildSyscalls.duplicate(ours)), nil)
+            case .file(let file): return (try descriptors.theirs(ChildSyscalls.open(file, writing: true)), nil)
+            case .lines:
+                let pipe = try descriptors.pipe(ourEnd: \.read)
+                return (pipe.write, pipe.read)
+            }
+        }
+        let input = try descriptors.theirs(ChildSyscalls.open("/dev/null", writing: false))
+        let out = try open(stdout, ours: 1)
+        let err = try open(stderr, ours: 2)
+        let pid = try ChildSyscalls.spawn(
+            path, arguments, environment: variables(environment), stdin: input, stdout: out.child, stderr: err.child)
+        descriptors.spawned = true
+        return RunningChild(
+            exit: ChildExit(pid: pid), lines: LineReader(descriptor: out.reader, onLine: onStdoutLine),
+            errorLines: LineReader(descriptor: err.reader, onLine: nil))
+    }
+
+    /// Runs `path` and blocks until it exits (no deadline: for quick, local programs such as `ip`).
+    public static func runSync(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> Output
+    {
+        let spawned = try spawnPiped(path, arguments, environment: environment)
+        ChildSyscalls.close(spawned.stdin)
+        let errors = PipeCollector(spawned.stderr)
+        let output = PipeCollector(spawned.stdout)
+        let raw = spawned.exit.blockingWait()
+        return Output(raw: raw, stdout: output.blockingResult(), stderr: errors.blockingResult())
+    }
+
+    /// Runs `path` with `arguments` and waits for it, killing it (its process group) after `timeout`.
+    public static func run(
+        _ path: String, _ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)
+    ) async throws -> Output {
+        let spawned = try spawnPiped(path, arguments, environment: nil)
+        let output = PipeCollector(spawned.stdout)
+        let errors = PipeCollector(spawned.stderr)
+        let writer = spawned.stdin
+        let bytes = stdin.map { Array($0) } ?? []
+        Thread.detachNewThread {
+            // A child that never reads its stdin must not block the test: written on a thread.
+            _ = ChildSyscalls.write(writer, bytes)
+            ChildSyscalls.close(writer)
+        }
+        let exit = spawned.exit
+        let raw: Int32
+        do {
+            raw = try await exit.wait(timeout: timeout)
+        } catch {
+            exit.send(SIGKILL, group: true)
+            _ = await exit.wait()
+            throw Failure(description: "\(path) \(arguments.joined(separator: " ")) timed out after \(timeout)")
+        }
+        return Output(raw: raw, stdout: await output.result(), stderr: await errors.result())
+    }
+
+    /// Kills (SIGKILL) every process whose environment holds `variable=value`, until none is left: the
+    /// descendants of a test's children, including those that left their process group. Returns their pids.
+    @discardableResult
+    public static func killAll(carrying variable: String, _ value: String) -> [pid_t] {
+        let entry = Array("\(variable)=\(value)".utf8)
+        var killed: [pid_t] = []
+        // A process may start another one while we look: look again until a pass finds nothing (bounded).
+        for _ in 0..<20 {
+            let found = ChildSyscalls.processes(withEnvironmentEntry: entry)
+            if found.isEmpty { break }
+            for pid in found where ChildSyscalls.kill(pid, ifItStillCarries: entry) { killed.append(pid) }
+        }
+        return killed
+    }
+
+    /// The exit code (or 128 + the signal) and the signal, from a raw wait status.
+    static func decode(_ raw: Int32) -> (status: Int32, signal: Int32?) {
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, spelled out (the macros do not import).
+        let signal = raw & 0x7f
+        return signal == 0 ? ((raw >> 8) & 0xff, nil) : (128 + signal, signal)
+    }
+
+    /// Our environment (or `environment`) with ``addedEnvironment``, as `KEY=value` strings.
+    static func variables(_ environment: [String: String]?) -> [String] {
+        (environment ?? ProcessInfo.processInfo.environment).merging(addedEnvironment) { $1 }
+            .map { "\($0.key)=\($0.value)" }
+    }
+
+    /// A child with pipes as its fds 0-2: our ends of them, and its exit.
+    private static func spawnPiped(_ path: String, _ arguments: [String], environment: [String: String]?) throws
+        -> (stdin: Int32, stdout: Int32, stderr: Int32, exit: ChildExit)
+    {
+        try require(path)
+        var descriptors = Descriptors()
+        defer { descriptors.finish() }
+        let input = try descriptors.pipe(ourEnd: \.write)
+        let output = try descriptors.pipe(ourEnd: \.read)
+        let errors = try descriptors.pipe(ourEnd: \.read)
+        let pid = try ChildSyscalls.spawn(
+            path, arguments, environment: variables(environment), stdin: input.read, stdout: output.write,
+            stderr: errors.write)
+        descriptors.spawned = true
+        return (input.write, output.read, errors.read, ChildExit(pid: pid))
+    }
+
+    /// The descriptors of a spawn under way: the child's ends are closed once it has them (or the spawn failed);
+    /// ours are closed only when the spawn failed, otherwise the caller owns them.
+    private struct Descriptors {
+        var child: [Int32] = []
+        var ours: [Int32] = []
+        var spawned = false
+
+        mutating func theirs(_ fd: Int32) -> Int32 {
+            child.append(fd)
+            return fd
+        }
+
+        mutating func pipe(ourEnd: KeyPath<(read: Int32, write: Int32), Int32>) throws -> (read: Int32, write: Int32) {
+            let pipe = try ChildSyscalls.pipe()
+            let mine = pipe[keyPath: ourEnd]
+            ours.append(mine)
+            child.append(mine == pipe.read ? pipe.write : pipe.read)
+            return pipe
+        }
+
+        func finish() {
+            for fd in child { ChildSyscalls.close(fd) }
+            if !spawned { for fd in ours { ChildSyscalls.close(fd) } }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import RouseHTTP2
+import RouseTestSupport
+import Synchronization
+import Testing
+
+/// `:authority: localhost`, HPACK literal without indexing (name index 1).
+private let authority: [UInt8] = [0x01, 0x09] + Array("localhost".utf8)
+
+/// HEADERS for `POST /` over h2c (HPACK static table: :method POST, :path /, :scheme http), END_HEADERS, and
+/// END_STREAM only when asked: without it the request stays half-open.
+private func postHeaders(stream: UInt32, endStream: Bool = false) -> [UInt8] {
+    RawH2Client.frame(
+        type: 1, flags: 0x4 | (endStream ? 0x1 : 0), stream: stream, payload: [0x83, 0x84, 0x86] + authority)
+}
+
+private func data(stream: UInt32, count: Int, endStream: Bool = false) -> [UInt8] {
+    RawH2Client.frame(
+        type: 0, flags: endStream ? 0x1 : 0, stream: stream, payload: [UInt8](repeating: 0x61, count: count))
+}
+
+/// The error code of a RST_STREAM frame.
+private func errorCode(_ frame: RawH2Client.Frame) -> UInt32 {
+    frame.payload.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+}
+
+/// Every peer is assumed hostile: the kernel's per-connection and per-server budgets.
+@Suite("HTTP/2 server kernel budgets", .timeLimit(.minutes(1)))
+struct BudgetTests {
+    @Test("a half-open stream past the idle timeout does not make the idle timer spin")
+    func idleTimerDoesNotSpin() async throws {
+        let server = try makeServer(
+            tls: false,
+            configure: {
+                $0.idleTimeout = .milliseconds(100)
+                $0.requestTimeout = nil
+            }
+        ) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port, receiveTimeout: .milliseconds(50))
+        try client.sendPreface()
+        try client.send(postHeaders(stream: 1))
+        // Past the idle timeout with the stream open, then a window of 600 ms: the old timer re-armed every
+        // millisecond from here on (~600 wake-ups); now it looks again once per idle period (~6).
+        try await Task.sleep(for: .milliseconds(300))
+        let before = server.loopWakeUps
+        try await Task.sleep(for: .milliseconds(600))
+        let wakeUps = server.loopWakeUps - before
+        #expect(wakeUps < 40, "\(wakeUps) wake-ups in 600 ms")
+        #expect(server.connectionCount == 1, "the stream keeps its connection")
+    }
+
+    @Test("a request that does not end in time is reset (CANCEL) and counted")
+    func requestDeadline() async throws {
+        let server = try makeServer(tls: false, configure: { $0.requestTimeout = .milliseconds(200) }) { _, stream in
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port)
+        try client.sendPreface()
+        try client.send(postHeaders(stream: 1))
+        let started = ContinuousClock.now
+        let reset = try #require(try client.readUntil { $0.type == 3 && $0.streamID == 1 })
+        #expect(errorCode(reset) == 0x8)
+        #expect(ContinuousClock.now - started >= .milliseconds(150))
+        #expect(server.limitCounts.requestTimeouts == 1)
+        // A request that ends in time is answered on the same connection.
+        try client.send(postHeaders(stream: 3, endStream: true))
+        #expect(try client.readUntil { $0.type == 1 && $0.streamID == 3 } != nil)
+    }
+
+    @Test("request bodies are acknowledged only once the application took them")
+    func windowFollowsTheApplication() async throws {
+        let bodies = Mutex<[Int]>([])
+        let server = try makeServer(tls: false, configure: { $0.requestTimeout = nil }) { request, stream in
+            bodies.withLock { $0.append(request.body.count) }
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port, receiveTimeout: .milliseconds(300))
+        try client.sendPreface()
+        // 56 KiB parked in two half-open streams: nghttp2's automatic WINDOW_UPDATE would let a peer park far more.
+        try client.send(postHeaders(stream: 1) + data(stream: 1, count: 16384) + data(stream: 1, count: 16384))
+        try client.send(postHeaders(stream: 3) + data(stream: 3, count: 16384) + data(stream: 3, count: 8192))
+        let parked = client.framesUntilQuiet()
+        #expect(!parked.contains { $0.type == 8 }, "no WINDOW_UPDATE while the bodies are parked: \(parked)")
+        // Stream 1 ends: the application takes its body, and its window comes back.
+        try client.send(data(stream: 1, count: 0, endStream: true))
+        let update = try #require(try client.readUntil { $0.type == 8 && $0.streamID == 0 })
+        let increment = update.payload.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7fff_ffff
+        #expect(increment >= 32768)
+        #expect(bodies.withLock { $0 } == [32768])
+    }
+
+    @Test("buffered request bytes over the connection's budget: REFUSED_STREAM, counted, connection kept")
+    func bufferBudget() async throws {
+        let server = try makeServer(
+            tls: false,
+            configure: {
+                $0.maxBufferedRequestBytes = 20000
+                $0.requestTimeout = nil
+            }
+        ) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let client = try RawH2Client(port: server.port)
+        try client.sendPreface()
+        try client.send(postHeaders(stream: 1) + data(stream: 1, count: 12000))
+        try client.send(postHeaders(stream: 3) + data(stream: 3, count: 12000))
+        let reset = try #require(try client.readUntil { $0.type == 3 })
+        #expect(reset.streamID == 3)
+        #expect(errorCode(reset) == 0x7)
+        #expect(server.limitCounts.streamsRefusedBufferBudget == 1)
+        // Stream 1 was within budget and is answered once it ends.
+        try client.send(data(stream: 1, count: 0, endStream: true))
+        #expect(try client.readUntil { $0.type == 1 && $0.streamID == 1 } != nil)
+    }
+
+    @Test("connections over the per-address cap are closed at accept, and counted")
+    func perAddressCap() async throws {
+        let server = try makeServer(tls: false, configure: { $0.maxConnectionsPerAddress = 2 }) { _, stream in
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let first = try RawH2Client(port: server.port)
+        let second = try RawH2Client(port: server.port)
+        for client in [first, second] {
+            try client.sendPreface()
+            #expect(try client.readUntil { $0.type == 4 } != nil, "admitted: the server's SETTINGS arrive")
+        }
+        let third = try RawH2Client(port: server.port)
+        try? third.sendPreface()
+        #expect(try third.readUntil { _ in false } == nil, "refused: closed without a frame")
+        #expect(server.limitCounts.connectionsRefusedPerAddress == 1)
+        first.close()
+        // A slot is free again once the server saw the close.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.connectionCount > 1 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let fourth = try RawH2Client(port: server.port)
+        try fourth.sendPreface()
+        #expect(try fourth.readUntil { $0.type == 4 } != nil)
+    }
+
+    @Test("the global connection cap holds across addresses")
+    func globalCap() async throws {
+        let server = try makeServer(tls: false, configure: { $0.maxConnections = 1 }) { _, stream in
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let first = try RawH2Client(port: server.port)
+        try first.sendPreface()
+        #expect(try first.readUntil { $0.type == 4 } != nil)
+        let second = try RawH2Client(port: server.port)
+        try? second.sendPreface()
+        #expect(try second.readUntil { _ in false } == nil)
+        #expect(server.limitCounts.connectionsRefused == 1)
+    }
+
+    @Test("a connection never marked authenticated gets the shorter idle limit; an authenticated one keeps going")
+    func unauthenticatedIdle() async throws {
+        let server = try makeServer(
+            tls: false,
+            configure: {
+                $0.idleTimeout = .seconds(3600)
+                $0.unauthenticatedIdleTimeout = .milliseconds(200)
+            }
+        ) { request, stream in
+            if request.path == "/login" { stream.connection.markAuthenticated() }
+            stream.respond(status: 200)
+        }
+        defer { Task { await server.shutdown() } }
+        let anonymous = try RawH2Client(port: server.port)
+        try anonymous.sendPreface()
+        let trusted = try RawH2Client(port: server.port, receiveTimeout: .milliseconds(600))
+        try trusted.sendPreface()
+        // :method GET, :scheme http, :path literal "/login" (indexed name 4).
+        let login: [UInt8] = [0x82, 0x86, 0x04, 0x06] + Array("/login".utf8) + authority
+        try trusted.send(RawH2Client.frame(type: 1, flags: 0x5, stream: 1, payload: login))
+        #expect(try trusted.readUntil { $0.type == 1 && $0.streamID == 1 } != nil)
+        #expect(try anonymous.readUntil { $0.type == 7 } != nil, "GOAWAY for the anonymous connection")
+        #expect(!trusted.framesUntilQuiet().contains { $0.type == 7 }, "none for the authenticated one")
+        #expect(server.limitCounts.unauthenticatedIdleCloses == 1)
+    }
+}
