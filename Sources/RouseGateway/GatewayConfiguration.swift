@@ -78,6 +78,15 @@ public struct GatewayConfiguration: Sendable {
         public var maxDeviceRequestsInProgress: Int = 32
         /// Tokens per device at most.
         public var maxTokensPerDevice: Int = 256
+        /// Pending pushes one token may hold: beyond, its oldest are dropped (`dropped_total{reason="token-quota"}`),
+        /// so an authorized provider cannot fill the disk for an offline token.
+        public var maxPendingPushesPerToken: Int = 1000
+        /// Payload bytes one token may hold pending (1 MiB; at least the largest payload, 5120).
+        public var maxPendingBytesPerToken: Int = 1 << 20
+        /// Pending pushes one device may hold, all its tokens together (`reason="device-quota"`).
+        public var maxPendingPushesPerDevice: Int = 10_000
+        /// Payload bytes one device may hold pending (16 MiB; at least 5120).
+        public var maxPendingBytesPerDevice: Int = 16 << 20
         /// Token connections get one stream until their first valid token, as APNs does (clients that open
         /// many streams at once, such as h2load, see REFUSED_STREAM for the others).
         public var oneStreamUntilToken = true

@@ -31,6 +31,10 @@ extension GatewayConfiguration {
             var maxAckIDs: Int?
             var maxDeviceRequestsInProgress: Int?
             var maxTokensPerDevice: Int?
+            var maxPendingPushesPerToken: Int?
+            var maxPendingBytesPerToken: Int?
+            var maxPendingPushesPerDevice: Int?
+            var maxPendingBytesPerDevice: Int?
             var oneStreamUntilToken: Bool?
             var maxConnections: Int?
             var maxConnectionsPerAddress: Int?
@@ -146,6 +150,10 @@ extension GatewayConfiguration {
             limits.maxAckIDs = l.maxAckIDs ?? limits.maxAckIDs
             limits.maxDeviceRequestsInProgress = l.maxDeviceRequestsInProgress ?? limits.maxDeviceRequestsInProgress
             limits.maxTokensPerDevice = l.maxTokensPerDevice ?? limits.maxTokensPerDevice
+            limits.maxPendingPushesPerToken = l.maxPendingPushesPerToken ?? limits.maxPendingPushesPerToken
+            limits.maxPendingBytesPerToken = l.maxPendingBytesPerToken ?? limits.maxPendingBytesPerToken
+            limits.maxPendingPushesPerDevice = l.maxPendingPushesPerDevice ?? limits.maxPendingPushesPerDevice
+            limits.maxPendingBytesPerDevice = l.maxPendingBytesPerDevice ?? limits.maxPendingBytesPerDevice
             limits.oneStreamUntilToken = l.oneStreamUntilToken ?? limits.oneStreamUntilToken
             limits.maxConnections = l.maxConnections ?? limits.maxConnections
             limits.maxConnectionsPerAddress = l.maxConnectionsPerAddress ?? limits.maxConnectionsPerAddress
@@ -161,6 +169,8 @@ extension GatewayConfiguration {
                 ("sweepIntervalSeconds", Int64(limits.sweepIntervalSeconds)), ("maxAckIDs", Int64(limits.maxAckIDs)),
                 ("maxDeviceRequestsInProgress", Int64(limits.maxDeviceRequestsInProgress)),
                 ("maxTokensPerDevice", Int64(limits.maxTokensPerDevice)),
+                ("maxPendingPushesPerToken", Int64(limits.maxPendingPushesPerToken)),
+                ("maxPendingPushesPerDevice", Int64(limits.maxPendingPushesPerDevice)),
                 ("maxConnections", Int64(limits.maxConnections)),
                 ("maxConnectionsPerAddress", Int64(limits.maxConnectionsPerAddress)),
                 ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
@@ -169,6 +179,14 @@ extension GatewayConfiguration {
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
+            }
+            let largestPayload = APNsPushType.voip.maxPayloadBytes
+            for (name, value) in [
+                ("maxPendingBytesPerToken", limits.maxPendingBytesPerToken),
+                ("maxPendingBytesPerDevice", limits.maxPendingBytesPerDevice),
+            ] where value < largestPayload {
+                throw .badConfiguration(
+                    "\(source): limits.\(name) must be at least \(largestPayload) (the largest payload)")
             }
             if limits.voipAllowance < 0 || limits.heartbeatSeconds < 0 {
                 throw .badConfiguration("\(source): limits.voipAllowance and heartbeatSeconds must not be negative")
@@ -187,7 +205,8 @@ extension GatewayConfiguration {
             "defaultExpirationSeconds", "maxExpirationSeconds", "window", "voipAllowance", "maxQueuedJobs",
             "maxQueuedDeviceRequests",
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
-            "maxTokensPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
+            "maxTokensPerDevice", "maxPendingPushesPerToken", "maxPendingBytesPerToken", "maxPendingPushesPerDevice",
+            "maxPendingBytesPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
             "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",
         ],
     ]

@@ -121,12 +121,11 @@ extension CoreContext {
     }
 
     mutating func dropToken(device: DeviceRecord, token: String) throws -> DeviceReply {
-        let pending = try transaction.pendingList(deviceID: device.id, limit: Int.max).filter { $0.token == token }
-        guard try transaction.revokeToken(token, deviceID: device.id, at: now) else {
+        guard let dropped = try transaction.revokeToken(token, deviceID: device.id, at: now) else {
             return .error(404, "unknownToken", "this device has no live token '\(token)'")
         }
-        if var slot = state.channels[device.id], !pending.isEmpty {
-            if case .refill(let limit) = slot.delivery.removed(pending.map(\.id)) { try refill(&slot, limit: limit) }
+        if var slot = state.channels[device.id], !dropped.isEmpty {
+            if case .refill(let limit) = slot.delivery.removed(dropped) { try refill(&slot, limit: limit) }
             state.channels[device.id] = slot
         }
         return .ok("{\"token\":\(JSONText.quoted(token)),\"revokedAt\":\(now)}")

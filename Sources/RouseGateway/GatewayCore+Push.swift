@@ -109,6 +109,20 @@ extension CoreContext {
                 effects.append { metrics.dropped(type: type, reason: "background-slot", count: count) }
             }
         }
+        // Storage quotas: the token's, then the device's oldest pending pushes make room for this one.
+        for (owner, pushes, bytes, reason) in [
+            (
+                BacklogOwner.token(push.token), limits.maxPendingPushesPerToken, limits.maxPendingBytesPerToken,
+                "token-quota"
+            ),
+            (.device(push.deviceID), limits.maxPendingPushesPerDevice, limits.maxPendingBytesPerDevice, "device-quota"),
+        ] {
+            let dropped = try transaction.trimBacklog(owner, pushes: pushes - 1, bytes: bytes - push.payload.count)
+            guard !dropped.isEmpty else { continue }
+            replaced += dropped.map(\.id)
+            let types = dropped.map(\.pushType)
+            effects.append { for type in types { metrics.dropped(type: type, reason: reason) } }
+        }
         if var online = slot, !replaced.isEmpty {
             if case .refill(let limit) = online.delivery.removed(replaced) {
                 try refill(&online, limit: limit)

@@ -48,7 +48,7 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// A push was dropped without delivery: `reason` is `collapsed`, `background-slot`,
-    /// `expiration-zero-offline`, `channel-closed`.
+    /// `expiration-zero-offline`, `channel-closed`, or a storage quota (`token-quota`, `device-quota`).
     public func dropped(type: String?, reason: String, count amount: Int = 1) {
         for _ in 0..<amount { count("rouse_gateway_dropped_total", type: type ?? "none", outcome: reason) }
     }

@@ -31,6 +31,10 @@ public protocol GatewayStoreTransaction {
     func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush]
     /// Pending pushes per device.
     func pendingCounts() throws -> [String: Int]
+    /// Deletes the oldest pending pushes of one token or one device until it holds at most `pushes` pushes with at
+    /// most `bytes` payload bytes in all (the store keeps both totals as pushes come and go, so a check within the
+    /// quota costs one lookup); returns the deleted pushes, oldest first.
+    func trimBacklog(_ owner: BacklogOwner, pushes: Int, bytes: Int) throws -> [(id: Int64, pushType: String?)]
 
     // MARK: Devices
 
@@ -64,9 +68,9 @@ public protocol GatewayStoreTransaction {
     func insertToken(_ token: TokenRecord) throws
     /// The tokens of one device (or all), revoked ones included, by creation time.
     func tokens(deviceID: String?) throws -> [TokenRecord]
-    /// Marks a device's token revoked (410 Unregistered from then on) and drops its pending pushes; false if
-    /// the device has no such live token.
-    func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> Bool
+    /// Marks a device's token revoked (410 Unregistered from then on) and drops its pending pushes; returns their
+    /// ids, or `nil` if the device has no such live token.
+    func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]?
 
     // MARK: Provider keys
 
@@ -80,4 +84,12 @@ public protocol GatewayStoreTransaction {
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool
     /// Re-enables a revoked key (an explicit administrator's action); false if unknown or not revoked.
     func unrevokeProviderKey(_ keyID: String) throws -> Bool
+}
+
+/// Whose pending pushes a storage quota counts.
+public enum BacklogOwner: Sendable, Hashable {
+    /// One device token (lowercase hex).
+    case token(String)
+    /// One device, all its tokens.
+    case device(String)
 }

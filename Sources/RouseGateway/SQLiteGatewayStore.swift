@@ -126,6 +126,39 @@ public final class SQLiteGatewayStore: GatewayStore {
                         PRIMARY KEY(device_id, topic));
                     """)
         }
+        // Storage quotas: pending pushes and payload bytes per token and per device, kept by triggers on every
+        // insert and delete (acknowledgement, expiry, collapse, revocation, the CLI), so a quota check is one
+        // lookup. The token index serves the token's oldest pushes and the deletes by token.
+        migrator.registerMigration("v3-backlog-totals") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX pushes_by_token ON pushes(token);
+                    CREATE TABLE token_backlog(
+                        token TEXT PRIMARY KEY NOT NULL, pushes INTEGER NOT NULL, bytes INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE TABLE device_backlog(
+                        device_id TEXT PRIMARY KEY NOT NULL, pushes INTEGER NOT NULL, bytes INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    INSERT INTO token_backlog SELECT token, count(*), sum(length(payload)) FROM pushes GROUP BY token;
+                    INSERT INTO device_backlog
+                        SELECT device_id, count(*), sum(length(payload)) FROM pushes GROUP BY device_id;
+                    CREATE TRIGGER pushes_backlog_insert AFTER INSERT ON pushes BEGIN
+                        INSERT INTO token_backlog(token, pushes, bytes) VALUES (NEW.token, 1, length(NEW.payload))
+                            ON CONFLICT(token) DO UPDATE SET pushes = pushes + 1, bytes = bytes + excluded.bytes;
+                        INSERT INTO device_backlog(device_id, pushes, bytes)
+                            VALUES (NEW.device_id, 1, length(NEW.payload))
+                            ON CONFLICT(device_id) DO UPDATE SET pushes = pushes + 1, bytes = bytes + excluded.bytes;
+                    END;
+                    CREATE TRIGGER pushes_backlog_delete AFTER DELETE ON pushes BEGIN
+                        UPDATE token_backlog SET pushes = pushes - 1, bytes = bytes - length(OLD.payload)
+                            WHERE token = OLD.token;
+                        DELETE FROM token_backlog WHERE token = OLD.token AND pushes <= 0;
+                        UPDATE device_backlog SET pushes = pushes - 1, bytes = bytes - length(OLD.payload)
+                            WHERE device_id = OLD.device_id;
+                        DELETE FROM device_backlog WHERE device_id = OLD.device_id AND pushes <= 0;
+                    END;
+                    """)
+        }
         return migrator
     }
 }
@@ -227,6 +260,68 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return counts
     }
 
+    func trimBacklog(_ owner: BacklogOwner, pushes maxPushes: Int, bytes maxBytes: Int) throws -> [(
+        id: Int64, pushType: String?
+    )] {
+        let totals =
+            switch owner {
+            case .token(let token):
+                try Row.fetchOne(db, sql: "SELECT pushes, bytes FROM token_backlog WHERE token = ?", arguments: [token])
+            case .device(let deviceID):
+                try Row.fetchOne(
+                    db, sql: "SELECT pushes, bytes FROM device_backlog WHERE device_id = ?", arguments: [deviceID])
+            }
+        guard let totals else { return [] }
+        var pushes: Int = totals["pushes"]
+        var bytes: Int = totals["bytes"]
+        var dropped: [(id: Int64, pushType: String?)] = []
+        var after: Int64 = 0
+        while pushes > maxPushes || bytes > maxBytes {
+            let page = try oldest(owner, after: after, limit: max(pushes - maxPushes, 16))
+            if page.isEmpty { break }
+            for row in page where pushes > maxPushes || bytes > maxBytes {
+                dropped.append((row["seq"], row["push_type"]))
+                after = row["seq"]
+                pushes -= 1
+                bytes -= row["size"] as Int
+            }
+        }
+        var start = 0
+        while start < dropped.count {
+            let chunk = dropped[start..<min(start + 500, dropped.count)]
+            try db.execute(
+                sql: "DELETE FROM pushes WHERE seq IN ("
+                    + Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    + ")",
+                arguments: StatementArguments(chunk.map(\.id)))
+            start += chunk.count
+        }
+        return dropped
+    }
+
+    /// The owner's oldest pending pushes after `seq`: by the token index, or for a device by merging its VoIP and
+    /// other pushes (the device index orders `is_voip` first), so neither needs a sort of the whole backlog.
+    private func oldest(_ owner: BacklogOwner, after seq: Int64, limit: Int) throws -> [Row] {
+        let columns = "seq, push_type, length(payload) AS size"
+        switch owner {
+        case .token(let token):
+            return try Row.fetchAll(
+                db, sql: "SELECT \(columns) FROM pushes WHERE token = ? AND seq > ? ORDER BY seq LIMIT ?",
+                arguments: [token, seq, limit])
+        case .device(let deviceID):
+            var rows: [Row] = []
+            for isVoIP in [0, 1] {
+                rows += try Row.fetchAll(
+                    db,
+                    sql: "SELECT \(columns) FROM pushes WHERE device_id = ? AND is_voip = ? AND seq > ? "
+                        + "ORDER BY seq LIMIT ?",
+                    arguments: [deviceID, isVoIP, seq, limit])
+            }
+            rows.sort { ($0["seq"] as Int64) < ($1["seq"] as Int64) }
+            return Array(rows.prefix(limit))
+        }
+    }
+
     // MARK: Devices
 
     private static func device(_ row: Row) -> DeviceRecord {
@@ -311,13 +406,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
     }
 
-    func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> Bool {
+    func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
         try db.execute(
             sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND device_id = ? AND revoked_at IS NULL",
             arguments: [time, token, deviceID])
-        guard db.changesCount > 0 else { return false }
-        try db.execute(sql: "DELETE FROM pushes WHERE token = ?", arguments: [token])
-        return true
+        guard db.changesCount > 0 else { return nil }
+        return try Int64.fetchAll(db, sql: "DELETE FROM pushes WHERE token = ? RETURNING seq", arguments: [token])
     }
 
     // MARK: Handler reports

@@ -25,7 +25,9 @@ final class ChildGateway: Sendable {
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": ["com.example.rouse"]}],
-             "limits": {"heartbeatSeconds": 0, "oneStreamUntilToken": false}}
+             "limits": {"heartbeatSeconds": 0, "oneStreamUntilToken": false,
+                        "maxPendingPushesPerToken": 1000000000, "maxPendingBytesPerToken": 1000000000000,
+                        "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}}
             """
         let path = directory + "/gateway.json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))

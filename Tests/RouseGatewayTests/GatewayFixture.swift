@@ -66,14 +66,16 @@ enum GatewayFixture {
 
     /// A gateway in this process on a fresh database in `directory`.
     static func start(
-        in directory: TemporaryDirectory, clock: ManualWallClock? = nil,
+        in directory: TemporaryDirectory, clock: ManualWallClock? = nil, store: (any GatewayStore)? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) throws -> Gateway {
         let configuration = try configuration(database: directory.path + "/gateway.sqlite", configure: configure)
         var logger = Logger(label: "rouse.gateway.test")
         logger.logLevel = .warning
-        if let clock { return try Gateway(configuration: configuration, logger: logger, clock: clock.closure) }
-        return try Gateway(configuration: configuration, logger: logger)
+        if let clock {
+            return try Gateway(configuration: configuration, store: store, logger: logger, clock: clock.closure)
+        }
+        return try Gateway(configuration: configuration, store: store, logger: logger)
     }
 }
 
@@ -148,11 +150,14 @@ struct Harness: Sendable {
     let token: String
     let provider: Provider
 
-    static func start(clock: ManualWallClock? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in })
-        async throws -> Harness
-    {
+    /// `store(directory)` gives the gateway's store (default: SQLite in the directory, as configured).
+    static func start(
+        clock: ManualWallClock? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in },
+        store: ((TemporaryDirectory) throws -> any GatewayStore)? = nil
+    ) async throws -> Harness {
         let directory = try TemporaryDirectory()
-        let gateway = try GatewayFixture.start(in: directory, clock: clock, configure: configure)
+        let gateway = try GatewayFixture.start(
+            in: directory, clock: clock, store: try store?(directory), configure: configure)
         let curl = try CurlHTTPClient()
         let device = try await DeviceClient.enroll(
             curl: curl, port: gateway.devicePort, secret: try gateway.makeEnrollmentSecret())

@@ -54,6 +54,16 @@ struct StoreAndConfigurationTests {
             ),
             (#"{"provider":{"listen":1},"device":{"listen":"y"},"database":"d"}"#, "$.provider.listen: expected"),
             (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","#
+                    + #""limits":{"maxPendingBytesPerToken":5119}}"#,
+                "limits.maxPendingBytesPerToken must be at least 5120",
+            ),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","#
+                    + #""limits":{"maxPendingPushesPerDevice":0}}"#,
+                "limits.maxPendingPushesPerDevice must be at least 1",
+            ),
+            (
                 #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","keys":[{"keyID":"ROUSEKEY02","#
                     + #""teamID":"T","publicKey":"-----BEGIN PUBLIC KEY-----"}]}"#,
                 "config.json: keys[0] (ROUSEKEY02).topics: missing: a key must name the bundle IDs it may push to",
