@@ -1,7 +1,13 @@
+import Foundation
 import RouseAPNs
 import RouseHTTP2
+import Synchronization
 
 /// Read-only admin views over the store and the metrics.
+///
+/// Lists are pages (`?limit=N`, at most 1000, default 100; `?after=CURSOR`), with a `next-page` response header
+/// naming the next page while there is one: no request reads a whole table. Device tokens are shown as their
+/// first 8 hex digits unless the request asks for them (`?reveal=tokens`).
 struct AdminView: Sendable {
     let store: any GatewayStore
     let metrics: GatewayMetrics
@@ -9,38 +15,71 @@ struct AdminView: Sendable {
     /// The public listeners, whose budget hits `/metrics` shows.
     let listeners: [(name: String, server: HTTP2Server)]
 
-    /// Most pending pushes listed by `/v1/pending`.
-    static let pendingListLimit = 1000
+    /// Most items on one page.
+    static let maxPage = 1000
+    /// Items on a page when the request does not say.
+    static let defaultPage = 100
 
-    func answer(method: String, path: String) -> (status: Int, contentType: String, body: [UInt8]) {
+    /// One answer of the admin endpoint.
+    struct Answer: Sendable {
+        var status: Int
+        var contentType: String
+        var body: [UInt8]
+        var nextPage: String?
+    }
+
+    func answer(method: String, path fullPath: String) -> Answer {
         let json = "application/json"
-        guard method == "GET" else { return (405, json, Array("{\"error\":\"methodNotAllowed\"}".utf8)) }
+        func error(_ status: Int, _ code: String, _ detail: String? = nil) -> Answer {
+            let extra = detail.map { ",\"detail\":\(JSONText.quoted($0))" } ?? ""
+            return Answer(status: status, contentType: json, body: Array("{\"error\":\"\(code)\"\(extra)}".utf8))
+        }
+        guard method == "GET" else { return error(405, "methodNotAllowed") }
+        let (path, query) = Self.split(fullPath)
+        let limit: Int
+        if let text = query["limit"] {
+            guard let n = Int(text), (1...Self.maxPage).contains(n) else {
+                return error(400, "badLimit", "limit is 1-\(Self.maxPage)")
+            }
+            limit = n
+        } else {
+            limit = Self.defaultPage
+        }
+        let after = query["after"]
+        let reveal = query["reveal"] == "tokens"
         do {
             switch path {
             case "/health":
-                return (200, json, Array("{\"status\":\"ok\"}".utf8))
+                return Answer(status: 200, contentType: json, body: Array("{\"status\":\"ok\"}".utf8))
             case "/metrics":
-                let pending = try store.read { try $0.pendingCounts().values.reduce(0, +) }
-                metrics.setPending(pending)
+                metrics.setPending(try store.read { try $0.pendingTotal() })
                 for listener in listeners {
                     metrics.recordLimitCounts(listener: listener.name, listener.server.limitCounts)
                 }
-                return (200, "text/plain; version=0.0.4", metrics.render())
+                return Answer(status: 200, contentType: "text/plain; version=0.0.4", body: metrics.render())
             case "/v1/devices":
-                let (devices, counts, reports) = try store.read {
-                    try ($0.devices(), $0.pendingCounts(), $0.handlerReports(deviceID: nil))
+                let (devices, counts, reports) = try store.read { t in
+                    let devices = try t.devices(after: after, limit: limit)
+                    let ids = devices.map(\.id)
+                    return (
+                        devices, try t.pendingCounts(deviceIDs: ids),
+                        try ids.flatMap { try t.handlerReports(deviceID: $0) }
+                    )
                 }
-                return (200, json, Array(DeviceJSON.list(devices, pending: counts, handlers: reports).utf8))
+                let body = DeviceJSON.list(devices, pending: counts, handlers: reports)
+                return page(path, body, count: devices.count, limit: limit, last: devices.last?.id, query: query)
             case "/v1/tokens":
-                let tokens = try store.read { try $0.tokens(deviceID: nil) }
+                let tokens = try store.read { try $0.tokens(after: after, limit: limit) }
                 let items = tokens.map { token in
-                    "{\"token\":\(JSONText.quoted(token.token)),\"device\":\(JSONText.quoted(token.deviceID)),"
+                    let shown = reveal ? token.token : String(token.token.prefix(8)) + "…"
+                    return "{\"token\":\(JSONText.quoted(shown)),\"device\":\(JSONText.quoted(token.deviceID)),"
                         + "\"topic\":\(JSONText.quoted(token.topic)),\"createdAt\":\(token.createdAt),"
                         + "\"revokedAt\":\(token.revokedAt.map(String.init) ?? "null")}"
                 }
-                return (200, json, Array(("[" + items.joined(separator: ",") + "]").utf8))
+                let body = "[" + items.joined(separator: ",") + "]"
+                return page(path, body, count: tokens.count, limit: limit, last: tokens.last?.token, query: query)
             case "/v1/pending":
-                let pushes = try store.read { try $0.pendingList(deviceID: nil, limit: Self.pendingListLimit) }
+                let pushes = try store.read { try $0.pendingList(deviceID: query["device"], limit: limit) }
                 let items = pushes.map { push in
                     "{\"id\":\"\(push.id)\",\"device\":\(JSONText.quoted(push.deviceID)),"
                         + "\"topic\":\(JSONText.quoted(push.topic)),"
@@ -48,13 +87,47 @@ struct AdminView: Sendable {
                         + "\"apnsID\":\(JSONText.quoted(push.apnsID)),\"expiresAt\":\(push.expiresAt),"
                         + "\"receivedAt\":\(push.receivedAt),\"bytes\":\(push.payload.count)}"
                 }
-                return (200, json, Array(("[" + items.joined(separator: ",") + "]").utf8))
+                return Answer(
+                    status: 200, contentType: json, body: Array(("[" + items.joined(separator: ",") + "]").utf8))
             default:
-                return (404, json, Array("{\"error\":\"notFound\"}".utf8))
+                return error(404, "notFound")
             }
         } catch {
-            return (500, json, Array("{\"error\":\"storage\",\"detail\":\(JSONText.quoted("\(error)"))}".utf8))
+            return Answer(
+                status: 500, contentType: json,
+                body: Array("{\"error\":\"storage\",\"detail\":\(JSONText.quoted("\(error)"))}".utf8))
         }
+    }
+
+    /// A list page, with the next page's path while the page was full.
+    private func page(_ path: String, _ body: String, count: Int, limit: Int, last: String?, query: [String: String])
+        -> Answer
+    {
+        var next: String?
+        if count == limit, let last {
+            var items = ["limit=\(limit)", "after=\(Self.percentEncoded(last))"]
+            if let reveal = query["reveal"] { items.append("reveal=\(Self.percentEncoded(reveal))") }
+            next = path + "?" + items.joined(separator: "&")
+        }
+        return Answer(status: 200, contentType: "application/json", body: Array(body.utf8), nextPage: next)
+    }
+
+    /// The path and its query parameters (percent-decoded; a malformed escape leaves the value as it is).
+    static func split(_ fullPath: String) -> (path: String, query: [String: String]) {
+        guard let mark = fullPath.firstIndex(of: "?") else { return (fullPath, [:]) }
+        var query: [String: String] = [:]
+        for pair in fullPath[fullPath.index(after: mark)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = String(parts[0])
+            let value = parts.count > 1 ? String(parts[1]) : ""
+            query[key] = value.removingPercentEncoding ?? value
+        }
+        return (String(fullPath[..<mark]), query)
+    }
+
+    static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
+            ?? text
     }
 }
 
@@ -78,24 +151,54 @@ public enum DeviceJSON {
 }
 
 /// The admin endpoint: `GET /health`, `/metrics` (Prometheus text), `/v1/devices`, `/v1/tokens`,
-/// `/v1/pending`. Store reads run off the event loop.
+/// `/v1/pending`. Store reads run off the event loop, one at a time on one queue; more than
+/// `AdminQueue.maxWaiting` waiting get 503.
 final class AdminHandler: HTTP2ConnectionHandler {
     private let view: AdminView
+    private let queue: AdminQueue
 
-    init(view: AdminView) {
+    init(view: AdminView, queue: AdminQueue) {
         self.view = view
+        self.queue = queue
     }
 
     func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream) {
         let view = self.view
         let method = request.method
         let path = request.path
-        Task.detached {
+        let accepted = queue.run {
             let answer = view.answer(method: method, path: path)
+            var headers = [HTTP2Header("content-type", answer.contentType)]
+            if let next = answer.nextPage { headers.append(HTTP2Header("next-page", next)) }
+            stream.respond(status: answer.status, headers: headers, body: answer.body)
+        }
+        if !accepted {
             stream.respond(
-                status: answer.status, headers: [HTTP2Header("content-type", answer.contentType)], body: answer.body)
+                status: 503, headers: [HTTP2Header("content-type", "application/json")],
+                body: Array(#"{"error":"busy","detail":"admin requests are answered one at a time"}"#.utf8))
         }
     }
 
     func connectionClosed() {}
+}
+
+/// One admin job at a time, in order, off the event loops; a bounded number waiting.
+final class AdminQueue: Sendable {
+    /// Admin requests waiting at most (beyond, 503).
+    static let maxWaiting = 16
+    private let queue = DispatchQueue(label: "rouse-gateway-admin")
+    private let waiting = Atomic<Int>(0)
+
+    /// Queues `job`; false when `maxWaiting` are already waiting.
+    func run(_ job: @escaping @Sendable () -> Void) -> Bool {
+        guard waiting.add(1, ordering: .relaxed).newValue <= Self.maxWaiting else {
+            waiting.subtract(1, ordering: .relaxed)
+            return false
+        }
+        queue.async { [self] in
+            job()
+            waiting.subtract(1, ordering: .relaxed)
+        }
+        return true
+    }
 }

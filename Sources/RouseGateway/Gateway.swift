@@ -87,6 +87,9 @@ public final class Gateway: Sendable {
         deviceConfiguration.maxRequestBodySize = 65536
         // A device needs its channel and a few requests at once, not APNs' 1000 streams.
         deviceConfiguration.settings.maxConcurrentStreams = UInt32(configuration.limits.deviceMaxStreams)
+        let adminConfiguration = try configuration.admin.map { listener throws(GatewayError) in
+            try Self.adminServerConfiguration(listener, logger: logger)
+        }
         Self.applyBudgets(configuration.limits, to: &providerConfiguration)
         Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
         // Channels keep their stream open: idle means no stream at all for this long.
@@ -106,12 +109,12 @@ public final class Gateway: Sendable {
             device = try HTTP2Server(configuration: deviceConfiguration, logger: logger) { info, connection in
                 DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)
             }
-            if let adminListener = configuration.admin {
-                let adminConfiguration = try Self.serverConfiguration(adminListener, workers: 1)
+            if let adminConfiguration {
                 let view = AdminView(
                     store: store, metrics: metrics, core: core, listeners: [("provider", provider), ("device", device)])
+                let queue = AdminQueue()
                 admin = try HTTP2Server(configuration: adminConfiguration, logger: logger) { _, _ in
-                    AdminHandler(view: view)
+                    AdminHandler(view: view, queue: queue)
                 }
             } else {
                 admin = nil
@@ -196,6 +199,37 @@ public final class Gateway: Sendable {
     /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).
     public var limitCounts: (provider: HTTP2ServerLimitCounts, device: HTTP2ServerLimitCounts) {
         (provider.limitCounts, device.limitCounts)
+    }
+
+    /// The admin listener: local by default (a Unix socket `unix:/path`, mode 0600, or loopback, warned: any local
+    /// user can connect there), or TLS with a required client certificate when `clientCA` is set. A listener
+    /// reachable from other machines without a client certificate is refused.
+    static func adminServerConfiguration(_ listener: GatewayConfiguration.Listener, logger: Logger)
+        throws(GatewayError) -> HTTP2ServerConfiguration
+    {
+        let address: SocketAddress
+        do {
+            address = try SocketAddress(parsing: listener.listen)
+        } catch {
+            throw .badConfiguration("admin.listen: \(error)")
+        }
+        var configuration = try serverConfiguration(listener, workers: 1)
+        if listener.clientCAFile != nil {
+            guard configuration.tls != nil else {
+                throw .badConfiguration("admin.clientCA needs admin.certificate and admin.privateKey (mutual TLS)")
+            }
+            configuration.tls?.clientAuthentication = .required
+        } else if !address.isLocal {
+            throw .badConfiguration(
+                "admin.listen \(listener.listen) is reachable from other machines: give the admin listener "
+                    + "certificate, privateKey and clientCA (mutual TLS), or listen on unix:/path or loopback")
+        } else if address.unixPath == nil {
+            logger.warning(
+                "admin endpoint on loopback TCP: any local user can read it; prefer unix:/path",
+                metadata: ["admin": "\(listener.listen)"])
+        }
+        configuration.idleTimeout = .seconds(300)
+        return configuration
     }
 
     private static func serverConfiguration(_ listener: GatewayConfiguration.Listener, workers: Int)

@@ -31,6 +31,10 @@ public protocol GatewayStoreTransaction {
     func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush]
     /// Pending pushes per device.
     func pendingCounts() throws -> [String: Int]
+    /// Pending pushes of these devices (from the kept totals: one lookup each).
+    func pendingCounts(deviceIDs: [String]) throws -> [String: Int]
+    /// Pending pushes in all (from the kept totals).
+    func pendingTotal() throws -> Int
     /// Deletes the oldest pending pushes of one token or one device until it holds at most `pushes` pushes with at
     /// most `bytes` payload bytes in all (the store keeps both totals as pushes come and go, so a check within the
     /// quota costs one lookup); returns the deleted pushes, oldest first.
@@ -46,6 +50,8 @@ public protocol GatewayStoreTransaction {
     func revokeDevice(_ id: String, at time: Int64) throws -> Bool
     /// All devices, by id.
     func devices() throws -> [DeviceRecord]
+    /// At most `limit` devices with ids after `after`, by id (one page of a list).
+    func devices(after: String?, limit: Int) throws -> [DeviceRecord]
     /// Ids of devices revoked at or after `time` (revocations made by other processes, such as the CLI).
     func devicesRevoked(since time: Int64) throws -> [String]
     /// Stores a one-time enrollment secret by its SHA-256.
@@ -68,6 +74,8 @@ public protocol GatewayStoreTransaction {
     func insertToken(_ token: TokenRecord) throws
     /// The tokens of one device (or all), revoked ones included, by creation time.
     func tokens(deviceID: String?) throws -> [TokenRecord]
+    /// At most `limit` tokens after `after`, by token (one page of a list).
+    func tokens(after: String?, limit: Int) throws -> [TokenRecord]
     /// Marks a device's token revoked (410 Unregistered from then on) and drops its pending pushes; returns their
     /// ids, or `nil` if the device has no such live token.
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]?

@@ -252,6 +252,19 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return rows.map(Self.push)
     }
 
+    func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for id in deviceIDs {
+            counts[id] =
+                try Int.fetchOne(db, sql: "SELECT pushes FROM device_backlog WHERE device_id = ?", arguments: [id])
+        }
+        return counts
+    }
+
+    func pendingTotal() throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT coalesce(sum(pushes), 0) FROM device_backlog") ?? 0
+    }
+
     func pendingCounts() throws -> [String: Int] {
         var counts: [String: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT device_id, count(*) AS n FROM pushes GROUP BY device_id") {
@@ -359,6 +372,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY id").map(Self.device)
     }
 
+    func devices(after: String?, limit: Int) throws -> [DeviceRecord] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM devices WHERE id > ? ORDER BY id LIMIT ?", arguments: [after ?? "", limit]
+        ).map(Self.device)
+    }
+
     func devicesRevoked(since time: Int64) throws -> [String] {
         try String.fetchAll(db, sql: "SELECT id FROM devices WHERE revoked_at >= ?", arguments: [time])
     }
@@ -404,6 +423,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
             ).map(Self.token)
         }
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
+    }
+
+    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM tokens WHERE token > ? ORDER BY token LIMIT ?", arguments: [after ?? "", limit]
+        ).map(Self.token)
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {

@@ -12,6 +12,8 @@ public final class HTTP2Server: Sendable {
     private let listeners: Mutex<[Listener]>
     /// The address the server listens on (with the real port when 0 was asked).
     public let localAddress: SocketAddress
+    /// The socket file of a Unix-domain listener, removed at shutdown.
+    private let unixPath: String?
 
     /// Binds and starts serving. Every connection gets a handler from `factory`.
     public init(
@@ -19,22 +21,39 @@ public final class HTTP2Server: Sendable {
         factory: @escaping HTTP2HandlerFactory
     ) throws {
         let tls = try configuration.tls.map { c throws(TLSError) in try TLSContext(configuration: c, server: true) }
+        var address = try SocketAddress(parsing: configuration.listenAddress)
+        let unixPath = address.unixPath
+        // One socket file takes one listener: a Unix-domain server runs one loop.
         var loops: [EventLoop] = []
-        for i in 0..<max(configuration.workers, 1) {
+        for i in 0..<(unixPath == nil ? max(configuration.workers, 1) : 1) {
             loops.append(try EventLoop(name: "rouse-h2-\(i)"))
         }
         let shared = ServerShared(
             configuration: configuration, tls: tls, factory: factory, logger: logger, loops: loops)
-        var address = try SocketAddress(parsing: configuration.listenAddress)
         var listeners: [Listener] = []
+        if let unixPath {
+            // A stale socket from a process that died is replaced; any other file at the path is an error from bind.
+            var status = stat()
+            if lstat(unixPath, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK { unlink(unixPath) }
+        }
         for loop in loops {
             let fd = try Sys.socket(family: address.family, type: Int32(SOCK_STREAM.rawValue))
             do {
-                try Sys.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
-                try Sys.setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
-                try Sys.bind(fd, address)
+                if let unixPath {
+                    // The mode is set before anyone can connect: bind under a umask that grants nothing, then chmod.
+                    let old = umask(0o777)
+                    defer { umask(old) }
+                    try Sys.bind(fd, address)
+                    guard chmod(unixPath, configuration.unixSocketMode) == 0 else {
+                        throw SystemError(call: "chmod \(unixPath)", errno: errno)
+                    }
+                } else {
+                    try Sys.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+                    try Sys.setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
+                    try Sys.bind(fd, address)
+                }
                 try Sys.listen(fd, backlog: configuration.backlog)
-                if address.port == 0 { address = try Sys.localAddress(fd) }
+                if address.port == 0 && unixPath == nil { address = try Sys.localAddress(fd) }
             } catch {
                 Sys.close(fd)
                 for l in listeners { Sys.close(l.fd) }
@@ -45,6 +64,7 @@ public final class HTTP2Server: Sendable {
         self.shared = shared
         self.loops = loops
         self.localAddress = address
+        self.unixPath = unixPath
         for (loop, listener) in zip(loops, listeners) {
             try loop.register(listener.fd, events: EPOLLIN.rawValue, handler: listener)
             loop.start()
@@ -89,5 +109,6 @@ public final class HTTP2Server: Sendable {
             }
         }
         for loop in loops { loop.stopAndWait() }
+        if let unixPath { unlink(unixPath) }
     }
 }

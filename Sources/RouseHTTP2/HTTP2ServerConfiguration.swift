@@ -1,3 +1,5 @@
+import Glibc
+
 /// Everything an `HTTP2Server` needs to know before it starts.
 public struct HTTP2ServerConfiguration: Sendable {
     /// Where to listen (`127.0.0.1:2197`, `[::1]:0`, …). Port 0 picks a free port.
@@ -34,6 +36,8 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var streamResetRate: UInt64 = 33
     /// Listen backlog.
     public var backlog: Int32 = 4096
+    /// File mode of a Unix-domain listening socket (`unix:/path`): who may connect is who may write it.
+    public var unixSocketMode: mode_t = 0o600
 
     // MARK: budgets (every peer is assumed hostile; each limit hit is counted in `HTTP2Server.limitCounts`)
 

@@ -1,6 +1,7 @@
 import Glibc
 
-/// An IPv4 or IPv6 socket address with a port, parsed from `host:port` or `[v6]:port`.
+/// An IPv4 or IPv6 socket address with a port, parsed from `host:port` or `[v6]:port`, or a Unix-domain socket
+/// path, parsed from `unix:/path`.
 public struct SocketAddress: Sendable, CustomStringConvertible {
     public var storage: sockaddr_storage
     public var length: socklen_t
@@ -17,8 +18,16 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         public var description: String { "bad address '\(input)': \(problem)" }
     }
 
-    /// Parses `127.0.0.1:2197`, `[::1]:2197`, `localhost:2197` (localhost means 127.0.0.1).
+    /// Parses `127.0.0.1:2197`, `[::1]:2197`, `localhost:2197` (localhost means 127.0.0.1), `unix:/run/x.sock`.
     public init(parsing text: String) throws(ParseError) {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst("unix:".count))
+            guard let address = SocketAddress(unixPath: path) else {
+                throw ParseError(input: text, problem: "a Unix socket path is absolute and at most 107 bytes")
+            }
+            self = address
+            return
+        }
         var host: Substring
         var portText: Substring
         if text.hasPrefix("[") {
@@ -65,18 +74,54 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// A Unix-domain socket address; `nil` unless `path` is absolute and fits `sun_path`.
+    public init?(unixPath path: String) {
+        var sun = sockaddr_un()
+        let capacity = MemoryLayout.size(ofValue: sun.sun_path)
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/"), bytes.count < capacity, !bytes.contains(0) else { return nil }
+        sun.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &sun.sun_path) { raw in raw.copyBytes(from: bytes) }
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            withUnsafeBytes(of: sun) { raw.copyMemory(from: $0) }
+        }
+        self.init(storage: storage, length: socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1))
+    }
+
     public var family: Int32 { Int32(storage.ss_family) }
+
+    /// The path of a Unix-domain address (`nil` for IP addresses and unnamed Unix peers).
+    public var unixPath: String? {
+        guard family == AF_UNIX else { return nil }
+        let offset = MemoryLayout<sa_family_t>.size
+        let count = max(Int(length) - offset, 0)
+        let bytes = withUnsafeBytes(of: storage) { raw in Array(raw[offset..<min(offset + count, raw.count)]) }
+        let path = bytes.prefix { $0 != 0 }
+        return path.isEmpty ? nil : String(decoding: path, as: UTF8.self)
+    }
+
+    /// Whether the address is on this machine only: 127.0.0.0/8, ::1, or a Unix socket.
+    public var isLocal: Bool {
+        switch family {
+        case AF_UNIX: return true
+        case AF_INET6: return host == "::1"
+        default: return host.hasPrefix("127.")
+        }
+    }
 
     /// The port in host byte order.
     public var port: UInt16 {
-        withUnsafeBytes(of: storage) { raw in
+        guard family != AF_UNIX else { return 0 }
+        return withUnsafeBytes(of: storage) { raw in
             // sin_port and sin6_port sit at the same offset.
             UInt16(bigEndian: raw.load(fromByteOffset: 2, as: UInt16.self))
         }
     }
 
-    /// The numeric host (without port).
+    /// The numeric host (without port); `unix` for a Unix-domain address.
     public var host: String {
+        if family == AF_UNIX { return "unix" }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         withUnsafeBytes(of: storage) { raw in
             if family == AF_INET6 {
@@ -89,5 +134,11 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         return String(decoding: buffer[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String {
+        switch family {
+        case AF_UNIX: return "unix:\(unixPath ?? "")"
+        case AF_INET6: return "[\(host)]:\(port)"
+        default: return "\(host):\(port)"
+        }
+    }
 }

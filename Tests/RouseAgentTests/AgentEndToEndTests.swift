@@ -140,6 +140,10 @@ struct AgentEndToEndTests {
         try await eventually("channel open again") { await harness.agent.status().channel == "open" }
         try await harness.push("voip", type: "voip", payload: #"{"n":2}"#)
         try await harness.waitForLine("voip", "reported id=", count: 2)
+        // The coalesced notice and the push reach the resumed handler in either order: wait for the notice.
+        try await eventually("the coalesced reachability notice") {
+            harness.log("voip").filter { $0.hasPrefix("reachability") }.count > before
+        }
         let notices = harness.log("voip").filter { $0.hasPrefix("reachability") }
         #expect(notices.count == before + 1, "\(notices)")
         #expect(notices.last?.hasPrefix("reachability reachable=true") == true)

@@ -59,6 +59,13 @@ struct RecordingTransaction: GatewayStoreTransaction {
     func insertDevice(_ device: DeviceRecord) throws { try on { try base.insertDevice(device) } }
     func revokeDevice(_ id: String, at time: Int64) throws -> Bool { try on { try base.revokeDevice(id, at: time) } }
     func devices() throws -> [DeviceRecord] { try on { try base.devices() } }
+    func devices(after: String?, limit: Int) throws -> [DeviceRecord] {
+        try on { try base.devices(after: after, limit: limit) }
+    }
+    func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
+        try on { try base.pendingCounts(deviceIDs: deviceIDs) }
+    }
+    func pendingTotal() throws -> Int { try on { try base.pendingTotal() } }
     func devicesRevoked(since time: Int64) throws -> [String] { try on { try base.devicesRevoked(since: time) } }
     func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws {
         try on { try base.insertEnrollmentSecret(hash: hash, createdAt: createdAt, expiresAt: expiresAt) }
@@ -75,6 +82,9 @@ struct RecordingTransaction: GatewayStoreTransaction {
     func token(_ token: String) throws -> TokenRecord? { try on { try base.token(token) } }
     func insertToken(_ token: TokenRecord) throws { try on { try base.insertToken(token) } }
     func tokens(deviceID: String?) throws -> [TokenRecord] { try on { try base.tokens(deviceID: deviceID) } }
+    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+        try on { try base.tokens(after: after, limit: limit) }
+    }
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
         try on { try base.revokeToken(token, deviceID: deviceID, at: time) }
     }
