@@ -37,11 +37,11 @@ struct AgentBackgroundTests {
             try [AgentHarness.handler("fetch", mode: "complete", directory: $0, pushTypes: ["background"])]
         }
         defer { Task { await harness.stop() } }
-        try await harness.admin(.userControl, handler: "fetch", state: "stopped")
+        try await harness.admin(.userControl(.init(handler: "fetch", state: "stopped")))
         try await harness.push("fetch", type: "background", payload: #"{"n":1}"#)
         try await eventually("held") { await harness.handlerStatus("fetch")?.heldPush != nil }
         #expect(harness.log("fetch").isEmpty)
-        try await harness.admin(.userControl, handler: "fetch", state: "started")
+        try await harness.admin(.userControl(.init(handler: "fetch", state: "started")))
         try await harness.waitForLine("fetch", "completed id=")
         #expect(harness.log("fetch").first?.hasPrefix("registered launchReason=user") == true)
     }
@@ -76,7 +76,7 @@ struct AgentBackgroundTests {
             ]
         }
         defer { Task { await harness.stop() } }
-        try await harness.admin(.userControl, handler: "worker", state: "started")
+        try await harness.admin(.userControl(.init(handler: "worker", state: "started")))
         try await harness.waitForLine("worker", "taskBegun id=1 name=upload")
         try await harness.waitForLine("worker", "taskExpiring id=1")
         if mode == "task" {
