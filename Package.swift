@@ -160,7 +160,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient"],
+            dependencies: ["RouseAgentClient", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -3,9 +3,8 @@ import RouseCurl
 import RouseWire
 
 /// The libcurl shell around ``ChannelStateMachine``: opens `GET /device/v1/channel`, reads its records
-/// (``ChannelRecord``, one JSON object per line),
-/// runs the single timer (backoff or heartbeat deadline) and batches acknowledgements
-/// (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
+/// (``ChannelRecord``, one JSON object per line), runs the single timer (backoff or heartbeat deadline) and
+/// batches acknowledgements (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
 actor DeviceChannel {
     struct Events: Sendable {
         var push: @Sendable (AgentPush) async -> Void

@@ -1,6 +1,7 @@
 import Foundation
 import RouseActivation
 import RouseAgentClient
+import RouseWire
 
 // An example handler: registers, reports a call for every VoIP push that must be reported, completes
 // background pushes, and writes one line per event to stdout (and to `--log FILE` when given), e.g.
