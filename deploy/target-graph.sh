@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
-json=$(swift package describe --type json 2>/dev/null)
+json=$(swift package describe --type json)
 block=$(python3 - "$json" <<'PY'
 import json, sys
 d = json.loads(sys.argv[1])
