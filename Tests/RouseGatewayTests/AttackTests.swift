@@ -31,8 +31,7 @@ struct AttackTests {
     @Test("20 connections × 1000 half-open streams × 64 KiB on each port: RSS bounded, streams refused or cancelled")
     func halfOpenStreams() async throws {
         let directory = try TemporaryDirectory()
-        let gateway = try await GatewayProcess.start(
-            directory: directory, database: directory.path + "/g.sqlite", limits: ["requestTimeoutSeconds": 3])
+        let gateway = try await GatewayProcess.start(directory: directory, database: directory.path + "/g.sqlite")
         defer { gateway.kill() }
         let rssBefore = try ProcessProbe.statusKiB(gateway.pid, "VmRSS")
         let socketsBefore = try ProcessProbe.sockets(gateway.pid)
@@ -55,12 +54,14 @@ struct AttackTests {
         for report in [deviceHolding, providerHolding] {
             #expect(report.connections == connections && report.streams == connections * streams, "\(report)")
             #expect(report.goAways.isEmpty && report.closedByPeer == 0, "the connections are kept: \(report)")
-            // Request windows come back only when the gateway takes a body: 64 KiB per connection at most.
-            #expect(report.bodyBytes <= connections * 65536, "\(report)")
+            // Request windows come back only when the gateway takes a body, drops it (past the provider port's 8 KiB)
+            // or cancels its stream at the deadline (a slow run may see some): one 64 KiB window per connection,
+            // and at most one attempted body (64 KiB) more per cancelled stream.
+            #expect(report.bodyBytes <= (connections + (report.resets["CANCEL"] ?? 0)) * 65536, "\(report)")
         }
 
         // The device port admits 16 streams per connection, the provider port 1 until a valid token: the rest are
-        // refused at once; the admitted ones did not end within requestTimeoutSeconds (3) and are cancelled.
+        // refused at once; the admitted ones did not end within requestTimeoutSeconds (10) and are cancelled.
         let deviceSettled = try await device.phase("settled", timeout: .seconds(30))
         let providerSettled = try await provider.phase("settled", timeout: .seconds(30))
         #expect(deviceSettled.resets == ["REFUSED_STREAM": connections * (streams - 16), "CANCEL": connections * 16])
