@@ -125,7 +125,7 @@ public struct ReachabilityEvaluator: Sendable {
         if case .deleteRoute(let route) = event, route.kind == .unicast { deletedRoutes.append(route) }
         if case .deleteAddress(let address) = event { deletedAddresses.insert(address.address) }
         switch event {
-        case .newLink, .deleteLink, .newAddress, .deleteAddress, .newRoute, .deleteRoute, .rule:
+        case .newLink, .deleteLink, .newAddress, .deleteAddress, .newRoute, .deleteRoute, .rule, .nexthop, .netconf:
             needsEvaluation = true
         case .done, .error, .other:
             break
