@@ -44,7 +44,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL"]),
+        // Syscalls and rtnetlink only: no library beyond libc (CRouseShim re-exports it).
+        .target(name: "CRouseSys"),
+        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL", "CRouseSys"]),
 
         // MARK: Pure Swift models (no C module)
         .target(
@@ -58,7 +60,7 @@ let package = Package(
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
 
         // MARK: Bindings
-        .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
         // Child processes for the tests and rouse-bench (posix_spawn; no product links it).
         .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
@@ -76,7 +78,7 @@ let package = Package(
         ),
         .target(
             name: "RouseNetlink",
-            dependencies: ["CRouseShim", "RouseSystem"],
+            dependencies: ["CRouseSys", "RouseSystem"],
             swiftSettings: swiftSettings
         ),
 

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 import RouseSystem
 
@@ -253,6 +253,44 @@ public enum NetlinkSystem {
         var spec = timespec()
         guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec) == 0 else { return 0 }
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    /// Starts a detached thread running `body`, named `name` (at most 15 bytes are kept). A plain
+    /// `pthread`: no Foundation, and nothing of libdispatch's worker pool (whose monitor timer, once
+    /// started, wakes the process every second).
+    public static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
+        final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
+            let name: String
+            let body: @Sendable () -> Void
+            init(name: String, body: @escaping @Sendable () -> Void) {
+                self.name = name
+                self.body = body
+            }
+        }
+        let start = Unmanaged.passRetained(Start(name: name, body: body))
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                guard let argument else { return nil }
+                let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
+                _ = rouse_set_thread_name(start.name)
+                start.body()
+                return nil
+            }, start.toOpaque())
+        guard result == 0 else {
+            start.release()
+            throw NetlinkError(.syscall, "pthread_create", errno: result)
+        }
+        pthread_detach(thread)
+    }
+
+    /// Sleeps the calling thread (`nanosleep`, resumed after signals).
+    public static func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 
     /// The wall clock (`CLOCK_REALTIME`), in seconds since 1970 with microsecond resolution.

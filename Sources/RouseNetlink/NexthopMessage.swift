@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// A decoded `RTM_NEWNEXTHOP`/`RTM_DELNEXTHOP` (`struct nhmsg` plus `NHA_*` attributes): a nexthop
 /// object (`ip nexthop add id N via GW dev DEV`, `… blackhole`) or a group of them (`… group 1/2`).

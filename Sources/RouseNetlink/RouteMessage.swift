@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// One nexthop of a route (`struct rtnexthop` in `RTA_MULTIPATH`, or the route's single path).
 public struct RouteNexthop: Sendable, Equatable, Hashable {

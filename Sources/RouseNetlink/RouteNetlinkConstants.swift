@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 
 /// Kernel constants from `<linux/rtnetlink.h>` and friends, converted once to the widths the wire

@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 import RouseNetlink
 
@@ -38,7 +37,7 @@ final class KernelOracle: RouteOracle {
         for _ in 0..<Self.staleRetries {
             guard case .route(let route) = answer, isStale(route, request) else { break }
             staleRetries += 1
-            Thread.sleep(forTimeInterval: Self.staleRetryPause)
+            NetlinkSystem.sleep(seconds: Self.staleRetryPause)
             answer = lookup(request)
         }
         return answer

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Logging
 import RouseNetlink
 
@@ -268,12 +267,15 @@ final class MonitorLoop {
                 let monitor = self.monitor
                 // A short-lived thread, not a global dispatch queue: libdispatch's worker pool, once
                 // started, keeps a 1 Hz monitor timer running for the life of the process.
-                let thread = Thread {
-                    let addresses = try? resolver.resolve(host)
-                    monitor.post(.resolved(host: host, generation: generation, addresses: addresses))
+                do {
+                    try NetlinkSystem.startThread(name: "rouse-resolve") {
+                        let addresses = try? resolver.resolve(host)
+                        monitor.post(.resolved(host: host, generation: generation, addresses: addresses))
+                    }
+                } catch {
+                    logger.warning("cannot start a resolver thread", metadata: ["error": "\(error)"])
+                    monitor.post(.resolved(host: host, generation: generation, addresses: nil))
                 }
-                thread.name = "rouse-resolve"
-                thread.start()
             }
         }
     }

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Logging
 import RouseNetlink
 import Synchronization
@@ -108,14 +107,18 @@ public final class ReachabilityMonitor: Sendable {
             throw ReachabilityError(.notRunning, "start() called twice")
         }
         let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            let loop = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor)
-            loop.run(ready: ready)
+        do {
+            try NetlinkSystem.startThread(name: "rouse-reach") { [self] in
+                let loop = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor)
+                loop.run(ready: ready)
+                NetlinkSystem.close(eventDescriptor)
+                exited.signal()
+            }
+        } catch {
             NetlinkSystem.close(eventDescriptor)
-            exited.signal()
+            shared.withLock { $0.phase = .stopped }
+            throw ReachabilityError(.startFailed, "monitor thread", underlying: error)
         }
-        thread.name = "rouse-reachability"
-        thread.start()
         ready.wait()
         if let error = shared.withLock({ $0.startError }) {
             exited.wait()

@@ -33,6 +33,9 @@ int rouse_setns_net(int fd);
 int rouse_so_rcvbufforce(void);
 /// `O_RDONLY | O_CLOEXEC` for opening namespace and sysfs files.
 int rouse_open_rdonly_cloexec(void);
+/// `pthread_setname_np(pthread_self(), name)` (a GNU extension Swift's Glibc module does not show): names
+/// the calling thread, truncated to the kernel's 15 bytes.
+int rouse_set_thread_name(const char *name);
 /// `ioctl(fd, request, argument)` with a pointer argument (the libc function is variadic); returns -1 and
 /// sets errno on failure. The reachability tests attach to a `tun` device with it (`TUNSETIFF`).
 int rouse_ioctl_pointer(int fd, unsigned long request, void *argument);

@@ -4,7 +4,9 @@
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <sys/ioctl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -17,6 +19,13 @@ int rouse_setns_net(int fd) { return setns(fd, CLONE_NEWNET); }
 int rouse_so_rcvbufforce(void) { return SO_RCVBUFFORCE; }
 
 int rouse_open_rdonly_cloexec(void) { return O_RDONLY | O_CLOEXEC; }
+
+int rouse_set_thread_name(const char *name) {
+    char truncated[16];
+    strncpy(truncated, name, sizeof truncated - 1);
+    truncated[sizeof truncated - 1] = 0;
+    return pthread_setname_np(pthread_self(), truncated);
+}
 
 int rouse_ioctl_pointer(int fd, unsigned long request, void *argument) { return ioctl(fd, request, argument); }
 
