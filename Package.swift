@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "rouse-gateway", targets: ["rouse-gateway"]),
         .executable(name: "rouse-agent", targets: ["rouse-agent"]),
         .executable(name: "rouse-example-handler", targets: ["rouse-example-handler"]),
+        .executable(name: "rouse-reach", targets: ["rouse-reach"]),
         .library(name: "RouseAgent", targets: ["RouseAgent"]),
         .library(name: "RouseAgentClient", targets: ["RouseAgentClient"]),
         .library(name: "RouseGateway", targets: ["RouseGateway"]),
@@ -93,7 +94,7 @@ let package = Package(
         ),
         .target(
             name: "RouseReachability",
-            dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseNetlink", "RouseSystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -170,6 +171,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // `rouse reach watch` without Foundation, ArgumentParser or the C libraries `rouse` links.
+        .executableTarget(
+            name: "rouse-reach",
+            dependencies: ["RouseReachability", "RouseSystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
