@@ -133,7 +133,8 @@ struct JSONLine {
 
     var text: String { "{" + members.joined(separator: ",") + "}" }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    /// A JSON string literal: quotes, backslashes and control characters escaped (as `RouseAPNs.JSONText`
+    /// does; not shared, so that this target stays free of swift-crypto and the lean watcher small).
     static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {

@@ -80,16 +80,8 @@ extension ReachBench {
     static func runCLI(_ options: Options) throws -> CLIReport {
         let paths = options.rousePaths.isEmpty ? [try Bench.product("rouse")] : options.rousePaths
         let namespace = "rz-bench-cli-\(getpid())"
-        try ip(["netns", "add", namespace])
+        try makeNamespace(namespace)
         defer { _ = try? ip(["netns", "del", namespace]) }
-        for command in [
-            "link set lo up", "link add veth0 type veth peer name veth1",
-            // No IPv6 autoconfiguration: its late DAD events would land in the idle window.
-            "link set veth0 addrgenmode none", "link set veth1 addrgenmode none", "link set veth1 up",
-            "link set veth0 up", "addr add 10.1.0.2/24 dev veth0", "route add default via 10.1.0.1",
-        ] {
-            try ip(["-n", namespace] + command.split(separator: " ").map(String.init))
-        }
         let floor = try LineMonitor(arguments: ["-n", namespace, "monitor", "link", "route"])
         defer { floor.stop() }
         var watchers: [LineMonitor] = []
@@ -103,22 +95,10 @@ extension ReachBench {
                     executable: path,
                     arguments: command + ["--json", "--netns", "/run/netns/\(namespace)", "0.0.0.0"], readyLines: 1))
         }
-        let outcome = Mutex<Result<CLIReport, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
         let all = watchers
-        Thread {
-            defer { done.signal() }
-            do {
-                try NetlinkSystem.enterNetworkNamespace(path: "/run/netns/\(namespace)")
-                let report = try measureCLI(watchers: all, paths: paths, floor: floor, options: options)
-                outcome.withLock { $0 = .success(report) }
-            } catch {
-                outcome.withLock { $0 = .failure(error) }
-            }
-        }.start()
-        done.wait()
-        guard let result = outcome.withLock({ $0 }) else { throw BenchError(description: "measurement thread ended") }
-        return try result.get()
+        return try inNamespace(namespace) {
+            try measureCLI(watchers: all, paths: paths, floor: floor, options: options)
+        }
     }
 
     /// Runs on a thread inside the namespace.

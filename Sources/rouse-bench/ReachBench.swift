@@ -79,17 +79,8 @@ enum ReachBench {
 
     static func runBlocking(_ options: Options) throws -> Report {
         let namespace = "rz-bench-\(getpid())"
-        try ip(["netns", "add", namespace])
+        try makeNamespace(namespace)
         defer { _ = try? ip(["netns", "del", namespace]) }
-        for command in [
-            "link set lo up", "link add veth0 type veth peer name veth1",
-            // No IPv6 autoconfiguration: its late DAD events would land in the idle window.
-            "link set veth0 addrgenmode none", "link set veth1 addrgenmode none", "link set veth1 up",
-            "link set veth0 up",
-            "addr add 10.1.0.2/24 dev veth0", "route add default via 10.1.0.1",
-        ] {
-            try ip(["-n", namespace] + command.split(separator: " ").map(String.init))
-        }
         let floor = try LineMonitor(arguments: ["-n", namespace, "monitor", "link", "route"])
         defer { floor.stop() }
 
@@ -109,14 +100,39 @@ enum ReachBench {
         notifications.waitForCount(1, timeout: 5)
 
         // The changes are made from a thread inside the namespace.
-        let outcome = Mutex<Result<Report, any Error>?>(nil)
+        return try inNamespace(namespace) {
+            try measure(monitor: monitor, notifications: notifications, floor: floor, options: options)
+        }
+    }
+
+    /// A namespace with veth0 (10.1.0.2/24, default route via 10.1.0.1) ↔ veth1, both up; deleted by the caller.
+    static func makeNamespace(_ namespace: String) throws {
+        try ip(["netns", "add", namespace])
+        for command in [
+            "link set lo up", "link add veth0 type veth peer name veth1",
+            // No IPv6 autoconfiguration: its late DAD events would land in the idle window.
+            "link set veth0 addrgenmode none", "link set veth1 addrgenmode none", "link set veth1 up",
+            "link set veth0 up", "addr add 10.1.0.2/24 dev veth0", "route add default via 10.1.0.1",
+        ] {
+            do {
+                try ip(["-n", namespace] + command.split(separator: " ").map(String.init))
+            } catch {
+                _ = try? ip(["netns", "del", namespace])
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a thread that entered the namespace, and waits for it.
+    static func inNamespace<T: Sendable>(_ namespace: String, _ body: @escaping @Sendable () throws -> T) throws -> T {
+        let outcome = Mutex<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
             defer { done.signal() }
             do {
                 try NetlinkSystem.enterNetworkNamespace(path: "/run/netns/\(namespace)")
-                let report = try measure(monitor: monitor, notifications: notifications, floor: floor, options: options)
-                outcome.withLock { $0 = .success(report) }
+                let value = try body()
+                outcome.withLock { $0 = .success(value) }
             } catch {
                 outcome.withLock { $0 = .failure(error) }
             }
