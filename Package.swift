@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "rouse-gateway", targets: ["rouse-gateway"]),
         .executable(name: "rouse-agent", targets: ["rouse-agent"]),
         .executable(name: "rouse-example-handler", targets: ["rouse-example-handler"]),
+        .executable(name: "rouse-reach", targets: ["rouse-reach"]),
         .library(name: "RouseAgent", targets: ["RouseAgent"]),
         .library(name: "RouseAgentClient", targets: ["RouseAgentClient"]),
         .library(name: "RouseGateway", targets: ["RouseGateway"]),
@@ -44,7 +45,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL"]),
+        // Syscalls and rtnetlink only: no library beyond libc (CRouseShim re-exports it).
+        .target(name: "CRouseSys"),
+        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL", "CRouseSys"]),
 
         // MARK: Pure Swift models (no C module)
         // The two protocols our programs speak to each other: the device channel, the agent IPC.
@@ -61,7 +64,7 @@ let package = Package(
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
 
         // MARK: Bindings
-        .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
         // Child processes for the tests and rouse-bench (posix_spawn; no product links it).
         .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
@@ -79,7 +82,7 @@ let package = Package(
         ),
         .target(
             name: "RouseNetlink",
-            dependencies: ["CRouseShim", "RouseSystem"],
+            dependencies: ["CRouseSys", "RouseSystem"],
             swiftSettings: swiftSettings
         ),
 
@@ -94,7 +97,7 @@ let package = Package(
         ),
         .target(
             name: "RouseReachability",
-            dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseNetlink", "RouseSystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -172,6 +175,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // `rouse reach watch` without Foundation, ArgumentParser or the C libraries `rouse` links.
+        .executableTarget(
+            name: "rouse-reach",
+            dependencies: ["RouseReachability", "RouseSystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
