@@ -6,6 +6,7 @@ extension GatewayAttackBench {
     struct IdleFigures {
         var wakeUps = 0
         var perMinute = 0.0
+        var baselinePerMinute = 0.0
     }
 
     /// (c) devices enrolled through the device API, each with its channel open and quiet, and half-open streams
@@ -29,6 +30,14 @@ extension GatewayAttackBench {
             limits: limits, name: "idle")
         defer { gateway.stop() }
         let pid = gateway.process.processIdentifier
+        // The floor: the same gateway with no connection at all (libdispatch's workqueue monitor alone wakes a
+        // Swift process on Linux once a second).
+        let baselineWindow = min(sizes.idleWindowSeconds, 10)
+        let baseline = try await AttackClient.wakeUps(pid, over: .seconds(baselineWindow))
+        let baselinePerMinute = Double(baseline) * 60 / Double(baselineWindow)
+        detail(
+            "idle_wakeups_without_connections",
+            "\(baseline) in \(baselineWindow) s (\(String(format: "%.1f", baselinePerMinute))/min)")
 
         let credentials = try await enroll(secrets, port: gateway.devicePort, loop: context.loop)
         let loops = try GatewayBench.channelLoops()
@@ -69,7 +78,7 @@ extension GatewayAttackBench {
         }
         let perMinute = Double(wakeUps) * 60 / Double(sizes.idleWindowSeconds)
         detail("idle_wakeups", "\(wakeUps) in \(sizes.idleWindowSeconds) s (\(String(format: "%.1f", perMinute))/min)")
-        return IdleFigures(wakeUps: wakeUps, perMinute: perMinute)
+        return IdleFigures(wakeUps: wakeUps, perMinute: perMinute, baselinePerMinute: baselinePerMinute)
     }
 
     /// `POST /device/v1/enroll` with each secret (4 connections, 16 requests in flight on each); the credentials.

@@ -33,7 +33,8 @@ enum GatewayBench {
                                    [--attack-body BYTES] [--provider-samples N] [--flood-seconds N]
                                    [--flood-connections N] [--flood-streams N] [--quiet-channels N]
                                    [--half-open N] [--heartbeat SECONDS] [--unauthenticated-idle SECONDS]
-                                   [--idle-window SECONDS] [--python PATH] [--gateway PATH] [--h2load PATH] [--json]
+                                   [--idle-window SECONDS] [--phases abcd] [--python PATH] [--gateway PATH]
+                                   [--h2load PATH] [--json]
         """
 
     static func run(arguments: [String]) async throws {
@@ -355,6 +356,12 @@ enum GatewayBench {
             case "--unauthenticated-idle": options.attackSizes.unauthenticatedIdleSeconds = max(try number(), 1)
             case "--idle-window": options.attackSizes.idleWindowSeconds = max(try number(), 1)
             case "--python": options.attackSizes.python = try value()
+            case "--phases":
+                let phases = Set(try value())
+                guard !phases.isEmpty, phases.isSubset(of: ["a", "b", "c", "d"]) else {
+                    throw BenchError(description: "--phases takes letters of abcd\n\(usage)")
+                }
+                options.attackSizes.phases = phases
             case "-h", "--help":
                 print(usage)
                 return options
