@@ -44,6 +44,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL"]),
 
         // MARK: Pure Swift models (no C module)
@@ -97,7 +98,7 @@ let package = Package(
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem",
+                "RouseAPNs", "RouseHTTP2", "RouseSystem", "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
