@@ -142,7 +142,7 @@ extension GatewayConfiguration {
         }
         if let postgres = configuration.postgres {
             do {
-                try postgres.validate()
+                try postgres.validate(readingFiles: false)
             } catch {
                 throw .badConfiguration("\(source): \(error.detail)")
             }

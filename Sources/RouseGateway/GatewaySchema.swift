@@ -14,6 +14,12 @@ public enum GatewaySchema {
         public var from: Int
         /// The version now.
         public var to: Int
+
+        /// A migration from one version to another.
+        public init(from: Int, to: Int) {
+            self.from = from
+            self.to = to
+        }
     }
 
     /// The error for a database newer than this build.

@@ -45,8 +45,9 @@ public struct PostgresSettings: Sendable, Equatable {
         database.hasPrefix("postgresql://") || database.hasPrefix("postgres://")
     }
 
-    /// Checks what can be checked without a server; the error names the member (`postgres.port`).
-    public func validate() throws(GatewayError) {
+    /// Checks what can be checked without a server (and, with `readingFiles`, that the password file can be
+    /// read); the error names the member (`postgres.port`).
+    public func validate(readingFiles: Bool = true) throws(GatewayError) {
         if let port, !(1...65_535).contains(port) {
             throw .badConfiguration("postgres.port: \(port) is not a TCP port (1-65535)")
         }
@@ -61,7 +62,7 @@ public struct PostgresSettings: Sendable, Equatable {
             throw .badConfiguration("postgres.connectTimeoutSeconds: at least 1")
         }
         if let host, host.isEmpty { throw .badConfiguration("postgres.host: empty") }
-        _ = try password()
+        if readingFiles { _ = try password() }
     }
 
     /// The password from `passwordFile` (its first line), if one is configured.
@@ -122,7 +123,7 @@ public struct PostgresSettings: Sendable, Equatable {
         if lower.contains("password authentication failed") || lower.contains("no password supplied")
             || lower.contains("password") && lower.contains("authentication")
         {
-            return passwordFile != nil ? "passwordFile" : "user/password"
+            return passwordFile != nil ? "user/passwordFile" : "user/password"
         }
         if lower.contains("role") && lower.contains("does not exist") { return "user" }
         if lower.contains("database") && lower.contains("does not exist") { return "database" }
