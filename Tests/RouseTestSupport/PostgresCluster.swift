@@ -50,6 +50,10 @@ public final class PostgresCluster: Sendable {
                 description: "PostgresCluster needs a test scope: give the suite the .stopsWhatItStarts trait")
         }
         let bin = try binaries()
+        // At most `maxRunning` clusters at once in this test process: each costs an initdb and a few server
+        // processes, and the suite runs its tests in parallel on small CI machines.
+        await slots.acquire()
+        scope.onEnd { await slots.release() }
         let owner = geteuid() == 0 ? (getpwnam("postgres") != nil ? "postgres" : "nobody") : nil
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "rouse-pg-\(UUID().uuidString)"
@@ -140,5 +144,30 @@ public final class PostgresCluster: Sendable {
         throw Failure(
             description:
                 "PostgreSQL server binaries not found under \(root): run deploy/install-deps.sh (postgresql-15)")
+    }
+}
+
+/// The clusters running at once, at most ``maxRunning``; the others wait for a slot.
+private let slots = ClusterSlots()
+
+private actor ClusterSlots {
+    static let maxRunning = 2
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if running < Self.maxRunning {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty {
+            running -= 1
+        } else {
+            waiting.removeFirst().resume()
+        }
     }
 }
