@@ -45,6 +45,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Syscalls and rtnetlink only: no library beyond libc (CRouseShim re-exports it).
         .target(name: "CRouseSys"),
         .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL", "CRouseSys"]),
@@ -103,7 +104,7 @@ let package = Package(
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem", "RouseWire",
+                "RouseAPNs", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -241,6 +242,7 @@ let package = Package(
             name: "RouseGatewayTests",
             dependencies: [
                 "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

@@ -45,7 +45,7 @@ public final class Gateway: Sendable {
         self.configuration = configuration
         self.logger = logger
         try configuration.checkTopics()
-        let store = try store ?? SQLiteGatewayStore(path: configuration.databasePath)
+        let store = try store ?? configuration.openStore()
         self.store = store
         let metrics = GatewayMetrics()
         self.metrics = metrics
@@ -127,7 +127,7 @@ public final class Gateway: Sendable {
             metadata: [
                 "provider": "\(provider.localAddress)", "device": "\(device.localAddress)",
                 "admin": "\(admin.map { "\($0.localAddress)" } ?? "none")",
-                "database": "\(configuration.databasePath)",
+                "database": "\(configuration.storeDescription)",
             ])
     }
 

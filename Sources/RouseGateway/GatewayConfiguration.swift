@@ -114,8 +114,10 @@ public struct GatewayConfiguration: Sendable {
     public var device: Listener
     /// Admin endpoint (health, metrics, JSON views); `nil`: none.
     public var admin: Listener?
-    /// SQLite database file.
+    /// SQLite database file (when `postgres` is nil).
     public var databasePath: String
+    /// PostgreSQL instead of SQLite: `"database": "postgresql://…"` or a `"postgres"` object (`nil`: SQLite).
+    public var postgres: PostgresSettings?
     /// Provider keys from the configuration.
     public var keys: [Key] = []
     /// The bundle IDs that provider client certificates are trusted for (matched as key topics are): a push on a

@@ -22,6 +22,8 @@ enum GatewayBench {
         /// `--attack`: the gateway under attack instead (see `GatewayAttackBench`).
         var attack = false
         var attackSizes = GatewayAttackBench.Sizes()
+        /// A PostgreSQL URL (an empty database) instead of a fresh SQLite file.
+        var database: String?
     }
 
     typealias BenchError = Bench.Failure
@@ -29,6 +31,7 @@ enum GatewayBench {
     static let usage = """
         usage: rouse-bench gateway [--pushes N] [--connections N] [--streams N] [--latency-samples N]
                                    [--channels N] [--gateway PATH] [--h2load PATH] [--json]
+                                   [--database postgresql://…]   (an empty PostgreSQL database instead of SQLite)
                rouse-bench gateway --attack [--pushes N] [--attack-connections N] [--attack-streams N]
                                    [--attack-body BYTES] [--provider-samples N] [--flood-seconds N]
                                    [--flood-connections N] [--flood-streams N] [--quiet-channels N]
@@ -48,10 +51,10 @@ enum GatewayBench {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certs = try certsDirectory()
-        let database = directory + "/bench.sqlite"
+        let database = options.database ?? directory + "/bench.sqlite"
 
         // Devices and tokens are provisioned before the gateway starts.
-        let store = try SQLiteGatewayStore(path: database)
+        let store = try GatewayConfiguration.openStore(database: database)
         let now = Gateway.systemMilliseconds()
         let ids = (0..<(options.channels + 2)).map { "bench-\($0)" }
         let credentials = try Gateway.provisionDevices(store: store, ids: ids, now: now)
@@ -74,7 +77,11 @@ enum GatewayBench {
             if !options.json { print("\(name): \(value)") }
         }
         report("machine", machine())
-        report("durability", "SQLite WAL, synchronous=FULL, 200 after COMMIT")
+        report(
+            "durability",
+            options.database == nil
+                ? "SQLite WAL, synchronous=FULL, 200 after COMMIT"
+                : "PostgreSQL, synchronous_commit=on, 200 after COMMIT")
 
         // 1. Ingest with h2load.
         let h2 = try await h2loadIngest(
@@ -341,6 +348,7 @@ enum GatewayBench {
             case "--channels": options.channels = try number()
             case "--gateway": options.gateway = try value()
             case "--h2load": options.h2load = try value()
+            case "--database": options.database = try value()
             case "--json": options.json = true
             case "--attack": options.attack = true
             case "--attack-connections": options.attackSizes.connections = max(try number(), 1)
