@@ -56,6 +56,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // `--version` of every binary; deploy/package.sh stamps release builds.
+        .target(name: "RouseBuildInfo", swiftSettings: swiftSettings),
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
@@ -147,7 +149,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -163,7 +165,7 @@ let package = Package(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseCurl", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -173,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-gateway",
             dependencies: [
-                "RouseGateway", "RouseDaemon",
+                "RouseGateway", "RouseDaemon", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
