@@ -32,8 +32,7 @@ struct ReachCommand: AsyncParsableCommand {
             let monitor = try startMonitor(targets: try parsedTargets(targets), netns: netns)
             defer { monitor.stop() }
             for await event in monitor.events() {
-                let text = (json ? ReachOutput.json(event) : ReachOutput.line(event)) + "\n"
-                FileHandle.standardOutput.write(Data(text.utf8))
+                StandardOutput.write((json ? ReachOutput.json(event) : ReachOutput.line(event)) + "\n")
             }
         }
     }
