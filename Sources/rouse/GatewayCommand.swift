@@ -10,7 +10,7 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Administer a rouse-gateway: provider keys, devices, tokens.",
-        subcommands: [Keys.self, Devices.self, Tokens.self])
+        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self])
 
     /// Where the database is: `--database` or the gateway's `--config`.
     struct Location: ParsableArguments {
