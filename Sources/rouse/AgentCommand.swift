@@ -3,11 +3,14 @@ import Foundation
 import RouseActivation
 import RouseAgentClient
 
-/// `rouse agent …`: talk to a running `rouse-agent` over its IPC socket.
+/// `rouse agent …`: set up a device (`enroll`, `handlers`) and talk to a running `rouse-agent` over its IPC socket.
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agent", abstract: "Inspect and steer a running rouse-agent.",
-        subcommands: [Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self, RotateKey.self])
+        commandName: "agent", abstract: "Set up a device, then inspect and steer a running rouse-agent.",
+        subcommands: [
+            Enroll.self, Handlers.self, Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self,
+            RotateKey.self,
+        ])
 
     struct SocketOption: ParsableArguments {
         @Option(help: "The agent's IPC socket.") var socket = AgentClient.defaultSocketPath
