@@ -248,6 +248,8 @@ let package = Package(
             dependencies: ["RouseReachability", "RouseNetlink", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // The first-run commands and the CLI's manners, through the built products.
+        .testTarget(name: "RouseFirstRunTests", dependencies: ["RouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",
             dependencies: [
