@@ -12,6 +12,7 @@ extension AgentCommand {
     /// writes the unit's drop-in (the gateway's URL and CA), so `systemctl enable --now rouse-agent` works next.
     struct Enroll: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "enroll",
             abstract: "Enroll this device with a gateway and configure the rouse-agent unit (first run).",
             discussion: """
                 Defaults come from the installed unit's command line (--state-dir, --handlers). The drop-in \

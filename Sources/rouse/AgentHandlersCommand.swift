@@ -7,10 +7,12 @@ extension AgentCommand {
     /// the agent's own parser, so a file that passes here is one the agent loads.
     struct Handlers: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "handlers",
             abstract: "Write and check handler files.", subcommands: [Add.self, Check.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "add",
                 abstract: "Write a handler file (checked with the agent's parser before it is written).",
                 discussion: """
                     --command takes the rest of the line: the executable (an absolute path) and its arguments, e.g.
@@ -63,6 +65,7 @@ extension AgentCommand {
 
         struct Check: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "check",
                 abstract: "Check handler files with the agent's parser (exit 1 if any is wrong).")
 
             @Argument(help: "Handler files (NAME.toml) or directories of them.") var paths: [String] = [

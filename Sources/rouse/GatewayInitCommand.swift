@@ -10,6 +10,7 @@ extension GatewayCommand {
     /// next steps. Checks the result with the gateway's own parser before writing anything.
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "init",
             abstract: "Write a gateway configuration and create its database (first run).",
             discussion: """
                 Providers authenticate with ES256 keys (rouse gateway keys add … --topic …), devices with the \

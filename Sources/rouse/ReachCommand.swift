@@ -12,6 +12,7 @@ struct ReachCommand: AsyncParsableCommand {
     /// `rouse reach watch TARGET… [--json]`: prints each change with a timestamp and the reason.
     struct Watch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "watch",
             abstract: "Print every reachability change of the targets (host, IP, LOCAL,REMOTE, or 0.0.0.0).")
 
         @Argument(help: "Targets: a host name, an IP address, an address pair LOCAL,REMOTE, or 0.0.0.0 / :: / any.")
@@ -40,6 +41,7 @@ struct ReachCommand: AsyncParsableCommand {
     /// `rouse reach status [TARGET…] [--json]`: the machine's view and per-target results.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Print interfaces and types, addresses, default routes, and each target's result.")
 
         @Argument(help: "Targets (default: 0.0.0.0, the general routing status).")
