@@ -63,6 +63,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // `--version` of every binary; deploy/package.sh stamps release builds.
+        .target(name: "RouseBuildInfo", swiftSettings: swiftSettings),
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
@@ -155,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -171,7 +173,7 @@ let package = Package(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseCurl", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -187,7 +189,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-gateway",
             dependencies: [
-                "RouseGateway", "RouseDaemon",
+                "RouseGateway", "RouseDaemon", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -262,6 +264,8 @@ let package = Package(
             dependencies: ["RouseReachability", "RouseNetlink", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // The first-run commands and the CLI's manners, through the built products.
+        .testTarget(name: "RouseFirstRunTests", dependencies: ["RouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",
             dependencies: [

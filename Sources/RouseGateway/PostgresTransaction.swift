@@ -279,11 +279,11 @@ struct PostgresTransaction: GatewayStoreTransaction {
         return Self.tokens(try connection.query("SELECT \(Self.tokenColumns) FROM tokens ORDER BY created_at, token"))
     }
 
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         Self.tokens(
             try connection.query(
-                "SELECT \(Self.tokenColumns) FROM tokens WHERE token > $1 ORDER BY token LIMIT $2",
-                [.init(after ?? ""), .init(limit)]))
+                "SELECT \(Self.tokenColumns) FROM tokens ORDER BY token LIMIT $1 OFFSET $2",
+                [.init(limit), .init(offset)]))
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {

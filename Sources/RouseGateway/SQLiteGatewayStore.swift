@@ -461,11 +461,10 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
     }
 
-    func tokens(afterRow: Int64?, limit: Int) throws -> [(row: Int64, token: TokenRecord)] {
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT rowid AS row_id, * FROM tokens WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            arguments: [afterRow ?? 0, limit]
-        ).map { (row: $0["row_id"], token: Self.token($0)) }
+            db, sql: "SELECT * FROM tokens ORDER BY token LIMIT ? OFFSET ?", arguments: [limit, offset]
+        ).map(Self.token)
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import RouseAgent
+import RouseBuildInfo
 import RouseDaemon
 import RouseState
 import ServiceLifecycle
@@ -11,7 +12,8 @@ import ServiceLifecycle
 @main
 struct RouseAgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.")
+        commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.",
+        version: BuildInfo.versionText)
 
     @Option(help: "Gateway device API base URL, e.g. https://127.0.0.1:2198.") var gateway: String
     @Option(help: "CA bundle for the gateway's certificate.") var ca: String?
@@ -108,7 +110,8 @@ struct AgentRunner: Service {
     func run() async throws {
         try await agent.start()
         SystemdNotifier.notify("READY=1")
-        FileHandle.standardOutput.write(Data("rouse-agent ready socket=\(socket)\n".utf8))
+        // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a running agent.
+        try? FileHandle.standardOutput.write(contentsOf: Data("rouse-agent ready socket=\(socket)\n".utf8))
         signal(SIGHUP, SIG_IGN)
         let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
         hangup.setEventHandler { [agent, handlersDirectory, logger] in

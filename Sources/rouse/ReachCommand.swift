@@ -17,6 +17,7 @@ struct ReachCommand: AsyncParsableCommand {
     /// `poll` with nothing else scheduled.
     struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "watch",
             abstract: "Print every reachability or path change of the targets (host, IP, LOCAL,REMOTE, or 0.0.0.0).")
 
         @Argument(help: "Targets: a host name, an IP address, an address pair LOCAL,REMOTE, or 0.0.0.0 / :: / any.")
@@ -48,6 +49,7 @@ struct ReachCommand: AsyncParsableCommand {
     /// `rouse reach status [TARGET…] [--json]`: the machine's view and per-target results.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Print interfaces and types, addresses, default routes, and each target's result.")
 
         @Argument(help: "Targets (default: 0.0.0.0, the general routing status).")
