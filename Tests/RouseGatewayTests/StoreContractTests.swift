@@ -103,7 +103,7 @@ struct StoreContractTests {
         #expect(try store.read { try $0.device("c") }?.authentication == .certificate)
         #expect(try store.read { try $0.device("zz") } == nil)
         #expect(try store.read { try $0.tokens(deviceID: "a") }.map(\.token) == ["t1", "t2"])
-        #expect(try store.read { try $0.tokens(after: "t1", limit: 5) }.map(\.token) == ["t2", "t3"])
+        #expect(try store.read { try $0.tokens(offset: 1, limit: 5) }.map(\.token) == ["t2", "t3"])
         #expect(try store.write { try $0.revokeToken("t1", deviceID: "b", at: 7) } == nil)
         #expect(try store.write { try $0.revokeToken("t1", deviceID: "a", at: 7) }?.count == 1)
         #expect(try store.read { try $0.token("t1") }?.revokedAt == 7)
