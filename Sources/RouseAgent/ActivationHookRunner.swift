@@ -35,7 +35,8 @@ final class ActivationHookRunner: Sendable {
         let metadata: Logger.Metadata = [
             "hook": "\(command[0])", "event": "\(event.kind.rawValue)", "session": "\(event.session)",
         ]
-        var environment = ProcessInfo.processInfo.environment
+        // PATH, LANG and ROUSE_* of the agent's environment: not its credentials or notify socket.
+        var environment = ProcessInfo.processInfo.environment.filter { HandlerCredentials.inherited($0.key) }
         for (key, value) in event.environment { environment[key] = value }
         let started = ContinuousClock.now
         let spawned: (pid: Int32, pidfd: Int32)

@@ -196,7 +196,12 @@ extension Agent {
             return isAdoptedProcess(name, connection) ? nil : "handler \(name) runs as a re-attached process"
         }
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
-        let expectedUID = slot.configuration.user.flatMap { AgentSyscalls.user(named: $0)?.uid } ?? agentUID
+        guard
+            let expectedUID = try? HandlerCredentials.resolve(
+                slot.configuration, agentUID: agentUID, agentGID: AgentSyscalls.gid,
+                defaultUser: configuration.handlerUser
+            ).account.uid
+        else { return "handler \(name) may not run (see its launch error)" }
         guard peer.uid == expectedUID else { return "uid \(peer.uid) is not the handler's uid \(expectedUID)" }
         guard let executable = AgentSyscalls.executable(pid: peer.pid),
             let expected = AgentSyscalls.realPath(slot.configuration.command[0])

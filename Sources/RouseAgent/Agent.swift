@@ -16,6 +16,8 @@ public actor Agent: Service {
         var process: HandlerProcess?
         var connection: IPCConnection?
         var launchReason: String?
+        /// Why its last launch was refused (its identity or executable), until a launch succeeds.
+        var launchRefused: String?
         /// State preservation (issue 8): see ``Agent/Preservation``.
         var preservation = Preservation()
     }

@@ -18,7 +18,10 @@ public struct AgentConfiguration: Sendable {
     public var backoff = ChannelStateMachine.Backoff()
     /// Force a suspend mechanism (tests); nil picks the best.
     public var suspendMechanism: SuspendMechanism?
-    /// Extra environment for launched handlers.
+    /// The user handlers without `user =` run as when the agent runs as root (never root itself: a handler that
+    /// must be root says `allow-root = true`). Unused by an agent that is not root: its handlers run as itself.
+    public var handlerUser = "rouse-handler"
+    /// Extra environment for launched handlers (beyond the allow-list: see ``HandlerCredentials``).
     public var handlerEnvironment: [String: String] = [:]
     /// Command (argv, no shell) run on every activation grant and revoke (docs/activations.md, "Hook").
     public var activationHook: [String]?

@@ -34,6 +34,8 @@ public struct AgentStatus: Codable, Sendable {
         public var heldPush: String?
         /// It holds a call or background-capable audio session: it is not suspended.
         public var holdsAudio: Bool
+        /// Why its last launch was refused (who it would run as, or an executable others may write), if it was.
+        public var launchRefused: String? = nil
     }
 
     /// Device channel state.
@@ -67,7 +69,7 @@ extension Agent {
                 openBackgroundPushes: machine.openBackground.keys.sorted(),
                 tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
                 backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
-                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio)
+                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio, launchRefused: slot.launchRefused)
         }
         return AgentStatus(
             channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,

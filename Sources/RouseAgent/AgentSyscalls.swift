@@ -9,6 +9,38 @@ import Glibc
 /// everything a peer or the kernel can cause (`ECONNRESET`, `EPIPE`, `ENOENT`, `EACCES`, `EBUSY`) is thrown
 /// as ``AgentError`` with the call named.
 enum AgentSyscalls {
+    /// What the agent needs of a passwd entry.
+    struct Account: Sendable, Equatable {
+        var name: String
+        var uid: UInt32
+        var gid: UInt32
+        var home: String
+
+        init(_ entry: UnsafeMutablePointer<passwd>) {
+            name = String(cString: entry.pointee.pw_name)
+            uid = entry.pointee.pw_uid
+            gid = entry.pointee.pw_gid
+            home = entry.pointee.pw_dir.map { String(cString: $0) } ?? "/"
+        }
+    }
+
+    /// What the agent needs of a `stat`.
+    struct FileStatus: Sendable, Equatable {
+        var uid: UInt32
+        var gid: UInt32
+        var mode: UInt32
+
+        var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+        var isRegular: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+        var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+        /// Writable by the group or by others.
+        var writableByOthers: Bool { mode & 0o022 != 0 }
+        /// The sticky bit: in such a directory only an entry's owner (or root) may rename or remove it.
+        var sticky: Bool { mode & UInt32(S_ISVTX) != 0 }
+        /// Permission bits in octal, e.g. `0755`.
+        var octal: String { "0" + String(mode & 0o7777, radix: 8) }
+    }
+
     // MARK: Unix sockets
 
     /// A listening `AF_UNIX` stream socket at `path` (an old socket file is replaced), mode 0666: every
@@ -113,11 +145,12 @@ enum AgentSyscalls {
 
     // MARK: Processes
 
-    /// posix_spawn in a new process group with `channel` as fd 3; returns the pid and its pidfd.
-    /// With `identity`, the child switches to that uid/gid first (fork + exec: posix_spawn cannot).
+    /// posix_spawn in a new process group with `channel` as fd 3 (-1: none) and no other descriptor above 2;
+    /// returns the pid and its pidfd. With `identity`, the child switches to that uid, gid and supplementary
+    /// groups first (fork + exec: posix_spawn cannot).
     static func spawn(
         path: String, arguments: [String], environment: [String], channel: Int32,
-        identity: (uid: UInt32, gid: UInt32)? = nil
+        identity: (uid: UInt32, gid: UInt32, groups: [UInt32])? = nil
     ) throws(AgentError) -> (pid: Int32, pidfd: Int32) {
         var cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var cEnvironment: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
@@ -128,7 +161,11 @@ enum AgentSyscalls {
         var pid: pid_t = 0
         let rc: Int32
         if let identity {
-            rc = rouse_agent_spawn_as(path, &cArguments, &cEnvironment, channel, identity.uid, identity.gid, &pid)
+            rc = identity.groups.withUnsafeBufferPointer { groups in
+                rouse_agent_spawn_as(
+                    path, &cArguments, &cEnvironment, channel, identity.uid, identity.gid, groups.baseAddress,
+                    Int32(groups.count), &pid)
+            }
         } else {
             rc = rouse_agent_spawn(path, &cArguments, &cEnvironment, channel, &pid)
         }
@@ -216,6 +253,35 @@ enum AgentSyscalls {
     static func user(named name: String) -> (uid: UInt32, gid: UInt32)? {
         guard let entry = getpwnam(name) else { return nil }
         return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }
+
+    /// A user's account (passwd entry) by name or by uid.
+    static func account(named name: String) -> Account? {
+        getpwnam(name).map(Account.init)
+    }
+
+    /// A user's account by uid.
+    static func account(uid: UInt32) -> Account? {
+        getpwuid(uid).map(Account.init)
+    }
+
+    /// Every group `user` is a member of, with `gid` (getgrouplist(3)); just `gid` when it cannot be read.
+    static func groups(of user: String, gid: UInt32) -> [UInt32] {
+        var count: Int32 = 32
+        while true {
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            let previous = count
+            if getgrouplist(user, gid, &groups, &count) >= 0 { return Array(groups.prefix(Int(count))) }
+            guard count > previous, count <= 65536 else { return [gid] }
+        }
+    }
+
+    /// `stat(2)` (`follow`) or `lstat(2)` of a path: owner, group, mode; nil when it does not exist.
+    static func status(_ path: String, follow: Bool = true) -> FileStatus? {
+        var info = stat()
+        let rc = follow ? stat(path, &info) : lstat(path, &info)
+        guard rc == 0 else { return nil }
+        return FileStatus(uid: info.st_uid, gid: info.st_gid, mode: UInt32(info.st_mode))
     }
 
     /// gid of a group name.

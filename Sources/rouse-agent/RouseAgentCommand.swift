@@ -28,6 +28,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
     var preserveTimeoutSeconds = 1.0
     @Option(help: "Seconds a launch must stay up to count as finished (crash-loop protection).")
     var restorationGraceSeconds = 10.0
+    @Option(
+        help: ArgumentHelp(
+            "User that handlers without user = run as when the agent is root.",
+            discussion: "Never root: a handler that must run as root says allow-root = true in its file."))
+    var handlerUser = "rouse-handler"
     @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
@@ -75,6 +80,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         var configuration = AgentConfiguration(
             endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
         configuration.reachabilityTarget = reachabilityTarget
+        configuration.handlerUser = handlerUser
         configuration.assumeReachable = assumeReachable
         if let activationHook {
             guard FileManager.default.isExecutableFile(atPath: activationHook) else {

@@ -78,6 +78,7 @@ enum AgentBench {
                 topic = "com.example.h\(n)"
                 command = ["\(example)", "--mode", "report", "--log", "\(log)"]
                 push-types = ["voip"]
+                allow-root = true
                 \(limits)
                 """
             try Data(file.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/h\(n).toml"))

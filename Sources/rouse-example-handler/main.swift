@@ -29,6 +29,24 @@ import RouseAgentClient
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 
 let arguments = CommandLine.arguments
+
+/// `--describe`: the descriptors open at start (read before this program opens any) and the names of the
+/// environment variables, written as `fds 0 1 2 3` and `environment HOME PATH …` after `registered` (tests).
+let startDescriptors: [Int32] = arguments.contains("--describe") ? openDescriptors() : []
+
+func openDescriptors() -> [Int32] {
+    guard let directory = opendir("/proc/self/fd") else { return [] }
+    defer { closedir(directory) }
+    let own = dirfd(directory)
+    var result: [Int32] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if let fd = Int32(name), fd != own { result.append(fd) }
+    }
+    return result.sorted()
+}
 func option(_ name: String) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
     return arguments[index + 1]
@@ -89,6 +107,10 @@ do {
         switch message.kind {
         case .registered:
             emit("registered launchReason=\(message.launchReason ?? "-") uid=\(getuid()) gid=\(getgid())")
+            if arguments.contains("--describe") {
+                emit("fds " + startDescriptors.map(String.init).joined(separator: " "))
+                emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
+            }
         case .credentials:
             emit("credentials topic=\(message.topic ?? "-") token=\(message.token ?? "-")")
         case .push:

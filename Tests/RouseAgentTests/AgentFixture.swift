@@ -127,7 +127,9 @@ final class AgentHarness: Sendable {
             name: name, topic: name == "voip" ? bundleID : "com.example.\(name)",
             command: [try Products.path("rouse-example-handler"), "--mode", mode, "--log", "\(directory)/\(name).log"]
                 + arguments,
-            pushTypes: pushTypes, rules: rules)
+            // The rules tests run the handler as the (root) test process; who handlers run as by default, and
+            // what they are given, is AgentPrivilegeTests' subject.
+            pushTypes: pushTypes, allowRoot: true, rules: rules)
     }
 
     init(

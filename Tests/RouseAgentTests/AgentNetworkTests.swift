@@ -127,6 +127,7 @@ struct AgentNetworkTests {
             topic = "com.example.rouse"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
             push-types = ["voip"]
+            allow-root = true
             """
         try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
         let socket = directory + "/agent.sock"
