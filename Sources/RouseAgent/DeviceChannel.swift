@@ -158,6 +158,13 @@ actor DeviceChannel {
         guard recordGeneration == generation else { return }
         switch record {
         case .hello(let heartbeat):
+            guard ChannelStateMachine.acceptsHeartbeat(heartbeat) else {
+                logger.error(
+                    "gateway announced an out-of-range heartbeat: channel closed",
+                    metadata: ["heartbeat": "\(heartbeat)", "max": "\(ChannelStateMachine.maxHeartbeatSeconds)"])
+                await perform(machine.opened(heartbeatSeconds: heartbeat))
+                return
+            }
             opens += 1
             if let since = reachableSince {
                 lastOpenAfterReachable = ContinuousClock.now - since
