@@ -317,7 +317,9 @@ public actor Agent: Service {
     // MARK: Pushes
 
     func received(_ push: AgentPush) async {
-        if state.handled.contains(push.apnsID) {
+        // A window written by an older agent holds bare ids (no space): still honoured until they age out.
+        let legacy = !push.apnsID.contains(" ") && state.handled.contains(push.apnsID)
+        if state.handled.contains(push.deduplicationKey) || legacy {
             logger.info(
                 "duplicate push acknowledged", metadata: ["push-id": "\(push.id)", "apns-id": "\(push.apnsID)"])
             await channel?.ack(push.id)
@@ -362,7 +364,7 @@ public actor Agent: Service {
         switch action {
         case .launch(let reason): launch(name, reason: reason)
         case .deliver(let push, let mustReport, let deadline):
-            state.handled.insert(push.apnsID)
+            state.handled.insert(push.deduplicationKey)
             persist()
             var message = AgentMessage(type: .push)
             message.pushID = push.id

@@ -31,6 +31,11 @@ public struct AgentPush: Sendable, Equatable, Codable {
 
     /// Whether this is a VoIP push.
     public var isVoIP: Bool { pushType == "voip" }
+
+    /// What the de-duplication window remembers of a handed push: its topic and its `apns-id`. The id is the
+    /// provider's choice, so it is only unique within a provider's topic: keyed by the id alone, one provider
+    /// could suppress another's push by reusing its id.
+    public var deduplicationKey: String { topic + " " + apnsID }
 }
 
 /// Lifecycle of one handler (iOS app states).
