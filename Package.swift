@@ -147,7 +147,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseHTTP2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -42,6 +42,8 @@ public actor Agent: Service {
     var monitor: ReachabilityMonitor?
     var background: [Task<Void, Never>] = []
     var timer: Task<Void, Never>?
+    /// When ``timer`` fires (machine time), nil when none is armed.
+    var timerDeadline: Duration?
     let epoch = ContinuousClock.now
     /// The handler report the gateway last accepted (nil: none since the channel opened).
     var handlerReportSent: String?
@@ -438,9 +440,15 @@ public actor Agent: Service {
     // MARK: Timer
 
     func rescheduleTimer() {
-        timer?.cancel()
         let current = now
         let next = slots.values.compactMap { $0.machine.nextDeadline(now: current) }.min()
+        // The timer already sleeps until then, or earlier (a tick before anything is due does nothing and
+        // reschedules): keep it. A cancelled sleep still wakes the process at its deadline, so re-creating the timer
+        // at every input would leave one wake-up behind each time.
+        if let next, timer != nil, let armed = timerDeadline, armed <= next { return }
+        timer?.cancel()
+        timer = nil
+        timerDeadline = next
         guard let next else { return }
         let delay = max(.zero, next - current)
         timer = Task {
@@ -451,6 +459,8 @@ public actor Agent: Service {
     }
 
     private func tick() {
+        timer = nil
+        timerDeadline = nil
         let current = now
         for name in slots.keys.sorted() {
             let actions = slots[name]!.machine.tick(now: current)

@@ -280,10 +280,14 @@ final class MonitorLoop {
             case .resolve(let host, let generation):
                 let resolver = monitor.configuration.resolver
                 let monitor = self.monitor
-                DispatchQueue.global().async {
+                // A thread of its own, not libdispatch's pool: a dispatch worker leaves a timer that wakes the process
+                // every second from then on (issue 15).
+                let thread = Thread {
                     let addresses = try? resolver.resolve(host)
                     monitor.post(.resolved(host: host, generation: generation, addresses: addresses))
                 }
+                thread.name = "rouse-reach-resolve"
+                thread.start()
             }
         }
     }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 import RouseAgent
@@ -7,8 +6,7 @@ import RouseDaemon
 import RouseState
 import ServiceLifecycle
 
-/// `rouse-agent`: the device-side service (see docs/agent.md).
-@main
+/// `rouse-agent`: the device-side service (see docs/agent.md); started by `main.swift`.
 struct RouseAgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.")
@@ -96,9 +94,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
         let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)
         let runner = AgentRunner(agent: agent, handlersDirectory: handlers, socket: socket, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // No signals for ServiceLifecycle to trap: it would do so with libdispatch sources. main.swift takes them.
+        let group = ServiceGroup(configuration: .init(services: [.init(service: runner)], logger: logger))
+        for signal in [SIGTERM, SIGINT] {
+            AgentSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
+        }
         try await group.run()
     }
 }
@@ -115,9 +115,7 @@ struct AgentRunner: Service {
         try await agent.start()
         SystemdNotifier.notify("READY=1")
         FileHandle.standardOutput.write(Data("rouse-agent ready socket=\(socket)\n".utf8))
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        hangup.setEventHandler { [agent, handlersDirectory, logger] in
+        AgentSignals.on(SIGHUP) { [agent, handlersDirectory, logger] in
             Task {
                 do {
                     let handlers = try HandlerConfiguration.load(directory: handlersDirectory)
@@ -127,7 +125,6 @@ struct AgentRunner: Service {
                 }
             }
         }
-        hangup.resume()
         let watchdog = Task {
             guard let text = ProcessInfo.processInfo.environment["WATCHDOG_USEC"], let usec = Int64(text), usec > 0
             else { return }
@@ -139,7 +136,6 @@ struct AgentRunner: Service {
         try? await gracefulShutdown()
         SystemdNotifier.notify("STOPPING=1")
         watchdog.cancel()
-        hangup.cancel()
         await agent.shutdown()
     }
 }
