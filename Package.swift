@@ -47,9 +47,12 @@ let package = Package(
         .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL"]),
 
         // MARK: Pure Swift models (no C module)
+        // The two protocols our programs speak to each other: the device channel, the agent IPC.
+        .target(name: "RouseWire", swiftSettings: swiftSettings),
         .target(
             name: "RouseAPNs",
             dependencies: [
+                "RouseWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
@@ -97,7 +100,7 @@ let package = Package(
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem",
+                "RouseAPNs", "RouseHTTP2", "RouseSystem", "RouseWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,13 +133,14 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation"],
+            dependencies: ["RouseActivation", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseAgent",
             dependencies: [
                 "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
+                "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -156,7 +160,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient"],
+            dependencies: ["RouseAgentClient", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -204,6 +208,7 @@ let package = Package(
             name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport",
             swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
 deploy/install-deps.sh
+echo "== docs/architecture.md shows Package.swift's targets" >&2
+deploy/target-graph.sh --check docs/architecture.md
 echo "== swift format lint" >&2
 swift format lint --strict --recursive Package.swift Sources Tests
 echo "== build (warnings are errors)" >&2

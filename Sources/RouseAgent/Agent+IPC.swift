@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RouseAgentClient
+import RouseWire
 
 extension Agent {
     func accepted(_ fd: Int32) {
@@ -77,11 +77,11 @@ extension Agent {
                 "malformed IPC frame: connection closed",
                 metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
             connection.close()
-        case .message(let message):
+        case .message(let frame):
             if let name = registered[connection.id] {
-                handleRegistered(name, connection, message)
+                handleRegistered(name, connection, frame)
             } else {
-                handleUnregistered(connection, message)
+                handleUnregistered(connection, frame)
             }
         }
     }
@@ -93,11 +93,13 @@ extension Agent {
         return peer.uid == 0 || peer.uid == agentUID
     }
 
-    private func handleUnregistered(_ connection: IPCConnection, _ message: AgentMessage) {
-        switch message.kind {
-        case .register:
-            guard let name = message.handler, slots[name] != nil else {
-                connection.sendError("unknownHandler", "no handler named \(message.handler ?? "(none)")")
+    /// A message on a connection that has not registered: `register`, or an admin request.
+    private func handleUnregistered(_ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>) {
+        let requestID = frame.requestID
+        switch frame.message {
+        case .register(let register):
+            guard let name = register.handler, slots[name] != nil else {
+                connection.sendError("unknownHandler", "no handler named \(register.handler ?? "(none)")")
                 connection.close()
                 return
             }
@@ -105,7 +107,7 @@ extension Agent {
                 logger.warning(
                     "handler impersonation refused",
                     metadata: ["handler": "\(name)", "conn-id": "\(connection.id)", "reason": "\(reason)"])
-                connection.sendError("notAuthorized", reason, requestID: message.requestID)
+                connection.sendError("notAuthorized", reason, requestID: requestID)
                 connection.close()
                 return
             }
@@ -114,75 +116,73 @@ extension Agent {
             slots[name] = slot
             registered[connection.id] = name
             registrationTimers.removeValue(forKey: connection.id)?.cancel()
-            var reply = AgentMessage(type: .registered)
-            reply.handler = name
-            reply.launchReason = slot.launchReason ?? "connected"
-            connection.send(reply)
+            connection.send(.registered(.init(handler: name, launchReason: slot.launchReason ?? "connected")))
             handTokens(name, force: true)
-            var notice = AgentMessage(type: .reachability)
-            notice.reachable = gatewayReachable
-            connection.send(notice)
+            connection.send(.reachability(.init(reachable: gatewayReachable)))
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
-            registeredForPreservation(name, connection, optIn: message.preserves == true)
+            registeredForPreservation(name, connection, optIn: register.preserves == true)
             flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
         case .status:
             guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "status is for the agent's user or root", requestID: message.requestID)
+                connection.sendError("notAuthorized", "status is for the agent's user or root", requestID: requestID)
                 return
             }
-            var reply = AgentMessage(type: .statusReply)
-            reply.detail = statusJSON()
-            connection.send(reply, answering: message)
+            connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
         case .sessions:
             guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "sessions is for the agent's user or root", requestID: message.requestID)
+                connection.sendError("notAuthorized", "sessions is for the agent's user or root", requestID: requestID)
                 return
             }
-            var reply = AgentMessage(type: .sessionsReply)
-            reply.detail = arbiter.snapshot.json()
-            connection.send(reply, answering: message)
-        case .routeChanged:
+            connection.send(.sessionsReply(.init(detail: arbiter.snapshot.json())), requestID: requestID)
+        case .routeChanged(let change):
             guard isAdmin(connection) else {
                 connection.sendError(
-                    "notAuthorized", "route changes come from the agent's user or root", requestID: message.requestID)
+                    "notAuthorized", "route changes come from the agent's user or root", requestID: requestID)
                 return
             }
-            guard let reason = message.reason, !reason.isEmpty else {
-                connection.sendError("badRequest", "routeChanged needs reason", requestID: message.requestID)
+            guard let reason = change.reason, !reason.isEmpty else {
+                connection.sendError("badRequest", "routeChanged needs reason", requestID: requestID)
                 return
             }
             routeChanged(reason)
-            connection.send(AgentMessage(type: .ok), answering: message)
-        case .reregister, .userControl:
-            guard isAdmin(connection), let name = message.handler, slots[name] != nil else {
-                connection.sendError(
-                    "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
-                    requestID: message.requestID)
-                return
-            }
-            if message.kind == .reregister {
-                apply(name, slots[name]!.machine.reregister())
-            } else if message.state == "stopped" {
+            connection.send(.ok(.init()), requestID: requestID)
+        case .reregister(let request):
+            guard let name = adminTarget(connection, request.handler, requestID: requestID) else { return }
+            apply(name, slots[name]!.machine.reregister())
+            connection.send(.ok(.init()), requestID: requestID)
+        case .userControl(let control):
+            guard let name = adminTarget(connection, control.handler, requestID: requestID) else { return }
+            if control.state == "stopped" {
                 quitByUser(name)
                 apply(name, slots[name]!.machine.userStop())
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
             }
-            connection.send(AgentMessage(type: .ok), answering: message)
+            connection.send(.ok(.init()), requestID: requestID)
         case .rotateKey:
             guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "rotateKey is for the agent's user or root", requestID: message.requestID)
+                connection.sendError("notAuthorized", "rotateKey is for the agent's user or root", requestID: requestID)
                 return
             }
-            rotateKey(connection, message)
-        default:
-            connection.sendError("notRegistered", "the first message must be register (got \(message.type))")
+            rotateKey(connection, requestID: requestID)
+        case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
+            .restoreReply, .unknown:
+            connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
+    }
+
+    /// The configured handler an admin request names, nil (answered `notAuthorized`) when the peer is not an
+    /// admin or names no configured handler.
+    private func adminTarget(_ connection: IPCConnection, _ handler: String?, requestID: Int?) -> String? {
+        guard isAdmin(connection), let name = handler, slots[name] != nil else {
+            connection.sendError(
+                "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
+                requestID: requestID)
+            return nil
+        }
+        return name
     }
 
     /// Who may act as handler `name`: the connection its launch created, or a peer whose uid is the
@@ -213,70 +213,70 @@ extension Agent {
         return nil
     }
 
-    private func handleRegistered(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+    /// A message from registered handler `name`.
+    private func handleRegistered(_ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>) {
+        let requestID = frame.requestID
         guard slots[name]?.connection === connection else {
             // Its handler was removed by a reload (or replaced): nothing to act on.
-            connection.sendError(
-                "unknownHandler", "handler \(name) is no longer configured", requestID: message.requestID)
+            connection.sendError("unknownHandler", "handler \(name) is no longer configured", requestID: requestID)
             connection.close()
             return
         }
         let current = now
-        switch message.kind {
-        case .reportCall:
-            guard let callID = message.callID else {
-                connection.sendError("badRequest", "reportCall needs callID", requestID: message.requestID)
+        switch frame.message {
+        case .reportCall(let report):
+            guard let callID = report.callID else {
+                connection.sendError("badRequest", "reportCall needs callID", requestID: requestID)
                 return
             }
-            apply(name, slots[name]!.machine.reportCall(pushID: message.pushID, callID: callID, now: current))
-            callStarted(name, connection, message)
-        case .callEnded:
-            apply(name, slots[name]!.machine.callEnded(callID: message.callID ?? "", now: current))
+            apply(name, slots[name]!.machine.reportCall(pushID: report.pushID, callID: callID, now: current))
+            callStarted(name, connection, report)
+        case .callEnded(let ended):
+            apply(name, slots[name]!.machine.callEnded(callID: ended.callID ?? "", now: current))
             if slots[name]?.machine.activeCalls.isEmpty == true {
-                callEnded(name, notifyOthers: message.notifyOthers ?? true)
+                callEnded(name, notifyOthers: ended.notifyOthers ?? true)
             }
-        case .activate:
-            activate(name, connection, message)
-        case .deactivate:
-            deactivate(name, connection, message)
-        case .complete:
-            guard let pushID = message.pushID, let result = message.result,
+        case .activate(let request):
+            activate(name, connection, request, requestID: requestID)
+        case .deactivate(let request):
+            deactivate(name, connection, request, requestID: requestID)
+        case .complete(let complete):
+            guard let pushID = complete.pushID, let result = complete.result,
                 BackgroundFetchResult(rawValue: result) != nil
             else {
                 connection.sendError(
-                    "badRequest", "complete needs pushID and result newData|noData|failed", requestID: message.requestID
-                )
+                    "badRequest", "complete needs pushID and result newData|noData|failed", requestID: requestID)
                 return
             }
             apply(name, slots[name]!.machine.complete(pushID: pushID, result: result, now: current))
-        case .beginTask:
-            let (id, actions) = slots[name]!.machine.beginTask(name: message.taskName ?? "unnamed", now: current)
+        case .beginTask(let task):
+            let (id, actions) = slots[name]!.machine.beginTask(name: task.taskName ?? "unnamed", now: current)
             if id == nil {
-                connection.sendError("taskInvalid", "no background time left", requestID: message.requestID)
+                connection.sendError("taskInvalid", "no background time left", requestID: requestID)
             }
             apply(name, actions)
-        case .endTask:
-            apply(name, slots[name]!.machine.endTask(id: message.taskID ?? -1, now: current))
-        case .setState:
-            guard let state = message.state.flatMap(HandlerLifecycle.init(rawValue:)),
+        case .endTask(let task):
+            apply(name, slots[name]!.machine.endTask(id: task.taskID ?? -1, now: current))
+        case .setState(let request):
+            guard let state = request.state.flatMap(HandlerLifecycle.init(rawValue:)),
                 [.active, .inactive, .background].contains(state)
             else {
                 connection.sendError(
-                    "badRequest", "setState needs state active|inactive|background", requestID: message.requestID)
+                    "badRequest", "setState needs state active|inactive|background", requestID: requestID)
                 return
             }
             apply(name, slots[name]!.machine.setState(state, now: current))
             if state == .background { wentToBackground(name) }
         case .status:
-            var reply = AgentMessage(type: .statusReply)
-            reply.detail = statusJSON()
-            connection.send(reply, answering: message)
-        case .preserve:
-            preserveReceived(name, connection, message)
-        case .restoreReply:
-            restoreReplied(name, connection, message)
-        default:
-            connection.sendError("unknownType", "unknown message type \(message.type)", requestID: message.requestID)
+            connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
+        case .preserve(let preserve):
+            preserveReceived(name, connection, preserve)
+        case .restoreReply(let reply):
+            restoreReplied(name, connection, reply)
+        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .unknown:
+            // A second register and the admin requests are not a handler's (version 1 answers them so too).
+            connection.sendError(
+                "unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }
     }
 }

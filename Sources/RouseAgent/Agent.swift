@@ -1,9 +1,9 @@
 import Foundation
 import Logging
 import RouseActivation
-import RouseAgentClient
 import RouseCurl
 import RouseReachability
+import RouseWire
 import ServiceLifecycle
 
 /// The agent: keeps the device channel (driven by reachability), routes pushes to handlers under the
@@ -71,7 +71,7 @@ public actor Agent: Service {
     var nextPreserveWaiter = 1
     /// Activation messages for a handler whose process runs but is not connected (re-attached after an agent
     /// restart, not yet reconnected): sent, in order, when it registers.
-    var activationOutbox: [String: [AgentMessage]] = [:]
+    var activationOutbox: [String: [IPCFrame<AgentEvent>]] = [:]
     /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
     package internal(set) var preservesStored = 0
     package internal(set) var restorationsAnswered = 0
@@ -303,10 +303,7 @@ public actor Agent: Service {
         for topic in slot.configuration.topics {
             guard let token = state.tokens[topic] else { continue }
             if !force && state.handedTokens[name]?[topic] == token { continue }
-            var message = AgentMessage(type: .credentials)
-            message.topic = topic
-            message.token = token
-            if connection.send(message) {
+            if connection.send(.credentials(.init(topic: topic, token: token))) {
                 state.handedTokens[name, default: [:]][topic] = token
                 persist()
             }
@@ -368,14 +365,10 @@ public actor Agent: Service {
         case .deliver(let push, let mustReport, let deadline):
             state.handled.insert(push.deduplicationKey)
             persist()
-            var message = AgentMessage(type: .push)
-            message.pushID = push.id
-            message.pushType = push.pushType
-            message.topic = push.topic
-            message.payload = push.payload
-            message.apnsID = push.apnsID
-            message.mustReport = push.isVoIP ? mustReport : nil
-            message.seconds = deadline
+            let message = AgentEvent.push(
+                .init(
+                    pushID: push.id, pushType: push.pushType, topic: push.topic, payload: push.payload,
+                    apnsID: push.apnsID, mustReport: push.isVoIP ? mustReport : nil, seconds: deadline))
             if slots[name]?.connection?.send(message) == true { delivered += 1 }
             logger.info("push handed to handler", metadata: metadata.merging(["push-id": "\(push.id)"]) { $1 })
         case .ack(let id):
@@ -403,23 +396,16 @@ public actor Agent: Service {
             control.thaw(cgroup: process.cgroup, pgid: process.pid)
             logger.info("handler resumed", metadata: metadata)
         case .notify(let kind):
-            var message: AgentMessage
+            let message: AgentEvent
             switch kind {
             case .taskExpiring(let id, let taskName, let seconds):
-                message = AgentMessage(type: .taskExpiring)
-                message.taskID = id
-                message.taskName = taskName
-                message.seconds = seconds
+                message = .taskExpiring(.init(taskID: id, taskName: taskName, seconds: seconds))
             case .taskBegun(let id, let taskName):
-                message = AgentMessage(type: .taskBegun)
-                message.taskID = id
-                message.taskName = taskName
+                message = .taskBegun(.init(taskID: id, taskName: taskName))
             case .lifecycle(let lifecycle):
-                message = AgentMessage(type: .lifecycle)
-                message.state = lifecycle.rawValue
+                message = .lifecycle(.init(state: lifecycle.rawValue))
             case .reachability(let reachable):
-                message = AgentMessage(type: .reachability)
-                message.reachable = reachable
+                message = .reachability(.init(reachable: reachable))
             }
             slots[name]?.connection?.send(message)
         case .log(let text, let values):

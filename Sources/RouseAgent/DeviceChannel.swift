@@ -1,9 +1,10 @@
 import Logging
 import RouseCurl
+import RouseWire
 
-/// The libcurl shell around ``ChannelStateMachine``: opens `GET /device/v1/channel`, reads NDJSON records,
-/// runs the single timer (backoff or heartbeat deadline) and batches acknowledgements
-/// (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
+/// The libcurl shell around ``ChannelStateMachine``: opens `GET /device/v1/channel`, reads its records
+/// (``ChannelRecord``, one JSON object per line), runs the single timer (backoff or heartbeat deadline) and
+/// batches acknowledgements (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
 actor DeviceChannel {
     struct Events: Sendable {
         var push: @Sendable (AgentPush) async -> Void
@@ -149,10 +150,16 @@ actor DeviceChannel {
                         reason: "status \(response.head.status) \(String(decoding: body, as: UTF8.self))")
                     return
                 }
-                var splitter = LineSplitter()
+                var splitter = ChannelLineSplitter()
                 for try await chunk in response.body {
                     for line in splitter.append(chunk) {
-                        guard let record = ChannelRecord.parse(line) else { continue }
+                        let record: ChannelRecord
+                        do throws(ChannelRecordError) {
+                            record = try ChannelRecord(line: line)
+                        } catch {
+                            self.skipped(error, generation: current)
+                            continue
+                        }
                         await self.record(record, generation: current)
                     }
                 }
@@ -169,10 +176,17 @@ actor DeviceChannel {
         await perform(machine.failed(fatal ? .fatal : .retryable))
     }
 
+    /// A line that is not a record this version reads: skipped (a push in it stays unacknowledged).
+    private func skipped(_ error: ChannelRecordError, generation lineGeneration: Int) {
+        guard lineGeneration == generation else { return }
+        logger.warning("channel record skipped", metadata: ["error": "\(error)"])
+    }
+
     private func record(_ record: ChannelRecord, generation recordGeneration: Int) async {
         guard recordGeneration == generation else { return }
         switch record {
-        case .hello(let heartbeat):
+        case .hello(let hello):
+            let heartbeat = hello.heartbeat
             guard ChannelStateMachine.acceptsHeartbeat(heartbeat) else {
                 logger.error(
                     "gateway announced an out-of-range heartbeat: channel closed",
@@ -190,15 +204,24 @@ actor DeviceChannel {
             if !pendingAcks.isEmpty { await flushAcks() }
         case .push(let push):
             await perform(machine.recordReceived())
-            await events.push(push)
-        case .heartbeat, .other:
+            await events.push(AgentPush(push))
+        case .heartbeat, .unknown:
             await perform(machine.recordReceived())
         case .replaced, .shutdown:
-            logger.info("channel closed by the gateway", metadata: ["record": "\(record)"])
+            logger.info("channel closed by the gateway", metadata: ["record": "\(record.type)"])
             await perform(machine.closedByGateway())
         case .revoked:
             logger.error("device revoked: channel stopped")
             await perform(machine.failed(.fatal))
         }
+    }
+}
+
+extension AgentPush {
+    /// A push from the channel (no push type: `alert`, as APNs assumes).
+    init(_ push: ChannelRecord.Push) {
+        self.init(
+            id: push.id, pushType: push.pushType ?? "alert", topic: push.topic, payload: push.payload,
+            apnsID: push.apnsID, expiration: push.expiration, receivedAt: push.receivedAt)
     }
 }

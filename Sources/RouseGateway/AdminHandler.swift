@@ -67,9 +67,13 @@ struct AdminView: Sendable {
                     )
                 }
                 let body = DeviceJSON.list(devices, pending: counts, handlers: reports)
-                return page(path, body, count: devices.count, limit: limit, last: devices.last?.id, query: query)
+                return self.page(path, body, count: devices.count, limit: limit, last: devices.last?.id, query: query)
             case "/v1/tokens":
-                let tokens = try store.read { try $0.tokens(after: after, limit: limit) }
+                guard after == nil || Int64(after ?? "") != nil else {
+                    return error(400, "badCursor", "after is the number from a next-page link")
+                }
+                let page = try store.read { try $0.tokens(afterRow: after.flatMap { Int64($0) }, limit: limit) }
+                let tokens = page.map(\.token)
                 let items = tokens.map { token in
                     let shown = reveal ? token.token : String(token.token.prefix(8)) + "…"
                     return "{\"token\":\(JSONText.quoted(shown)),\"device\":\(JSONText.quoted(token.deviceID)),"
@@ -77,7 +81,8 @@ struct AdminView: Sendable {
                         + "\"revokedAt\":\(token.revokedAt.map(String.init) ?? "null")}"
                 }
                 let body = "[" + items.joined(separator: ",") + "]"
-                return page(path, body, count: tokens.count, limit: limit, last: tokens.last?.token, query: query)
+                return self.page(
+                    path, body, count: tokens.count, limit: limit, last: page.last.map { "\($0.row)" }, query: query)
             case "/v1/pending":
                 let pushes = try store.read { try $0.pendingList(deviceID: query["device"], limit: limit) }
                 let items = pushes.map { push in

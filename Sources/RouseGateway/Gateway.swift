@@ -193,7 +193,7 @@ public final class Gateway: Sendable {
         c.maxConnections = limits.maxConnections
         c.maxConnectionsPerAddress = limits.maxConnectionsPerAddress
         c.requestTimeout = .seconds(limits.requestTimeoutSeconds)
-        c.unauthenticatedIdleTimeout = .seconds(limits.unauthenticatedIdleSeconds)
+        c.authenticationTimeout = .seconds(limits.authenticationTimeoutSeconds)
     }
 
     /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).

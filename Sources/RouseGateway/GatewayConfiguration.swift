@@ -100,7 +100,7 @@ public struct GatewayConfiguration: Sendable {
         public var requestTimeoutSeconds: Int = 10
         /// Seconds an idle connection that never authenticated is kept (a valid provider token or certificate
         /// push, a device request with a valid credential authenticates it).
-        public var unauthenticatedIdleSeconds: Int = 30
+        public var authenticationTimeoutSeconds: Int = 30
 
         /// Defaults.
         public init() {}

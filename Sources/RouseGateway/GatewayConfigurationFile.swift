@@ -40,7 +40,7 @@ extension GatewayConfiguration {
             var maxConnectionsPerAddress: Int?
             var deviceMaxStreams: Int?
             var requestTimeoutSeconds: Int?
-            var unauthenticatedIdleSeconds: Int?
+            var authenticationTimeoutSeconds: Int?
         }
 
         var environment: String?
@@ -159,7 +159,7 @@ extension GatewayConfiguration {
             limits.maxConnectionsPerAddress = l.maxConnectionsPerAddress ?? limits.maxConnectionsPerAddress
             limits.deviceMaxStreams = l.deviceMaxStreams ?? limits.deviceMaxStreams
             limits.requestTimeoutSeconds = l.requestTimeoutSeconds ?? limits.requestTimeoutSeconds
-            limits.unauthenticatedIdleSeconds = l.unauthenticatedIdleSeconds ?? limits.unauthenticatedIdleSeconds
+            limits.authenticationTimeoutSeconds = l.authenticationTimeoutSeconds ?? limits.authenticationTimeoutSeconds
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -175,7 +175,7 @@ extension GatewayConfiguration {
                 ("maxConnectionsPerAddress", Int64(limits.maxConnectionsPerAddress)),
                 ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
                 ("requestTimeoutSeconds", Int64(limits.requestTimeoutSeconds)),
-                ("unauthenticatedIdleSeconds", Int64(limits.unauthenticatedIdleSeconds)),
+                ("authenticationTimeoutSeconds", Int64(limits.authenticationTimeoutSeconds)),
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
@@ -207,7 +207,7 @@ extension GatewayConfiguration {
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
             "maxTokensPerDevice", "maxPendingPushesPerToken", "maxPendingBytesPerToken", "maxPendingPushesPerDevice",
             "maxPendingBytesPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
-            "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",
+            "deviceMaxStreams", "requestTimeoutSeconds", "authenticationTimeoutSeconds",
         ],
     ]
 

@@ -73,7 +73,7 @@ public final class GatewayMetrics: Sendable {
             ("connections-refused", counts.connectionsRefused),
             ("connections-refused-per-address", counts.connectionsRefusedPerAddress),
             ("accept-paused", counts.acceptPauses), ("streams-refused-buffer", counts.streamsRefusedBufferBudget),
-            ("request-timeout", counts.requestTimeouts), ("unauthenticated-idle", counts.unauthenticatedIdleCloses),
+            ("request-timeout", counts.requestTimeouts), ("authentication-timeout", counts.authenticationTimeouts),
         ]
         for (limit, value) in values {
             let key = "\(listener)|\(limit)"

@@ -425,10 +425,11 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
     }
 
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+    func tokens(afterRow: Int64?, limit: Int) throws -> [(row: Int64, token: TokenRecord)] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM tokens WHERE token > ? ORDER BY token LIMIT ?", arguments: [after ?? "", limit]
-        ).map(Self.token)
+            db, sql: "SELECT rowid AS row_id, * FROM tokens WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            arguments: [afterRow ?? 0, limit]
+        ).map { (row: $0["row_id"], token: Self.token($0)) }
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {

@@ -39,7 +39,7 @@ public struct HTTP2Connection: Sendable {
     }
 
     /// The peer proved who it is (a valid provider token, a device credential): the connection is held to the
-    /// ordinary idle limit from now on instead of `unauthenticatedIdleTimeout`.
+    /// ordinary idle limit from now on instead of `authenticationTimeout`.
     public func markAuthenticated() {
         ref.run { $0.markAuthenticated() }
     }

@@ -85,6 +85,8 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
             return 0
         }
         stream.bodyLength += length
+        // The stream's window comes back at once; the connection's once the bytes leave the buffer.
+        if let session = c.session { _ = nghttp2_session_consume_stream(session, streamID, length) }
         let limit = c.shared.configuration.maxRequestBodySize
         var take = stream.body.count < limit ? min(length, limit - stream.body.count) : 0
         if take > 0 && !c.chargeRequestBytes(stream, take) { take = 0 }

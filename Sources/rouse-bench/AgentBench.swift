@@ -98,9 +98,10 @@ enum AgentBench {
         func status() async throws -> AgentStatus? {
             guard let client = try? AgentClient(socketPath: socket) else { return nil }
             defer { client.close() }
-            try client.send(AgentMessage(type: .status))
+            try client.send(.status)
             for await reply in client.messages {
-                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
+                guard case .statusReply(let status) = reply else { return nil }
+                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
             }
             return nil
         }
@@ -116,10 +117,7 @@ enum AgentBench {
         func admin(_ handler: String, _ state: String) async throws {
             let client = try AgentClient(socketPath: socket)
             defer { client.close() }
-            var message = AgentMessage(type: .userControl)
-            message.handler = handler
-            message.state = state
-            try client.send(message)
+            try client.send(.userControl(.init(handler: handler, state: state)))
             for await _ in client.messages { break }
         }
         try await until("agent channel open") { try await status()?.channel == "open" }

@@ -15,9 +15,19 @@ final class ChildGateway: Sendable {
         self.adminPort = adminPort
     }
 
-    static func start(executable: String, directory: String, database: String, certs: String) async throws
-        -> ChildGateway
-    {
+    /// The benchmark's limits: no heartbeats, every push stored (quotas out of the way), many streams at once on
+    /// a provider connection before its first token (h2load opens them all).
+    static let benchLimits = """
+        {"heartbeatSeconds": 0, "oneStreamUntilToken": false,
+         "maxPendingPushesPerToken": 1000000000, "maxPendingBytesPerToken": 1000000000000,
+         "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}
+        """
+
+    /// Starts the gateway with `limits` (a JSON object: the configuration's `limits`) and waits for its ready line.
+    static func start(
+        executable: String, directory: String, database: String, certs: String, limits: String = benchLimits,
+        name: String = "gateway"
+    ) async throws -> ChildGateway {
         let config = """
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "device": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
@@ -25,11 +35,9 @@ final class ChildGateway: Sendable {
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": ["com.example.rouse"]}],
-             "limits": {"heartbeatSeconds": 0, "oneStreamUntilToken": false,
-                        "maxPendingPushesPerToken": 1000000000, "maxPendingBytesPerToken": 1000000000000,
-                        "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}}
+             "limits": \(limits)}
             """
-        let path = directory + "/gateway.json"
+        let path = directory + "/\(name).json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))
         let process = try ChildProcess.start(
             executable, ["--config", path, "--log-level", "warning"], stdout: .lines, stderr: .inherit)

@@ -50,11 +50,8 @@ enum AgentStateBench {
         let clock = ContinuousClock()
         func admin(_ state: String) async throws {
             for handler in handlers {
-                var message = AgentMessage(type: .userControl)
-                message.handler = handler.name
-                message.state = state
                 let client = try AgentClient(socketPath: configuration.socketPath)
-                try client.send(message)
+                try client.send(.userControl(.init(handler: handler.name, state: state)))
                 for await _ in client.messages { break }
                 client.close()
             }

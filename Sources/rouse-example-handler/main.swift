@@ -1,6 +1,7 @@
 import Foundation
 import RouseActivation
 import RouseAgentClient
+import RouseWire
 
 // An example handler: registers, reports a call for every VoIP push that must be reported, completes
 // background pushes, and writes one line per event to stdout (and to `--log FILE` when given), e.g.
@@ -104,29 +105,29 @@ do {
     if mode == "task" || mode == "leak" { try client.beginTask(name: "upload") }
     if let commandsPath { try readCommands(commandsPath, client: client) }
     for await message in client.messages {
-        switch message.kind {
-        case .registered:
-            emit("registered launchReason=\(message.launchReason ?? "-") uid=\(getuid()) gid=\(getgid())")
+        switch message {
+        case .registered(let registered):
+            emit("registered launchReason=\(registered.launchReason) uid=\(getuid()) gid=\(getgid())")
             if arguments.contains("--describe") {
                 emit("fds " + startDescriptors.map(String.init).joined(separator: " "))
                 emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
             }
-        case .credentials:
-            emit("credentials topic=\(message.topic ?? "-") token=\(message.token ?? "-")")
-        case .push:
-            let payload = Data(base64Encoded: message.payload ?? "").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        case .credentials(let credentials):
+            emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
+        case .push(let push):
+            let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) } ?? ""
             var latency = ""
             if let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
                 let sent = object["sentAt"] as? Double
             {
                 latency = String(format: " latencyMs=%.3f", Date().timeIntervalSince1970 * 1000 - sent)
             }
-            let id = message.pushID ?? "-"
+            let id = push.pushID
             emit(
-                "push id=\(id) type=\(message.pushType ?? "-") mustReport=\(message.mustReport.map { "\($0)" } ?? "-") "
+                "push id=\(id) type=\(push.pushType) mustReport=\(push.mustReport.map { "\($0)" } ?? "-") "
                     + "payload=\(payload)\(latency)")
             let ignored = option("--ignore-payload").map { payload.contains($0) } ?? false
-            if message.pushType == "voip", message.mustReport == true, mode != "ignore", !ignored {
+            if push.pushType == "voip", push.mustReport == true, mode != "ignore", !ignored {
                 try client.reportCall(pushID: id, callID: "call-\(id)")
                 emit("reported id=\(id) call=call-\(id)")
                 if mode != "keepcall" { try client.callEnded(callID: "call-\(id)") }
@@ -134,34 +135,31 @@ do {
                 if arguments.contains("--bad-preserve") {
                     // Malformed on purpose: a path with "..", then data that is not base64.
                     try client.preserve(pieces: ["calls/../ui": []], version: stateVersion)
-                    var message = AgentMessage(type: .preserve)
-                    message.pieces = ["settings": "not base64!"]
-                    message.version = stateVersion
-                    try client.send(message)
+                    try client.send(.preserve(.init(pieces: ["settings": "not base64!"], version: stateVersion)))
                 } else if preserves {
                     try client.preserve(pieces: pieces(), version: stateVersion)
                 }
             }
-            if message.pushType == "background", mode != "overrun" {
+            if push.pushType == "background", mode != "overrun" {
                 try client.complete(pushID: id, result: .newData)
                 emit("completed id=\(id) result=newData")
             }
-        case .taskBegun:
-            emit("taskBegun id=\(message.taskID ?? -1) name=\(message.taskName ?? "-")")
-        case .taskExpiring:
-            emit("taskExpiring id=\(message.taskID ?? -1) seconds=\(message.seconds ?? 0)")
-            if mode == "task", let id = message.taskID {
-                try client.endTask(id: id)
-                emit("taskEnded id=\(id)")
+        case .taskBegun(let task):
+            emit("taskBegun id=\(task.taskID) name=\(task.taskName)")
+        case .taskExpiring(let task):
+            emit("taskExpiring id=\(task.taskID) seconds=\(task.seconds)")
+            if mode == "task" {
+                try client.endTask(id: task.taskID)
+                emit("taskEnded id=\(task.taskID)")
             }
-        case .lifecycle:
-            emit("lifecycle state=\(message.state ?? "-")")
-        case .activation:
-            emit("activation " + describe(message))
-        case .reachability:
-            emit("reachability reachable=\(message.reachable ?? false)")
-        case .restoration:
-            guard let offer = OfferedRestoration(message) else {
+        case .lifecycle(let lifecycle):
+            emit("lifecycle state=\(lifecycle.state)")
+        case .activation(let activation):
+            emit("activation " + describe(activation))
+        case .reachability(let reachability):
+            emit("reachability reachable=\(reachability.reachable)")
+        case .restoration(let restoration):
+            guard let offer = OfferedRestoration(restoration) else {
                 emit("restoration malformed")
                 continue
             }
@@ -194,14 +192,14 @@ do {
             emit(
                 "restoration done restored=\(result.restored.count) skipped=\(result.skipped.count) "
                     + "failedAt=\(result.failedAt ?? "-")")
-        case .preserveRequest:
-            emit("preserveRequest reason=\(message.state ?? "-")")
+        case .preserveRequest(let request):
+            emit("preserveRequest reason=\(request.reason)")
             try client.preserve(pieces: pieces(), version: stateVersion)
-        case .preserved:
-            emit("preserved \(message.detail ?? "")")
-        case .error:
-            emit("error \(message.error ?? "-"): \(message.detail ?? "")")
-        default:
+        case .preserved(let preserved):
+            emit("preserved \(preserved.detail)")
+        case .error(let failure):
+            emit("error \(failure.code): \(failure.detail)")
+        case .statusReply, .sessionsReply, .ok, .unknown:
             emit("message type=\(message.type)")
         }
     }
@@ -212,10 +210,10 @@ do {
 }
 
 /// `session=… event=… [reason=…] [shouldResume=…]`.
-func describe(_ message: AgentMessage) -> String {
-    var text = "session=\(message.session ?? "-") event=\(message.event ?? "-")"
-    if let reason = message.reason { text += " reason=\(reason)" }
-    if let shouldResume = message.shouldResume { text += " shouldResume=\(shouldResume)" }
+func describe(_ activation: AgentEvent.Activation) -> String {
+    var text = "session=\(activation.session) event=\(activation.event)"
+    if let reason = activation.reason { text += " reason=\(reason)" }
+    if let shouldResume = activation.shouldResume { text += " shouldResume=\(shouldResume)" }
     return text
 }
 
@@ -262,17 +260,18 @@ func run(_ words: [String], client: AgentClient) async throws {
     case "state":
         try client.setState(words[1])
     case "activate":
-        var message = AgentMessage(type: .activate)
-        message.session = words[1]
-        message.category = words[2]
-        message.mode = named["mode"]
-        message.options = named["options"].map { $0.split(separator: ",").map(String.init) }
-        message.role = named["role"]
-        message.acceptsDelay = named["delay"] != nil
+        let request = AgentRequest.Activate(
+            session: words[1], category: words[2], mode: named["mode"],
+            options: named["options"].map { $0.split(separator: ",").map(String.init) }, role: named["role"],
+            acceptsDelay: named["delay"] != nil)
         // The raw request, so that a test can send what the typed API would refuse to build.
         do {
-            let answer = try await client.request(message)
-            emit("answer " + describe(answer))
+            let answer = try await client.request(.activate(request))
+            if case .activation(let activation) = answer {
+                emit("answer " + describe(activation))
+            } else {
+                emit("answer session=\(words[1]) type=\(answer.type)")
+            }
         } catch let error as AgentRequestError {
             emit("answer session=\(words[1]) error=\(error.code)")
         }

@@ -220,19 +220,16 @@ final class AgentHarness: Sendable {
     }
 
     /// Sends an admin request and expects `ok`.
-    func admin(_ type: AgentMessageType, handler: String, state: String? = nil) async throws {
-        var message = AgentMessage(type: type)
-        message.handler = handler
-        message.state = state
+    func admin(_ message: AgentRequest) async throws {
         let client = try AgentClient(socketPath: socketPath)
         defer { client.close() }
         try client.send(message)
-        var reply: AgentMessage?
+        var reply: AgentEvent?
         for await answer in client.messages {
             reply = answer
             break
         }
-        guard reply?.kind == .ok else { throw FixtureError("admin \(type): \(String(describing: reply))") }
+        guard case .ok = reply else { throw FixtureError("admin \(message.type): \(String(describing: reply))") }
     }
 
     /// What the gateway's admin view (`/v1/devices`) shows of the agent's handler for `topic`.

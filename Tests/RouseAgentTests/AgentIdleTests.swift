@@ -51,10 +51,7 @@ struct AgentIdleTests {
             try await AgentNetworkTests.status(socket: socket).channel == "open"
         }
         let client = try AgentClient(socketPath: socket)
-        var start = AgentMessage(type: .userControl)
-        start.handler = "idle"
-        start.state = "started"
-        try client.send(start)
+        try client.send(.userControl(.init(handler: "idle", state: "started")))
         for await _ in client.messages { break }
         client.close()
         try await eventually("handler registered and suspended") {

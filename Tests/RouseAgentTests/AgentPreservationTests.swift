@@ -160,7 +160,7 @@ final class PreservationRig: Sendable {
     }
 
     /// Sends an admin request; the answer.
-    func admin(_ message: AgentMessage) async throws -> AgentMessage {
+    func admin(_ message: AgentRequest) async throws -> AgentEvent {
         let client = try AgentClient(socketPath: socket)
         defer { client.close() }
         try client.send(message)
@@ -307,15 +307,10 @@ struct AgentPreservationTests {
         let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
         #expect(FileManager.default.fileExists(atPath: rig.state + "/state/voip.state"))
-        var stop = AgentMessage(type: .userControl)
-        stop.handler = "voip"
-        stop.state = "stopped"
-        #expect(try await rig.admin(stop).kind == .ok)
+        #expect(try await rig.admin(.userControl(.init(handler: "voip", state: "stopped"))) == .ok(.init()))
         try await eventually("handler stopped") { try await rig.status().handlers.first?.pid == nil }
         #expect(!FileManager.default.fileExists(atPath: rig.state + "/state/voip.state"))
-        var start = stop
-        start.state = "started"
-        #expect(try await rig.admin(start).kind == .ok)
+        #expect(try await rig.admin(.userControl(.init(handler: "voip", state: "started"))) == .ok(.init()))
         try await rig.push(#"{"n":2}"#)
         try await rig.waitForHandler("push id=", count: 2)
         #expect(rig.handlerLines("restoration offered").isEmpty)

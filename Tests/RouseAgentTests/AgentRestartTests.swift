@@ -118,19 +118,17 @@ struct AgentRestartTests {
             "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
         ]
         let first = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent1.stderr")
-        var admin = AgentMessage(type: .userControl)
-        admin.handler = "voip"
-        admin.state = "started"
         let client = try AgentClient(socketPath: socket)
-        try client.send(admin)
+        try client.send(.userControl(.init(handler: "voip", state: "started")))
         for await _ in client.messages { break }
         client.close()
         @Sendable func status() async throws -> AgentStatus? {
             let client = try AgentClient(socketPath: socket)
             defer { client.close() }
-            try client.send(AgentMessage(type: .status))
+            try client.send(.status)
             for await reply in client.messages {
-                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
+                guard case .statusReply(let status) = reply else { return nil }
+                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
             }
             return nil
         }

@@ -6,21 +6,21 @@ import Testing
 @Suite("IPC frames, de-duplication window, handler files", .timeLimit(.minutes(1)))
 struct WireAndConfigTests {
     @Test func framesRoundTripInPieces() throws {
-        var message = AgentMessage(type: .push)
-        message.pushID = "7"
-        message.mustReport = true
-        let bytes = FrameCodec.encode(message) + FrameCodec.encode(AgentMessage(type: .ok))
-        var decoder = FrameDecoder()
-        var out: [AgentMessage] = []
+        let message = AgentEvent.push(
+            .init(
+                pushID: "7", pushType: "voip", topic: "t", payload: "", apnsID: "a", mustReport: true, seconds: 5))
+        let bytes = FrameCodec.encode(message) + FrameCodec.encode(AgentEvent.ok(.init()))
+        var decoder = FrameDecoder<AgentEvent>()
+        var out: [AgentEvent] = []
         for byte in bytes {
             decoder.append([byte])
-            while let next = try decoder.next() { out.append(next) }
+            while let next = try decoder.next() { out.append(next.message) }
         }
-        #expect(out == [message, AgentMessage(type: .ok)])
+        #expect(out == [message, .ok(.init())])
     }
 
-    static func decode(_ bytes: [UInt8]) throws -> AgentMessage? {
-        var decoder = FrameDecoder()
+    static func decode(_ bytes: [UInt8]) throws -> IPCFrame<AgentEvent>? {
+        var decoder = FrameDecoder<AgentEvent>()
         decoder.append(bytes)
         return try decoder.next()
     }

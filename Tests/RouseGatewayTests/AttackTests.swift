@@ -1,0 +1,124 @@
+import Foundation
+import RouseCurl
+import RouseGateway
+import RouseHTTP2
+import RouseTestSupport
+import Testing
+
+/// The gateway's admin `/metrics`, read over h2c: the value of the sample line that starts with `sample`.
+private func metric(_ gateway: GatewayProcess, _ sample: String) async throws -> Int {
+    let port = try #require(gateway.adminPort)
+    let admin = try await HTTP2Client.connect(
+        HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
+    defer { admin.close() }
+    let response = await admin.send(
+        HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
+    guard case .response(200, _, let body) = response else { throw FixtureError("metrics: \(response)") }
+    let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+    return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
+}
+
+private func limitHits(_ listener: String, _ limit: String) -> String {
+    #"rouse_gateway_limit_hits_total{listener="\#(listener)",limit="\#(limit)"}"#
+}
+
+/// An attacker without credentials, over real TLS, against the real `rouse-gateway` process, with an HTTP/2 client
+/// we did not write (`Tests/Interop/h2_attack.py`, Python h2). Issue 13, defects 1 and 2.
+@Suite("Gateway under attack: half-open streams and idle timers (Python h2 over TLS)", .timeLimit(.minutes(3)))
+struct AttackTests {
+    static let mebibyte = 1024  // in KiB, as /proc shows memory
+
+    @Test("20 connections × 1000 half-open streams × 64 KiB on each port: RSS bounded, streams refused or cancelled")
+    func halfOpenStreams() async throws {
+        let directory = try TemporaryDirectory()
+        let gateway = try await GatewayProcess.start(directory: directory, database: directory.path + "/g.sqlite")
+        defer { gateway.kill() }
+        let rssBefore = try ProcessProbe.statusKiB(gateway.pid, "VmRSS")
+        let socketsBefore = try ProcessProbe.sockets(gateway.pid)
+        let (connections, streams) = (20, 1000)
+        async let onDevice = HalfOpenAttack.start(
+            port: gateway.devicePort, path: "/device/v1/tokens", connections: connections, streams: streams,
+            directory: directory)
+        async let onProvider = HalfOpenAttack.start(
+            port: gateway.providerPort, path: "/3/device/" + String(repeating: "ab", count: 32),
+            connections: connections, streams: streams, directory: directory)
+        let (device, provider) = try await (onDevice, onProvider)
+
+        // Everything sent and read by the gateway (a PING answered after it): its memory holds what it kept.
+        let deviceHolding = try await device.phase("holding", timeout: .seconds(90))
+        let providerHolding = try await provider.phase("holding", timeout: .seconds(90))
+        let peak = try ProcessProbe.statusKiB(gateway.pid, "VmHWM")
+        // Before the budgets: 40 such connections took the gateway from 40 MB to 2.8 GB (the device port took all
+        // 1000 streams of each connection and nghttp2 handed back every window at once).
+        #expect(peak < 200 * Self.mebibyte, "peak RSS \(peak / Self.mebibyte) MiB")
+        for report in [deviceHolding, providerHolding] {
+            #expect(report.connections == connections && report.streams == connections * streams, "\(report)")
+            #expect(report.goAways.isEmpty && report.closedByPeer == 0, "the connections are kept: \(report)")
+            // Request windows come back only when the gateway takes a body, drops it (past the provider port's 8 KiB)
+            // or cancels its stream at the deadline (a slow run may see some): one 64 KiB window per connection,
+            // and at most one attempted body (64 KiB) more per cancelled stream.
+            #expect(report.bodyBytes <= (connections + (report.resets["CANCEL"] ?? 0)) * 65536, "\(report)")
+        }
+
+        // The device port admits 16 streams per connection, the provider port 1 until a valid token: the rest are
+        // refused at once; the admitted ones did not end within requestTimeoutSeconds (10) and are cancelled.
+        let deviceSettled = try await device.phase("settled", timeout: .seconds(30))
+        let providerSettled = try await provider.phase("settled", timeout: .seconds(30))
+        #expect(deviceSettled.resets == ["REFUSED_STREAM": connections * (streams - 16), "CANCEL": connections * 16])
+        #expect(providerSettled.resets == ["REFUSED_STREAM": connections * (streams - 1), "CANCEL": connections])
+        #expect(try await metric(gateway, limitHits("device", "request-timeout")) == connections * 16)
+        #expect(try await metric(gateway, limitHits("provider", "request-timeout")) == connections)
+
+        // The attacker leaves: once the gateway closed its side of every connection, the memory is given back.
+        _ = try await (device.stop(), provider.stop())
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try ProcessProbe.sockets(gateway.pid) > socketsBefore, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try ProcessProbe.sockets(gateway.pid) <= socketsBefore, "connections closed")
+        let rssAfter = try ProcessProbe.statusKiB(gateway.pid, "VmRSS")
+        #expect(
+            rssAfter < rssBefore + 32 * Self.mebibyte,
+            "RSS \(rssBefore / Self.mebibyte) MiB before, \(rssAfter / Self.mebibyte) MiB after (2.6 GB stayed before)")
+    }
+
+    @Test("a quiet channel (heartbeats off) and half-open streams held past the idle limit: no 1 kHz timer loop")
+    func idleTimersDoNotSpin() async throws {
+        let directory = try TemporaryDirectory()
+        let database = directory.path + "/g.sqlite"
+        // Connections that never authenticated have a 1 s idle limit here; the half-open streams outlive it (their
+        // deadline is a minute); nothing else is due: no heartbeats, no sweep within the test.
+        let gateway = try await GatewayProcess.start(
+            directory: directory, database: database,
+            limits: ["unauthenticatedIdleSeconds": 1, "requestTimeoutSeconds": 60, "sweepIntervalSeconds": 3600])
+        defer { gateway.kill() }
+        let store = try SQLiteGatewayStore(path: database)
+        let secret = try Gateway.makeEnrollmentSecret(
+            store: store, now: Gateway.systemMilliseconds(), validity: .seconds(600))
+        let curl = try CurlHTTPClient()
+        let client = try await DeviceClient.enroll(curl: curl, port: gateway.devicePort, secret: secret)
+        let channel = try await client.channel()
+        #expect(try await channel.next()["type"] == "hello")
+
+        async let onDevice = HalfOpenAttack.start(
+            port: gateway.devicePort, path: "/device/v1/tokens", connections: 1, streams: 1, directory: directory)
+        async let onProvider = HalfOpenAttack.start(
+            port: gateway.providerPort, path: "/3/device/" + String(repeating: "ab", count: 32), connections: 1,
+            streams: 1, directory: directory)
+        let (device, provider) = try await (onDevice, onProvider)
+        _ = try await (device.phase("holding", timeout: .seconds(30)), provider.phase("holding", timeout: .seconds(30)))
+        // Past the 1 s idle limit with a stream open: the old idle timer re-armed every millisecond from here on.
+        try await Task.sleep(for: .milliseconds(1500))
+        let wakeUps = try await ProcessProbe.wakeUps(gateway.pid, over: .seconds(3))
+        // Now: each half-open connection is looked at once a second (about 6 in 3 s); the timer loop made ~6000.
+        #expect(wakeUps < 60, "\(wakeUps) wake-ups of the gateway's threads in 3 s")
+        let (deviceDone, providerDone) = try await (device.stop(), provider.stop())
+        for report in [deviceDone, providerDone] {
+            #expect(report.openStreams == 1 && report.closedByPeer == 0, "the half-open stream was kept: \(report)")
+        }
+        try await channel.expectNoPush(within: .milliseconds(100))
+        channel.close()
+        await curl.shutdown()
+        #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
+    }
+}
