@@ -164,3 +164,10 @@ int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[
     *pid_out = pid;
     return 0;
 }
+
+int rouse_agent_peer_groups(int fd, gid_t *groups, int *count) {
+    socklen_t length = (socklen_t)(*count * (int)sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) != 0) return -1;
+    *count = (int)(length / sizeof(gid_t));
+    return 0;
+}

@@ -47,6 +47,7 @@ extension Agent {
             slot.process = process
             slot.launchReason = reason
             slot.launchRefused = nil
+            slot.launchAttempts = 0
             slot.machine.launched(now: now)
             slot.preservation = Preservation()
             slots[name] = slot
@@ -57,9 +58,31 @@ extension Agent {
                 metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
             watch(name, process, child: true)
         } catch {
+            // Out of descriptors or memory (an IPC flood, a loaded machine): the pushes waiting for this launch are
+            // kept, and the launch is tried again every 250 ms until its launch deadline has passed.
+            let attempts = slots[name]?.launchAttempts ?? 0
+            if (error as? AgentError)?.isShortage == true,
+                Self.launchRetryDelay * (attempts + 1) < handler.rules.launchDeadline
+            {
+                logger.warning("launch failed: trying again", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+                slots[name]?.launchAttempts = attempts + 1
+                Task {
+                    try? await Task.sleep(for: Self.launchRetryDelay)
+                    self.retryLaunch(name, reason: reason)
+                }
+                return
+            }
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             launchFailed(name)
         }
+    }
+
+    /// Pause between launch attempts after a shortage.
+    static let launchRetryDelay = Duration.milliseconds(250)
+
+    private func retryLaunch(_ name: String, reason: String) {
+        guard let slot = slots[name], slot.process == nil, slot.machine.lifecycle == .launching else { return }
+        launch(name, reason: reason)
     }
 
     /// A thread waits for the process to exit (reaps it when it is our `child`; a re-attached handler is not).

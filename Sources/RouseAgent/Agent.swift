@@ -18,6 +18,8 @@ public actor Agent: Service {
         var launchReason: String?
         /// Why its last launch was refused (its identity or executable), until a launch succeeds.
         var launchRefused: String?
+        /// Launches that failed for a shortage since the last one that worked.
+        var launchAttempts = 0
         /// State preservation (issue 8): see ``Agent/Preservation``.
         var preservation = Preservation()
     }
@@ -30,7 +32,12 @@ public actor Agent: Service {
     var connections: [Int: IPCConnection] = [:]
     var registered: [Int: String] = [:]
     var nextConnectionID = 1
-    var registrationTimers: [Int: Task<Void, Never>] = [:]
+    /// When each socket-path connection that has not registered is closed (machine time).
+    var registrationDeadlines: [Int: Duration] = [:]
+    /// The one timer that closes them, and when it fires.
+    var registrationSweep: (task: Task<Void, Never>, at: Duration)?
+    /// Who may hold a socket-path connection (checked on the accept thread).
+    let admission: IPCAdmission
     var inFlight: Set<String> = []
     let control: ProcessControl
     let curl: CurlHTTPClient
@@ -87,6 +94,7 @@ public actor Agent: Service {
         self.store = store
         self.state = try store.load()
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
+        self.admission = IPCAdmission(exempt: [0, AgentSyscalls.uid])
         self.curl = try CurlHTTPClient(logger: logger)
         self.api = GatewayAPI(endpoint: configuration.endpoint, curl: curl)
         self.hooks = configuration.activationHook.flatMap { command in
@@ -123,16 +131,20 @@ public actor Agent: Service {
         restoreAgentState()
         listener = try AgentSyscalls.listen(path: configuration.socketPath)
         let listenerFD = listener
-        let accepted = AsyncStream<Int32>.makeStream()
+        let accepted = AsyncStream<(Int32, IPCConnection.Peer)>.makeStream()
+        let admission = admission
+        let logger = logger
         let thread = Thread {
-            while let fd = AgentSyscalls.accept(listenerFD) { accepted.continuation.yield(fd) }
+            admission.acceptLoop(listener: listenerFD, logger: logger) { fd, peer in
+                accepted.continuation.yield((fd, peer))
+            }
             accepted.continuation.finish()
         }
         thread.name = "rouse-agent-accept"
         thread.start()
         background.append(
             Task {
-                for await fd in accepted.stream { self.accepted(fd) }
+                for await (fd, peer) in accepted.stream { self.accepted(fd, peer: peer) }
             })
         background.append(Task { await self.enrollAndConnect() })
     }
@@ -146,6 +158,7 @@ public actor Agent: Service {
         handlerReportTask?.cancel()
         tokenRetry?.cancel()
         timer?.cancel()
+        registrationSweep?.task.cancel()
         monitor?.stop()
         if listener >= 0 {
             AgentSyscalls.shutdown(listener)

@@ -21,6 +21,9 @@ public struct AgentConfiguration: Sendable {
     /// The user handlers without `user =` run as when the agent runs as root (never root itself: a handler that
     /// must be root says `allow-root = true`). Unused by an agent that is not root: its handlers run as itself.
     public var handlerUser = "rouse-handler"
+    /// Members of this group (besides root and the agent's own user) may send admin requests over IPC (status,
+    /// sessions, reregister, start/stop, route changes, rotate-key). Never a handler: its connections are refused.
+    public var adminGroup: String?
     /// Extra environment for launched handlers (beyond the allow-list: see ``HandlerCredentials``).
     public var handlerEnvironment: [String: String] = [:]
     /// Command (argv, no shell) run on every activation grant and revoke (docs/activations.md, "Hook").

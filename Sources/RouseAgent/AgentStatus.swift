@@ -77,10 +77,19 @@ extension Agent {
             tokens: state.tokens)
     }
 
-    func statusJSON() -> String {
+    /// The status document; `only`: what handler `only` may see of it (its own entry and tokens, no device id).
+    func statusJSON(only handler: String? = nil) -> String {
+        var document = status()
+        if let handler, let slot = slots[handler] {
+            let topics = Set(slot.configuration.topics)
+            document.handlers = document.handlers.filter { $0.name == handler }
+            document.tokens = document.tokens?.filter { topics.contains($0.key) }
+            document.deviceID = nil
+            document.suspendNote = ""
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(status())).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return (try? encoder.encode(document)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
 

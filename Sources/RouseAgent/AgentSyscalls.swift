@@ -77,14 +77,66 @@ enum AgentSyscalls {
         return fd
     }
 
-    /// Accepts one connection (blocking); nil when the listener was shut down.
-    static func accept(_ listener: Int32) -> Int32? {
+    /// What one `accept4` gave.
+    enum Accepted {
+        /// A connection.
+        case connection(Int32)
+        /// A shortage that passes (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, `EPERM` from a firewall): back off and
+        /// accept again; the pending connection waits in the backlog meanwhile.
+        case shortage(Int32)
+        /// The listener was shut down (or a bug closed it): stop accepting.
+        case closed
+    }
+
+    /// Accepts one connection (blocking). `EINTR` and `ECONNABORTED` (the peer gave up) are retried.
+    static func accept(_ listener: Int32) -> Accepted {
         while true {
             let fd = rouse_agent_accept(listener)
-            if fd >= 0 { return fd }
-            if errno == EINTR || errno == ECONNABORTED { continue }
-            return nil
+            if fd >= 0 { return .connection(fd) }
+            let code = errno
+            switch code {
+            case EINTR, ECONNABORTED: continue
+            case EMFILE, ENFILE, ENOMEM, ENOBUFS, EPERM: return .shortage(code)
+            default: return .closed
+            }
         }
+    }
+
+    /// `SO_PEERCRED` alone (no descriptor opened): who is connecting, for the admission check.
+    static func peerCredentials(_ fd: Int32) -> (pid: Int32, uid: UInt32, gid: UInt32)? {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard rouse_agent_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
+        return (pid, uid, gid)
+    }
+
+    /// `SO_PEERGROUPS`: the peer's supplementary groups at connect time (empty when they cannot be read).
+    static func peerGroups(_ fd: Int32) -> [UInt32] {
+        var capacity: Int32 = 64
+        while capacity <= 65536 {
+            var groups = [gid_t](repeating: 0, count: Int(capacity))
+            var count = capacity
+            if rouse_agent_peer_groups(fd, &groups, &count) == 0 { return Array(groups.prefix(Int(count))) }
+            guard errno == ERANGE else { return [] }
+            capacity *= 4
+        }
+        return []
+    }
+
+    /// The cgroup v2 path of a process (`0::…` of `/proc/PID/cgroup`), nil when it is gone.
+    static func cgroupPath(pid: Int32) -> String? {
+        guard let text = readFile("/proc/\(pid)/cgroup"),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
+        else { return nil }
+        return String(line.dropFirst(3))
+    }
+
+    /// Field 5 of `/proc/<pid>/stat`: the process group.
+    static func processGroup(pid: Int32) -> Int32? {
+        guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 2 ? Int32(fields[2]) : nil
     }
 
     /// A connected pair (agent end, handler end), both close-on-exec.
@@ -132,10 +184,7 @@ enum AgentSyscalls {
     static func peer(_ fd: Int32) throws(AgentError) -> (
         pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, kernelPidfd: Bool
     ) {
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        guard rouse_agent_peer_credentials(fd, &pid, &uid, &gid) == 0 else { throw .system("SO_PEERCRED", errno) }
+        guard let (pid, uid, gid) = peerCredentials(fd) else { throw .system("SO_PEERCRED", errno) }
         let kernel = rouse_agent_peer_pidfd(fd)
         if kernel >= 0 { return (pid, uid, gid, kernel, true) }
         let opened = rouse_agent_pidfd_open(pid)
@@ -171,7 +220,15 @@ enum AgentSyscalls {
         }
         guard rc == 0 else { throw .system(identity == nil ? "posix_spawn \(path)" : "fork \(path)", rc) }
         let pidfd = rouse_agent_pidfd_open(pid)
-        guard pidfd >= 0 else { throw .system("pidfd_open", errno) }
+        guard pidfd >= 0 else {
+            // Out of descriptors: a child we cannot track must not live on. It is ours and not reaped yet, so its
+            // pid cannot have been reused.
+            let code = errno
+            _ = kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            throw .system("pidfd_open", code)
+        }
         return (pid, pidfd)
     }
 

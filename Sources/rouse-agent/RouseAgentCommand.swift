@@ -31,6 +31,8 @@ struct RouseAgentCommand: AsyncParsableCommand {
             "User that handlers without user = run as when the agent is root.",
             discussion: "Never root: a handler that must run as root says allow-root = true in its file."))
     var handlerUser = "rouse-handler"
+    @Option(help: "Group whose members may send admin requests (status, start, stop, …) besides root.")
+    var adminGroup: String?
     @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
@@ -79,6 +81,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
             endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
         configuration.reachabilityTarget = reachabilityTarget
         configuration.handlerUser = handlerUser
+        configuration.adminGroup = adminGroup
         configuration.assumeReachable = assumeReachable
         if let activationHook {
             guard FileManager.default.isExecutableFile(atPath: activationHook) else {

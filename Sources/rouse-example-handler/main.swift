@@ -112,6 +112,7 @@ do {
                 emit("fds " + startDescriptors.map(String.init).joined(separator: " "))
                 emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
             }
+            if let other = option("--try-admin") { Task { await tryAdmin(client, other: other) } }
         case .credentials(let credentials):
             emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
         case .push(let push):
@@ -219,6 +220,36 @@ func describe(_ activation: AgentEvent.Activation) -> String {
 
 /// Reads commands (one per line) from the named pipe at `path`, opened read-write so that writers come and go
 /// without an end of file, and runs each in order.
+/// `--try-admin OTHER` (tests): what a handler gets when it asks for the status on its own connection, and when it
+/// asks to stop handler OTHER, on its own connection and on a second one through the socket path. Writes
+///   askedStatus handlers=NAME,… device=ID|-     admin own=CODE     admin socket=CODE
+func tryAdmin(_ client: AgentClient, other: String) async {
+    func answer(_ client: AgentClient, _ request: AgentRequest) async -> (AgentEvent?, String) {
+        do {
+            let event = try await client.request(request)
+            return (event, event.type)
+        } catch let error as AgentRequestError {
+            return (nil, error.code)
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+    if case (.statusReply(let reply)?, _) = await answer(client, .status) {
+        let object = (try? JSONSerialization.jsonObject(with: Data(reply.detail.utf8))) as? [String: Any] ?? [:]
+        let names = (object["handlers"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        emit("askedStatus handlers=\(names.joined(separator: ",")) device=\(object["deviceID"] as? String ?? "-")")
+    }
+    let stop = AgentRequest.userControl(.init(handler: other, state: "stopped"))
+    emit("admin own=" + (await answer(client, stop)).1)
+    let path = ProcessInfo.processInfo.environment["ROUSE_AGENT_SOCKET"] ?? AgentClient.defaultSocketPath
+    guard let second = try? AgentClient(socketPath: path) else {
+        emit("admin socket=connectFailed")
+        return
+    }
+    emit("admin socket=" + (await answer(second, stop)).1)
+    second.close()
+}
+
 func readCommands(_ path: String, client: AgentClient) throws {
     guard let handle = FileHandle(forUpdatingAtPath: path) else {
         throw AgentRequestError(code: "commands", detail: "cannot open \(path)")

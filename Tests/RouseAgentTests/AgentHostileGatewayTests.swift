@@ -58,17 +58,21 @@ final class HostileGateway: Sendable {
             }
             stream.sendHead(status: 200, headers: [HTTP2Header("content-type", "application/x-ndjson")])
             guard channel > 1 else {
-                stream.write(Array("{\"type\":\"hello\",\"heartbeat\":\(Int64.max)}\n".utf8))
+                stream.write(
+                    Array(
+                        "{\"type\":\"hello\",\"device\":\"hostile\",\"channel\":1,\"heartbeat\":\(Int64.max),\"window\":32}\n"
+                            .utf8))
                 return
             }
             let payload = Data(#"{"call":"x"}"#.utf8).base64EncodedString()
-            var records = [#"{"type":"hello","heartbeat":0}"#]
+            var records = [#"{"type":"hello","device":"hostile","channel":2,"heartbeat":0,"window":32}"#]
             for (id, expiration, received) in [
                 ("p\(channel)-a", Int64.max, Int64.min), ("p\(channel)-b", Int64.min, Int64.max),
                 ("p\(channel)-c", Int64(1e15), Int64(-1e15)),
             ] {
                 records.append(
-                    "{\"type\":\"push\",\"id\":\"\(id)\",\"pushType\":\"voip\",\"topic\":\"\(Self.topic)\","
+                    "{\"type\":\"push\",\"id\":\"\(id)\",\"token\":\"t\",\"priority\":10,\"pushType\":\"voip\","
+                        + "\"topic\":\"\(Self.topic)\","
                         + "\"payload\":\"\(payload)\",\"apnsID\":\"\(id)\",\"expiration\":\(expiration),"
                         + "\"receivedAt\":\(received)}")
             }

@@ -58,10 +58,22 @@ struct AgentIdleTests {
             let handler = try await AgentNetworkTests.status(socket: socket).handlers.first
             return handler?.connected == true && handler?.state == "suspended"
         }
-        // Our status requests are wake-ups too: let their connections end before the window opens.
-        try await Task.sleep(for: .seconds(1))
+        // What the set-up caused settles first: our status requests (the registration sweep they armed, 5 s later),
+        // a libcurl timer after the enrollment and token requests (about 10 s). Quiet means 6 s without a single
+        // wake-up; an agent that wakes every few seconds never gets there (the wait times out: the test fails).
         let pid = agent.process.processIdentifier
-
+        var quiet = Self.switches(pid: pid)
+        var quietSince = ContinuousClock.now
+        let settleDeadline = ContinuousClock.now + .seconds(45)
+        while ContinuousClock.now - quietSince < .seconds(6) {
+            guard ContinuousClock.now < settleDeadline else { throw FixtureError("the agent never went quiet") }
+            try await Task.sleep(for: .milliseconds(250))
+            let now = Self.switches(pid: pid)
+            if now != quiet {
+                quiet = now
+                quietSince = .now
+            }
+        }
         let before = Self.switches(pid: pid)
         try await Task.sleep(for: .seconds(10))
         let after = Self.switches(pid: pid)

@@ -36,6 +36,10 @@ int rouse_agent_peer_pidfd(int fd);
 /// The pid a pidfd refers to (from /proc/self/fdinfo), or -1 when it exited or cannot be read.
 pid_t rouse_agent_pidfd_pid(int pidfd);
 
+/// SO_PEERGROUPS (Linux 4.13+): the supplementary groups of a connected Unix socket's peer at connect time.
+/// `*count` is the capacity on entry, the number filled on return; -1 with errno (ERANGE: too small).
+int rouse_agent_peer_groups(int fd, gid_t *groups, int *count);
+
 /// accept4(fd, NULL, NULL, SOCK_CLOEXEC); -1 with errno on failure.
 int rouse_agent_accept(int fd);
 #endif
