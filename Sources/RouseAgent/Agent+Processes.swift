@@ -24,8 +24,11 @@ extension Agent {
         }
         do {
             let (mine, theirs) = try AgentSyscalls.socketPair()
+            let session: [String: String]? =
+                configuration.mode == .user ? (configuration.sessionEnvironment?() ?? [:]) : nil
             var environment = identity.environment(
-                for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment)
+                for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment,
+                session: session)
             environment["ROUSE_AGENT_FD"] = "3"
             environment["ROUSE_HANDLER"] = name
             environment["ROUSE_LAUNCH_REASON"] = reason

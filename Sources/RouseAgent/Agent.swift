@@ -129,7 +129,9 @@ public actor Agent: Service {
         reattach()
         control.removeStaleAgents()
         restoreAgentState()
-        listener = try AgentSyscalls.listen(path: configuration.socketPath)
+        // The per-user agent's socket is its user's alone (admin and handlers are that user).
+        listener = try AgentSyscalls.listen(
+            path: configuration.socketPath, mode: configuration.mode == .user ? 0o600 : 0o666)
         let listenerFD = listener
         let accepted = AsyncStream<(Int32, IPCConnection.Peer)>.makeStream()
         let admission = admission

@@ -1,5 +1,18 @@
+/// How the agent runs: see docs/agent.md, "Two modes".
+public enum AgentMode: String, Sendable {
+    /// A system service (root) for headless devices: handlers run as `handlerUser`, in a clean environment.
+    case system
+    /// A user service of the logged-in user: handlers are the user's programs, in the session's environment.
+    case user
+}
+
 /// Everything the agent needs to run.
 public struct AgentConfiguration: Sendable {
+    /// System service or per-user service.
+    public var mode = AgentMode.system
+    /// Per-user mode: the session's current environment (the user manager's), read at each launch; nil: the
+    /// agent's own.
+    public var sessionEnvironment: (@Sendable () -> [String: String])?
     /// The gateway's device API.
     public var endpoint: GatewayEndpoint
     /// One-time enrollment secret (used once; the credential is kept in the state store).

@@ -45,7 +45,7 @@ enum AgentSyscalls {
 
     /// A listening `AF_UNIX` stream socket at `path` (an old socket file is replaced), mode 0666: every
     /// local user may connect; who they are is decided per connection from `SO_PEERCRED`.
-    static func listen(path: String) throws(AgentError) -> Int32 {
+    static func listen(path: String, mode: mode_t = 0o666) throws(AgentError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system("socket", errno) }
         unlink(path)
@@ -68,7 +68,7 @@ enum AgentSyscalls {
             close(fd)
             throw .system("bind \(path)", code)
         }
-        chmod(path, 0o666)
+        chmod(path, mode)
         guard Glibc.listen(fd, 64) == 0 else {
             let code = errno
             close(fd)

@@ -62,6 +62,16 @@ struct HandlerCredentials: Sendable, Equatable {
         name == "PATH" || name == "LANG" || name.hasPrefix("ROUSE_")
     }
 
+    /// What a handler of the per-user mode gets from the session beyond ``inherited(_:)``: the locale, the display
+    /// (Wayland, X11), the session bus, the audio server (PipeWire, PulseAudio), the XDG directories, the shell.
+    static func inheritedInSession(_ name: String) -> Bool {
+        inherited(name) || name.hasPrefix("LC_") || name.hasPrefix("XDG_")
+            || [
+                "LANGUAGE", "TZ", "SHELL", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS",
+                "PULSE_SERVER", "PULSE_COOKIE", "PIPEWIRE_REMOTE", "PIPEWIRE_RUNTIME_DIR", "SSH_AUTH_SOCK",
+            ].contains(name)
+    }
+
     /// The search path when the agent has none.
     static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
@@ -69,10 +79,18 @@ struct HandlerCredentials: Sendable, Equatable {
     /// and `LOGNAME` of the account it runs as, what its file lists (`NAME` passes the variable from `agent`,
     /// `NAME=value` sets it), then `extra` (the agent's configuration). Nothing else of the agent's: not its
     /// credentials directory, its notify socket, nor anything a service manager or a shell put there.
+    /// With `session` (the per-user mode: the user manager's environment, over the agent's), the session's
+    /// display, bus, audio server and XDG variables are passed too (``inheritedInSession(_:)``).
     func environment(
-        for handler: HandlerConfiguration, agent: [String: String], extra: [String: String]
+        for handler: HandlerConfiguration, agent: [String: String], extra: [String: String],
+        session: [String: String]? = nil
     ) -> [String: String] {
-        var result = agent.filter { Self.inherited($0.key) }
+        var result: [String: String]
+        if let session {
+            result = agent.merging(session) { $1 }.filter { Self.inheritedInSession($0.key) }
+        } else {
+            result = agent.filter { Self.inherited($0.key) }
+        }
         if result["PATH"] == nil { result["PATH"] = Self.defaultPath }
         result["HOME"] = account.home
         result["USER"] = account.name

@@ -6,14 +6,14 @@ import Glibc
 ///
 /// Errno policy: `EINTR` is retried; a failure to create a pipe or to spawn is thrown with its errno. The pipes are
 /// close-on-exec, so only the child gets them (as its fds 0-2).
-enum ShortChild {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+package enum ShortChild {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Runs `program` with `arguments`; returns its exit status (128+signal when killed), output and errors.
     /// Inputs and outputs are expected small (a few KiB): the input is written in full before the outputs are read.
-    static func run(_ program: String, _ arguments: [String], input: [UInt8]) throws(Failure) -> (
+    package static func run(_ program: String, _ arguments: [String], input: [UInt8]) throws(Failure) -> (
         status: Int32, output: [UInt8], errors: [UInt8]
     ) {
         var pipes: [[Int32]] = []

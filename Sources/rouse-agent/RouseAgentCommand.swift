@@ -17,11 +17,20 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "File holding the one-time enrollment secret.") var enrollSecretFile: String?
     @Option(help: "Device certificate (PEM) instead of a secret.") var deviceCert: String?
     @Option(help: "Device certificate key (PEM).") var deviceKey: String?
-    @Option(help: "Handler configuration directory.") var handlers = "/etc/rouse/handlers.d"
+    @Flag(
+        help: ArgumentHelp(
+            "Per-user mode: a systemd user service of the logged-in user (deploy/rouse-agent-user.service).",
+            discussion:
+                "Defaults become $XDG_CONFIG_HOME/rouse/handlers.d, $XDG_STATE_HOME/rouse, "
+                + "$XDG_RUNTIME_DIR/rouse/agent.sock (mode 0600), the key-file backend; handlers run as the user "
+                + "in the session's environment (display, audio server, session bus)."))
+    var user = false
+    @Option(help: "Handler configuration directory (default /etc/rouse/handlers.d; --user: see above).")
+    var handlers: String?
     @Option(help: "State directory: secrets/ (credential, durable state), state/ (preserved state), sealed.")
-    var stateDir = "/var/lib/rouse"
+    var stateDir: String?
     @Option(help: "Data key directory (default: <state-dir>/keys).") var keyDir: String?
-    @Option(help: "Data key backend: auto, systemd-credential or key-file.") var keyBackend = "auto"
+    @Option(help: "Data key backend: auto, systemd-credential or key-file (--user: key-file).") var keyBackend: String?
     @Option(help: "Seconds to wait for a handler's preserve answer before suspending or terminating it.")
     var preserveTimeoutSeconds = 1.0
     @Option(help: "Seconds a launch must stay up to count as finished (crash-loop protection).")
@@ -33,7 +42,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
     var handlerUser = "rouse-handler"
     @Option(help: "Group whose members may send admin requests (status, start, stop, …) besides root.")
     var adminGroup: String?
-    @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
+    @Option(help: "IPC socket path (default /run/rouse/agent.sock; --user: see above).") var socket: String?
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
     @Option(
@@ -63,12 +72,18 @@ struct RouseAgentCommand: AsyncParsableCommand {
             secret = try String(contentsOfFile: enrollSecretFile, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines)
         }
+        let paths = try AgentPaths(user: user, environment: ProcessInfo.processInfo.environment)
+        let handlers = self.handlers ?? paths.handlers
+        let stateDir = self.stateDir ?? paths.state
+        let socket = self.socket ?? paths.socket
+        let keyBackend = self.keyBackend ?? (user ? "key-file" : "auto")
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: handlers, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ValidationError("handler directory \(handlers) does not exist")
         }
         let handlerConfigurations = try HandlerConfiguration.load(directory: handlers)
-        try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: stateDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         guard let preference = KeyBackendPreference(rawValue: keyBackend) else {
             throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
         }
@@ -76,9 +91,17 @@ struct RouseAgentCommand: AsyncParsableCommand {
             stateDirectory: stateDir, keyDirectory: keyDir ?? stateDir + "/keys", preference: preference,
             logger: logger)
         let socketDirectory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: socketDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: user ? 0o700 : 0o755])
         var configuration = AgentConfiguration(
             endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
+        if user {
+            configuration.mode = .user
+            // The session's display, audio server and bus as the user manager knows them now (a session that
+            // started after the agent exported them there), at every launch.
+            configuration.sessionEnvironment = { UserManager.environment() }
+        }
         configuration.reachabilityTarget = reachabilityTarget
         configuration.handlerUser = handlerUser
         configuration.adminGroup = adminGroup
