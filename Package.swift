@@ -157,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo", "RouseHTTP2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -3,42 +3,43 @@ import Logging
 import RouseWire
 
 extension Agent {
-    func accepted(_ fd: Int32) {
-        let peer: IPCConnection.Peer
-        do {
-            let credentials = try AgentSyscalls.peer(fd)
-            peer = IPCConnection.Peer(
-                pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, pidfd: credentials.pidfd,
-                kernelPidfd: credentials.kernelPidfd)
-        } catch {
-            logger.warning("peer credentials unavailable: connection refused", metadata: ["error": "\(error)"])
-            AgentSyscalls.close(fd)
-            return
-        }
-        guard connections.count < Self.maxConnections else {
-            logger.warning("too many IPC connections: refused", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
-            AgentSyscalls.close(fd)
-            if peer.pidfd >= 0 { AgentSyscalls.close(peer.pidfd) }
-            return
-        }
+    /// A socket-path connection the accept thread admitted (see ``IPCAdmission``), its peer's pidfd open: it must
+    /// register (or, for an admin request, finish) within ``registrationTimeout``.
+    func accepted(_ fd: Int32, peer: IPCConnection.Peer) {
         let connection = makeConnection(fd: fd, peer: peer, launchedFor: nil)
-        // A peer that neither registers nor leaves is dropped after a while.
-        registrationTimers[connection.id] = Task {
-            try? await Task.sleep(for: Self.registrationTimeout)
-            guard !Task.isCancelled else { return }
-            self.dropIfUnregistered(connection)
-        }
+        registrationDeadlines[connection.id] = now + Self.registrationTimeout
+        armRegistrationSweep()
     }
 
-    /// Most IPC connections at once (each has a reader thread).
-    static let maxConnections = 256
-    /// Time a socket-path connection has to register (admin connections: to finish).
-    static let registrationTimeout = Duration.seconds(30)
+    /// Time a socket-path connection has to register (an admin connection: to finish).
+    static let registrationTimeout = Duration.seconds(5)
 
-    private func dropIfUnregistered(_ connection: IPCConnection) {
-        guard connections[connection.id] != nil, registered[connection.id] == nil else { return }
-        connection.sendError("registrationTimeout", "no register within \(Self.registrationTimeout)")
-        connection.close()
+    /// One timer for every connection that has not registered yet. An armed timer due no later than the earliest
+    /// deadline is kept: a cancelled sleep would still wake the agent at its deadline.
+    private func armRegistrationSweep() {
+        guard let next = registrationDeadlines.values.min() else { return }
+        if let armed = registrationSweep, armed.at <= next { return }
+        registrationSweep?.task.cancel()
+        let delay = max(.zero, next - now)
+        registrationSweep = (
+            Task {
+                try? await Task.sleep(for: delay)
+                guard !Task.isCancelled else { return }
+                self.sweepRegistrations()
+            }, next
+        )
+    }
+
+    private func sweepRegistrations() {
+        registrationSweep = nil
+        let current = now
+        for (id, deadline) in registrationDeadlines where deadline <= current {
+            registrationDeadlines[id] = nil
+            guard let connection = connections[id], registered[id] == nil else { continue }
+            connection.sendError("registrationTimeout", "no register within \(Self.registrationTimeout)")
+            connection.close()
+        }
+        armRegistrationSweep()
     }
 
     func makeConnection(fd: Int32, peer: IPCConnection.Peer?, launchedFor: String?) -> IPCConnection {
@@ -56,7 +57,8 @@ extension Agent {
         switch inbound {
         case .closed:
             connections.removeValue(forKey: connection.id)
-            registrationTimers.removeValue(forKey: connection.id)?.cancel()
+            registrationDeadlines[connection.id] = nil
+            if let peer = connection.peer, connection.launchedFor == nil { admission.release(uid: peer.uid) }
             guard let name = registered.removeValue(forKey: connection.id), var slot = slots[name],
                 slot.connection === connection
             else { return }
@@ -88,9 +90,24 @@ extension Agent {
 
     private var agentUID: UInt32 { AgentSyscalls.uid }
 
+    /// Admin requests come from root, the agent's own user or a member of the configured admin group, and never
+    /// from a handler: not on the connection its launch created, nor from any process in a handler's cgroup or
+    /// process group (a handler may run as root with allow-root, or as the agent's user in the per-user mode).
     private func isAdmin(_ connection: IPCConnection) -> Bool {
-        guard let peer = connection.peer else { return false }
-        return peer.uid == 0 || peer.uid == agentUID
+        guard connection.launchedFor == nil, let peer = connection.peer, !isHandlerProcess(peer) else { return false }
+        if peer.uid == 0 || peer.uid == agentUID { return true }
+        guard let name = configuration.adminGroup, let group = AgentSyscalls.group(named: name) else { return false }
+        return peer.gid == group || peer.groups.contains(group)
+    }
+
+    /// Whether the peer is one of our handlers or something a handler started. Read from `/proc`, then checked
+    /// against the peer's pidfd: a peer that is gone (its pid perhaps reused) counts as a handler (refused).
+    private func isHandlerProcess(_ peer: IPCConnection.Peer) -> Bool {
+        let leaders = Set(slots.values.compactMap { $0.process?.pid })
+        let inCgroup = AgentSyscalls.cgroupPath(pid: peer.pid).map { control.holds(cgroupPath: $0) } ?? true
+        let group = AgentSyscalls.processGroup(pid: peer.pid)
+        guard peer.pidfd >= 0, AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return true }
+        return inCgroup || leaders.contains(peer.pid) || group.map { leaders.contains($0) } ?? true
     }
 
     /// A message on a connection that has not registered: `register`, or an admin request.
@@ -115,7 +132,7 @@ extension Agent {
             slot.connection = connection
             slots[name] = slot
             registered[connection.id] = name
-            registrationTimers.removeValue(forKey: connection.id)?.cancel()
+            registrationDeadlines[connection.id] = nil
             connection.send(.registered(.init(handler: name, launchReason: slot.launchReason ?? "connected")))
             handTokens(name, force: true)
             connection.send(.reachability(.init(reachable: gatewayReachable)))
@@ -196,7 +213,12 @@ extension Agent {
             return isAdoptedProcess(name, connection) ? nil : "handler \(name) runs as a re-attached process"
         }
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
-        let expectedUID = slot.configuration.user.flatMap { AgentSyscalls.user(named: $0)?.uid } ?? agentUID
+        guard
+            let expectedUID = try? HandlerCredentials.resolve(
+                slot.configuration, agentUID: agentUID, agentGID: AgentSyscalls.gid,
+                defaultUser: configuration.handlerUser
+            ).account.uid
+        else { return "handler \(name) may not run (see its launch error)" }
         guard peer.uid == expectedUID else { return "uid \(peer.uid) is not the handler's uid \(expectedUID)" }
         guard let executable = AgentSyscalls.executable(pid: peer.pid),
             let expected = AgentSyscalls.realPath(slot.configuration.command[0])
@@ -263,7 +285,8 @@ extension Agent {
             apply(name, slots[name]!.machine.setState(state, now: current))
             if state == .background { wentToBackground(name) }
         case .status:
-            connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
+            // A handler sees itself: its own state and tokens, not the others' nor the device id.
+            connection.send(.statusReply(.init(detail: statusJSON(only: name))), requestID: requestID)
         case .preserve(let preserve):
             preserveReceived(name, connection, preserve)
         case .restoreReply(let reply):

@@ -19,6 +19,8 @@ actor DeviceChannel {
     private var generation = 0
     private var connection: Task<Void, Never>?
     private var timer: Task<Void, Never>?
+    /// When the timer is due (nil: none armed).
+    private var timerDeadline: ContinuousClock.Instant?
     private var pendingAcks: [String] = []
     private var ackFlush: Task<Void, Never>?
     /// When the network came back (for the bench's network-back-to-open figure).
@@ -97,15 +99,26 @@ actor DeviceChannel {
                 connection?.cancel()
                 connection = nil
             case .armTimer(let delay):
+                let deadline = ContinuousClock.now + delay
+                let pending = timerDeadline
+                timerDeadline = deadline
+                // Moved later (the heartbeat deadline, pushed back by every record): the sleeping timer stays and
+                // sleeps on to the new deadline when it wakes. A cancelled sleep still wakes the process at its
+                // old deadline, so re-creating it for each record would double the idle channel's wake-ups.
+                if timer != nil, let pending, pending <= deadline { continue }
                 timer?.cancel()
                 timer = Task {
-                    try? await Task.sleep(for: delay)
+                    while let due = self.timerDeadline, ContinuousClock.now < due {
+                        try? await Task.sleep(until: due)
+                        guard !Task.isCancelled else { return }
+                    }
                     guard !Task.isCancelled else { return }
                     await self.timerFired()
                 }
             case .cancelTimer:
                 timer?.cancel()
                 timer = nil
+                timerDeadline = nil
             }
         }
         await events.state(machine.state)
@@ -113,6 +126,8 @@ actor DeviceChannel {
 
     /// The single timer fired (a cancelled timer never gets here).
     private func timerFired() async {
+        timer = nil
+        timerDeadline = nil
         await perform(machine.timerFired())
     }
 
@@ -172,6 +187,13 @@ actor DeviceChannel {
         switch record {
         case .hello(let hello):
             let heartbeat = hello.heartbeat
+            guard ChannelStateMachine.acceptsHeartbeat(heartbeat) else {
+                logger.error(
+                    "gateway announced an out-of-range heartbeat: channel closed",
+                    metadata: ["heartbeat": "\(heartbeat)", "max": "\(ChannelStateMachine.maxHeartbeatSeconds)"])
+                await perform(machine.opened(heartbeatSeconds: heartbeat))
+                return
+            }
             opens += 1
             if let since = reachableSince {
                 lastOpenAfterReachable = ContinuousClock.now - since

@@ -21,6 +21,8 @@ final class IPCConnection: Sendable {
         var pidfd: Int32
         /// From `SO_PEERPIDFD` (race-free) rather than `pidfd_open(pid)`.
         var kernelPidfd: Bool
+        /// Supplementary groups at connect time (`SO_PEERGROUPS`).
+        var groups: [UInt32] = []
     }
 
     let id: Int

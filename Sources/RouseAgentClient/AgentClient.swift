@@ -37,7 +37,7 @@ public final class AgentClient: Sendable {
         let environment = ProcessInfo.processInfo.environment
         if socketPath == nil, let text = environment["ROUSE_AGENT_FD"], let fd = Int32(text), fd >= 0 {
             connection = Mutex(
-                Connection(socket: ClientSocket(adopting: fd), reconnectPath: environment["ROUSE_AGENT_SOCKET"]))
+                Connection(socket: ClientSocket.inherit(fd), reconnectPath: environment["ROUSE_AGENT_SOCKET"]))
         } else {
             connection = Mutex(
                 Connection(

@@ -36,13 +36,14 @@ extension ActivationBench {
         var rules = HandlerRules()
         rules.suspendAfter = .seconds(3600)
         let handlers = [
-            HandlerConfiguration(name: "bench", topic: "com.example.bench", command: [me], rules: rules),
+            HandlerConfiguration(
+                name: "bench", topic: "com.example.bench", command: [me], allowRoot: true, rules: rules),
             HandlerConfiguration(
                 name: "phone", topic: "com.example.phone",
                 command: [
                     try GatewayBench.sibling("rouse-example-handler"), "--mode", "report", "--commands", fifo,
                     "--quiet",
-                ], rules: rules),
+                ], allowRoot: true, rules: rules),
         ]
         let socket = directory + "/agent.sock"
         var logger = Logger(label: "rouse.activation.bench")

@@ -59,7 +59,10 @@ enum AgentBench {
         }
         let gateway = try await ChildGateway.start(
             executable: try GatewayBench.sibling("rouse-gateway"), directory: directory, database: database,
-            certs: certs)
+            certs: certs,
+            // The channel's keepalive as deployed (240 s), for the idle figures.
+            limits: ChildGateway.benchLimits.replacingOccurrences(
+                of: #""heartbeatSeconds": 0"#, with: #""heartbeatSeconds": 240"#))
         defer { gateway.stop() }
 
         var results: [(String, String)] = []
@@ -78,6 +81,7 @@ enum AgentBench {
                 topic = "com.example.h\(n)"
                 command = ["\(example)", "--mode", "report", "--log", "\(log)"]
                 push-types = ["voip"]
+                allow-root = true
                 \(limits)
                 """
             try Data(file.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/h\(n).toml"))
@@ -179,29 +183,37 @@ enum AgentBench {
                 format: "p50 %.2f, p99 %.2f (n=%d)", GatewayBench.percentile(launched, 0.5),
                 GatewayBench.percentile(launched, 0.99), launched.count))
 
-        // Idle: 10 handlers registered (h0 running, the rest suspended), no traffic.
-        try await Task.sleep(for: .seconds(2))
-        let pid = agent.processIdentifier
-        let before = contextSwitches(pid: pid)
-        try await Task.sleep(for: .seconds(options.idleSeconds))
-        let after = contextSwitches(pid: pid)
-        report(
-            "agent idle wakeups",
-            String(
-                format: "%.1f per minute (voluntary context switches of all threads over %d s)",
-                Double(wakeups(from: before, to: after)) * 60 / Double(options.idleSeconds), options.idleSeconds))
-        var byThread: [String: Int] = [:]
-        for (task, count) in after {
-            let name =
-                (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? task
-            byThread[name, default: 0] += count - (before[task] ?? 0)
+        // Idle (issue 15): the channel open with its keepalive (the gateway's heartbeat, 240 s), 10 handlers
+        // configured and none running, no traffic; counted once what the benchmark caused has settled.
+        try await admin("h0", "stopped")
+        try await until("no handler running") {
+            try await status()?.handlers.allSatisfy { $0.state == "notRunning" || $0.state == "suspended" } == true
         }
+        for n in 0..<10 { try await admin("h\(n)", "stopped") }
+        let pid = agent.processIdentifier
+        try await settle(pid: pid)
+        let idle = try await measureIdle(pids: [pid, gateway.process.processIdentifier], seconds: options.idleSeconds)
+        report("agent idle (channel open, 10 handlers, none running, \(options.idleSeconds) s)", idle[0].summary)
         report(
-            "agent idle wakeups by thread",
-            byThread.filter { $0.value > 0 }.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
-                .joined(separator: ", "))
-        report("agent RSS, 10 registered handlers", "\(Bench.memoryKiB(pid: pid, field: "VmRSS")) KiB")
+            "agent idle wake-ups by thread",
+            idle[0].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        report("gateway idle (that channel, heartbeat 240 s, \(options.idleSeconds) s)", idle[1].summary)
+        report(
+            "gateway idle wake-ups by thread",
+            idle[1].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        // The same agent (state, handlers) with the network down: stopped here, started again without a route.
+        agent.terminate()
+        agent.waitUntilExit()
+        switch try await networkDownIdle(
+            arguments: [
+                "--gateway", "https://10.213.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--handlers",
+                directory + "/handlers", "--state-dir", directory + "/state", "--socket", socket, "--log-level",
+                "error",
+            ], seconds: options.idleSeconds)
+        {
+        case .success(let down): report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+        case .failure(let error): report("agent idle, network down", "not measured: \(error.description)")
+        }
 
         // Network back → channel open, in process (the agent's reaction: close, reconnect, TLS, hello).
         var logger = Logger(label: "rouse.agent.bench")

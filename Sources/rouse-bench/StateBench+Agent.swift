@@ -29,7 +29,7 @@ enum AgentStateBench {
                     "--piece-bytes",
                     "\(options.pieceBytes)",
                 ],
-                pushTypes: ["voip"], rules: HandlerRules())
+                pushTypes: ["voip"], allowRoot: true, rules: HandlerRules())
         }
         var configuration = AgentConfiguration(
             endpoint: GatewayEndpoint(baseURL: "https://127.0.0.1:9", caFile: nil), socketPath: root + "/agent.sock",

@@ -30,6 +30,24 @@ import RouseWire
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 
 let arguments = CommandLine.arguments
+
+/// `--describe`: the descriptors open at start (read before this program opens any) and the names of the
+/// environment variables, written as `fds 0 1 2 3` and `environment HOME PATH …` after `registered` (tests).
+let startDescriptors: [Int32] = arguments.contains("--describe") ? openDescriptors() : []
+
+func openDescriptors() -> [Int32] {
+    guard let directory = opendir("/proc/self/fd") else { return [] }
+    defer { closedir(directory) }
+    let own = dirfd(directory)
+    var result: [Int32] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if let fd = Int32(name), fd != own { result.append(fd) }
+    }
+    return result.sorted()
+}
 func option(_ name: String) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
     return arguments[index + 1]
@@ -90,6 +108,11 @@ do {
         switch message {
         case .registered(let registered):
             emit("registered launchReason=\(registered.launchReason) uid=\(getuid()) gid=\(getgid())")
+            if arguments.contains("--describe") {
+                emit("fds " + startDescriptors.map(String.init).joined(separator: " "))
+                emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
+            }
+            if let other = option("--try-admin") { Task { await tryAdmin(client, other: other) } }
         case .credentials(let credentials):
             emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
         case .push(let push):
@@ -197,6 +220,36 @@ func describe(_ activation: AgentEvent.Activation) -> String {
 
 /// Reads commands (one per line) from the named pipe at `path`, opened read-write so that writers come and go
 /// without an end of file, and runs each in order.
+/// `--try-admin OTHER` (tests): what a handler gets when it asks for the status on its own connection, and when it
+/// asks to stop handler OTHER, on its own connection and on a second one through the socket path. Writes
+///   askedStatus handlers=NAME,… device=ID|-     admin own=CODE     admin socket=CODE
+func tryAdmin(_ client: AgentClient, other: String) async {
+    func answer(_ client: AgentClient, _ request: AgentRequest) async -> (AgentEvent?, String) {
+        do {
+            let event = try await client.request(request)
+            return (event, event.type)
+        } catch let error as AgentRequestError {
+            return (nil, error.code)
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+    if case (.statusReply(let reply)?, _) = await answer(client, .status) {
+        let object = (try? JSONSerialization.jsonObject(with: Data(reply.detail.utf8))) as? [String: Any] ?? [:]
+        let names = (object["handlers"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        emit("askedStatus handlers=\(names.joined(separator: ",")) device=\(object["deviceID"] as? String ?? "-")")
+    }
+    let stop = AgentRequest.userControl(.init(handler: other, state: "stopped"))
+    emit("admin own=" + (await answer(client, stop)).1)
+    let path = ProcessInfo.processInfo.environment["ROUSE_AGENT_SOCKET"] ?? AgentClient.defaultSocketPath
+    guard let second = try? AgentClient(socketPath: path) else {
+        emit("admin socket=connectFailed")
+        return
+    }
+    emit("admin socket=" + (await answer(second, stop)).1)
+    second.close()
+}
+
 func readCommands(_ path: String, client: AgentClient) throws {
     guard let handle = FileHandle(forUpdatingAtPath: path) else {
         throw AgentRequestError(code: "commands", detail: "cannot open \(path)")

@@ -19,6 +19,25 @@ struct AgentEndToEndTests {
         #expect(await harness.handlerStatus("voip")?.strikes == 0)
     }
 
+    /// Issue 15, defect 6: the `apns-id` is the provider's choice; the same id on another provider's topic is
+    /// another push, not a duplicate. On the same topic it is one (handed once).
+    @Test func theSameApnsIDOnAnotherTopicIsNotADuplicate() async throws {
+        let harness = try await AgentHarness {
+            try [
+                AgentHarness.handler("alpha", mode: "report", directory: $0, pushTypes: ["voip"]),
+                AgentHarness.handler("beta", mode: "report", directory: $0, pushTypes: ["voip"]),
+            ]
+        }
+        let id = "6d1a7c1e-0000-4000-8000-000000000015"
+        try await harness.push("alpha", type: "voip", payload: #"{"n":1}"#, apnsID: id)
+        try await harness.waitForLine("alpha", "reported id=")
+        try await harness.push("beta", type: "voip", payload: #"{"n":2}"#, apnsID: id)
+        try await harness.waitForLine("beta", "reported id=")
+        try await harness.push("alpha", type: "voip", payload: #"{"n":3}"#, apnsID: id)
+        try await eventually("all acknowledged") { try harness.pending() == 0 }
+        #expect(harness.log("alpha").filter { $0.hasPrefix("push id=") }.count == 1)
+    }
+
     @Test func missedReportsKillStrikeBlockAndReregistrationResumes() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "ignore", directory: $0)] }
         for round in 1...3 {

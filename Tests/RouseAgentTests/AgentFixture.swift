@@ -54,8 +54,9 @@ struct Provider: Sendable {
     }
 
     /// Sends a push; returns the HTTP status.
-    func push(token: String, topic: String, type: String, payload: String) async -> Int {
+    func push(token: String, topic: String, type: String, payload: String, apnsID: String? = nil) async -> Int {
         var headers = [HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true)]
+        if let apnsID { headers.append(HTTP2Header("apns-id", apnsID)) }
         headers.append(HTTP2Header("apns-topic", topic))
         headers.append(HTTP2Header("apns-push-type", type))
         if type == "background" { headers.append(HTTP2Header("apns-priority", "5")) }
@@ -127,7 +128,9 @@ final class AgentHarness: Sendable {
             name: name, topic: name == "voip" ? bundleID : "com.example.\(name)",
             command: [try Products.path("rouse-example-handler"), "--mode", mode, "--log", "\(directory)/\(name).log"]
                 + arguments,
-            pushTypes: pushTypes, rules: rules)
+            // The rules tests run the handler as the (root) test process; who handlers run as by default, and
+            // what they are given, is AgentPrivilegeTests' subject.
+            pushTypes: pushTypes, allowRoot: true, rules: rules)
     }
 
     init(
@@ -189,9 +192,10 @@ final class AgentHarness: Sendable {
     }
 
     /// Sends a push for handler `name`'s topic.
-    func push(_ name: String, type: String, payload: String = #"{"n":1}"#) async throws {
+    func push(_ name: String, type: String, payload: String = #"{"n":1}"#, apnsID: String? = nil) async throws {
         let topic = (name == "voip" ? Self.bundleID : "com.example.\(name)") + (type == "voip" ? ".voip" : "")
-        let status = await provider.push(token: try await token(topic), topic: topic, type: type, payload: payload)
+        let status = await provider.push(
+            token: try await token(topic), topic: topic, type: type, payload: payload, apnsID: apnsID)
         guard status == 200 else { throw FixtureError("provider got \(status)") }
     }
 

@@ -86,6 +86,7 @@ final class PreservationRig: Sendable {
             topic = "com.example.rouse"
             command = [\(command.map { "\"\($0)\"" }.joined(separator: ", "))]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             suspend-after-seconds = \(suspendAfter)
             voip-deadline-seconds = 2
@@ -473,6 +474,7 @@ struct AgentPreservationTests {
             topic = "com.example.fetch"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "complete", "--log", "\(rig.handlerLog)"]
             push-types = ["background"]
+            allow-root = true
             [limits]
             background-burst = 2
             background-per-hour = 0.01
@@ -540,6 +542,7 @@ struct AgentPreservationTests {
             topic = "com.example.rouse"
             command = ["\(copy)", "--mode", "report", "--log", "\(rig.handlerLog)"]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             suspend-after-seconds = 30
             """

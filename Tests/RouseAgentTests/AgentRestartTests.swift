@@ -47,6 +47,7 @@ struct AgentRestartTests {
             topic = "com.example.rouse"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "ignore", "--log", "\(log)"]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             voip-deadline-seconds = 60
             """
@@ -105,6 +106,7 @@ struct AgentRestartTests {
             topic = "com.example.rouse"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report"]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             suspend-after-seconds = 0.2
             """

@@ -29,4 +29,26 @@ struct AgentSystemdUnitTests {
         #expect(output.status == 0, "systemd-analyze verify: \(output.stdout)\(output.stderr)")
         #expect(!output.stderr.contains("rouse-agent.service"), "\(output.stderr)")
     }
+
+    /// Issue 15, defect 7: the sandbox is what the agent's needs allow, and systemd rates it "OK" (≤ 3.0).
+    @Test func isHardenedToAnExposureOfAtMostThree() async throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.analyze) else {
+            throw FixtureError("\(Self.analyze) is missing: run deploy/install-deps.sh (it installs systemd)")
+        }
+        let path = Repository.root + "/deploy/rouse-agent.service"
+        let unit = try String(contentsOfFile: path, encoding: .utf8)
+        for line in [
+            "ProtectSystem=strict", "ReadWritePaths=", "CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL",
+            "SystemCallFilter=@system-service", "RestrictNamespaces=yes", "ProtectKernelTunables=yes",
+            "ProtectKernelModules=yes", "ProtectKernelLogs=yes", "LockPersonality=yes", "UMask=0077", "LimitNOFILE=",
+            "NoNewPrivileges=yes", "--handler-user rouse-handler",
+        ] {
+            #expect(unit.contains(line), "\(line)")
+        }
+        let output = try await ChildProcess.run(
+            Self.analyze, ["security", "--offline=yes", "--no-pager", path], timeout: .seconds(30))
+        let last = output.stdout.split(separator: "\n").last { $0.contains("Overall exposure level") } ?? ""
+        let exposure = last.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }
+        #expect(exposure.map { $0 <= 3.0 } == true, "\(last)\n\(output.stderr)")
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import RouseAgent
 import RouseAgentClient
 import Testing
@@ -56,6 +57,12 @@ struct WireAndConfigTests {
         #expect(handler.topics == ["com.example.rouse.voip", "com.example.rouse"])
         #expect(handler.rules.voipDeadline == .milliseconds(1500))
         #expect(handler.rules.strikeLimit == 2)
+        #expect(!handler.allowRoot && handler.environment.isEmpty)
+        let privileged = try HandlerConfiguration.parse(
+            text.replacingOccurrences(
+                of: "[limits]", with: "allow-root = true\nenvironment = [\"TZ\", \"A=b=c\"]\n[limits]"),
+            name: "example", file: "example.toml")
+        #expect(privileged.allowRoot && privileged.environment == ["TZ", "A=b=c"])
     }
 
     @Test(arguments: [
@@ -63,6 +70,28 @@ struct WireAndConfigTests {
         ("topic = \"a\"\ncommand = [\"rel\"]", "example.toml: command[0] must be an absolute path"),
         ("topic = \"a\"\nbogus = 1", "example.toml: unknown key bogus"),
         ("topic = \"a\"\ntopic = \"b\"", "example.toml:2: duplicate key topic"),
+        // Numbers that would overflow the deadline arithmetic (issue 15), and input nested past the parser's depth.
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nvoip-deadline-seconds = 1e300",
+            "example.toml: limits.voip-deadline-seconds must be a number from 0 to 31622400"
+        ),
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nstrikes = 9223372036854775807",
+            "example.toml: limits.strikes must be a number from 0 to 1000000"
+        ),
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nbackground-burst = -1",
+            "example.toml: limits.background-burst must be a number from 0 to 1000000"
+        ),
+        (
+            "topic = " + String(repeating: "[", count: 100_000),
+            "example.toml:1: arrays nested more than 8 deep at column 18"
+        ),
+        ("topic = \"a\"\ncommand = [\"/x\"]\nallow-root = 1", "example.toml: allow-root must be true or false"),
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\nenvironment = [\"A B=1\"]",
+            "example.toml: environment: each entry is NAME or NAME=value (NAME: A-Z, a-z, 0-9, _)"
+        ),
     ])
     func handlerFileErrorsArePrecise(_ text: String, _ expected: String) {
         do {
