@@ -93,7 +93,7 @@ public final class Gateway: Sendable {
         Self.applyBudgets(configuration.limits, to: &providerConfiguration)
         Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
         // Channels keep their stream open: idle means no stream at all for this long.
-        deviceConfiguration.idleTimeout = .seconds(600)
+        deviceConfiguration.idleTimeout = .seconds(configuration.limits.deviceIdleTimeoutSeconds)
         do {
             let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
             let oneStream = configuration.limits.oneStreamUntilToken

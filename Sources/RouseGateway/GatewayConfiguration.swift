@@ -101,6 +101,9 @@ public struct GatewayConfiguration: Sendable {
         /// Seconds an idle connection that never authenticated is kept (a valid provider token or certificate
         /// push, a device request with a valid credential authenticates it).
         public var authenticationTimeoutSeconds: Int = 30
+        /// Seconds a device connection may go without any frame before GOAWAY (a channel's heartbeats and acks
+        /// keep it alive; an open stream is looked at again once per period).
+        public var deviceIdleTimeoutSeconds: Int = 600
 
         /// Defaults.
         public init() {}

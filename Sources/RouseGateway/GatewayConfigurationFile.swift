@@ -41,6 +41,7 @@ extension GatewayConfiguration {
             var deviceMaxStreams: Int?
             var requestTimeoutSeconds: Int?
             var authenticationTimeoutSeconds: Int?
+            var deviceIdleTimeoutSeconds: Int?
         }
 
         var environment: String?
@@ -202,6 +203,7 @@ extension GatewayConfiguration {
             limits.deviceMaxStreams = l.deviceMaxStreams ?? limits.deviceMaxStreams
             limits.requestTimeoutSeconds = l.requestTimeoutSeconds ?? limits.requestTimeoutSeconds
             limits.authenticationTimeoutSeconds = l.authenticationTimeoutSeconds ?? limits.authenticationTimeoutSeconds
+            limits.deviceIdleTimeoutSeconds = l.deviceIdleTimeoutSeconds ?? limits.deviceIdleTimeoutSeconds
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -218,6 +220,7 @@ extension GatewayConfiguration {
                 ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
                 ("requestTimeoutSeconds", Int64(limits.requestTimeoutSeconds)),
                 ("authenticationTimeoutSeconds", Int64(limits.authenticationTimeoutSeconds)),
+                ("deviceIdleTimeoutSeconds", Int64(limits.deviceIdleTimeoutSeconds)),
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
@@ -252,7 +255,7 @@ extension GatewayConfiguration {
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
             "maxTokensPerDevice", "maxPendingPushesPerToken", "maxPendingBytesPerToken", "maxPendingPushesPerDevice",
             "maxPendingBytesPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
-            "deviceMaxStreams", "requestTimeoutSeconds", "authenticationTimeoutSeconds",
+            "deviceMaxStreams", "requestTimeoutSeconds", "authenticationTimeoutSeconds", "deviceIdleTimeoutSeconds",
         ],
     ]
 

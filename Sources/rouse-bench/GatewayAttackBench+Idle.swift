@@ -10,7 +10,7 @@ extension GatewayAttackBench {
     }
 
     /// (c) devices enrolled through the device API, each with its channel open and quiet, and half-open streams
-    /// held past the unauthenticated idle limit: the gateway's wake-ups over a window.
+    /// held past the device idle limit: the gateway's wake-ups over a window.
     static func idleWakeUps(_ context: Context, detail: (String, String) -> Void) async throws -> IdleFigures {
         let sizes = context.options.attackSizes
         let database = context.directory + "/idle.sqlite"
@@ -21,8 +21,9 @@ extension GatewayAttackBench {
         }
         // Every device connects from 127.0.0.1 here: the per-address cap (1000) makes room for them and the attacker.
         let limits = """
-            {"heartbeatSeconds": \(sizes.heartbeatSeconds), "unauthenticatedIdleSeconds": \
-            \(sizes.unauthenticatedIdleSeconds), "requestTimeoutSeconds": 3600, "maxConnectionsPerAddress": \
+            {"heartbeatSeconds": \(sizes.heartbeatSeconds), "deviceIdleTimeoutSeconds": \
+            \(sizes.idleSeconds), "authenticationTimeoutSeconds": 3600, "requestTimeoutSeconds": 3600, \
+            "maxConnectionsPerAddress": \
             \(sizes.quietChannels + halfOpenConnections(sizes) + 100)}
             """
         let gateway = try await ChildGateway.start(
@@ -64,8 +65,8 @@ extension GatewayAttackBench {
                         + "\(holding.openStreams) open streams, RST_STREAM \(holding.resetSummary)")
             }
         }
-        // Past the unauthenticated idle limit with their streams open (the measured thing is time).
-        try await Task.sleep(for: .seconds(sizes.unauthenticatedIdleSeconds + 2))
+        // Past the device idle limit with their streams open (the measured thing is time).
+        try await Task.sleep(for: .seconds(sizes.idleSeconds + 2))
         let wakeUps = try await AttackClient.wakeUps(pid, over: .seconds(sizes.idleWindowSeconds))
         let stillOpen = try await GatewayBench.adminMetric(
             "rouse_gateway_connected_devices", gateway: gateway, loop: context.loop)

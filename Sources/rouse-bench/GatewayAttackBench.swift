@@ -7,7 +7,7 @@ import RouseHTTP2
 /// (a) RSS with half-open streams on both public ports (Python h2, `Tests/Interop/h2_attack.py`);
 /// (b) provider push p99 while h2load floods the device port with bogus bearers, against the unloaded p99 of the
 /// same run; (c) wake-ups per minute of an idle gateway with many quiet device channels and half-open streams held
-/// past the unauthenticated idle limit; (d) the ingest figure (h2load). Each phase runs its own `rouse-gateway`.
+/// past the device idle limit; (d) the ingest figure (h2load). Each phase runs its own `rouse-gateway`.
 enum GatewayAttackBench {
     /// Sizes and durations, all flags of `rouse-bench gateway --attack`.
     struct Sizes {
@@ -24,7 +24,7 @@ enum GatewayAttackBench {
         var quietChannels = 1000
         var halfOpenStreams = 100
         var heartbeatSeconds = 30
-        var unauthenticatedIdleSeconds = 10
+        var idleSeconds = 10
         var idleWindowSeconds = 60
         /// Python with h2 (default: the interop venv that deploy/interop-venv.sh creates under .build).
         var python: String?
@@ -114,18 +114,18 @@ enum GatewayAttackBench {
                     note: "VmHWM; \(Int(Double(memory.beforeKiB) / 1024)) MiB before, "
                         + "\(Int(Double(memory.afterKiB) / 1024)) MiB after the client left"))
         }
-        // (c) on a gateway with heartbeats and a short unauthenticated idle limit.
+        // (c) on a gateway with heartbeats and a short device idle limit.
         if sizes.phases.contains("c") {
             let idle = try await idleWakeUps(context, detail: detail)
             let expected =
                 Double(sizes.quietChannels * 60) / Double(sizes.heartbeatSeconds) + 60.0 / 30.0
-                + Double(halfOpenConnections(sizes) * 60) / Double(sizes.unauthenticatedIdleSeconds)
+                + Double(halfOpenConnections(sizes) * 60) / Double(sizes.idleSeconds)
             rows.append(
                 Row(
                     key: "idle_wakeups_per_minute", measure: "(c) idle wake-ups per minute", value: idle.perMinute,
                     unit: "/min", target: expected,
                     note: "\(sizes.quietChannels) quiet channels, heartbeat \(sizes.heartbeatSeconds) s, "
-                        + "\(sizes.halfOpenStreams) half-open streams past \(sizes.unauthenticatedIdleSeconds) s; "
+                        + "\(sizes.halfOpenStreams) half-open streams past \(sizes.idleSeconds) s; "
                         + "target: a heartbeat per channel, sweeps, one idle look per half-open connection per period; "
                         + String(format: "%.1f/min with no connection at all", idle.baselinePerMinute)))
         }

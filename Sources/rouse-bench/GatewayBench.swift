@@ -35,7 +35,7 @@ enum GatewayBench {
                rouse-bench gateway --attack [--pushes N] [--attack-connections N] [--attack-streams N]
                                    [--attack-body BYTES] [--provider-samples N] [--flood-seconds N]
                                    [--flood-connections N] [--flood-streams N] [--quiet-channels N]
-                                   [--half-open N] [--heartbeat SECONDS] [--unauthenticated-idle SECONDS]
+                                   [--half-open N] [--heartbeat SECONDS] [--idle-timeout SECONDS]
                                    [--idle-window SECONDS] [--phases abcd] [--python PATH] [--gateway PATH]
                                    [--h2load PATH] [--json]
         """
@@ -361,7 +361,7 @@ enum GatewayBench {
             case "--quiet-channels": options.attackSizes.quietChannels = try number()
             case "--half-open": options.attackSizes.halfOpenStreams = try number()
             case "--heartbeat": options.attackSizes.heartbeatSeconds = max(try number(), 1)
-            case "--unauthenticated-idle": options.attackSizes.unauthenticatedIdleSeconds = max(try number(), 1)
+            case "--idle-timeout": options.attackSizes.idleSeconds = max(try number(), 1)
             case "--idle-window": options.attackSizes.idleWindowSeconds = max(try number(), 1)
             case "--python": options.attackSizes.python = try value()
             case "--phases":
