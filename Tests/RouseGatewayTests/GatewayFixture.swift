@@ -60,6 +60,10 @@ enum GatewayFixture {
         configuration.keys = [try key()]
         configuration.providerCertificateTopics = [bundleID]
         configuration.limits.heartbeatSeconds = 0
+        // The test providers connect at the start and may push first minutes later on a loaded machine; they do not
+        // reconnect after a GOAWAY as real clients do (the deadline itself is tested in PublicLimitsTests and
+        // BudgetTests).
+        configuration.limits.authenticationTimeoutSeconds = 600
         configure(&configuration)
         return configuration
     }

@@ -43,7 +43,7 @@ final class GatewayProcess: Sendable {
         directory: TemporaryDirectory, database: String, limits: [String: Int] = [:], timeout: Duration = .seconds(30)
     ) async throws -> GatewayProcess {
         let certs = Repository.root + "/certs"
-        let limitsJSON = ["heartbeatSeconds": 0].merging(limits) { $1 }.sorted { $0.key < $1.key }
+        let limitsJSON = ["heartbeatSeconds": 0, "authenticationTimeoutSeconds": 600].merging(limits) { $1 }.sorted { $0.key < $1.key }
             .map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ")
         let config = """
             {"environment": "production",
