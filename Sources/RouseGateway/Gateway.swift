@@ -15,8 +15,6 @@ public final class Gateway: Sendable {
     /// Its metrics.
     public let metrics: GatewayMetrics
     let core: GatewayCore
-    /// Wake-ups from the other nodes sharing a PostgreSQL store.
-    private let notifications: PostgresNotifications?
     private let provider: HTTP2Server
     private let device: HTTP2Server
     private let admin: HTTP2Server?
@@ -79,9 +77,6 @@ public final class Gateway: Sendable {
         let keys = ProviderKeyCache(store: store, logger: logger)
         self.keys = keys
         core.start()
-        notifications = (store as? PostgresGatewayStore).map { store in
-            PostgresNotifications(settings: store.settings, logger: logger) { ids in core.wake(deviceIDs: ids) }
-        }
 
         let environment = configuration.environment
         var providerConfiguration = try Self.serverConfiguration(configuration.provider, workers: configuration.workers)
@@ -141,7 +136,6 @@ public final class Gateway: Sendable {
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
         await provider.shutdown(gracePeriod: gracePeriod)
         await core.stop()
-        await notifications?.stop()
         await device.shutdown(gracePeriod: gracePeriod)
         await admin?.shutdown(gracePeriod: .seconds(1))
         logger.info("gateway stopped")

@@ -204,9 +204,6 @@ public final class GatewayCore: Sendable {
         return try store.write { transaction in
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
-            if !context.pendingElsewhere.isEmpty {
-                try transaction.announcePending(deviceIDs: context.pendingElsewhere.sorted())
-            }
             return (context.state, context.effects)
         }
     }
@@ -228,23 +225,6 @@ public final class GatewayCore: Sendable {
                 }
             },
             fail: { _ in })
-    }
-
-    /// Another node stored pushes for these devices (`nil`: maybe for any, after the notification connection was
-    /// lost): the channels held here load them from the store.
-    func wake(deviceIDs: [String]?) {
-        submitControl(
-            Job(
-                run: { context in
-                    for id in deviceIDs ?? Array(context.state.channels.keys) {
-                        guard var slot = context.state.channels[id] else { continue }
-                        if case .refill(let limit) = slot.delivery.storedElsewhere() {
-                            try context.refill(&slot, limit: limit)
-                        }
-                        context.state.channels[id] = slot
-                    }
-                },
-                fail: { _ in }))
     }
 
     private func closeAllChannels() {
@@ -283,6 +263,4 @@ struct CoreContext {
     let now: Int64
     let core: GatewayCore
     var effects: [@Sendable () -> Void] = []
-    /// Devices without a channel here that got a stored push: other nodes are told at COMMIT (PostgreSQL).
-    var pendingElsewhere: Set<String> = []
 }

@@ -93,17 +93,6 @@ public protocol GatewayStoreTransaction {
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool
     /// Re-enables a revoked key (an explicit administrator's action); false if unknown or not revoked.
     func unrevokeProviderKey(_ keyID: String) throws -> Bool
-
-    // MARK: Several nodes
-
-    /// Tells the other gateway nodes sharing the store, when this transaction commits, that these devices (whose
-    /// channel is not on this node) have new pending pushes. A store for one node (SQLite) does nothing.
-    func announcePending(deviceIDs: [String]) throws
-}
-
-extension GatewayStoreTransaction {
-    /// One node: nobody to tell.
-    public func announcePending(deviceIDs: [String]) throws {}
 }
 
 /// Whose pending pushes a storage quota counts.

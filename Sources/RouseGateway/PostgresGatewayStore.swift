@@ -15,8 +15,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     public let displayName: String
     /// What opening the store did to the schema.
     public let migration: GatewaySchema.Migration
-    /// The settings it connects with (the notification listener opens its own connection with them).
-    let settings: PostgresSettings
+    private let settings: PostgresSettings
     private let lock = NSLock()
     private let writeLock = NSLock()
     private var writer: PostgresConnection?

@@ -69,22 +69,6 @@ struct PostgresTransaction: GatewayStoreTransaction {
         ).affected
     }
 
-    /// One `pg_notify` per 7 000 bytes of device ids (newline-separated; a payload holds at most 8 000 bytes),
-    /// delivered to every listening node when the transaction commits, never before.
-    func announcePending(deviceIDs: [String]) throws {
-        var chunk = ""
-        for id in deviceIDs {
-            if !chunk.isEmpty, chunk.utf8.count + id.utf8.count >= 7_000 {
-                try connection.query("SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel), .init(chunk)])
-                chunk = ""
-            }
-            chunk += chunk.isEmpty ? id : "\n" + id
-        }
-        if !chunk.isEmpty {
-            try connection.query("SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel), .init(chunk)])
-        }
-    }
-
     func deleteExpired(now: Int64) throws -> Int {
         try connection.query("DELETE FROM pushes WHERE expires_at <= $1", [.init(now)]).affected
     }

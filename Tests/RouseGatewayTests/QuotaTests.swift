@@ -4,7 +4,7 @@ import RouseTestSupport
 import Testing
 
 /// Each test ends by reading what the device gets: the oldest pushes beyond a quota provably went.
-@Suite("Gateway storage quotas per token and per device", .timeLimit(.minutes(5)), .stopsWhatItStarts)
+@Suite("Gateway storage quotas per token and per device", .timeLimit(.minutes(2)), .stopsWhatItStarts)
 struct QuotaTests {
     /// A payload of about `size` bytes carrying `{"n":…}`.
     static func payload(_ n: Int, size: Int) -> String {
