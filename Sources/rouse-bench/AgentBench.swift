@@ -214,7 +214,11 @@ enum AgentBench {
                 "error",
             ], seconds: options.idleSeconds)
         {
-        case .success(let down): report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+        case .success(let down):
+            report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+            report(
+                "agent idle, network down, wake-ups by thread",
+                down.byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         case .failure(let error): report("agent idle, network down", "not measured: \(error.description)")
         }
 
