@@ -297,7 +297,8 @@ public actor Agent: Service {
             tokenRetryDelay = configuration.backoff.initial
             return
         }
-        guard tokenRetry == nil else { return }
+        // No timer while the gateway is unreachable: the channel opening again fetches what is missing.
+        guard tokenRetry == nil, gatewayReachable else { return }
         let delay = tokenRetryDelay
         tokenRetryDelay = min(tokenRetryDelay * 2, configuration.backoff.maximum)
         tokenRetry = Task {

@@ -160,8 +160,9 @@ package enum MonotonicClock {
 extension Duration {
     /// The duration in whole nanoseconds (clamped at 0).
     package var nanoseconds: UInt64 {
+        // Negative durations (a deadline already past) are 0; -0.5 s is (0 s, -5e17 as): seconds alone cannot tell.
+        guard self > .zero else { return 0 }
         let (seconds, attoseconds) = components
-        if seconds < 0 { return 0 }
         return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
 }

@@ -47,7 +47,7 @@ final class LoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, @unche
         let job = UnownedJob(job)
         // The continuous and suspending clocks (all the agent uses) measure in `Duration`; the loop's timers run on
         // CLOCK_MONOTONIC.
-        let wait = (delay as? Duration) ?? .zero
+        let wait = max(.zero, (delay as? Duration) ?? .zero)  // a deadline already past: now
         loop.execute { [self] in
             loop.schedule(after: wait) { [self] in run(job) }
         }

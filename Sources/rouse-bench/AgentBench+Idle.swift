@@ -17,8 +17,9 @@ extension AgentBench {
     }
 
     /// Waits until `pid` went `quiet` seconds without a wake-up (at most `limit`): the timers the benchmark's own
-    /// requests armed (IPC registration sweep, libcurl's) fire once and are gone.
-    static func settle(pid: Int32, quiet: Duration = .seconds(6), limit: Duration = .seconds(60)) async throws {
+    /// requests armed (IPC registration sweep, libcurl's, a restarted agent's 10 s restoration grace) fire once
+    /// and are gone.
+    static func settle(pid: Int32, quiet: Duration = .seconds(12), limit: Duration = .seconds(90)) async throws {
         var last = contextSwitches(pid: pid)
         var since = ContinuousClock.now
         let deadline = ContinuousClock.now + limit

@@ -62,7 +62,9 @@ enum AgentBench {
             certs: certs,
             // The channel's keepalive as deployed (240 s), for the idle figures.
             limits: ChildGateway.benchLimits.replacingOccurrences(
-                of: #""heartbeatSeconds": 0"#, with: #""heartbeatSeconds": 240"#))
+                of: #""heartbeatSeconds": 0"#, with: #""heartbeatSeconds": 240"#),
+            // The ten handlers' topics (com.example.h0 … h9).
+            keyTopics: #"["*"]"#)
         defer { gateway.stop() }
 
         var results: [(String, String)] = []
@@ -148,8 +150,9 @@ enum AgentBench {
                     HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true), HTTP2Header("apns-topic", topic),
                     HTTP2Header("apns-push-type", "voip"),
                 ], body: Array(String(format: #"{"sentAt":%.3f}"#, sentAt).utf8))
-            guard case .response(200, _, _) = await provider.send(request) else {
-                throw GatewayBench.BenchError(description: "push refused")
+            let answer = await provider.send(request)
+            guard case .response(200, _, _) = answer else {
+                throw GatewayBench.BenchError(description: "push refused: \(answer)")
             }
         }
         func latencies(_ n: Int) -> [Double] {
@@ -211,7 +214,11 @@ enum AgentBench {
                 "error",
             ], seconds: options.idleSeconds)
         {
-        case .success(let down): report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+        case .success(let down):
+            report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+            report(
+                "agent idle, network down, wake-ups by thread",
+                down.byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         case .failure(let error): report("agent idle, network down", "not measured: \(error.description)")
         }
 

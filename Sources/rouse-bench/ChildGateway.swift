@@ -26,7 +26,7 @@ final class ChildGateway: Sendable {
     /// Starts the gateway with `limits` (a JSON object: the configuration's `limits`) and waits for its ready line.
     static func start(
         executable: String, directory: String, database: String, certs: String, limits: String = benchLimits,
-        name: String = "gateway"
+        name: String = "gateway", keyTopics: String = #"["com.example.rouse"]"#
     ) async throws -> ChildGateway {
         let config = """
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
@@ -34,7 +34,7 @@ final class ChildGateway: Sendable {
              "admin": {"listen": "127.0.0.1:0"},
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
-                       "topics": ["com.example.rouse"]}],
+                       "topics": \(keyTopics)}],
              "limits": \(limits)}
             """
         let path = directory + "/\(name).json"
