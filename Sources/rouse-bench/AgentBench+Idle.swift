@@ -40,15 +40,13 @@ extension AgentBench {
         try await Task.sleep(for: .seconds(seconds))
         return zip(pids, before).map { pid, start in
             let after = contextSwitches(pid: pid)
+            let names = ProcessProbe.threads(pid).mapValues(\.name)
             var byThread: [String: Int] = [:]
             for (task, count) in after where count - (start.0[task] ?? 0) > 0 {
-                let name =
-                    (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? task
-                byThread[name, default: 0] += count - (start.0[task] ?? 0)
+                byThread[names[task] ?? task, default: 0] += count - (start.0[task] ?? 0)
             }
             return Idle(
-                wakeupsPerMinute: Double(wakeups(from: start.0, to: after)) * 60 / Double(seconds),
+                wakeupsPerMinute: Double(ProcessProbe.growth(from: start.0, to: after)) * 60 / Double(seconds),
                 cpuMilliseconds: (Bench.cpuSeconds(pid: pid) - start.1) * 1000,
                 rssKiB: Bench.memoryKiB(pid: pid, field: "VmRSS"), byThread: byThread)
         }

@@ -13,18 +13,8 @@ import Testing
 struct AgentIdleTests {
     /// Voluntary context switches by thread (name and tid) of `pid`.
     static func switches(pid: Int32) -> [String: Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var result: [String: Int] = [:]
-        for task in tasks {
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
-            else { continue }
-            let name =
-                status.split(separator: "\n").first { $0.hasPrefix("Name:") }?.dropFirst(5)
-                .trimmingCharacters(in: .whitespaces) ?? "?"
-            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
-            result["\(name)/\(task)"] = line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
-        }
-        return result
+        Dictionary(
+            uniqueKeysWithValues: ProcessProbe.threads(pid).map { ("\($0.value.name)/\($0.key)", $0.value.voluntary) })
     }
 
     @Test func anIdleAgentWakesAtMostOnceInTenSeconds() async throws {

@@ -33,8 +33,8 @@ struct AttackTests {
         let directory = try TemporaryDirectory()
         let gateway = try await GatewayProcess.start(directory: directory, database: directory.path + "/g.sqlite")
         defer { gateway.kill() }
-        let rssBefore = try ProcessProbe.statusKiB(gateway.pid, "VmRSS")
-        let socketsBefore = try ProcessProbe.sockets(gateway.pid)
+        let rssBefore = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        let socketsBefore = ProcessProbe.sockets(gateway.pid)
         let (connections, streams) = (20, 1000)
         async let onDevice = HalfOpenAttack.start(
             port: gateway.devicePort, path: "/device/v1/tokens", connections: connections, streams: streams,
@@ -47,7 +47,7 @@ struct AttackTests {
         // Everything sent and read by the gateway (a PING answered after it): its memory holds what it kept.
         let deviceHolding = try await device.phase("holding", timeout: .seconds(90))
         let providerHolding = try await provider.phase("holding", timeout: .seconds(90))
-        let peak = try ProcessProbe.statusKiB(gateway.pid, "VmHWM")
+        let peak = try #require(ProcessProbe.statusKiB(gateway.pid, "VmHWM"))
         // Before the budgets: 40 such connections took the gateway from 40 MB to 2.8 GB (the device port took all
         // 1000 streams of each connection and nghttp2 handed back every window at once).
         #expect(peak < 200 * Self.mebibyte, "peak RSS \(peak / Self.mebibyte) MiB")
@@ -76,11 +76,11 @@ struct AttackTests {
         // The attacker leaves: once the gateway closed its side of every connection, the memory is given back.
         _ = try await (device.stop(), provider.stop())
         let deadline = ContinuousClock.now + .seconds(20)
-        while try ProcessProbe.sockets(gateway.pid) > socketsBefore, ContinuousClock.now < deadline {
+        while ProcessProbe.sockets(gateway.pid) > socketsBefore, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(try ProcessProbe.sockets(gateway.pid) <= socketsBefore, "connections closed")
-        let rssAfter = try ProcessProbe.statusKiB(gateway.pid, "VmRSS")
+        #expect(ProcessProbe.sockets(gateway.pid) <= socketsBefore, "connections closed")
+        let rssAfter = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
         #expect(
             rssAfter < rssBefore + 32 * Self.mebibyte,
             "RSS \(rssBefore / Self.mebibyte) MiB before, \(rssAfter / Self.mebibyte) MiB after (2.6 GB stayed before)")

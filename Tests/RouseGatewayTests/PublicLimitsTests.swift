@@ -4,18 +4,6 @@ import RouseTestSupport
 import Testing
 
 /// The gateway's listeners face the internet: connection caps, budgets and their metrics.
-/// CPU time (user + system) of process `pid` in clock ticks, from /proc/PID/stat.
-private func cpuTicks(_ pid: pid_t) throws -> Int {
-    let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-    // Fields after the command's closing parenthesis; utime and stime are fields 14 and 15.
-    guard let close = stat.lastIndex(of: ")") else { throw FixtureError("unreadable /proc/\(pid)/stat") }
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
-    guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else {
-        throw FixtureError("unreadable /proc/\(pid)/stat: \(stat)")
-    }
-    return user + system
-}
-
 @Suite("Gateway in public: connection caps and budget metrics", .timeLimit(.minutes(2)))
 struct PublicLimitsTests {
     @Test("a flood of bogus device bearers does not turn provider pushes into 503s; the device budget counts it")
@@ -59,10 +47,10 @@ struct PublicLimitsTests {
         var held: [RawH2Client] = []
         for _ in 0..<120 { held.append(try RawH2Client(port: gateway.devicePort, receiveTimeout: .seconds(1))) }
         try await Task.sleep(for: .milliseconds(300))
-        let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
-        let before = try cpuTicks(gateway.pid)
+        let ticksPerSecond = ProcessProbe.ticksPerSecond
+        let before = try #require(ProcessProbe.cpuTicks(gateway.pid))
         try await Task.sleep(for: .seconds(3))
-        let used = try cpuTicks(gateway.pid) - before
+        let used = try #require(ProcessProbe.cpuTicks(gateway.pid)) - before
         // A level-triggered listener spinning on EMFILE burns a whole core: 3 s of CPU here.
         #expect(used < ticksPerSecond / 2, "\(used) ticks of CPU in 3 s while out of descriptors")
         held.removeAll()
