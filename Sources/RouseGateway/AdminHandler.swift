@@ -63,7 +63,7 @@ struct AdminView: Sendable {
                     let ids = devices.map(\.id)
                     return (
                         devices, try t.pendingCounts(deviceIDs: ids),
-                        try ids.flatMap { try t.handlerReports(deviceID: $0) }
+                        try t.handlerReports(deviceIDs: ids)
                     )
                 }
                 let body = DeviceJSON.list(devices, pending: counts, handlers: reports)
