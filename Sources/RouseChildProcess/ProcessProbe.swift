@@ -63,6 +63,24 @@ public enum ProcessProbe {
         return growth(from: first, to: last)
     }
 
+    /// Waits until `pid` went `quiet` without a wake-up (voluntary context switch of any thread), checking every
+    /// 250 ms: the timers that the set-up armed fire once and are gone. False when it did not go quiet within `limit`.
+    public static func settle(_ pid: pid_t, quiet: Duration, limit: Duration) async throws -> Bool {
+        var last = switches(pid, voluntaryOnly: true)
+        var since = ContinuousClock.now
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now - since < quiet {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(250))
+            let now = switches(pid, voluntaryOnly: true)
+            if now != last {
+                last = now
+                since = .now
+            }
+        }
+        return true
+    }
+
     /// A `kB` field of /proc/PID/status (`VmRSS`, `VmHWM`), in KiB; nil when the process or the field is gone.
     public static func statusKiB(_ pid: pid_t, _ field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

@@ -20,17 +20,7 @@ extension AgentBench {
     /// requests armed (IPC registration sweep, libcurl's, a restarted agent's 10 s restoration grace) fire once
     /// and are gone.
     static func settle(pid: Int32, quiet: Duration = .seconds(12), limit: Duration = .seconds(90)) async throws {
-        var last = contextSwitches(pid: pid)
-        var since = ContinuousClock.now
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now - since < quiet, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(250))
-            let now = contextSwitches(pid: pid)
-            if now != last {
-                last = now
-                since = .now
-            }
-        }
+        _ = try await ProcessProbe.settle(pid, quiet: quiet, limit: limit)
     }
 
     /// Counts wake-ups (voluntary context switches of all threads), CPU time and RSS of each of `pids` over

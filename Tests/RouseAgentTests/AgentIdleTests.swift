@@ -52,17 +52,8 @@ struct AgentIdleTests {
         // a libcurl timer after the enrollment and token requests (about 10 s). Quiet means 6 s without a single
         // wake-up; an agent that wakes every few seconds never gets there (the wait times out: the test fails).
         let pid = agent.process.processIdentifier
-        var quiet = Self.switches(pid: pid)
-        var quietSince = ContinuousClock.now
-        let settleDeadline = ContinuousClock.now + .seconds(45)
-        while ContinuousClock.now - quietSince < .seconds(6) {
-            guard ContinuousClock.now < settleDeadline else { throw FixtureError("the agent never went quiet") }
-            try await Task.sleep(for: .milliseconds(250))
-            let now = Self.switches(pid: pid)
-            if now != quiet {
-                quiet = now
-                quietSince = .now
-            }
+        guard try await ProcessProbe.settle(pid, quiet: .seconds(6), limit: .seconds(45)) else {
+            throw FixtureError("the agent never went quiet")
         }
         let before = Self.switches(pid: pid)
         try await Task.sleep(for: .seconds(10))

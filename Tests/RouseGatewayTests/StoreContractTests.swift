@@ -6,7 +6,7 @@ import Testing
 
 /// The `GatewayStore` contract, run against SQLite and a real PostgreSQL 15, and what only PostgreSQL has
 /// (connection settings, outages).
-@Suite("Gateway store contract, SQLite and PostgreSQL", .timeLimit(.minutes(2)), .stopsWhatItStarts)
+@Suite("Gateway store contract, SQLite and PostgreSQL", .timeLimit(.minutes(5)), .stopsWhatItStarts)
 struct StoreContractTests {
     static func push(
         device: String = "d1", token: String = "aa", topic: String = "t", type: String? = "alert",
