@@ -74,6 +74,13 @@ extension Agent {
                 // A handler we did not launch: its connection is its life.
                 apply(name, slots[name]!.machine.exited(now: now))
             }
+        case .messageWithDescriptor(let frame, let descriptor):
+            guard let name = registered[connection.id] else {
+                AgentSyscalls.close(descriptor)
+                handleUnregistered(connection, frame)
+                return
+            }
+            handleTransfer(name, connection, frame, descriptor: descriptor)
         case .malformed(let error):
             logger.warning(
                 "malformed IPC frame: connection closed",
@@ -140,6 +147,7 @@ extension Agent {
             registeredForPreservation(name, connection, optIn: register.preserves == true)
             flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
+            transfersRegistered(name)
         case .status:
             guard isAdmin(connection) else {
                 connection.sendError("notAuthorized", "status is for the agent's user or root", requestID: requestID)
@@ -172,6 +180,7 @@ extension Agent {
             guard let name = adminTarget(connection, control.handler, requestID: requestID) else { return }
             if control.state == "stopped" {
                 quitByUser(name)
+                transfersUserStopped(name)
                 apply(name, slots[name]!.machine.userStop())
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
@@ -183,8 +192,14 @@ extension Agent {
                 return
             }
             rotateKey(connection, requestID: requestID)
+        case .transfers:
+            guard isAdmin(connection) else {
+                connection.sendError("notAuthorized", "transfers is for the agent's user or root", requestID: requestID)
+                return
+            }
+            connection.send(.statusReply(.init(detail: transfersJSON())), requestID: requestID)
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
-            .restoreReply, .unknown:
+            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -291,7 +306,9 @@ extension Agent {
             preserveReceived(name, connection, preserve)
         case .restoreReply(let reply):
             restoreReplied(name, connection, reply)
-        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .unknown:
+        case .transferSession, .addTransfer, .cancelTransfer, .transfersHandled:
+            handleTransfer(name, connection, frame, descriptor: nil)
+        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(
                 "unknownType", "unknown message type \(frame.message.type)", requestID: requestID)

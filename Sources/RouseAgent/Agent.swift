@@ -82,6 +82,8 @@ public actor Agent: Service {
     /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
     package internal(set) var preservesStored = 0
     package internal(set) var restorationsAnswered = 0
+    /// Background transfers (issue 20): see `Agent+Transfers.swift`.
+    var transfers = TransferShell()
 
     /// An agent; nothing runs until ``start()``.
     public init(
@@ -149,6 +151,7 @@ public actor Agent: Service {
                 for await (fd, peer) in accepted.stream { self.accepted(fd, peer: peer) }
             })
         background.append(Task { await self.enrollAndConnect() })
+        restoreTransfers()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -177,6 +180,7 @@ public actor Agent: Service {
             }
         }
         await hooks?.drain()
+        stopTransfers()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
         for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
             try? await Task.sleep(for: .milliseconds(10))
@@ -256,6 +260,7 @@ public actor Agent: Service {
     package func reachabilityChanged(_ usable: Bool) async {
         let changed = usable != gatewayReachable
         gatewayReachable = usable
+        transfersNetwork(usable)
         await channel?.reachability(usable)
         guard changed else { return }
         for name in slots.keys.sorted() {

@@ -48,6 +48,12 @@ public struct AgentConfiguration: Sendable {
     /// How long a launched handler (and the agent itself) must stay up before its launch counts as finished
     /// (crash-loop counter cleared, the offered archive deleted).
     public var restorationGrace = Duration.seconds(10)
+    /// Where background transfers keep their files (nil: `rouse-transfers` beside the socket).
+    public var transferSpool: String?
+    /// CA bundle background transfers verify servers with (nil: the system store).
+    public var transferCAFile: String?
+    /// Background-transfer budgets per handler and in total.
+    public var transferLimits = TransferBook.Limits()
 
     /// A configuration.
     public init(

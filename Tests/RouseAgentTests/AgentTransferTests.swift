@@ -1,0 +1,253 @@
+import Foundation
+import Glibc
+import RouseAgent
+import RouseAgentClient
+import RouseChildProcess
+import RouseTestSupport
+import RouseWire
+import Testing
+
+/// `Tests/Interop/range_server.py`: an HTTPS file server on Python's standard library (Range, ETag/If-Range,
+/// uploads), logging each request as a JSON line. Stopped by the test's scope (and `stop()`).
+final class RangeServer: Sendable {
+    let root: String
+    let logPath: String
+    let port: UInt16
+    let process: RunningChild
+
+    init(directory: String, arguments: [String] = []) async throws {
+        root = directory + "/served"
+        logPath = directory + "/server.log"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        process = try ChildProcess.start(
+            "/usr/bin/python3",
+            [
+                Repository.root + "/Tests/Interop/range_server.py", "--root", root, "--cert",
+                Repository.cert("server.pem"),
+                "--key", Repository.cert("server.key"), "--log", logPath,
+            ] + arguments, stdout: .lines, stderr: .inherit)
+        guard let line = await process.lines.first(timeout: .seconds(20), where: { $0.hasPrefix("PORT ") }),
+            let port = UInt16(line.dropFirst(5))
+        else {
+            process.kill()
+            throw FixtureError("range_server.py did not start")
+        }
+        self.port = port
+    }
+
+    /// `https://127.0.0.1:PORT/files/NAME`.
+    func url(_ name: String) -> String { "https://127.0.0.1:\(port)/files/\(name)" }
+    func uploadURL(_ name: String) -> String { "https://127.0.0.1:\(port)/upload/\(name)" }
+
+    /// Writes `size` pseudo-random bytes as `<root>/NAME`; returns its `SIZE:FNV` fingerprint.
+    func serve(_ name: String, size: Int, seed: UInt64 = 1) throws -> String {
+        var random = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: size)
+        for index in stride(from: 0, to: size, by: 8) {
+            var value = random.next()
+            for offset in 0..<min(8, size - index) {
+                bytes[index + offset] = UInt8(truncatingIfNeeded: value)
+                value >>= 8
+            }
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: root + "/" + name))
+        return Self.fingerprint(bytes)
+    }
+
+    static func fingerprint(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return "\(bytes.count):" + String(hash, radix: 16)
+    }
+
+    /// The requests logged so far (one JSON object each).
+    func requests() -> [[String: Any]] {
+        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    func stop() {
+        process.kill()
+        process.waitUntilExit()
+    }
+}
+
+extension AgentHarness {
+    /// One handler `name` with a command pipe and `--transfer-session s1`, and an agent whose transfers trust the test
+    /// CA and spool in `<directory>/spool`.
+    static func transferHarness(
+        _ name: String = "fetcher", extra: [String] = [], limits: TransferBook.Limits = TransferBook.Limits(),
+        suspendAfter: Duration = .seconds(120)
+    ) async throws -> AgentHarness {
+        try await AgentHarness(
+            handlers: { directory in
+                let fifo = "\(directory)/\(name).fifo"
+                guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo: errno \(errno)") }
+                return [
+                    try handler(
+                        name, mode: "report", directory: directory,
+                        arguments: ["--commands", fifo, "--transfer-session", "s1"] + extra
+                    ) { $0.suspendAfter = suspendAfter }
+                ]
+            },
+            configure: { directory, configuration in
+                configuration.transferSpool = directory + "/spool"
+                configuration.transferCAFile = Repository.cert("ca.pem")
+                configuration.transferLimits = limits
+            })
+    }
+
+    /// The admin `transfers` document.
+    func transfers() async throws -> [String: Any] {
+        let client = try AgentClient(socketPath: socketPath)
+        defer { client.close() }
+        guard case .statusReply(let reply) = try await client.request(.transfers) else {
+            throw FixtureError("transfers: no statusReply")
+        }
+        return try JSONSerialization.jsonObject(with: Data(reply.detail.utf8)) as? [String: Any] ?? [:]
+    }
+
+    /// Files left in the handler's spool directory.
+    func spoolFiles(_ name: String = "fetcher") -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: directory + "/spool/" + name)) ?? []
+    }
+
+    /// The pid of the handler's latest registration (its log lines end in ` pid=N`).
+    func handlerPID(_ name: String) throws -> pid_t {
+        guard let line = log(name).last(where: { $0.hasPrefix("registered") }),
+            let range = line.range(of: " pid="), let pid = pid_t(line[range.upperBound...])
+        else { throw FixtureError("no registration of \(name)") }
+        return pid
+    }
+}
+
+@Suite(
+    "Background transfers: real handlers, a real HTTPS server, libcurl in the agent", .serialized,
+    .stopsWhatItStarts, .timeLimit(.minutes(3)))
+struct AgentTransferTests {
+    @Test func downloadIsHandedOverAsADescriptorAndUploadsComeFromOne() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(directory: harness.directory)
+        defer { server.stop() }
+        let expected = try server.serve("big.bin", size: 3 << 20)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+
+        try harness.command("fetcher", "download s1 \(server.url("big.bin"))")
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        let done = harness.lines("fetcher", "transfer task=1 state=completed")
+        #expect(done == ["transfer task=1 state=completed bytes=\(3 << 20) status=200 file=\(expected)"])
+        // Progress came while it ran (every MiB), and the session's end after the result.
+        #expect(harness.lines("fetcher", "transfer task=1 state=running").count >= 2)
+        try await harness.waitForLine("fetcher", "handled session=s1")
+
+        // An upload from a descriptor: the agent's copy in its spool is sent, byte for byte.
+        let upload = harness.directory + "/up.bin"
+        let uploadBytes = (0..<(1 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try Data(uploadBytes).write(to: URL(fileURLWithPath: upload))
+        try harness.command("fetcher", "upload s1 \(server.uploadURL("up.bin")) \(upload)")
+        try await harness.waitForLine("fetcher", "transfer task=2 state=completed", timeout: .seconds(30))
+        #expect(
+            harness.lines("fetcher", "transfer task=2 state=completed") == [
+                "transfer task=2 state=completed bytes=\(uploadBytes.count) status=201"
+            ])
+        let stored = try Data(contentsOf: URL(fileURLWithPath: server.root + "/uploads/up.bin"))
+        #expect(Array(stored) == uploadBytes)
+
+        // A descriptor that is not a regular file, a URL that is not http(s): precise refusals.
+        try harness.command("fetcher", "uploadpipe s1 \(server.uploadURL("pipe.bin"))")
+        try await harness.waitForLine("fetcher", "addFailed")
+        try harness.command("fetcher", "download s1 file:///etc/passwd")
+        try await harness.waitForLine("fetcher", "addFailed", count: 2)
+        #expect(
+            harness.lines("fetcher", "addFailed") == ["addFailed error=badDescriptor", "addFailed error=badRequest"])
+        // Handed over: nothing left in the agent's spool, no task left in its book.
+        #expect(harness.spoolFiles() == [])
+        #expect((try await harness.transfers()["tasks"] as? [Any])?.count == 0)
+    }
+
+    @Test func aDownloadContinuesAfterTheHandlerIsKilledAndRelaunchesItWithTheFile() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(2 << 20)"])
+        defer { server.stop() }
+        let expected = try server.serve("voicemail.bin", size: 4 << 20, seed: 2)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        try harness.command("fetcher", "download s1 \(server.url("voicemail.bin"))")
+        try await harness.waitForLine("fetcher", "transfer task=1 state=running bytes=")
+        let first = try harness.handlerPID("fetcher")
+        #expect(kill(first, SIGKILL) == 0)
+
+        // The agent carries on, then launches the handler for the finished session and hands it the file.
+        try await harness.waitForLine(
+            "fetcher", "registered launchReason=backgroundTransfer", timeout: .seconds(30))
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        #expect(try harness.handlerPID("fetcher") != first)
+        #expect(
+            harness.lines("fetcher", "transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(4 << 20) status=200 file=\(expected)"
+            ])
+        try await harness.waitForLine("fetcher", "handled session=s1")
+        // One GET, complete: the handler's death cost no byte.
+        let gets = server.requests().filter { $0["method"] as? String == "GET" }
+        #expect(gets.count == 1)
+        #expect(gets.first?["complete"] as? Bool == true)
+        #expect(harness.spoolFiles() == [])
+    }
+
+    @Test func aUserStopCancelsTheHandlersTasks() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(256 << 10)"])
+        defer { server.stop() }
+        _ = try server.serve("slow.bin", size: 8 << 20, seed: 3)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        try harness.command("fetcher", "download s1 \(server.url("slow.bin"))")
+        try await harness.waitForLine("fetcher", "transfer task=1 state=running bytes=")
+        #expect(harness.spoolFiles() == ["1.download"])
+
+        try await harness.admin(.userControl(.init(handler: "fetcher", state: "stopped")))
+        try await eventually("the task is gone") {
+            (try await harness.transfers()["tasks"] as? [Any])?.count == 0
+        }
+        #expect(harness.spoolFiles() == [])
+        // The transfer was cut: the server saw its response end incomplete, and nothing relaunched the handler.
+        try await eventually("the server logged the cut GET") { server.requests().count == 1 }
+        #expect(server.requests().first?["complete"] as? Bool == false)
+        #expect(harness.lines("fetcher", "registered launchReason=backgroundTransfer") == [])
+    }
+
+    @Test func budgetsRefuseWithPreciseErrors() async throws {
+        var limits = TransferBook.Limits()
+        limits.tasksPerHandler = 2
+        limits.spoolBytesPerHandler = 1 << 20
+        limits.concurrent = 1
+        let harness = try await AgentHarness.transferHarness(limits: limits)
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(256 << 10)"])
+        defer { server.stop() }
+        _ = try server.serve("large.bin", size: 2 << 20, seed: 4)
+        _ = try server.serve("small.bin", size: 1000, seed: 5)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        // Task 1 runs (one at a time), task 2 queues, task 3 is one too many.
+        try harness.command("fetcher", "download s1 \(server.url("large.bin"))")
+        try await harness.waitForLine("fetcher", "added task=1")
+        try harness.command("fetcher", "download s1 \(server.url("small.bin"))")
+        try await harness.waitForLine("fetcher", "added task=2")
+        try harness.command("fetcher", "download s1 \(server.url("small.bin"))")
+        try await harness.waitForLine("fetcher", "addFailed")
+        #expect(
+            harness.lines("fetcher", "added") == [
+                "added task=1 kind=download state=running", "added task=2 kind=download state=queued",
+            ])
+        #expect(harness.lines("fetcher", "addFailed") == ["addFailed error=tooManyTasks"])
+        // Task 1 outgrows the 1 MiB spool budget: it fails precisely, then task 2 runs and completes.
+        try await harness.waitForLine("fetcher", "transfer task=1 state=failed", timeout: .seconds(30))
+        #expect(harness.lines("fetcher", "transfer task=1 state=failed").first?.hasSuffix("error=spoolFull") == true)
+        try await harness.waitForLine("fetcher", "transfer task=2 state=completed", timeout: .seconds(30))
+        let metrics = try await harness.transfers()["metrics"] as? [String: Int] ?? [:]
+        #expect(metrics["refused-tooManyTasks"] == 1)
+        #expect(metrics["transfers-failed"] == 1)
+    }
+}
