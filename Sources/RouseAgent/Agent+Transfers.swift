@@ -305,8 +305,10 @@ extension Agent {
         let token = transfers.nextToken
         let sink = SpoolSink(
             fd: fd, upload: !download, resumeFrom: resume, account: account(record.handler),
-            onProgress: { bytes, total in
-                Task { await self.transferProgress(id, token: token, bytes: bytes, total: total) }
+            onProgress: { bytes, total, validator in
+                Task {
+                    await self.transferProgress(id, token: token, bytes: bytes, total: total, validator: validator)
+                }
             })
         var request = CurlRequest(
             method: record.method, url: record.url, headers: headers, connectTimeout: .seconds(30),
@@ -331,9 +333,9 @@ extension Agent {
         transfers.jobs[id] = TransferShell.Job(token: token, task: task)
     }
 
-    private func transferProgress(_ id: Int, token: Int, bytes: Int64, total: Int64?) {
+    private func transferProgress(_ id: Int, token: Int, bytes: Int64, total: Int64?, validator: String?) {
         guard transfers.jobs[id]?.token == token else { return }
-        perform(transfers: transfers.book.progress(id: id, bytes: bytes, total: total))
+        perform(transfers: transfers.book.progress(id: id, bytes: bytes, total: total, validator: validator))
     }
 
     private func transferEnded(_ id: Int, token: Int, _ outcome: TransferBook.Outcome?) {

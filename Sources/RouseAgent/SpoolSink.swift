@@ -47,13 +47,13 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
     let fd: Int32
     let upload: Bool
     private let account: SpoolAccount
-    private let onProgress: @Sendable (Int64, Int64?) -> Void
+    private let onProgress: @Sendable (Int64, Int64?, String?) -> Void
     let state: Mutex<State>
 
     /// `resumeFrom`: bytes already in the file (a download resumes there); an upload starts at 0.
     init(
         fd: Int32, upload: Bool, resumeFrom: Int64, account: SpoolAccount,
-        onProgress: @escaping @Sendable (Int64, Int64?) -> Void
+        onProgress: @escaping @Sendable (Int64, Int64?, String?) -> Void
     ) {
         self.fd = fd
         self.upload = upload
@@ -101,7 +101,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         // An upload's response body (a status page) is not kept: its status is the result.
         guard !upload else { return true }
         let count = Int64(bytes.count)
-        let report: (Int64, Int64?)? = state.withLock { state in
+        let report: (Int64, Int64?, String?)? = state.withLock { state in
             guard account.reserve(count) else {
                 state.spoolFull = true
                 return nil
@@ -115,12 +115,12 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
             }
             state.offset += count
             state.bytes = state.offset
-            guard state.bytes - state.lastReported >= Self.progressStep else { return (-1, nil) }
+            guard state.bytes - state.lastReported >= Self.progressStep else { return (-1, nil, nil) }
             state.lastReported = state.bytes
-            return (state.bytes, state.total)
+            return (state.bytes, state.total, state.validator)
         }
         guard let report else { return false }
-        if report.0 >= 0 { onProgress(report.0, report.1) }
+        if report.0 >= 0 { onProgress(report.0, report.1, report.2) }
         return true
     }
 
@@ -139,7 +139,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
             }
         }
         guard let result else { return nil }
-        if let (bytes, total) = result.report { onProgress(bytes, total) }
+        if let (bytes, total) = result.report { onProgress(bytes, total, nil) }
         return result.count
     }
 

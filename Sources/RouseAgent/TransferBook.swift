@@ -181,11 +181,13 @@ public struct TransferBook: Sendable, Equatable {
         return (id, schedule())
     }
 
-    /// The shell's progress report for a running task.
-    public mutating func progress(id: Int, bytes: Int64, total: Int64?) -> [TransferAction] {
+    /// The shell's progress report for a running task; `validator`: the answer's `ETag` (or `Last-Modified`), kept
+    /// (and persisted) for the `If-Range` of a resume.
+    public mutating func progress(id: Int, bytes: Int64, total: Int64?, validator: String? = nil) -> [TransferAction] {
         guard var record = tasks[id], record.state == .running else { return [] }
         record.bytes = bytes
         if let total { record.total = total }
+        if let validator { record.validator = validator }
         tasks[id] = record
         return [.notify(record)]
     }

@@ -1,10 +1,12 @@
 import Foundation
 import Glibc
+import Logging
 import RouseAgent
 import RouseAgentClient
 import RouseChildProcess
 import RouseTestSupport
 import RouseWire
+import Synchronization
 import Testing
 
 /// `Tests/Interop/range_server.py`: an HTTPS file server on Python's standard library (Range, ETag/If-Range,
@@ -78,7 +80,7 @@ extension AgentHarness {
     /// CA and spool in `<directory>/spool`.
     static func transferHarness(
         _ name: String = "fetcher", extra: [String] = [], limits: TransferBook.Limits = TransferBook.Limits(),
-        suspendAfter: Duration = .seconds(120)
+        suspendAfter: Duration = .seconds(120), capture: @escaping (AgentConfiguration) -> Void = { _ in }
     ) async throws -> AgentHarness {
         try await AgentHarness(
             handlers: { directory in
@@ -95,6 +97,7 @@ extension AgentHarness {
                 configuration.transferSpool = directory + "/spool"
                 configuration.transferCAFile = Repository.cert("ca.pem")
                 configuration.transferLimits = limits
+                capture(configuration)
             })
     }
 
@@ -111,6 +114,14 @@ extension AgentHarness {
     /// Files left in the handler's spool directory.
     func spoolFiles(_ name: String = "fetcher") -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: directory + "/spool/" + name)) ?? []
+    }
+
+    /// Waits until the handler logged progress of `task` at `atLeast` bytes or more.
+    func waitForProgress(task: Int, atLeast bytes: Int64, _ name: String = "fetcher") async throws {
+        let prefix = "transfer task=\(task) state=running bytes="
+        try await eventually("\(name): task \(task) at \(bytes) bytes") {
+            self.lines(name, prefix).contains { Int64($0.dropFirst(prefix.count)) ?? 0 >= bytes }
+        }
     }
 
     /// The pid of the handler's latest registration (its log lines end in ` pid=N`).
@@ -249,5 +260,115 @@ struct AgentTransferTests {
         let metrics = try await harness.transfers()["metrics"] as? [String: Int] ?? [:]
         #expect(metrics["refused-tooManyTasks"] == 1)
         #expect(metrics["transfers-failed"] == 1)
+    }
+
+    /// The `Range` resume seen from the server: the second GET asks for exactly the bytes the spool lacks, with the
+    /// first answer's ETag in `If-Range`, and gets 206; the two answers together are the file once.
+    static func expectResumed(_ server: RangeServer, spooled: Int64, size: Int) {
+        let gets = server.requests().filter { $0["method"] as? String == "GET" }
+        #expect(gets.count == 2)
+        guard gets.count == 2 else { return }
+        #expect(gets[0]["complete"] as? Bool == false)
+        #expect(gets[1]["range"] as? String == "bytes=\(spooled)-")
+        #expect((gets[1]["ifRange"] as? String)?.hasPrefix("\"\(size)-") == true)
+        #expect(gets[1]["status"] as? Int == 206)
+        #expect(gets[1]["sent"] as? Int == size - Int(spooled))
+    }
+
+    @Test func aDownloadWaitsForTheNetworkAndResumesWithRange() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(1 << 20)"])
+        defer { server.stop() }
+        let size = 3 << 20
+        let expected = try server.serve("calls.bin", size: size, seed: 6)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        try harness.command("fetcher", "download s1 \(server.url("calls.bin"))")
+        try await harness.waitForProgress(task: 1, atLeast: 1 << 20)
+
+        // The agent's reachability says the network is gone: the transfer stops and waits.
+        await harness.agent.reachabilityChanged(false)
+        try await harness.waitForLine("fetcher", "transfer task=1 state=waitingForNetwork")
+        try await eventually("the server saw the GET end") { server.requests().count == 1 }
+        let spooled = Int64(
+            (try FileManager.default.attributesOfItem(
+                atPath: harness.directory + "/spool/fetcher/1.download")[.size] as? NSNumber)?.int64Value ?? -1)
+        #expect(spooled >= 1 << 20 && spooled < Int64(size))
+
+        await harness.agent.reachabilityChanged(true)
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        #expect(
+            harness.lines("fetcher", "transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(size) status=206 file=\(expected)"
+            ])
+        Self.expectResumed(server, spooled: spooled, size: size)
+    }
+
+    @Test func aNewAgentOnTheStateOfAStoppedOneResumesTheDownload() async throws {
+        let saved = Mutex<AgentConfiguration?>(nil)
+        let harness = try await AgentHarness.transferHarness(capture: { configuration in
+            saved.withLock { $0 = configuration }
+        })
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(1 << 20)"])
+        defer { server.stop() }
+        let size = 3 << 20
+        let expected = try server.serve("logs.bin", size: size, seed: 7)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        try harness.command("fetcher", "download s1 \(server.url("logs.bin"))")
+        try await harness.waitForProgress(task: 1, atLeast: 1 << 20)
+
+        // The agent stops mid-transfer (its handler dies with it); the task is in its state file.
+        await harness.agent.shutdown()
+        let spooled = Int64(
+            (try FileManager.default.attributesOfItem(
+                atPath: harness.directory + "/spool/fetcher/1.download")[.size] as? NSNumber)?.int64Value ?? -1)
+        #expect(spooled >= 1 << 20 && spooled < Int64(size))
+        guard let configuration = saved.withLock({ $0 }) else { throw FixtureError("no configuration captured") }
+        var logger = Logger(label: "rouse.agent.test.second")
+        logger.logLevel = .critical
+        let second = try Agent(
+            configuration: configuration, store: JSONFileAgentStateStore(path: harness.directory + "/state.json"),
+            logger: logger)
+        TestScope.current?.onEnd { await second.shutdown() }
+        try await second.start()
+
+        // The new agent resumes it, then launches the handler for the finished session with the file.
+        try await harness.waitForLine(
+            "fetcher", "registered launchReason=backgroundTransfer", timeout: .seconds(45))
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        #expect(
+            harness.lines("fetcher", "transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(size) status=206 file=\(expected)"
+            ])
+        Self.expectResumed(server, spooled: spooled, size: size)
+    }
+
+    @Test func aServerThatIgnoresRangeGetsTheFileFromTheStart() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(
+            directory: harness.directory, arguments: ["--rate", "\(1 << 20)", "--no-range"])
+        defer { server.stop() }
+        let size = 3 << 20
+        let expected = try server.serve("plain.bin", size: size, seed: 8)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        try harness.command("fetcher", "download s1 \(server.url("plain.bin"))")
+        try await harness.waitForProgress(task: 1, atLeast: 1 << 20)
+        await harness.agent.reachabilityChanged(false)
+        try await harness.waitForLine("fetcher", "transfer task=1 state=waitingForNetwork")
+        try await eventually("the server saw the GET end") { server.requests().count == 1 }
+        await harness.agent.reachabilityChanged(true)
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        // The 200 replaced what was spooled: the file is whole, not the old prefix plus the whole file.
+        #expect(
+            harness.lines("fetcher", "transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(size) status=200 file=\(expected)"
+            ])
+        let gets = server.requests().filter { $0["method"] as? String == "GET" }
+        #expect(gets.count == 2)
+        #expect(gets.last?["range"] as? String != nil)
+        #expect(gets.last?["status"] as? Int == 200)
+        #expect(gets.last?["sent"] as? Int == size)
     }
 }
