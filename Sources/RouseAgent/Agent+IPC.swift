@@ -71,6 +71,7 @@ extension Agent {
             wakePreserveWaiters(name)  // it can no longer answer
             holderGone(name, reason: .connectionClosed)
             if slot.process == nil {
+                fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.
                 apply(name, slots[name]!.machine.exited(now: now))
             }
@@ -148,6 +149,7 @@ extension Agent {
             flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
             transfersRegistered(name)
+            sendFetch(name)
         case .status:
             guard isAdmin(connection) else {
                 connection.sendError("notAuthorized", "status is for the agent's user or root", requestID: requestID)
@@ -199,7 +201,7 @@ extension Agent {
             }
             connection.send(.statusReply(.init(detail: transfersJSON())), requestID: requestID)
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
-            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .unknown:
+            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete, .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -308,6 +310,8 @@ extension Agent {
             restoreReplied(name, connection, reply)
         case .transferSession, .addTransfer, .cancelTransfer, .transfersHandled:
             handleTransfer(name, connection, frame, descriptor: nil)
+        case .fetchComplete(let request):
+            fetchCompleted(name, connection, request, requestID: requestID)
         case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(

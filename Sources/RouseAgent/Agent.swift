@@ -84,6 +84,8 @@ public actor Agent: Service {
     package internal(set) var restorationsAnswered = 0
     /// Background transfers (issue 20): see `Agent+Transfers.swift`.
     var transfers = TransferShell()
+    /// Background fetch (issue 20): see `Agent+Fetch.swift`.
+    var fetches = FetchShell()
 
     /// An agent; nothing runs until ``start()``.
     public init(
@@ -152,6 +154,7 @@ public actor Agent: Service {
             })
         background.append(Task { await self.enrollAndConnect() })
         restoreTransfers()
+        startFetch()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -181,6 +184,7 @@ public actor Agent: Service {
         }
         await hooks?.drain()
         stopTransfers()
+        fetches.timer?.task.cancel()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
         for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
             try? await Task.sleep(for: .milliseconds(10))
@@ -261,6 +265,7 @@ public actor Agent: Service {
         let changed = usable != gatewayReachable
         gatewayReachable = usable
         transfersNetwork(usable)
+        if changed { fetchOpportunity(wakeUp: usable) }
         await channel?.reachability(usable)
         guard changed else { return }
         for name in slots.keys.sorted() {
@@ -278,6 +283,7 @@ public actor Agent: Service {
             handlerReportOwed = handlerReportSending
             reportHandlers()
             await refreshTokens()
+            fetchOpportunity(wakeUp: true)
         }
     }
 

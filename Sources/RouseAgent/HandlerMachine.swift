@@ -114,6 +114,8 @@ public struct HandlerMachine: Sendable {
     /// Background-transfer sessions whose events the handler must acknowledge (`transfersHandled`): session →
     /// deadline (issue 20).
     public private(set) var openTransferSessions: [String: Duration] = [:]
+    /// Background fetches the handler must complete (`fetchComplete`): id → deadline.
+    public private(set) var openFetches: [String: Duration] = [:]
     /// Pushes waiting for the launched handler to register.
     public private(set) var waiting: [AgentPush] = []
     /// Open background tasks: token → name.
@@ -235,6 +237,38 @@ public struct HandlerMachine: Sendable {
         }
     }
 
+    /// A background-fetch opportunity `id`: like a background push, the handler is launched (reason
+    /// `backgroundFetch`) or resumed, and owes `fetchComplete` within the background deadline. A user-stopped
+    /// handler is not woken (false: no fetch happens).
+    public mutating func fetch(id: String, now: Duration) -> (started: Bool, actions: [HandlerAction]) {
+        switch lifecycle {
+        case .notRunning:
+            guard !userStopped else { return (false, []) }
+            lifecycle = .launching
+            openFetches[id] = now + rules.launchDeadline + rules.backgroundDeadline
+            return (true, [.launch(reason: "backgroundFetch")])
+        case .launching:
+            openFetches[id] = now + rules.launchDeadline + rules.backgroundDeadline
+            return (true, [])
+        case .suspended:
+            enterBackground(now: now)
+            idleSince = nil
+            openFetches[id] = now + rules.backgroundDeadline
+            return (true, [.resume, .notify(.lifecycle(.background))] + flushCoalesced())
+        case .background, .active, .inactive:
+            idleSince = nil
+            openFetches[id] = now + rules.backgroundDeadline
+            return (true, [])
+        }
+    }
+
+    /// `fetchComplete(id)`.
+    public mutating func fetchCompleted(id: String, now: Duration) -> [HandlerAction] {
+        guard openFetches.removeValue(forKey: id) != nil else { return [] }
+        markIdle(now: now)
+        return []
+    }
+
     /// `transfersHandled(session)`: the handler processed the session's events.
     public mutating func transfersHandled(session: String, now: Duration) -> [HandlerAction] {
         guard openTransferSessions.removeValue(forKey: session) != nil else { return [] }
@@ -308,6 +342,7 @@ public struct HandlerMachine: Sendable {
         owedReports = [:]
         openBackground = [:]
         openTransferSessions = [:]
+        openFetches = [:]
         tasks = [:]
         activeCalls = []
         holdsAudio = false
@@ -382,6 +417,11 @@ public struct HandlerMachine: Sendable {
             actions.append(.log("background push not completed in time", ["push-id": id]))
             killReason = killReason ?? "background push not completed in time"
         }
+        for (id, deadline) in openFetches.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            openFetches.removeValue(forKey: id)
+            actions.append(.log("background fetch not completed in time", ["fetch-id": id]))
+            killReason = killReason ?? "background fetch not completed in time"
+        }
         for (session, deadline) in openTransferSessions.sorted(by: { $0.key < $1.key }) where deadline <= now {
             openTransferSessions.removeValue(forKey: session)
             actions.append(.log("transfer events not handled in time", ["session": session]))
@@ -431,6 +471,7 @@ public struct HandlerMachine: Sendable {
     public func nextDeadline(now: Duration) -> Duration? {
         var candidates: [Duration] =
             Array(owedReports.values) + Array(openBackground.values) + Array(openTransferSessions.values)
+            + Array(openFetches.values)
         if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
             let end = since + rules.taskBudget
             candidates.append(expiryNoticeSent ? end + rules.taskGrace : end - rules.taskExpiryNotice)
@@ -448,7 +489,8 @@ public struct HandlerMachine: Sendable {
     // MARK: Rules
 
     private var canSuspend: Bool {
-        owedReports.isEmpty && openBackground.isEmpty && openTransferSessions.isEmpty && tasks.isEmpty
+        owedReports.isEmpty && openBackground.isEmpty && openTransferSessions.isEmpty && openFetches.isEmpty
+            && tasks.isEmpty
             && activeCalls.isEmpty && waiting.isEmpty
             && !holdsAudio
     }

@@ -65,6 +65,12 @@ extension AgentClient {
         _ = try await request(.transfersHandled(.init(session: session)))
     }
 
+    /// Completes background fetch `fetchID` (the `fetch` event; `performFetchWithCompletionHandler`'s completion):
+    /// report honestly and quickly, as the agent gives handlers that do more opportunities (docs/agent.md).
+    public func fetchComplete(fetchID: String, result: BackgroundFetchResult) async throws {
+        _ = try await request(.fetchComplete(.init(fetchID: fetchID, result: result.rawValue)))
+    }
+
     /// The descriptor of task `taskID`'s downloaded file (read-only; the caller closes it), once: nil when none
     /// came. The agent has already deleted its copy: read or copy the file from this descriptor.
     public func takeDownloadedFile(taskID: Int) -> Int32? {

@@ -35,6 +35,8 @@ public enum AgentEvent: IPCMessage {
     case transferSessionReply(TransferSessionReply)
     /// Every task of a session finished: answer with `transfersHandled`.
     case transferSessionDone(TransferSessionDone)
+    /// A background-fetch opportunity: answer with `fetchComplete`.
+    case fetch(Fetch)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -47,7 +49,7 @@ public enum AgentEvent: IPCMessage {
     package enum Kind: String, CaseIterable {
         case registered, credentials, push, taskBegun, taskExpiring, lifecycle, reachability, statusReply
         case activation, sessionsReply, preserveRequest, preserved, restoration, ok, error
-        case transferTask, transferSessionReply, transferSessionDone
+        case transferTask, transferSessionReply, transferSessionDone, fetch
     }
 
     /// The `type` member.
@@ -72,6 +74,7 @@ public enum AgentEvent: IPCMessage {
         case .transferTask: kind = .transferTask
         case .transferSessionReply: kind = .transferSessionReply
         case .transferSessionDone: kind = .transferSessionDone
+        case .fetch: kind = .fetch
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -105,6 +108,7 @@ public enum AgentEvent: IPCMessage {
         case .transferTask: self = .transferTask(try TransferTask(from: decoder))
         case .transferSessionReply: self = .transferSessionReply(try TransferSessionReply(from: decoder))
         case .transferSessionDone: self = .transferSessionDone(try TransferSessionDone(from: decoder))
+        case .fetch: self = .fetch(try Fetch(from: decoder))
         }
     }
 
@@ -131,6 +135,7 @@ public enum AgentEvent: IPCMessage {
         case .transferTask(let payload): try payload.encode(to: encoder)
         case .transferSessionReply(let payload): try payload.encode(to: encoder)
         case .transferSessionDone(let payload): try payload.encode(to: encoder)
+        case .fetch(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

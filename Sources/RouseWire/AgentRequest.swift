@@ -35,6 +35,8 @@ public enum AgentRequest: IPCMessage {
     case cancelTransfer(CancelTransfer)
     /// A session's events are handled (its completion); answered with `ok`.
     case transfersHandled(TransfersHandled)
+    /// A background fetch ended.
+    case fetchComplete(FetchComplete)
 
     // Admin → agent.
     /// The agent's status; answered with `statusReply`.
@@ -59,7 +61,7 @@ public enum AgentRequest: IPCMessage {
     package enum Kind: String, CaseIterable {
         case register, reportCall, callEnded, complete, beginTask, endTask, setState, activate, deactivate
         case preserve, restoreReply, status, sessions, rotateKey, reregister, userControl, routeChanged
-        case transferSession, addTransfer, cancelTransfer, transfersHandled, transfers
+        case transferSession, addTransfer, cancelTransfer, transfersHandled, transfers, fetchComplete
     }
 
     /// The `type` member.
@@ -88,6 +90,7 @@ public enum AgentRequest: IPCMessage {
         case .cancelTransfer: kind = .cancelTransfer
         case .transfersHandled: kind = .transfersHandled
         case .transfers: kind = .transfers
+        case .fetchComplete: kind = .fetchComplete
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -125,6 +128,7 @@ public enum AgentRequest: IPCMessage {
         case .cancelTransfer: self = .cancelTransfer(try CancelTransfer(from: decoder))
         case .transfersHandled: self = .transfersHandled(try TransfersHandled(from: decoder))
         case .transfers: self = .transfers
+        case .fetchComplete: self = .fetchComplete(try FetchComplete(from: decoder))
         }
     }
 
@@ -151,6 +155,7 @@ public enum AgentRequest: IPCMessage {
         case .addTransfer(let payload): try payload.encode(to: encoder)
         case .cancelTransfer(let payload): try payload.encode(to: encoder)
         case .transfersHandled(let payload): try payload.encode(to: encoder)
+        case .fetchComplete(let payload): try payload.encode(to: encoder)
         case .status, .sessions, .rotateKey, .transfers, .unknown: break
         }
     }

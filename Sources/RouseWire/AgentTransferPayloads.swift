@@ -76,6 +76,39 @@ extension AgentRequest {
     }
 }
 
+extension AgentRequest {
+    /// `fetchComplete`: a background fetch ended (`performFetchWithCompletionHandler`'s completion).
+    public struct FetchComplete: Sendable, Equatable, Codable {
+        /// The `fetch` event's id.
+        public var fetchID: String?
+        /// `newData`, `noData` or `failed`.
+        public var result: String?
+
+        /// A completion.
+        public init(fetchID: String?, result: String?) {
+            self.fetchID = fetchID
+            self.result = result
+        }
+    }
+}
+
+extension AgentEvent {
+    /// `fetch`: a background-fetch opportunity (iOS's `performFetchWithCompletionHandler`): fetch, then answer
+    /// `fetchComplete` within `seconds`.
+    public struct Fetch: Sendable, Equatable, Codable {
+        /// Names the fetch in `fetchComplete`.
+        public var fetchID: String
+        /// Time to complete.
+        public var seconds: Double
+
+        /// An opportunity.
+        public init(fetchID: String, seconds: Double) {
+            self.fetchID = fetchID
+            self.seconds = seconds
+        }
+    }
+}
+
 extension AgentEvent {
     /// `transferTask`: one task's state: the answer to `addTransfer` and `cancelTransfer`, progress while it runs,
     /// and its result. A finished download carries `file: true` and the descriptor of the downloaded file

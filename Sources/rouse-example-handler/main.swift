@@ -37,6 +37,8 @@ import RouseWire
 // and each task event is written as `transfer task=ID state=S bytes=N [status=C] [error=E] [file=SIZE:FNV]` (the
 // file's size and FNV-1a hash read from the descriptor the agent passed); `sessionDone session=S` is answered with
 // transfersHandled (`handled session=S`) unless `--keep-transfers-unhandled`.
+// Background fetch: each `fetch` event is written as `fetch id=ID` and completed with `--fetch-result R` (newData,
+// noData, failed; default noData; `none`: never completed): `fetched id=ID result=R`.
 
 let arguments = CommandLine.arguments
 
@@ -232,6 +234,13 @@ do {
                 close(fd)
             }
             emit(line)
+        case .fetch(let fetch):
+            emit("fetch id=\(fetch.fetchID)")
+            let result = option("--fetch-result") ?? "noData"
+            if let result = BackgroundFetchResult(rawValue: result) {
+                try await client.fetchComplete(fetchID: fetch.fetchID, result: result)
+                emit("fetched id=\(fetch.fetchID) result=\(result.rawValue)")
+            }
         case .transferSessionDone(let done):
             emit("sessionDone session=\(done.session)")
             if !arguments.contains("--keep-transfers-unhandled") {

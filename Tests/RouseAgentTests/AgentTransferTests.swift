@@ -371,4 +371,23 @@ struct AgentTransferTests {
         #expect(gets.last?["status"] as? Int == 200)
         #expect(gets.last?["sent"] as? Int == size)
     }
+
+    @Test func aHandlerDeclaringFetchIsLaunchedForItAndItsHistoryShows() async throws {
+        let harness = try await AgentHarness(handlers: { directory in
+            var handler = try AgentHarness.handler(
+                "fetcher", mode: "report", directory: directory, arguments: ["--fetch-result", "noData"])
+            handler.fetchMinimum = .seconds(1)
+            return [handler]
+        })
+        // Not running: the agent launches it for the fetch (after twice the minimum, its first factor).
+        try await harness.waitForLine("fetcher", "registered launchReason=backgroundFetch", timeout: .seconds(20))
+        try await harness.waitForLine("fetcher", "fetched id=fetch-1 result=noData")
+        try await eventually("the history shows the fetch") {
+            await harness.handlerStatus("fetcher")?.fetch?.history.count == 1
+        }
+        let fetch = await harness.handlerStatus("fetcher")?.fetch
+        #expect(fetch?.history.first?.outcome == .noData)
+        #expect(fetch?.factor == 2.5)  // noData: a quarter more between fetches
+        #expect(fetch?.minimumSeconds == 1)
+    }
 }

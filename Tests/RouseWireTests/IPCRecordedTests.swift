@@ -125,6 +125,10 @@ struct IPCRecordedTests {
         ),
         (#"{"session":"s1","type":"transfersHandled","v":1}"#, .init(.transfersHandled(.init(session: "s1")))),
         (#"{"requestID":9,"type":"transfers","v":1}"#, .init(.transfers, requestID: 9)),
+        (
+            #"{"fetchID":"fetch-3","requestID":10,"result":"noData","type":"fetchComplete","v":1}"#,
+            .init(.fetchComplete(.init(fetchID: "fetch-3", result: "noData")), requestID: 10)
+        ),
     ]
 
     static let events: [(json: String, frame: IPCFrame<AgentEvent>)] = [
@@ -282,6 +286,10 @@ struct IPCRecordedTests {
                                 session: "s1", taskID: 2, kind: "upload", url: "https://example.com/u", state: "failed",
                                 bytes: 0, error: "unreachable", detail: "no route")
                         ])), requestID: 4)
+        ),
+        (
+            #"{"fetchID":"fetch-3","seconds":30,"type":"fetch","v":1}"#,
+            .init(.fetch(.init(fetchID: "fetch-3", seconds: 30)))
         ),
         (
             #"{"seconds":30,"session":"s1","type":"transferSessionDone","v":1}"#,
