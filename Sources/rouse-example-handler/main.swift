@@ -230,7 +230,7 @@ do {
                     emit(line + " file=missing")
                     continue
                 }
-                line += " file=" + fingerprint(fd)
+                line += " file=" + (arguments.contains("--no-fingerprint") ? "yes" : fingerprint(fd))
                 close(fd)
             }
             emit(line)

@@ -209,13 +209,13 @@ struct AgentTransferTests {
 
     @Test func aUserStopCancelsTheHandlersTasks() async throws {
         let harness = try await AgentHarness.transferHarness()
-        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(256 << 10)"])
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(1 << 20)"])
         defer { server.stop() }
         _ = try server.serve("slow.bin", size: 8 << 20, seed: 3)
         try await harness.startHandler("fetcher", foreground: true)
         try await harness.waitForLine("fetcher", "session name=s1")
         try harness.command("fetcher", "download s1 \(server.url("slow.bin"))")
-        try await harness.waitForLine("fetcher", "transfer task=1 state=running bytes=")
+        try await harness.waitForProgress(task: 1, atLeast: 1 << 20)
         #expect(harness.spoolFiles() == ["1.download"])
 
         try await harness.admin(.userControl(.init(handler: "fetcher", state: "stopped")))
