@@ -390,4 +390,43 @@ struct AgentTransferTests {
         #expect(fetch?.factor == 2.5)  // noData: a quarter more between fetches
         #expect(fetch?.minimumSeconds == 1)
     }
+
+    @Test func failuresGivePreciseResultsAndACancelStopsTheTransfer() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(1 << 20)"])
+        defer { server.stop() }
+        // Plain HTTP on this port: an https:// URL to it fails the TLS handshake.
+        let plain = try await RangeServer(directory: harness.directory + "/plain", arguments: ["--plain"])
+        defer { plain.stop() }
+        _ = try server.serve("long.bin", size: 8 << 20, seed: 9)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+
+        try harness.command("fetcher", "download s1 https://127.0.0.1:\(server.port)/status/404")
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed")
+        try harness.command("fetcher", "download s1 \(plain.url("any.bin"))")
+        try await harness.waitForLine("fetcher", "transfer task=2 state=failed", timeout: .seconds(30))
+        // A port nobody listens on (the plain server's, once it is gone): refused, retried, then reported.
+        plain.stop()
+        try harness.command("fetcher", "download s1 \(plain.url("gone.bin"))")
+        try await harness.waitForLine("fetcher", "transfer task=3 state=failed", timeout: .seconds(30))
+        #expect(
+            harness.lines("fetcher", "transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=11 status=404 file=11:\(RangeServer.fingerprint(Array("status 404\n".utf8)).split(separator: ":")[1])"
+            ])
+        #expect(harness.lines("fetcher", "transfer task=2 state=failed").first?.hasSuffix("error=tls") == true)
+        #expect(harness.lines("fetcher", "transfer task=3 state=failed").first?.hasSuffix("error=unreachable") == true)
+
+        // A cancel: the answer says cancelled, the server sees its response cut, the spool file goes.
+        try harness.command("fetcher", "download s1 \(server.url("long.bin"))")
+        try await harness.waitForProgress(task: 4, atLeast: 1 << 20)
+        try harness.command("fetcher", "cancel s1 4")
+        try await harness.waitForLine("fetcher", "cancelled task=4")
+        #expect(harness.lines("fetcher", "cancelled task=4") == ["cancelled task=4 state=cancelled"])
+        try await eventually("the server saw the GET cut") {
+            server.requests().contains { $0["path"] as? String == "/files/long.bin" }
+        }
+        #expect(server.requests().first { $0["path"] as? String == "/files/long.bin" }?["complete"] as? Bool == false)
+        #expect(harness.spoolFiles() == [])
+    }
 }
