@@ -102,8 +102,10 @@ extension Agent {
             case .transfersHandled(let request):
                 apply(name, slots[name]!.machine.transfersHandled(session: request.session ?? "", now: now))
                 connection.send(.ok(.init()), requestID: requestID)
-            default:
-                return
+            case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
+                .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
+                .transfers, .fetchComplete, .unknown:
+                return  // not a transfer request: Agent+IPC dispatches these
             }
         } catch {
             transfers.metrics["refused-\(error.code)", default: 0] += 1
@@ -315,6 +317,7 @@ extension Agent {
             timeout: .seconds(24 * 3600), tls: CurlTLSOptions(caFile: configuration.transferCAFile),
             maxResponseBodyBytes: 0)
         request.lowSpeed = CurlLowSpeed(bytesPerSecond: 1, duration: .seconds(60))
+        request.maxRedirects = 5  // as URLSession follows them; a redirect's body is replaced by the final one's
         if !download { request.upload = CurlUpload(size: AgentSyscalls.fileSize(fd)?.size ?? 0) }
         let curl = curl
         let task = Task {

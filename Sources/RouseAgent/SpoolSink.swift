@@ -41,6 +41,8 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         var spoolFull = false
         var writeError: String?
         var lastReported: Int64 = 0
+        /// The current response is a redirect libcurl follows: its body is not the file.
+        var redirect = false
     }
 
     static let progressStep: Int64 = 1 << 20
@@ -74,6 +76,8 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         let validator = header("etag") ?? header("last-modified")
         let length = header("content-length").flatMap { Int64($0) }
         return state.withLock { state in
+            state.redirect = (300...399).contains(status)
+            guard !state.redirect else { return true }
             state.validator = validator
             if status == 206, let range = header("content-range"), Self.rangeStart(range) == state.offset {
                 // Resumed: the bytes already spooled stay; the total is in Content-Range.
@@ -102,6 +106,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         guard !upload else { return true }
         let count = Int64(bytes.count)
         let report: (Int64, Int64?, String?)? = state.withLock { state in
+            if state.redirect { return (-1, nil, nil) }
             guard account.reserve(count) else {
                 state.spoolFull = true
                 return nil

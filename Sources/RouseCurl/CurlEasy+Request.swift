@@ -25,6 +25,11 @@ extension CurlEasy {
             try set(CURLOPT_LOW_SPEED_LIMIT, max(1, lowSpeed.bytesPerSecond), name: "CURLOPT_LOW_SPEED_LIMIT")
             try set(CURLOPT_LOW_SPEED_TIME, seconds, name: "CURLOPT_LOW_SPEED_TIME")
         }
+        if request.maxRedirects > 0 {
+            try set(CURLOPT_FOLLOWLOCATION, 1, name: "CURLOPT_FOLLOWLOCATION")
+            try set(CURLOPT_MAXREDIRS, request.maxRedirects, name: "CURLOPT_MAXREDIRS")
+            try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", name: "CURLOPT_REDIR_PROTOCOLS_STR")
+        }
         if let upload = request.upload {
             try applyUpload(request, upload)
         } else {

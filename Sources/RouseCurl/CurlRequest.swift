@@ -32,6 +32,8 @@ public struct CurlRequest: Sendable {
     public var upload: CurlUpload?
     /// Fail when slower than this for a while (long downloads); nil: only ``timeout`` bounds the transfer.
     public var lowSpeed: CurlLowSpeed?
+    /// Redirects followed (`CURLOPT_FOLLOWLOCATION`, to http and https only); 0: none, a 3xx is the response.
+    public var maxRedirects = 0
 
     /// A request with the common defaults: 10 s to connect, 30 s in total, HTTP/2 over TLS, peer and host
     /// verification on, at most 16 MiB of response body.

@@ -2,7 +2,7 @@
 """An HTTPS file server for the background-transfer tests (issue 20), on Python's standard library only: nobody here
 wrote its HTTP. GET /files/<name> serves <root>/<name> with ETag and single `Range: bytes=N-` (honouring `If-Range`),
 unless --no-range; PUT or POST /upload/<name> stores the body as <root>/uploads/<name>; GET /status/<code> answers
-with that status. Every request is logged as one JSON line to --log once it ends (method, path, range, status, bytes
+with that status; GET /redirect/<name> answers 302 to /files/<name>. Every request is logged as one JSON line to --log once it ends (method, path, range, status, bytes
 sent or received, complete). --rate limits each response to that many bytes per second (to stop a download midway).
 Prints `PORT <n>` when listening."""
 import argparse, hashlib, json, os, ssl, sys, threading, time
@@ -36,6 +36,15 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"method": "GET", "path": self.path, "range": self.headers.get("Range"),
                  "ifRange": self.headers.get("If-Range"), "sent": 0, "complete": False}
         try:
+            if self.path.startswith("/redirect/"):
+                body = b"moved\n"
+                self.send_response(302)
+                self.send_header("Location", "/files/" + self.path[len("/redirect/"):])
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                entry.update(status=302, sent=len(body), complete=True)
+                return
             if self.path.startswith("/status/"):
                 code = int(self.path.split("/")[2])
                 body = b"status %d\n" % code

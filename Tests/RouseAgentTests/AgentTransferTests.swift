@@ -173,6 +173,13 @@ struct AgentTransferTests {
         try await harness.waitForLine("fetcher", "addFailed", count: 2)
         #expect(
             harness.lines("fetcher", "addFailed") == ["addFailed error=badDescriptor", "addFailed error=badRequest"])
+        // A redirect is followed; its own body does not end up in the file.
+        try harness.command("fetcher", "download s1 https://127.0.0.1:\(server.port)/redirect/big.bin")
+        try await harness.waitForLine("fetcher", "transfer task=3 state=completed", timeout: .seconds(30))
+        #expect(
+            harness.lines("fetcher", "transfer task=3 state=completed") == [
+                "transfer task=3 state=completed bytes=\(3 << 20) status=200 file=\(expected)"
+            ])
         // Handed over: nothing left in the agent's spool, no task left in its book.
         #expect(harness.spoolFiles() == [])
         #expect((try await harness.transfers()["tasks"] as? [Any])?.count == 0)
