@@ -54,6 +54,11 @@ extension Agent {
         perform(transfers: transfers.book.network(usable: usable))
     }
 
+    /// Whether the path to the network is expensive: discretionary tasks wait for one that is not.
+    func transfersNetwork(expensive: Bool) {
+        perform(transfers: transfers.book.network(expensive: expensive))
+    }
+
     /// The user stopped `name`: its pending tasks are cancelled and their files deleted.
     func transfersUserStopped(_ name: String) {
         transfers.owedDone[name] = nil

@@ -254,7 +254,9 @@ public actor Agent: Service {
             Task {
                 for await event in events where event.target == target {
                     switch event {
-                    case .changed(let change): await self.reachabilityChanged(change.result.isUsable)
+                    case .changed(let change):
+                        self.transfersNetwork(expensive: change.result.path.isExpensive)
+                        await self.reachabilityChanged(change.result.isUsable)
                     case .sourceAddressChanged: await self.channel?.sourceAddressChanged()
                     }
                 }

@@ -93,6 +93,8 @@ public struct TransferBook: Sendable, Equatable {
     public private(set) var sessions: [String: Set<String>] = [:]
     /// Whether the network is usable (the agent's reachability).
     public private(set) var networkUsable: Bool
+    /// Whether the path is expensive (cellular, or an interface configured so): discretionary tasks wait.
+    public private(set) var networkExpensive = false
     private var nextID = 1
     /// Counters of refusals and failures by code (metrics).
     public private(set) var counters: [String: Int] = [:]
@@ -259,6 +261,21 @@ public struct TransferBook: Sendable, Equatable {
         return actions + schedule()
     }
 
+    /// The path became expensive or not (iOS's `isDiscretionary`): on an expensive one, running discretionary
+    /// tasks stop and wait (resumed with `Range` later) and queued ones stay queued.
+    public mutating func network(expensive: Bool) -> [TransferAction] {
+        guard expensive != networkExpensive else { return [] }
+        networkExpensive = expensive
+        guard expensive else { return schedule() }
+        var actions: [TransferAction] = []
+        for id in tasks.keys.sorted() where tasks[id]?.state == .running && tasks[id]?.discretionary == true {
+            tasks[id]?.state = .waitingForNetwork
+            actions.append(.stop(id: id))
+            if let record = tasks[id] { actions.append(.notify(record)) }
+        }
+        return actions + schedule()
+    }
+
     /// The network became usable or not: running tasks wait, waiting ones resume.
     public mutating func network(usable: Bool) -> [TransferAction] {
         guard usable != networkUsable else { return [] }
@@ -310,9 +327,9 @@ public struct TransferBook: Sendable, Equatable {
         var running = tasks.values.filter { $0.state == .running }.count
         var actions: [TransferAction] = []
         for id in tasks.keys.sorted() where running < limits.concurrent {
-            guard var record = tasks[id], record.state == .queued || record.state == .waitingForNetwork else {
-                continue
-            }
+            guard var record = tasks[id], record.state == .queued || record.state == .waitingForNetwork,
+                !(record.discretionary && networkExpensive)
+            else { continue }
             record.state = .running
             record.attempts += 1
             tasks[id] = record

@@ -103,6 +103,25 @@ struct TransferBookTests {
         #expect(book.tasks[1]?.attempts == 2)
     }
 
+    @Test func discretionaryTasksWaitForANetworkThatIsNotExpensive() throws {
+        var book = Self.book(concurrent: 4)
+        _ = try book.add(
+            handler: "h", session: "s", kind: .download, url: "https://example.com/big", method: "GET", headers: [],
+            discretionary: true, spoolFile: { "/spool/h/\($0).download" })
+        _ = try Self.add(&book)
+        #expect(book.tasks[1]?.state == .running)
+        // Cellular: the discretionary task stops and waits; the other keeps running; a new discretionary one queues.
+        let expensive = book.network(expensive: true)
+        #expect(expensive.contains(.stop(id: 1)))
+        #expect(!expensive.contains(.stop(id: 2)))
+        #expect(book.tasks[1]?.state == .waitingForNetwork)
+        _ = try book.add(
+            handler: "h", session: "s", kind: .download, url: "https://example.com/later", method: "GET", headers: [],
+            discretionary: true, spoolFile: { "/spool/h/\($0).download" })
+        #expect(book.tasks[3]?.state == .queued)
+        #expect(Self.started(book.network(expensive: false)) == [1, 3])
+    }
+
     @Test func transientFailuresAreRetriedAFewTimesThenReported() throws {
         var book = Self.book()
         _ = try Self.add(&book)
