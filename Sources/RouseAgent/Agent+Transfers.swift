@@ -44,9 +44,18 @@ extension Agent {
                 }
             }
         }
+        expireTransfers()
         for (handler, session) in transfers.book.finishedSessions where slots[handler] != nil {
             perform(transfers: [.sessionFinished(handler: handler, session: session)])
         }
+    }
+
+    /// Deletes results older than the configured lifetime that nobody collected (at start and whenever a session
+    /// finishes: no timer of its own, the spool budget bounds what waits meanwhile).
+    func expireTransfers() {
+        let lifetime = configuration.transferResultLifetime
+        let cutoff = wallMilliseconds - lifetime.components.seconds * 1000
+        perform(transfers: transfers.book.expire(finishedBefore: cutoff))
     }
 
     /// The network's usability (the agent's reachability): running transfers wait, waiting ones resume.
@@ -227,8 +236,11 @@ extension Agent {
             case .start(let record): startJob(record)
             case .stop(let id):
                 transfers.jobs.removeValue(forKey: id)?.task.cancel()
-            case .notify(let record): notify(record)
+            case .notify(let record):
+                transfers.book.stamp(id: record.id, wallMilliseconds: wallMilliseconds)
+                notify(record)
             case .sessionFinished(let handler, let session):
+                expireTransfers()
                 guard slots[handler] != nil else { continue }
                 transfers.owedDone[handler, default: []].insert(session)
                 apply(handler, slots[handler]!.machine.transferEvents(session: session, now: now))

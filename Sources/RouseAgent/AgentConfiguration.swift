@@ -54,6 +54,8 @@ public struct AgentConfiguration: Sendable {
     public var transferCAFile: String?
     /// Background-transfer budgets per handler and in total.
     public var transferLimits = TransferBook.Limits()
+    /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
+    public var transferResultLifetime = Duration.seconds(7 * 86400)
 
     /// A configuration.
     public init(

@@ -40,6 +40,8 @@ public struct TransferRecord: Codable, Sendable, Equatable {
     public var validator: String?
     /// Times it was (re)started.
     public var attempts = 0
+    /// When it finished (UNIX milliseconds), for the expiry of results never collected.
+    public var finishedAt: Int64?
 }
 
 /// Why a transfer request was refused: its code goes to the handler in an `error` frame.
@@ -286,6 +288,28 @@ public struct TransferBook: Sendable, Equatable {
             tasks[id]?.state = .waitingForNetwork
             actions.append(.stop(id: id))
             if let record = tasks[id] { actions.append(.notify(record)) }
+        }
+        return actions
+    }
+
+    /// Records when terminal task `id` finished (the shell's wall clock), once.
+    public mutating func stamp(id: Int, wallMilliseconds: Int64) {
+        guard let record = tasks[id], record.state.isTerminal, record.finishedAt == nil else { return }
+        tasks[id]?.finishedAt = wallMilliseconds
+    }
+
+    /// Results finished before `cutoff` (UNIX milliseconds) that no handler collected: forgotten, their files
+    /// deleted, each counted (`spool-expired`).
+    public mutating func expire(finishedBefore cutoff: Int64) -> [TransferAction] {
+        var actions: [TransferAction] = []
+        for id in tasks.keys.sorted() {
+            guard let record = tasks[id], record.state.isTerminal, let at = record.finishedAt, at < cutoff else {
+                continue
+            }
+            tasks[id] = nil
+            actions.append(.removeSpool(handler: record.handler, path: record.spoolFile))
+            actions.append(
+                .log("uncollected transfer result expired", metric: "spool-expired", ["task": "\(id)"]))
         }
         return actions
     }

@@ -122,6 +122,23 @@ struct TransferBookTests {
         #expect(Self.started(book.network(expensive: false)) == [1, 3])
     }
 
+    @Test func resultsNobodyCollectsExpire() throws {
+        var book = Self.book()
+        _ = try Self.add(&book)
+        _ = try Self.add(&book)
+        _ = book.finished(id: 1, .response(status: 200, bytes: 1, validator: nil))
+        book.stamp(id: 1, wallMilliseconds: 1_000)
+        book.stamp(id: 2, wallMilliseconds: 1_000)  // still running: not stamped
+        book.stamp(id: 1, wallMilliseconds: 9_000)  // stamped once
+        #expect(book.tasks[1]?.finishedAt == 1_000)
+        #expect(book.tasks[2]?.finishedAt == nil)
+        #expect(book.expire(finishedBefore: 1_000).isEmpty)
+        let expired = book.expire(finishedBefore: 1_001)
+        #expect(expired.first == .removeSpool(handler: "h", path: "/spool/h/1.download"))
+        #expect(book.tasks[1] == nil)
+        #expect(book.tasks[2]?.state == .running)
+    }
+
     @Test func transientFailuresAreRetriedAFewTimesThenReported() throws {
         var book = Self.book()
         _ = try Self.add(&book)
