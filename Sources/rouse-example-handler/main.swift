@@ -265,7 +265,9 @@ func fingerprint(_ fd: Int32) -> String {
     while true {
         let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(size)) }
         guard count > 0 else { break }
-        for byte in buffer[..<count] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        buffer.withUnsafeBufferPointer { bytes in
+            for byte in bytes[..<count] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        }
         size += count
     }
     return "\(size):" + String(hash, radix: 16)

@@ -43,22 +43,22 @@ final class RangeServer: Sendable {
 
     /// Writes `size` pseudo-random bytes as `<root>/NAME`; returns its `SIZE:FNV` fingerprint.
     func serve(_ name: String, size: Int, seed: UInt64 = 1) throws -> String {
+        // Words of SplitMix64 (little-endian), written through a pointer: debug builds are slow per element.
         var random = SplitMix64(seed: seed)
-        var bytes = [UInt8](repeating: 0, count: size)
-        for index in stride(from: 0, to: size, by: 8) {
-            var value = random.next()
-            for offset in 0..<min(8, size - index) {
-                bytes[index + offset] = UInt8(truncatingIfNeeded: value)
-                value >>= 8
-            }
+        var words = [UInt64](repeating: 0, count: (size + 7) / 8)
+        words.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices { buffer[index] = random.next().littleEndian }
         }
+        let bytes = words.withUnsafeBytes { Array($0.prefix(size)) }
         try Data(bytes).write(to: URL(fileURLWithPath: root + "/" + name))
         return Self.fingerprint(bytes)
     }
 
     static func fingerprint(_ bytes: [UInt8]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        bytes.withUnsafeBufferPointer { buffer in
+            for byte in buffer { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        }
         return "\(bytes.count):" + String(hash, radix: 16)
     }
 
