@@ -78,7 +78,11 @@ struct AgentOperationTests {
             guard output.status == 0 else { throw FixtureError("rouse agent status: \(output.stderr)") }
             return output.stdout
         }
-        try await eventually("channel open") { try await status().contains("channel: open") }
+        // `rouse agent status` gives up after 5 s; an agent still writing its first state on a loaded disk may take
+        // longer to answer its first request: asked again until the deadline.
+        try await eventually("channel open", timeout: .seconds(30)) {
+            (try? await status())?.contains("channel: open") == true
+        }
         let before = try await status()
         #expect(before.contains("handler first: notRunning strikes=0"), "\(before)")
         #expect(!before.contains("handler second"))
