@@ -4,6 +4,7 @@ import Logging
 import RouseAgent
 import RouseGateway
 import RouseTestSupport
+import Synchronization
 import Testing
 
 /// A Unix datagram socket standing in for systemd's `$NOTIFY_SOCKET`.
@@ -80,16 +81,21 @@ struct AgentOperationTests {
         }
         // `rouse agent status` gives up after 5 s; an agent still writing its first state on a loaded disk may take
         // longer to answer its first request: asked again until the deadline.
+        let answer = Mutex<String?>(nil)
         try await eventually("channel open", timeout: .seconds(30)) {
-            (try? await status())?.contains("channel: open") == true
+            let text = try? await status()
+            answer.withLock { $0 = text }
+            return text?.contains("channel: open") == true
         }
-        let before = try await status()
+        let before = answer.withLock { $0 } ?? ""
         #expect(before.contains("handler first: notRunning strikes=0"), "\(before)")
         #expect(!before.contains("handler second"))
 
         try writeHandler("second")
         kill(agent.process.processIdentifier, SIGHUP)
-        try await eventually("reloaded with the second handler") { try await status().contains("handler second:") }
+        try await eventually("reloaded with the second handler", timeout: .seconds(30)) {
+            (try? await status())?.contains("handler second:") == true
+        }
 
         let json = try await ChildProcess.run(rouse, ["agent", "status", "--socket", socket, "--json"])
         let document = try JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8))
