@@ -93,8 +93,14 @@ struct AgentOperationTests {
 
         try writeHandler("second")
         kill(agent.process.processIdentifier, SIGHUP)
-        try await eventually("reloaded with the second handler", timeout: .seconds(30)) {
-            (try? await status())?.contains("handler second:") == true
+        do {
+            try await eventually("reloaded with the second handler", timeout: .seconds(30)) {
+                (try? await status())?.contains("handler second:") == true
+            }
+        } catch {
+            let log = (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? ""
+            print("DIAG-OPS alive=\(kill(agent.process.processIdentifier, 0) == 0) \(log.suffix(3000))")
+            throw error
         }
 
         let json = try await ChildProcess.run(rouse, ["agent", "status", "--socket", socket, "--json"])
