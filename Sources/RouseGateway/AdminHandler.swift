@@ -69,11 +69,9 @@ struct AdminView: Sendable {
                 let body = DeviceJSON.list(devices, pending: counts, handlers: reports)
                 return self.page(path, body, count: devices.count, limit: limit, last: devices.last?.id, query: query)
             case "/v1/tokens":
-                guard after == nil || Int64(after ?? "") != nil else {
-                    return error(400, "badCursor", "after is the number from a next-page link")
-                }
-                let page = try store.read { try $0.tokens(afterRow: after.flatMap { Int64($0) }, limit: limit) }
-                let tokens = page.map(\.token)
+                let offset = Int(after ?? "0") ?? -1
+                guard offset >= 0 else { return error(400, "badCursor", "after is the number from a next-page link") }
+                let tokens = try store.read { try $0.tokens(offset: offset, limit: limit) }
                 let items = tokens.map { token in
                     let shown = reveal ? token.token : String(token.token.prefix(8)) + "…"
                     return "{\"token\":\(JSONText.quoted(shown)),\"device\":\(JSONText.quoted(token.deviceID)),"
@@ -82,7 +80,7 @@ struct AdminView: Sendable {
                 }
                 let body = "[" + items.joined(separator: ",") + "]"
                 return self.page(
-                    path, body, count: tokens.count, limit: limit, last: page.last.map { "\($0.row)" }, query: query)
+                    path, body, count: tokens.count, limit: limit, last: "\(offset + tokens.count)", query: query)
             case "/v1/pending":
                 let pushes = try store.read { try $0.pendingList(deviceID: query["device"], limit: limit) }
                 let items = pushes.map { push in

@@ -45,7 +45,7 @@ public final class Gateway: Sendable {
         self.configuration = configuration
         self.logger = logger
         try configuration.checkTopics()
-        let store = try store ?? SQLiteGatewayStore(path: configuration.databasePath)
+        let store = try store ?? configuration.openStore()
         self.store = store
         let metrics = GatewayMetrics()
         self.metrics = metrics
@@ -93,7 +93,7 @@ public final class Gateway: Sendable {
         Self.applyBudgets(configuration.limits, to: &providerConfiguration)
         Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
         // Channels keep their stream open: idle means no stream at all for this long.
-        deviceConfiguration.idleTimeout = .seconds(600)
+        deviceConfiguration.idleTimeout = .seconds(configuration.limits.deviceIdleTimeoutSeconds)
         do {
             let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
             let oneStream = configuration.limits.oneStreamUntilToken
@@ -127,7 +127,7 @@ public final class Gateway: Sendable {
             metadata: [
                 "provider": "\(provider.localAddress)", "device": "\(device.localAddress)",
                 "admin": "\(admin.map { "\($0.localAddress)" } ?? "none")",
-                "database": "\(configuration.databasePath)",
+                "database": "\(configuration.storeDescription)",
             ])
     }
 

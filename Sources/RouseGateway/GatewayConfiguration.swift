@@ -101,6 +101,9 @@ public struct GatewayConfiguration: Sendable {
         /// Seconds an idle connection that never authenticated is kept (a valid provider token or certificate
         /// push, a device request with a valid credential authenticates it).
         public var authenticationTimeoutSeconds: Int = 30
+        /// Seconds a device connection may go without any frame before GOAWAY (a channel's heartbeats and acks
+        /// keep it alive; an open stream is looked at again once per period).
+        public var deviceIdleTimeoutSeconds: Int = 600
 
         /// Defaults.
         public init() {}
@@ -114,8 +117,10 @@ public struct GatewayConfiguration: Sendable {
     public var device: Listener
     /// Admin endpoint (health, metrics, JSON views); `nil`: none.
     public var admin: Listener?
-    /// SQLite database file.
+    /// SQLite database file (when `postgres` is nil).
     public var databasePath: String
+    /// PostgreSQL instead of SQLite: `"database": "postgresql://…"` or a `"postgres"` object (`nil`: SQLite).
+    public var postgres: PostgresSettings?
     /// Provider keys from the configuration.
     public var keys: [Key] = []
     /// The bundle IDs that provider client certificates are trusted for (matched as key topics are): a push on a

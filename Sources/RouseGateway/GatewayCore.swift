@@ -182,8 +182,14 @@ public final class GatewayCore: Sendable {
             for effect in effects { effect() }
             return
         } catch {
+            let failure = error as? GatewayError ?? .storage("\(error)")
+            // The store is unreachable: no job of the batch can succeed alone either; fail them all at once.
+            if failure.isUnavailable {
+                logger.error("store unavailable", metadata: ["error": "\(failure)", "jobs": "\(jobs.count)"])
+                for job in jobs { job.fail(failure) }
+                return
+            }
             guard jobs.count > 1 else {
-                let failure = error as? GatewayError ?? .storage("\(error)")
                 logger.error("store transaction failed", metadata: ["error": "\(failure)"])
                 jobs[0].fail(failure)
                 return

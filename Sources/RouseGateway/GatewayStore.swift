@@ -74,9 +74,9 @@ public protocol GatewayStoreTransaction {
     func insertToken(_ token: TokenRecord) throws
     /// The tokens of one device (or all), revoked ones included, by creation time.
     func tokens(deviceID: String?) throws -> [TokenRecord]
-    /// At most `limit` tokens stored after row `afterRow`, in storage order, each with its row (one page of a
-    /// list; the row, not the token, is the cursor, so a page link never shows a token).
-    func tokens(afterRow: Int64?, limit: Int) throws -> [(row: Int64, token: TokenRecord)]
+    /// At most `limit` tokens from position `offset`, by token (one page of a list; the position, not the token, is
+    /// the cursor, so a page link never shows a token).
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord]
     /// Marks a device's token revoked (410 Unregistered from then on) and drops its pending pushes; returns their
     /// ids, or `nil` if the device has no such live token.
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]?

@@ -13,6 +13,8 @@ public final class SQLiteGatewayStore: GatewayStore {
     private let pool: DatabasePool
     /// The database file.
     public let path: String
+    /// What opening the store did to the schema.
+    public let migration: GatewaySchema.Migration
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     public init(path: String) throws(GatewayError) {
@@ -24,10 +26,36 @@ public final class SQLiteGatewayStore: GatewayStore {
             // GRDB sets NORMAL when it enables WAL on the writer connection; the pool keeps that one connection
             // for every write, so FULL set here stays in force.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Self.migrator.migrate(pool)
         } catch {
             throw .storage("\(path): \(error)")
         }
+        migration = try Self.migrate(pool, path: path)
+    }
+
+    /// Refuses a database newer than this build, then runs GRDB's migrations (the version is one of them).
+    private static func migrate(_ pool: DatabasePool, path: String) throws(GatewayError) -> GatewaySchema.Migration {
+        let found: Int
+        do {
+            found = try pool.read { db -> Int in
+                if try db.tableExists("schema_version") {
+                    return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_version") ?? 0
+                }
+                // Before version 4 the version is the number of GRDB migrations applied.
+                if try db.tableExists("grdb_migrations") {
+                    return try Int.fetchOne(db, sql: "SELECT count(*) FROM grdb_migrations") ?? 0
+                }
+                return 0
+            }
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+        if found > GatewaySchema.version { throw GatewaySchema.tooNew(found, in: path) }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+        return GatewaySchema.Migration(from: found, to: GatewaySchema.version)
     }
 
     public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
@@ -157,6 +185,14 @@ public final class SQLiteGatewayStore: GatewayStore {
                             WHERE device_id = OLD.device_id;
                         DELETE FROM device_backlog WHERE device_id = OLD.device_id AND pushes <= 0;
                     END;
+                    """)
+        }
+        // The version in a table of its own, shared with the PostgreSQL store (`GatewaySchema`).
+        migrator.registerMigration("v4-schema-version") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE schema_version(version INTEGER NOT NULL);
+                    INSERT INTO schema_version VALUES (4);
                     """)
         }
         return migrator
@@ -425,11 +461,10 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
     }
 
-    func tokens(afterRow: Int64?, limit: Int) throws -> [(row: Int64, token: TokenRecord)] {
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT rowid AS row_id, * FROM tokens WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            arguments: [afterRow ?? 0, limit]
-        ).map { (row: $0["row_id"], token: Self.token($0)) }
+            db, sql: "SELECT * FROM tokens ORDER BY token LIMIT ? OFFSET ?", arguments: [limit, offset]
+        ).map(Self.token)
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RouseAgent
+import RouseBuildInfo
 import RouseDaemon
 import RouseState
 import ServiceLifecycle
@@ -9,7 +10,8 @@ import ServiceLifecycle
 /// `rouse-agent`: the device-side service (see docs/agent.md); started by `main.swift`.
 struct RouseAgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.")
+        commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.",
+        version: BuildInfo.versionText)
 
     @Option(help: "Gateway device API base URL, e.g. https://127.0.0.1:2198.") var gateway: String
     @Option(help: "CA bundle for the gateway's certificate.") var ca: String?
@@ -140,7 +142,8 @@ struct AgentRunner: Service {
     func run() async throws {
         try await agent.start()
         SystemdNotifier.notify("READY=1")
-        FileHandle.standardOutput.write(Data("rouse-agent ready socket=\(socket)\n".utf8))
+        // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a running agent.
+        try? FileHandle.standardOutput.write(contentsOf: Data("rouse-agent ready socket=\(socket)\n".utf8))
         AgentSignals.on(SIGHUP) { [agent, handlersDirectory, logger] in
             Task {
                 do {

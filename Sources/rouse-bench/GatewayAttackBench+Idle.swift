@@ -6,10 +6,11 @@ extension GatewayAttackBench {
     struct IdleFigures {
         var wakeUps = 0
         var perMinute = 0.0
+        var baselinePerMinute = 0.0
     }
 
     /// (c) devices enrolled through the device API, each with its channel open and quiet, and half-open streams
-    /// held past the unauthenticated idle limit: the gateway's wake-ups over a window.
+    /// held past the device idle limit: the gateway's wake-ups over a window.
     static func idleWakeUps(_ context: Context, detail: (String, String) -> Void) async throws -> IdleFigures {
         let sizes = context.options.attackSizes
         let database = context.directory + "/idle.sqlite"
@@ -20,8 +21,9 @@ extension GatewayAttackBench {
         }
         // Every device connects from 127.0.0.1 here: the per-address cap (1000) makes room for them and the attacker.
         let limits = """
-            {"heartbeatSeconds": \(sizes.heartbeatSeconds), "unauthenticatedIdleSeconds": \
-            \(sizes.unauthenticatedIdleSeconds), "requestTimeoutSeconds": 3600, "maxConnectionsPerAddress": \
+            {"heartbeatSeconds": \(sizes.heartbeatSeconds), "deviceIdleTimeoutSeconds": \
+            \(sizes.idleSeconds), "authenticationTimeoutSeconds": 3600, "requestTimeoutSeconds": 3600, \
+            "maxConnectionsPerAddress": \
             \(sizes.quietChannels + halfOpenConnections(sizes) + 100)}
             """
         let gateway = try await ChildGateway.start(
@@ -29,6 +31,14 @@ extension GatewayAttackBench {
             limits: limits, name: "idle")
         defer { gateway.stop() }
         let pid = gateway.process.processIdentifier
+        // The floor: the same gateway with no connection at all (libdispatch's workqueue monitor alone wakes a
+        // Swift process on Linux once a second).
+        let baselineWindow = min(sizes.idleWindowSeconds, 10)
+        let baseline = try await AttackClient.wakeUps(pid, over: .seconds(baselineWindow))
+        let baselinePerMinute = Double(baseline) * 60 / Double(baselineWindow)
+        detail(
+            "idle_wakeups_without_connections",
+            "\(baseline) in \(baselineWindow) s (\(String(format: "%.1f", baselinePerMinute))/min)")
 
         let credentials = try await enroll(secrets, port: gateway.devicePort, loop: context.loop)
         let loops = try GatewayBench.channelLoops()
@@ -55,8 +65,8 @@ extension GatewayAttackBench {
                         + "\(holding.openStreams) open streams, RST_STREAM \(holding.resetSummary)")
             }
         }
-        // Past the unauthenticated idle limit with their streams open (the measured thing is time).
-        try await Task.sleep(for: .seconds(sizes.unauthenticatedIdleSeconds + 2))
+        // Past the device idle limit with their streams open (the measured thing is time).
+        try await Task.sleep(for: .seconds(sizes.idleSeconds + 2))
         let wakeUps = try await AttackClient.wakeUps(pid, over: .seconds(sizes.idleWindowSeconds))
         let stillOpen = try await GatewayBench.adminMetric(
             "rouse_gateway_connected_devices", gateway: gateway, loop: context.loop)
@@ -69,7 +79,7 @@ extension GatewayAttackBench {
         }
         let perMinute = Double(wakeUps) * 60 / Double(sizes.idleWindowSeconds)
         detail("idle_wakeups", "\(wakeUps) in \(sizes.idleWindowSeconds) s (\(String(format: "%.1f", perMinute))/min)")
-        return IdleFigures(wakeUps: wakeUps, perMinute: perMinute)
+        return IdleFigures(wakeUps: wakeUps, perMinute: perMinute, baselinePerMinute: baselinePerMinute)
     }
 
     /// `POST /device/v1/enroll` with each secret (4 connections, 16 requests in flight on each); the credentials.

@@ -1,4 +1,5 @@
 import Foundation
+import RouseChildProcess
 import RouseGateway
 import RouseHTTP2
 
@@ -10,12 +11,13 @@ extension GatewayAttackBench {
         var loadedCount = 0
         var loaded503 = 0
         var floodRate = 0.0
+        /// p99 while a busy loop takes one core instead of the flood: what the CPU contention alone costs.
+        var controlP99 = 0.0
     }
 
     /// (b) provider pushes one at a time on one connection, alone and while h2load floods the device port with a
     /// bogus bearer; then (d) the ingest figure.
     static func pushesUnderFlood(_ context: Context, detail: (String, String) -> Void) async throws -> PushFigures {
-        let sizes = context.options.attackSizes
         let database = context.directory + "/pushes.sqlite"
         let store = try SQLiteGatewayStore(path: database)
         let now = Gateway.systemMilliseconds()
@@ -29,10 +31,32 @@ extension GatewayAttackBench {
         let jwt = try context.jwt()
         var figures = PushFigures()
 
+        if context.options.attackSizes.phases.contains("b") {
+            try await providerUnderFlood(
+                context, gateway: gateway, token: tokens[1], jwt: jwt, into: &figures, detail: detail)
+        }
+        if context.options.attackSizes.phases.contains("d") {
+            // Last: 20 000 stored pushes leave SQLite a large WAL to checkpoint, which would weigh on (b).
+            let ingest = try await GatewayBench.h2loadIngest(
+                context.options, port: gateway.providerPort, token: tokens[0], jwt: jwt, directory: context.directory)
+            figures.ingestRate = ingest.rate
+            detail("ingest_h2load_per_second", String(format: "%.0f", ingest.rate))
+            detail("ingest_h2load_succeeded", "\(ingest.succeeded)/\(context.options.pushes)")
+        }
+        return figures
+    }
+
+    /// (b): pushes one at a time alone, then while h2load floods the device port, then while a busy loop takes one
+    /// core (the control).
+    static func providerUnderFlood(
+        _ context: Context, gateway: ChildGateway, token: String, jwt: String, into figures: inout PushFigures,
+        detail: (String, String) -> Void
+    ) async throws {
+        let sizes = context.options.attackSizes
         let provider = try await GatewayBench.connect(port: gateway.providerPort, loop: context.loop)
         defer { provider.close() }
         let request = HTTP2ClientRequest(
-            path: "/3/device/\(tokens[1])", authority: "localhost",
+            path: "/3/device/\(token)", authority: "localhost",
             headers: [
                 HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true),
                 HTTP2Header("apns-topic", "com.example.rouse"), HTTP2Header("apns-push-type", "alert"),
@@ -73,18 +97,18 @@ extension GatewayAttackBench {
             }
         }
         detail("flood_per_second", String(format: "%.0f", figures.floodRate))
-        detail(
-            "flood_device_queue_full",
-            "\(Int(try await GatewayBench.adminMetric(limitHits("device", "device-queue-full"), gateway: gateway, loop: context.loop) ?? 0))"
-        )
-        // Last: 20 000 stored pushes leave SQLite a large WAL to checkpoint, which would weigh on the figures above.
-        let ingest = try await GatewayBench.h2loadIngest(
-            context.options, port: gateway.providerPort, token: tokens[0], jwt: jwt, directory: context.directory)
-        figures.ingestRate = ingest.rate
-        detail("ingest_h2load_per_second", String(format: "%.0f", ingest.rate))
-        detail("ingest_h2load_succeeded", "\(ingest.succeeded)/\(context.options.pushes)")
+        let queueFull = try await GatewayBench.adminMetric(
+            limitHits("device", "device-queue-full"), gateway: gateway, loop: context.loop)
+        detail("flood_device_queue_full", "\(Int(queueFull ?? 0))")
 
-        return figures
+        // The control: a busy loop on one core instead of the flood (the flood's client takes a core as well).
+        let busy = try ChildProcess.start("/bin/sh", ["-c", "while :; do :; done"])
+        defer { busy.kill() }
+        let control = await pushes(
+            provider, request, count: nil, until: ContinuousClock.now + .seconds(sizes.floodSeconds - 2))
+        busy.kill()
+        figures.controlP99 = GatewayBench.percentile(control.samples, 0.99)
+        detail("provider_with_busy_loop", summary(control))
     }
 
     static func limitHits(_ listener: String, _ limit: String) -> String {

@@ -7,7 +7,7 @@ import RouseHTTP2
 /// (a) RSS with half-open streams on both public ports (Python h2, `Tests/Interop/h2_attack.py`);
 /// (b) provider push p99 while h2load floods the device port with bogus bearers, against the unloaded p99 of the
 /// same run; (c) wake-ups per minute of an idle gateway with many quiet device channels and half-open streams held
-/// past the unauthenticated idle limit; (d) the ingest figure (h2load). Each phase runs its own `rouse-gateway`.
+/// past the device idle limit; (d) the ingest figure (h2load). Each phase runs its own `rouse-gateway`.
 enum GatewayAttackBench {
     /// Sizes and durations, all flags of `rouse-bench gateway --attack`.
     struct Sizes {
@@ -24,10 +24,12 @@ enum GatewayAttackBench {
         var quietChannels = 1000
         var halfOpenStreams = 100
         var heartbeatSeconds = 30
-        var unauthenticatedIdleSeconds = 10
+        var idleSeconds = 10
         var idleWindowSeconds = 60
         /// Python with h2 (default: the interop venv that deploy/interop-venv.sh creates under .build).
         var python: String?
+        /// The phases to run (`--phases abcd`).
+        var phases: Set<Character> = ["a", "b", "c", "d"]
     }
 
     /// One line of the summary table.
@@ -71,44 +73,63 @@ enum GatewayAttackBench {
         }
         if !options.json { print("machine: \(details[0].1)") }
 
+        var rows: [Row] = []
         // (b) and (d) on one gateway with the benchmark's limits (quotas out of the way, as the ingest figure).
-        let pushes = try await pushesUnderFlood(context, detail: detail)
+        if sizes.phases.contains("b") || sizes.phases.contains("d") {
+            let pushes = try await pushesUnderFlood(context, detail: detail)
+            if sizes.phases.contains("b") {
+                rows.append(
+                    Row(
+                        key: "provider_p99_flood_ms", measure: "(b) provider push p99 under a bogus-bearer flood",
+                        value: pushes.loadedP99, unit: "ms", target: 2 * pushes.unloadedP99,
+                        note: String(
+                            format: "unloaded p99 %.3f ms (target 2×); flood %.0f req/s; control: p99 %.3f ms with "
+                                + "a busy loop on one core instead of the flood", pushes.unloadedP99,
+                            pushes.floodRate, pushes.controlP99)))
+                rows.append(
+                    Row(
+                        key: "provider_503_flood", measure: "(b) provider 503s under the flood",
+                        value: Double(pushes.loaded503), unit: "", target: 0,
+                        note: "of \(pushes.loadedCount) pushes during the flood"))
+            }
+            if sizes.phases.contains("d") {
+                rows.append(
+                    Row(
+                        key: "ingest_h2load_per_second",
+                        measure: "(d) ingest, h2load -c \(options.connections) -m \(options.streams), "
+                            + "\(options.pushes) pushes",
+                        value: pushes.ingestRate, unit: "pushes/s", target: nil,
+                        note: "compare with the same figure of the previous commit"))
+            }
+        }
         // (a) on a gateway with the shipped defaults.
-        let memory = try await halfOpenMemory(context, detail: detail)
-        // (c) on a gateway with heartbeats and a short unauthenticated idle limit.
-        let idle = try await idleWakeUps(context, detail: detail)
-
-        let expectedWakeUps =
-            Double(sizes.quietChannels * 60) / Double(sizes.heartbeatSeconds) + 60.0 / 30.0
-            + Double(halfOpenConnections(sizes) * 60) / Double(sizes.unauthenticatedIdleSeconds)
-        let rows = [
-            Row(
-                key: "rss_peak_mib",
-                measure: "(a) gateway RSS, \(sizes.connections) conn × \(sizes.streams) half-open streams on each port",
-                value: Double(memory.peakKiB) / 1024, unit: "MiB", target: 200,
-                note: "VmHWM; \(Int(Double(memory.beforeKiB) / 1024)) MiB before, "
-                    + "\(Int(Double(memory.afterKiB) / 1024)) MiB after the client left"),
-            Row(
-                key: "provider_p99_flood_ms", measure: "(b) provider push p99 under a bogus-bearer flood",
-                value: pushes.loadedP99, unit: "ms", target: 2 * pushes.unloadedP99,
-                note: String(
-                    format: "unloaded p99 %.3f ms (target 2×); flood %.0f req/s", pushes.unloadedP99, pushes.floodRate)),
-            Row(
-                key: "provider_503_flood", measure: "(b) provider 503s under the flood",
-                value: Double(pushes.loaded503),
-                unit: "", target: 0, note: "of \(pushes.loadedCount) pushes during the flood"),
-            Row(
-                key: "idle_wakeups_per_minute", measure: "(c) idle wake-ups per minute", value: idle.perMinute,
-                unit: "/min", target: expectedWakeUps,
-                note: "\(sizes.quietChannels) quiet channels, heartbeat \(sizes.heartbeatSeconds) s, "
-                    + "\(sizes.halfOpenStreams) half-open streams past \(sizes.unauthenticatedIdleSeconds) s; target: "
-                    + "a heartbeat per channel, sweeps, one idle look per half-open connection per period"),
-            Row(
-                key: "ingest_h2load_per_second",
-                measure: "(d) ingest, h2load -c \(options.connections) -m \(options.streams), \(options.pushes) pushes",
-                value: pushes.ingestRate, unit: "pushes/s", target: nil,
-                note: "compare with the same figure of the previous commit"),
-        ]
+        if sizes.phases.contains("a") {
+            let memory = try await halfOpenMemory(context, detail: detail)
+            rows.append(
+                Row(
+                    key: "rss_peak_mib",
+                    measure:
+                        "(a) gateway RSS, \(sizes.connections) conn × \(sizes.streams) half-open streams on each port",
+                    value: Double(memory.peakKiB) / 1024, unit: "MiB", target: 200,
+                    note: "VmHWM; \(Int(Double(memory.beforeKiB) / 1024)) MiB before, "
+                        + "\(Int(Double(memory.afterKiB) / 1024)) MiB after the client left"))
+        }
+        // (c) on a gateway with heartbeats and a short device idle limit.
+        if sizes.phases.contains("c") {
+            let idle = try await idleWakeUps(context, detail: detail)
+            let expected =
+                Double(sizes.quietChannels * 60) / Double(sizes.heartbeatSeconds) + 60.0 / 30.0
+                + Double(halfOpenConnections(sizes) * 60) / Double(sizes.idleSeconds)
+            rows.append(
+                Row(
+                    key: "idle_wakeups_per_minute", measure: "(c) idle wake-ups per minute", value: idle.perMinute,
+                    unit: "/min", target: expected,
+                    note: "\(sizes.quietChannels) quiet channels, heartbeat \(sizes.heartbeatSeconds) s, "
+                        + "\(sizes.halfOpenStreams) half-open streams past \(sizes.idleSeconds) s; "
+                        + "target: a heartbeat per channel, sweeps, one idle look per half-open connection per period; "
+                        + String(format: "%.1f/min with no connection at all", idle.baselinePerMinute)))
+        }
+        rows.sort { $0.measure < $1.measure }
         if options.json {
             var fields = details.map { "\(JSONText.quoted($0.0)):\(JSONText.quoted($0.1))" }
             fields += rows.map { row in

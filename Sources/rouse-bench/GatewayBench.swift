@@ -22,6 +22,8 @@ enum GatewayBench {
         /// `--attack`: the gateway under attack instead (see `GatewayAttackBench`).
         var attack = false
         var attackSizes = GatewayAttackBench.Sizes()
+        /// A PostgreSQL URL (an empty database) instead of a fresh SQLite file.
+        var database: String?
     }
 
     typealias BenchError = Bench.Failure
@@ -29,11 +31,13 @@ enum GatewayBench {
     static let usage = """
         usage: rouse-bench gateway [--pushes N] [--connections N] [--streams N] [--latency-samples N]
                                    [--channels N] [--gateway PATH] [--h2load PATH] [--json]
+                                   [--database postgresql://…]   (an empty PostgreSQL database instead of SQLite)
                rouse-bench gateway --attack [--pushes N] [--attack-connections N] [--attack-streams N]
                                    [--attack-body BYTES] [--provider-samples N] [--flood-seconds N]
                                    [--flood-connections N] [--flood-streams N] [--quiet-channels N]
-                                   [--half-open N] [--heartbeat SECONDS] [--unauthenticated-idle SECONDS]
-                                   [--idle-window SECONDS] [--python PATH] [--gateway PATH] [--h2load PATH] [--json]
+                                   [--half-open N] [--heartbeat SECONDS] [--idle-timeout SECONDS]
+                                   [--idle-window SECONDS] [--phases abcd] [--python PATH] [--gateway PATH]
+                                   [--h2load PATH] [--json]
         """
 
     static func run(arguments: [String]) async throws {
@@ -47,10 +51,10 @@ enum GatewayBench {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certs = try certsDirectory()
-        let database = directory + "/bench.sqlite"
+        let database = options.database ?? directory + "/bench.sqlite"
 
         // Devices and tokens are provisioned before the gateway starts.
-        let store = try SQLiteGatewayStore(path: database)
+        let store = try GatewayConfiguration.openStore(database: database)
         let now = Gateway.systemMilliseconds()
         let ids = (0..<(options.channels + 2)).map { "bench-\($0)" }
         let credentials = try Gateway.provisionDevices(store: store, ids: ids, now: now)
@@ -73,7 +77,11 @@ enum GatewayBench {
             if !options.json { print("\(name): \(value)") }
         }
         report("machine", machine())
-        report("durability", "SQLite WAL, synchronous=FULL, 200 after COMMIT")
+        report(
+            "durability",
+            options.database == nil
+                ? "SQLite WAL, synchronous=FULL, 200 after COMMIT"
+                : "PostgreSQL, synchronous_commit=on, 200 after COMMIT")
 
         // 1. Ingest with h2load.
         let h2 = try await h2loadIngest(
@@ -340,6 +348,7 @@ enum GatewayBench {
             case "--channels": options.channels = try number()
             case "--gateway": options.gateway = try value()
             case "--h2load": options.h2load = try value()
+            case "--database": options.database = try value()
             case "--json": options.json = true
             case "--attack": options.attack = true
             case "--attack-connections": options.attackSizes.connections = max(try number(), 1)
@@ -352,9 +361,15 @@ enum GatewayBench {
             case "--quiet-channels": options.attackSizes.quietChannels = try number()
             case "--half-open": options.attackSizes.halfOpenStreams = try number()
             case "--heartbeat": options.attackSizes.heartbeatSeconds = max(try number(), 1)
-            case "--unauthenticated-idle": options.attackSizes.unauthenticatedIdleSeconds = max(try number(), 1)
+            case "--idle-timeout": options.attackSizes.idleSeconds = max(try number(), 1)
             case "--idle-window": options.attackSizes.idleWindowSeconds = max(try number(), 1)
             case "--python": options.attackSizes.python = try value()
+            case "--phases":
+                let phases = Set(try value())
+                guard !phases.isEmpty, phases.isSubset(of: ["a", "b", "c", "d"]) else {
+                    throw BenchError(description: "--phases takes letters of abcd\n\(usage)")
+                }
+                options.attackSizes.phases = phases
             case "-h", "--help":
                 print(usage)
                 return options

@@ -3,11 +3,14 @@ import Foundation
 import RouseActivation
 import RouseAgentClient
 
-/// `rouse agent …`: talk to a running `rouse-agent` over its IPC socket.
+/// `rouse agent …`: set up a device (`enroll`, `handlers`) and talk to a running `rouse-agent` over its IPC socket.
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agent", abstract: "Inspect and steer a running rouse-agent.",
-        subcommands: [Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self, RotateKey.self])
+        commandName: "agent", abstract: "Set up a device, then inspect and steer a running rouse-agent.",
+        subcommands: [
+            Enroll.self, Handlers.self, Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self,
+            RotateKey.self,
+        ])
 
     struct SocketOption: ParsableArguments {
         @Option(help: "The agent's IPC socket.") var socket = AgentClient.defaultSocketPath
@@ -50,6 +53,7 @@ struct AgentCommand: AsyncParsableCommand {
     /// `rouse agent status [--json]`.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Channel state, gateway reachability, handlers with state, strikes, budgets, held pushes.")
         @OptionGroup var options: SocketOption
         @Flag(help: "Print the status document as JSON.") var json = false
@@ -91,6 +95,7 @@ struct AgentCommand: AsyncParsableCommand {
     /// `rouse agent sessions [--json]`: the activation arbiter's snapshot.
     struct Sessions: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sessions",
             abstract: "Audio sessions: who holds what (active, ducked, interrupted), who waits, who may be suspended.")
         @OptionGroup var options: SocketOption
         @Flag(help: "Print the snapshot as JSON.") var json = false
@@ -116,6 +121,7 @@ struct AgentCommand: AsyncParsableCommand {
     /// `rouse agent route REASON`: an external route source reports a route change.
     struct Route: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "route",
             abstract: "Report an audio route change (e.g. oldDeviceUnavailable); forwarded to every active session.")
         @OptionGroup var options: SocketOption
         @Argument(help: "newDeviceAvailable, oldDeviceUnavailable, categoryChange, override, wakeFromSleep, …")
@@ -127,7 +133,8 @@ struct AgentCommand: AsyncParsableCommand {
 
     /// `rouse agent reregister HANDLER`: clears strikes (VoIP launches resume).
     struct Reregister: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Register a handler again (clears strikes).")
+        static let configuration = CommandConfiguration(
+            commandName: "reregister", abstract: "Register a handler again (clears strikes).")
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
@@ -137,7 +144,8 @@ struct AgentCommand: AsyncParsableCommand {
 
     /// `rouse agent start HANDLER`: the user starts it (held background push delivered).
     struct Start: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start a handler as the user would.")
+        static let configuration = CommandConfiguration(
+            commandName: "start", abstract: "Start a handler as the user would.")
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
@@ -148,7 +156,8 @@ struct AgentCommand: AsyncParsableCommand {
 
     /// `rouse agent stop HANDLER`: the user force-quits it.
     struct Stop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop a handler as the user would (force quit).")
+        static let configuration = CommandConfiguration(
+            commandName: "stop", abstract: "Stop a handler as the user would (force quit).")
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {

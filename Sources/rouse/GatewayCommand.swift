@@ -10,11 +10,11 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Administer a rouse-gateway: provider keys, devices, tokens.",
-        subcommands: [Keys.self, Devices.self, Tokens.self])
+        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self, Migrate.self])
 
     /// Where the database is: `--database` or the gateway's `--config`.
     struct Location: ParsableArguments {
-        @Option(name: .long, help: "The gateway's SQLite file.")
+        @Option(name: .long, help: "The gateway's SQLite file, or its PostgreSQL URL (postgresql://…).")
         var database: String?
 
         @Option(name: .long, help: "The gateway's configuration file (its database is used).")
@@ -23,12 +23,10 @@ struct GatewayCommand: AsyncParsableCommand {
         @Flag(name: .long, help: "Print JSON.")
         var json = false
 
-        func store() throws -> SQLiteGatewayStore {
-            if let database { return try SQLiteGatewayStore(path: database) }
-            if let config {
-                return try SQLiteGatewayStore(path: try GatewayConfiguration.load(path: config).databasePath)
-            }
-            throw ValidationError("give --database FILE or --config FILE")
+        func store() throws -> any GatewayStore {
+            if let database { return try GatewayConfiguration.openStore(database: database) }
+            if let config { return try GatewayConfiguration.load(path: config).openStore() }
+            throw ValidationError("give --database FILE|URL or --config FILE")
         }
     }
 
@@ -42,11 +40,13 @@ struct GatewayCommand: AsyncParsableCommand {
 
     struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keys",
             abstract: "Provider signing keys (ES256, token authentication).",
             subcommands: [Add.self, List.self, Revoke.self, Unrevoke.self])
 
         struct Add: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Register a provider key (or replace it).")
+            static let configuration = CommandConfiguration(
+                commandName: "add", abstract: "Register a provider key (or replace it).")
             @OptionGroup var location: Location
             @Option(name: .long, help: "Key ID (kid), 10 characters.") var keyID: String
             @Option(name: .long, help: "Team ID (iss).") var teamID: String
@@ -98,7 +98,8 @@ struct GatewayCommand: AsyncParsableCommand {
         }
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List provider keys (revoked ones too).")
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "List provider keys (revoked ones too).")
             @OptionGroup var location: Location
 
             func run() async throws {
@@ -122,7 +123,8 @@ struct GatewayCommand: AsyncParsableCommand {
         }
 
         struct Revoke: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Revoke a provider key (new connections).")
+            static let configuration = CommandConfiguration(
+                commandName: "revoke", abstract: "Revoke a provider key (new connections).")
             @OptionGroup var location: Location
             @Argument(help: "The key ID.") var keyID: String
 
@@ -135,6 +137,7 @@ struct GatewayCommand: AsyncParsableCommand {
 
         struct Unrevoke: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "unrevoke",
                 abstract: "Re-enable a revoked provider key (neither the configuration nor keys add does).")
             @OptionGroup var location: Location
             @Argument(help: "The key ID.") var keyID: String
@@ -151,10 +154,12 @@ struct GatewayCommand: AsyncParsableCommand {
 
     struct Devices: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "devices",
             abstract: "Devices: list, revoke, enrollment secrets.", subcommands: [List.self, Revoke.self, Enroll.self])
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List devices with their pending pushes.")
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "List devices with their pending pushes.")
             @OptionGroup var location: Location
 
             func run() async throws {
@@ -182,6 +187,7 @@ struct GatewayCommand: AsyncParsableCommand {
 
         struct Revoke: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "revoke",
                 abstract: "Revoke a device: its tokens answer 410 Unregistered, its pending pushes are dropped.")
             @OptionGroup var location: Location
             @Argument(help: "The device ID.") var deviceID: String
@@ -211,10 +217,12 @@ struct GatewayCommand: AsyncParsableCommand {
     // MARK: tokens
 
     struct Tokens: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Push tokens.", subcommands: [List.self])
+        static let configuration = CommandConfiguration(
+            commandName: "tokens", abstract: "Push tokens.", subcommands: [List.self])
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List tokens (dropped ones too).")
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "List tokens (dropped ones too).")
             @OptionGroup var location: Location
             @Option(name: .long, help: "Only this device's tokens.") var device: String?
 

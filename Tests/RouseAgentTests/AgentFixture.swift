@@ -111,6 +111,9 @@ final class AgentHarness: Sendable {
         ]
         configuration.providerCertificateTopics = ["*"]
         configuration.limits.heartbeatSeconds = 0
+        // The test provider connects once and may push first minutes later on a loaded machine (it does not reconnect
+        // after a GOAWAY as a real client does).
+        configuration.limits.authenticationTimeoutSeconds = 600
         return configuration
     }
 

@@ -54,19 +54,23 @@ struct AttackTests {
         for report in [deviceHolding, providerHolding] {
             #expect(report.connections == connections && report.streams == connections * streams, "\(report)")
             #expect(report.goAways.isEmpty && report.closedByPeer == 0, "the connections are kept: \(report)")
-            // Request windows come back only when the gateway takes a body, drops it (past the provider port's 8 KiB)
-            // or cancels its stream at the deadline (a slow run may see some): one 64 KiB window per connection,
-            // and at most one attempted body (64 KiB) more per cancelled stream.
-            #expect(report.bodyBytes <= (connections + (report.resets["CANCEL"] ?? 0)) * 65536, "\(report)")
+            // What the attacker may send is not what the gateway keeps: refused streams' bytes are dropped as they
+            // arrive (their window comes back at once); parked ones stay within the 1 MiB buffer budget per
+            // connection, which the RSS bound above checks.
+            #expect(report.bodyBytes > 0, "\(report)")
         }
 
         // The device port admits 16 streams per connection, the provider port 1 until a valid token: the rest are
         // refused at once; the admitted ones did not end within requestTimeoutSeconds (10) and are cancelled.
         let deviceSettled = try await device.phase("settled", timeout: .seconds(30))
         let providerSettled = try await provider.phase("settled", timeout: .seconds(30))
-        #expect(deviceSettled.resets == ["REFUSED_STREAM": connections * (streams - 16), "CANCEL": connections * 16])
+        // On the device port, 16 × 64 KiB bodies and their headers are a little over the 1 MiB buffer budget: the
+        // last admitted stream of a connection may be refused for the budget instead of cancelled at the deadline.
+        let deviceCancels = deviceSettled.resets["CANCEL"] ?? 0
+        #expect((connections * 15...connections * 16).contains(deviceCancels), "\(deviceSettled.resets)")
+        #expect(deviceSettled.resets["REFUSED_STREAM"] == connections * streams - deviceCancels)
         #expect(providerSettled.resets == ["REFUSED_STREAM": connections * (streams - 1), "CANCEL": connections])
-        #expect(try await metric(gateway, limitHits("device", "request-timeout")) == connections * 16)
+        #expect(try await metric(gateway, limitHits("device", "request-timeout")) == deviceCancels)
         #expect(try await metric(gateway, limitHits("provider", "request-timeout")) == connections)
 
         // The attacker leaves: once the gateway closed its side of every connection, the memory is given back.
@@ -86,11 +90,14 @@ struct AttackTests {
     func idleTimersDoNotSpin() async throws {
         let directory = try TemporaryDirectory()
         let database = directory.path + "/g.sqlite"
-        // Connections that never authenticated have a 1 s idle limit here; the half-open streams outlive it (their
-        // deadline is a minute); nothing else is due: no heartbeats, no sweep within the test.
+        // Device connections have a 1 s idle limit here; the half-open streams outlive it (their deadline is a
+        // minute, and the authentication deadline an hour); nothing else is due: no heartbeats, no sweep.
         let gateway = try await GatewayProcess.start(
             directory: directory, database: database,
-            limits: ["unauthenticatedIdleSeconds": 1, "requestTimeoutSeconds": 60, "sweepIntervalSeconds": 3600])
+            limits: [
+                "deviceIdleTimeoutSeconds": 1, "authenticationTimeoutSeconds": 3600, "requestTimeoutSeconds": 60,
+                "sweepIntervalSeconds": 3600,
+            ])
         defer { gateway.kill() }
         let store = try SQLiteGatewayStore(path: database)
         let secret = try Gateway.makeEnrollmentSecret(

@@ -60,6 +60,10 @@ enum GatewayFixture {
         configuration.keys = [try key()]
         configuration.providerCertificateTopics = [bundleID]
         configuration.limits.heartbeatSeconds = 0
+        // The test providers connect at the start and may push first minutes later on a loaded machine; they do not
+        // reconnect after a GOAWAY as real clients do (the deadline itself is tested in PublicLimitsTests and
+        // BudgetTests).
+        configuration.limits.authenticationTimeoutSeconds = 600
         configure(&configuration)
         return configuration
     }
@@ -150,14 +154,19 @@ struct Harness: Sendable {
     let token: String
     let provider: Provider
 
-    /// `store(directory)` gives the gateway's store (default: SQLite in the directory, as configured).
+    /// `store(directory)` gives the gateway's store (default: SQLite in the directory, as configured, or a fresh
+    /// PostgreSQL cluster for `.postgres`).
     static func start(
-        clock: ManualWallClock? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in },
+        backend: StoreBackend = .sqlite, clock: ManualWallClock? = nil,
+        configure: (inout GatewayConfiguration) -> Void = { _ in },
         store: ((TemporaryDirectory) throws -> any GatewayStore)? = nil
     ) async throws -> Harness {
         let directory = try TemporaryDirectory()
-        let gateway = try GatewayFixture.start(
-            in: directory, clock: clock, store: try store?(directory), configure: configure)
+        let postgres = try await backend.settings()
+        let gateway = try GatewayFixture.start(in: directory, clock: clock, store: try store?(directory)) {
+            $0.postgres = postgres
+            configure(&$0)
+        }
         let curl = try CurlHTTPClient()
         let device = try await DeviceClient.enroll(
             curl: curl, port: gateway.devicePort, secret: try gateway.makeEnrollmentSecret())

@@ -43,8 +43,10 @@ final class GatewayProcess: Sendable {
         directory: TemporaryDirectory, database: String, limits: [String: Int] = [:], timeout: Duration = .seconds(30)
     ) async throws -> GatewayProcess {
         let certs = Repository.root + "/certs"
-        let limitsJSON = ["heartbeatSeconds": 0].merging(limits) { $1 }.sorted { $0.key < $1.key }
-            .map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ")
+        let limitsJSON = ["heartbeatSeconds": 0, "authenticationTimeoutSeconds": 600].merging(limits) { $1 }.sorted {
+            $0.key < $1.key
+        }
+        .map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ")
         let config = """
             {"environment": "production",
              "provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem",

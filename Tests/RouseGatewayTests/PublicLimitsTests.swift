@@ -76,27 +76,27 @@ struct PublicLimitsTests {
     @Test("a connection flood on the device port stops at the per-address cap; providers still push; metrics show it")
     func deviceConnectionFlood() async throws {
         let h = try await Harness.start { $0.limits.maxConnectionsPerAddress = 20 }
-        // The harness's device client may hold a connection of its own: fill what is left of the cap.
-        var held: [RawH2Client] = []
-        var refused = 0
-        for _ in 0..<30 {
-            let client = try RawH2Client(port: h.gateway.devicePort, receiveTimeout: .milliseconds(300))
-            held.append(client)
-        }
-        // Refused connections are closed at accept (end of file at once); admitted ones wait for a TLS handshake
-        // (our read times out).
-        for client in held {
-            do {
-                if try client.readFrame() == nil { refused += 1 }
-            } catch {}
+        // The harness's device client may hold a connection of its own: fill what is left of the cap. Refused
+        // connections are closed at accept (end of file at once); admitted ones wait for a TLS handshake (our read
+        // times out). Blocking reads, on a thread of their own.
+        let port = h.gateway.devicePort
+        var (held, refused) = try await offPool { () throws -> ([RawH2Client], Int) in
+            let held = try (0..<30).map { _ in try RawH2Client(port: port, receiveTimeout: .milliseconds(300)) }
+            var refused = 0
+            for client in held {
+                do {
+                    if try client.readFrame() == nil { refused += 1 }
+                } catch {}
+            }
+            return (held, refused)
         }
         #expect(refused >= 10, "\(refused) of 30 refused")
         await h.push(1)
         let counts = h.gateway.limitCounts.device
         #expect(counts.connectionsRefusedPerAddress == UInt64(refused))
-        let port = try #require(h.gateway.adminPort)
+        let adminPort = try #require(h.gateway.adminPort)
         let admin = try await HTTP2Client.connect(
-            HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: adminPort, tls: nil), on: providerLoop)
         let response = await admin.send(
             HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
         guard case .response(200, _, let body) = response else {

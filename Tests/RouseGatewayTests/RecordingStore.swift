@@ -82,8 +82,8 @@ struct RecordingTransaction: GatewayStoreTransaction {
     func token(_ token: String) throws -> TokenRecord? { try on { try base.token(token) } }
     func insertToken(_ token: TokenRecord) throws { try on { try base.insertToken(token) } }
     func tokens(deviceID: String?) throws -> [TokenRecord] { try on { try base.tokens(deviceID: deviceID) } }
-    func tokens(afterRow: Int64?, limit: Int) throws -> [(row: Int64, token: TokenRecord)] {
-        try on { try base.tokens(afterRow: afterRow, limit: limit) }
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
+        try on { try base.tokens(offset: offset, limit: limit) }
     }
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
         try on { try base.revokeToken(token, deviceID: deviceID, at: time) }
