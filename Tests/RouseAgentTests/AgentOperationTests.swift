@@ -99,7 +99,8 @@ struct AgentOperationTests {
             }
         } catch {
             let log = (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? ""
-            print("rouse-agent after SIGHUP: alive=\(kill(agent.process.processIdentifier, 0) == 0) \(log.suffix(3000))")
+            print(
+                "rouse-agent after SIGHUP: alive=\(kill(agent.process.processIdentifier, 0) == 0) \(log.suffix(3000))")
             throw error
         }
 
