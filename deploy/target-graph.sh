@@ -3,7 +3,7 @@
 #   deploy/target-graph.sh                 print the block
 #   deploy/target-graph.sh --check FILE    fail if FILE's block (between the target-graph markers) differs
 #   deploy/target-graph.sh --write FILE    replace FILE's block
-# Test targets and executables used only by tests are left out; C system libraries are drawn as such.
+# Test targets and the test-support library are left out; C system libraries and executables are drawn as such.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"

@@ -5,8 +5,9 @@ import Synchronization
 
 /// Read-only admin views over the store and the metrics.
 ///
-/// Lists are pages (`?limit=N`, at most 1000, default 100; `?after=CURSOR`), with a `next-page` response header
-/// naming the next page while there is one: no request reads a whole table. Device tokens are shown as their
+/// Lists are bounded (`?limit=N`, at most 1000, default 100): `/v1/devices` and `/v1/tokens` are pages
+/// (`?after=CURSOR`, with a `next-page` response header naming the next page while there is one), `/v1/pending` the
+/// oldest pushes. No request reads a whole table. Device tokens are shown as their
 /// first 8 hex digits unless the request asks for them (`?reveal=tokens`).
 struct AdminView: Sendable {
     let store: any GatewayStore
@@ -63,7 +64,7 @@ struct AdminView: Sendable {
                     let ids = devices.map(\.id)
                     return (
                         devices, try t.pendingCounts(deviceIDs: ids),
-                        try ids.flatMap { try t.handlerReports(deviceID: $0) }
+                        try t.handlerReports(deviceIDs: ids)
                     )
                 }
                 let body = DeviceJSON.list(devices, pending: counts, handlers: reports)

@@ -60,16 +60,13 @@ public final class Gateway: Sendable {
             return try transaction.providerKeys(includeRevoked: true)
         }
         Self.logKeys(storedKeys, configured: Set(configuration.keys.map(\.keyID)), logger: logger)
-        let certificateBundleIDs: Set<String>?
-        if configuration.providerCertificateTopics == [GatewayConfiguration.anyTopic] {
-            certificateBundleIDs = nil
+        let certificateBundleIDs = GatewayConfiguration.bundleIDs(forTopics: configuration.providerCertificateTopics)
+        if certificateBundleIDs == nil {
             if configuration.provider.clientCAFile != nil {
                 logger.warning(
                     "provider certificates may push to every topic they list (certificateTopics *): single-tenant only",
                     metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
             }
-        } else {
-            certificateBundleIDs = Set(configuration.providerCertificateTopics ?? [])
         }
         let core = GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
@@ -270,9 +267,6 @@ final class ProviderKeyCache: Sendable {
         self.store = store
         self.logger = logger
     }
-
-    /// Whether `keyID` is still registered and not revoked (as of at most a second ago).
-    func isActive(_ keyID: String) -> Bool { registry()[keyID] != nil }
 
     func registry() -> APNsKeyRegistry {
         let now = ContinuousClock.now

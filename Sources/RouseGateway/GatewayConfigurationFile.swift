@@ -132,8 +132,8 @@ extension GatewayConfiguration {
         case (_, let postgres?):
             var settings = PostgresSettings(
                 url: isURL ? database : nil, host: postgres.host, port: postgres.port, database: postgres.database,
-                user: postgres.user, passwordFile: resolve(postgres.passwordFile), sslmode: postgres.sslmode,
-                poolSize: postgres.poolSize ?? 4)
+                user: postgres.user, passwordFile: resolve(postgres.passwordFile), sslmode: postgres.sslmode)
+            settings.poolSize = postgres.poolSize ?? settings.poolSize
             settings.connectTimeoutSeconds = postgres.connectTimeoutSeconds ?? settings.connectTimeoutSeconds
             configuration.postgres = settings
         case (_, nil) where isURL:

@@ -29,9 +29,9 @@ public protocol GatewayStoreTransaction {
     func deleteExpired(now: Int64) throws -> Int
     /// Pending pushes (all devices, or one), oldest first, at most `limit`.
     func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush]
-    /// Pending pushes per device.
+    /// Pending pushes per device (from the kept totals).
     func pendingCounts() throws -> [String: Int]
-    /// Pending pushes of these devices (from the kept totals: one lookup each).
+    /// Pending pushes of these devices (from the kept totals).
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int]
     /// Pending pushes in all (from the kept totals).
     func pendingTotal() throws -> Int
@@ -65,6 +65,8 @@ public protocol GatewayStoreTransaction {
     func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws
     /// The handler reports of one device (or all), by device and topic.
     func handlerReports(deviceID: String?) throws -> [HandlerReport]
+    /// The handler reports of these devices, by device and topic (one page of the admin list).
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport]
 
     // MARK: Tokens
 

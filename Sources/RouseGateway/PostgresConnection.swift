@@ -40,7 +40,6 @@ final class PostgresConnection {
     var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// The server's version number (150018 for 15.18).
-    var serverVersion: Int { Int(PQserverVersion(handle)) }
 
     /// Runs a statement without parameters (`BEGIN`, DDL, several statements separated by `;`).
     func execute(_ sql: String) throws(GatewayError) {
@@ -98,7 +97,7 @@ final class PostgresConnection {
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
         let message = result.errorMessage ?? Self.message(PQerrorMessage(handle))
         if !isHealthy {
-            prepared = [:]
+            // A lost connection is never used again (the store replaces it): its prepared statements go with it.
             throw .unavailable("postgres: connection lost: \(message)")
         }
         let state = result.sqlState ?? "?????"

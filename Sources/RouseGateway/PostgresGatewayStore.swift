@@ -129,9 +129,4 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     public func synchronousCommit() throws -> String {
         try writeLock.withLock { try readyWriter().query("SHOW synchronous_commit").string(0, 0) ?? "" }
     }
-
-    /// Runs SQL on the writer outside the store contract (tests: set the schema version; admin tools).
-    public func executeForTesting(_ sql: String) throws {
-        try writeLock.withLock { try readyWriter().execute(sql) }
-    }
 }

@@ -85,20 +85,20 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func pendingCounts() throws -> [String: Int] {
-        let result = try connection.query("SELECT device_id, count(*) FROM pushes GROUP BY device_id")
-        var counts: [String: Int] = [:]
-        for row in 0..<result.count {
-            if let id = result.string(row, 0) { counts[id] = result.int(row, 1) ?? 0 }
-        }
-        return counts
+        Self.counts(try connection.query("SELECT device_id, pushes FROM device_backlog"))
     }
 
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
+        Self.counts(
+            try connection.query(
+                "SELECT device_id, pushes FROM device_backlog WHERE device_id = ANY($1::text[])",
+                [.init(textArray: deviceIDs)]))
+    }
+
+    private static func counts(_ result: PostgresResult) -> [String: Int] {
         var counts: [String: Int] = [:]
-        for id in deviceIDs {
-            counts[id] = try connection.query(
-                "SELECT pushes FROM device_backlog WHERE device_id = $1", [.init(id)]
-            ).int(0, 0)
+        for row in 0..<result.count {
+            if let id = result.string(row, 0) { counts[id] = result.int(row, 1) ?? 0 }
         }
         return counts
     }
@@ -321,7 +321,18 @@ struct PostgresTransaction: GatewayStoreTransaction {
             } else {
                 try connection.query("SELECT \(columns) FROM handler_reports ORDER BY device_id, topic")
             }
-        return (0..<result.count).map { row in
+        return Self.handlerReports(result)
+    }
+
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
+        Self.handlerReports(
+            try connection.query(
+                "SELECT device_id, topic, strikes, voip_blocked, reported_at FROM handler_reports "
+                    + "WHERE device_id = ANY($1::text[]) ORDER BY device_id, topic", [.init(textArray: deviceIDs)]))
+    }
+
+    private static func handlerReports(_ result: PostgresResult) -> [HandlerReport] {
+        (0..<result.count).map { row in
             HandlerReport(
                 deviceID: result.string(row, 0) ?? "", topic: result.string(row, 1) ?? "",
                 strikes: result.int(row, 2) ?? 0, voipBlocked: result.bool(row, 3),

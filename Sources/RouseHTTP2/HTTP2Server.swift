@@ -133,10 +133,11 @@ public final class HTTP2Server: Sendable {
     private static func someoneListens(on address: SocketAddress) -> Bool {
         guard let fd = try? Sys.socket(family: address.family, type: Int32(SOCK_STREAM.rawValue)) else { return true }
         defer { Sys.close(fd) }
-        var storage = address.storage
-        let r = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
+        do {
+            _ = try Sys.connect(fd, address)
+            return true
+        } catch {
+            return error.errno != ECONNREFUSED
         }
-        return r == 0 || errno != ECONNREFUSED
     }
 }

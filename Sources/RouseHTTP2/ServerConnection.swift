@@ -19,7 +19,7 @@ final class ServerConnection: H2Connection {
     private var idleTimer: UInt64?
     private var requestTimer: UInt64?
     private var authenticationTimer: UInt64?
-    /// Set by the application once the peer proved who it is (ends the shorter unauthenticated idle limit).
+    /// Set by the application once the peer proved who it is (cancels the authentication deadline).
     private(set) var authenticated = false
     /// Request header and body bytes held by streams not yet handed to the application.
     var bufferedRequestBytes = 0
@@ -125,7 +125,7 @@ final class ServerConnection: H2Connection {
             return
         }
         logger.debug("idle timeout")
-        closeWithGoAway()
+        closeWithGoAway(reason: "idle")
     }
 
     /// The authentication deadline passed: a connection that never proved who it is goes, whatever it did.
@@ -134,16 +134,16 @@ final class ServerConnection: H2Connection {
         guard phase != .closed, !authenticated else { return }
         logger.debug("authentication timeout")
         shared.counters.authenticationTimeouts.add(1, ordering: .relaxed)
-        closeWithGoAway()
+        closeWithGoAway(reason: "authentication timeout")
     }
 
-    private func closeWithGoAway() {
+    private func closeWithGoAway(reason: String) {
         if phase == .active {
             goAway(code: .noError, lastStreamID: nil, debugData: shared.configuration.idleGoAwayDebugData)
             closeAfterFlush = true
             flush()
         } else {
-            close(reason: "idle")
+            close(reason: reason)
         }
     }
 
@@ -219,14 +219,13 @@ final class ServerConnection: H2Connection {
         bufferedRequestBytes -= stream.bufferedBytes
         stream.bufferedBytes = 0
         stream.headers = []
+        consume(stream.body.count)
         stream.body = []
-        consume(stream, stream.unconsumedBytes)
-        stream.unconsumedBytes = 0
     }
 
-    /// Returns `count` bytes of connection window to the peer (WINDOW_UPDATE once enough has been consumed); the
-    /// stream's own window was given back when the bytes arrived.
-    func consume(_ stream: ServerStream, _ count: Int) {
+    /// Returns `count` bytes of connection window to the peer (WINDOW_UPDATE once enough has been consumed); a
+    /// stream's own window is given back when its bytes arrive.
+    func consume(_ count: Int) {
         guard count > 0, let session else { return }
         _ = nghttp2_session_consume_connection(session, count)
     }

@@ -12,7 +12,7 @@ public struct HTTP2ServerLimitCounts: Sendable, Equatable {
     public var streamsRefusedBufferBudget: UInt64 = 0
     /// Streams reset because their request did not end within `requestTimeout`.
     public var requestTimeouts: UInt64 = 0
-    /// Connections closed by the idle limit of connections that never authenticated.
+    /// Connections closed because they did not authenticate within `authenticationTimeout` of accept.
     public var authenticationTimeouts: UInt64 = 0
 
     public init() {}

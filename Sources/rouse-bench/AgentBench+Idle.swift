@@ -20,17 +20,7 @@ extension AgentBench {
     /// requests armed (IPC registration sweep, libcurl's, a restarted agent's 10 s restoration grace) fire once
     /// and are gone.
     static func settle(pid: Int32, quiet: Duration = .seconds(12), limit: Duration = .seconds(90)) async throws {
-        var last = contextSwitches(pid: pid)
-        var since = ContinuousClock.now
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now - since < quiet, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(250))
-            let now = contextSwitches(pid: pid)
-            if now != last {
-                last = now
-                since = .now
-            }
-        }
+        _ = try await ProcessProbe.settle(pid, quiet: quiet, limit: limit)
     }
 
     /// Counts wake-ups (voluntary context switches of all threads), CPU time and RSS of each of `pids` over
@@ -40,15 +30,13 @@ extension AgentBench {
         try await Task.sleep(for: .seconds(seconds))
         return zip(pids, before).map { pid, start in
             let after = contextSwitches(pid: pid)
+            let names = ProcessProbe.threads(pid).mapValues(\.name)
             var byThread: [String: Int] = [:]
             for (task, count) in after where count - (start.0[task] ?? 0) > 0 {
-                let name =
-                    (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? task
-                byThread[name, default: 0] += count - (start.0[task] ?? 0)
+                byThread[names[task] ?? task, default: 0] += count - (start.0[task] ?? 0)
             }
             return Idle(
-                wakeupsPerMinute: Double(wakeups(from: start.0, to: after)) * 60 / Double(seconds),
+                wakeupsPerMinute: Double(ProcessProbe.growth(from: start.0, to: after)) * 60 / Double(seconds),
                 cpuMilliseconds: (Bench.cpuSeconds(pid: pid) - start.1) * 1000,
                 rssKiB: Bench.memoryKiB(pid: pid, field: "VmRSS"), byThread: byThread)
         }

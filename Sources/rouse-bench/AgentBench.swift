@@ -270,24 +270,5 @@ enum AgentBench {
     }
 
     /// Voluntary context switches of each thread of `pid`, by thread id.
-    static func contextSwitches(pid: Int32) -> [String: Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var result: [String: Int] = [:]
-        for task in tasks {
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
-                continue
-            }
-            // Voluntary switches: each is a sleep, so a wakeup follows; involuntary ones are preemptions.
-            for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches") {
-                result[task, default: 0] +=
-                    Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
-            }
-        }
-        return result
-    }
-
-    /// Wakeups between two samples: per-thread deltas, new threads counted in full, gone threads ignored.
-    static func wakeups(from before: [String: Int], to after: [String: Int]) -> Int {
-        after.reduce(0) { total, entry in total + entry.value - (before[entry.key] ?? 0) }
-    }
+    static func contextSwitches(pid: Int32) -> [String: Int] { ProcessProbe.switches(pid, voluntaryOnly: true) }
 }

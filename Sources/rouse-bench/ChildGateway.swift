@@ -60,11 +60,7 @@ final class ChildGateway: Sendable {
     }
 
     /// Resident set size in KiB (`VmRSS`).
-    func rssKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-    }
+    func rssKiB() -> Int { ProcessProbe.statusKiB(process.processIdentifier, "VmRSS") ?? 0 }
 
     func stop() {
         guard process.isRunning else { return }

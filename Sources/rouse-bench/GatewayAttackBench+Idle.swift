@@ -1,4 +1,5 @@
 import Foundation
+import RouseChildProcess
 import RouseGateway
 import RouseHTTP2
 
@@ -34,7 +35,7 @@ extension GatewayAttackBench {
         // The floor: the same gateway with no connection at all (libdispatch's workqueue monitor alone wakes a
         // Swift process on Linux once a second).
         let baselineWindow = min(sizes.idleWindowSeconds, 10)
-        let baseline = try await AttackClient.wakeUps(pid, over: .seconds(baselineWindow))
+        let baseline = try await ProcessProbe.wakeUps(pid, over: .seconds(baselineWindow))
         let baselinePerMinute = Double(baseline) * 60 / Double(baselineWindow)
         detail(
             "idle_wakeups_without_connections",
@@ -49,9 +50,9 @@ extension GatewayAttackBench {
             credentials.count, gateway: gateway, loop: context.loop)
         detail("idle_channels_open", "\(open) of \(sizes.quietChannels) (each device enrolled through the device API)")
 
-        var attack: AttackClient?
+        var attack: HalfOpenAttackScript?
         if sizes.halfOpenStreams > 0 {
-            let client = try AttackClient.start(
+            let client = try HalfOpenAttackScript.start(
                 python: context.python, script: context.repository + "/Tests/Interop/h2_attack.py",
                 port: gateway.devicePort, path: "/device/v1/tokens", connections: halfOpenConnections(sizes),
                 streams: halfOpenPerConnection(sizes), bodyBytes: 1024)
@@ -67,7 +68,7 @@ extension GatewayAttackBench {
         }
         // Past the device idle limit with their streams open (the measured thing is time).
         try await Task.sleep(for: .seconds(sizes.idleSeconds + 2))
-        let wakeUps = try await AttackClient.wakeUps(pid, over: .seconds(sizes.idleWindowSeconds))
+        let wakeUps = try await ProcessProbe.wakeUps(pid, over: .seconds(sizes.idleWindowSeconds))
         let stillOpen = try await GatewayBench.adminMetric(
             "rouse_gateway_connected_devices", gateway: gateway, loop: context.loop)
         detail("idle_channels_open_after_window", "\(Int(stillOpen ?? 0))")

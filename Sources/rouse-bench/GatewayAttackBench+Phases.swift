@@ -159,7 +159,7 @@ extension GatewayAttackBench {
         defer { gateway.stop() }
         let pid = gateway.process.processIdentifier
         var figures = MemoryFigures(beforeKiB: gateway.rssKiB())
-        let socketsBefore = AttackClient.sockets(pid)
+        let socketsBefore = ProcessProbe.sockets(pid)
         let script = context.repository + "/Tests/Interop/h2_attack.py"
         let started = ContinuousClock.now
         let attacks = try [
@@ -168,7 +168,7 @@ extension GatewayAttackBench {
         ].map { name, port, path in
             (
                 name,
-                try AttackClient.start(
+                try HalfOpenAttackScript.start(
                     python: context.python, script: script, port: port, path: path, connections: sizes.connections,
                     streams: sizes.streams, bodyBytes: sizes.bodyBytes)
             )

@@ -246,8 +246,8 @@ enum ReachBench {
             overruns: endStatistics.overruns - startStatistics.overruns, anomalies: anomalies,
             idleSeconds: options.idleSeconds,
             idleWakeups: idleWakeups, idleMessages: idleMessages, floorIdleWakeups: floorIdleWakeups,
-            rssKiB: rss("self"),
-            floorRSSKiB: rss("\(floor.processID)"))
+            rssKiB: ProcessProbe.statusKiB(getpid(), "VmRSS") ?? 0,
+            floorRSSKiB: ProcessProbe.statusKiB(floor.processID, "VmRSS") ?? 0)
     }
 
     static func percentile(_ values: [UInt64], _ fraction: Double) -> Double {
@@ -255,14 +255,6 @@ enum ReachBench {
         let sorted = values.sorted()
         let index = min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)
         return Double(sorted[max(index, 0)]) / 1_000_000
-    }
-
-    static func rss(_ pid: String) -> Int {
-        guard let status = NetlinkSystem.readSmallFile("/proc/\(pid)/status", maxBytes: 8192) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        return 0
     }
 
     @discardableResult

@@ -89,31 +89,10 @@ final class LineMonitor: Sendable {
     func settle() { Thread.sleep(forTimeInterval: 0.1) }
 
     /// utime + stime of the process, in clock ticks.
-    var cpuTicks: Int {
-        guard let stat = NetlinkSystem.readSmallFile("/proc/\(processID)/stat"),
-            let close = stat.lastIndex(of: ")")
-        else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
-        return user + system
-    }
+    var cpuTicks: Int { ProcessProbe.cpuTicks(processID) ?? 0 }
 
-    /// Voluntary + involuntary context switches of each thread of the process now, by thread id, from
-    /// `/proc/PID/task/*/status`.
-    var contextSwitchesByThread: [String: Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(processID)/task")) ?? []
-        var counts: [String: Int] = [:]
-        for task in tasks {
-            guard let status = NetlinkSystem.readSmallFile("/proc/\(processID)/task/\(task)/status", maxBytes: 8192)
-            else { continue }
-            var total = 0
-            for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
-                total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
-            }
-            counts[task] = total
-        }
-        return counts
-    }
+    /// Voluntary + involuntary context switches of each thread of the process now, by thread id.
+    var contextSwitchesByThread: [String: Int] { ProcessProbe.switches(processID) }
 
     /// Voluntary + involuntary context switches of the thread group leader (`ip monitor` has no other).
     var contextSwitches: Int { contextSwitchesByThread["\(processID)"] ?? 0 }

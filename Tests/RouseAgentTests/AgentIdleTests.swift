@@ -13,18 +13,8 @@ import Testing
 struct AgentIdleTests {
     /// Voluntary context switches by thread (name and tid) of `pid`.
     static func switches(pid: Int32) -> [String: Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var result: [String: Int] = [:]
-        for task in tasks {
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
-            else { continue }
-            let name =
-                status.split(separator: "\n").first { $0.hasPrefix("Name:") }?.dropFirst(5)
-                .trimmingCharacters(in: .whitespaces) ?? "?"
-            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
-            result["\(name)/\(task)"] = line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
-        }
-        return result
+        Dictionary(
+            uniqueKeysWithValues: ProcessProbe.threads(pid).map { ("\($0.value.name)/\($0.key)", $0.value.voluntary) })
     }
 
     @Test func anIdleAgentWakesAtMostOnceInTenSeconds() async throws {
@@ -62,17 +52,8 @@ struct AgentIdleTests {
         // a libcurl timer after the enrollment and token requests (about 10 s). Quiet means 6 s without a single
         // wake-up; an agent that wakes every few seconds never gets there (the wait times out: the test fails).
         let pid = agent.process.processIdentifier
-        var quiet = Self.switches(pid: pid)
-        var quietSince = ContinuousClock.now
-        let settleDeadline = ContinuousClock.now + .seconds(45)
-        while ContinuousClock.now - quietSince < .seconds(6) {
-            guard ContinuousClock.now < settleDeadline else { throw FixtureError("the agent never went quiet") }
-            try await Task.sleep(for: .milliseconds(250))
-            let now = Self.switches(pid: pid)
-            if now != quiet {
-                quiet = now
-                quietSince = .now
-            }
+        guard try await ProcessProbe.settle(pid, quiet: .seconds(6), limit: .seconds(45)) else {
+            throw FixtureError("the agent never went quiet")
         }
         let before = Self.switches(pid: pid)
         try await Task.sleep(for: .seconds(10))

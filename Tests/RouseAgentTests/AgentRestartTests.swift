@@ -122,16 +122,7 @@ struct AgentRestartTests {
         try client.send(.userControl(.init(handler: "voip", state: "started")))
         for await _ in client.messages { break }
         client.close()
-        @Sendable func status() async throws -> AgentStatus? {
-            let client = try AgentClient(socketPath: socket)
-            defer { client.close() }
-            try client.send(.status)
-            for await reply in client.messages {
-                guard case .statusReply(let status) = reply else { return nil }
-                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
-            }
-            return nil
-        }
+        @Sendable func status() async throws -> AgentStatus? { try await AgentNetworkTests.status(socket: socket) }
         try await eventually("handler suspended") { try await status()?.handlers.first?.state == "suspended" }
         let pid = try #require(try await status()?.handlers.first?.pid)
         let mechanism = try await status()?.suspendMechanism

@@ -4,7 +4,7 @@ import RouseTestSupport
 import Testing
 
 /// Each test ends with a sentinel push that must be the next record: what should not arrive provably did not.
-@Suite("Gateway delivery semantics", .timeLimit(.minutes(2)), .stopsWhatItStarts)
+@Suite("Gateway delivery semantics", .timeLimit(.minutes(5)), .stopsWhatItStarts)
 struct DeliverySemanticsTests {
     @Test("a stored push is dropped at its expiration; the storage time is capped", arguments: StoreBackend.allCases)
     func expiration(backend: StoreBackend) async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// PostgreSQL going away under a running gateway: providers get 503, never 200 without a COMMIT; devices keep their
 /// channels; the store reconnects by itself and delivery resumes with nothing lost.
-@Suite("Gateway on PostgreSQL: outage and recovery", .timeLimit(.minutes(2)), .stopsWhatItStarts)
+@Suite("Gateway on PostgreSQL: outage and recovery", .timeLimit(.minutes(5)), .stopsWhatItStarts)
 struct PostgresOutageTests {
     @Test("PostgreSQL stopped: 503 ServiceUnavailable, the channel stays open; restarted: 200 and delivery resumes")
     func outage() async throws {

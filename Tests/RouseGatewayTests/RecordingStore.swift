@@ -76,6 +76,9 @@ struct RecordingTransaction: GatewayStoreTransaction {
     func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws {
         try on { try base.replaceHandlerReports(deviceID: deviceID, reports) }
     }
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
+        try on { try base.handlerReports(deviceIDs: deviceIDs) }
+    }
     func handlerReports(deviceID: String?) throws -> [HandlerReport] {
         try on { try base.handlerReports(deviceID: deviceID) }
     }

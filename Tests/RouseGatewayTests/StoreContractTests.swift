@@ -6,7 +6,7 @@ import Testing
 
 /// The `GatewayStore` contract, run against SQLite and a real PostgreSQL 15, and what only PostgreSQL has
 /// (connection settings, outages).
-@Suite("Gateway store contract, SQLite and PostgreSQL", .timeLimit(.minutes(2)), .stopsWhatItStarts)
+@Suite("Gateway store contract, SQLite and PostgreSQL", .timeLimit(.minutes(5)), .stopsWhatItStarts)
 struct StoreContractTests {
     static func push(
         device: String = "d1", token: String = "aa", topic: String = "t", type: String? = "alert",
@@ -127,6 +127,14 @@ struct StoreContractTests {
         try store.write { try $0.replaceHandlerReports(deviceID: "a", Array(reports.prefix(1))) }
         let stored = try store.read { try $0.handlerReports(deviceID: nil) }
         #expect(stored.map(\.topic) == ["x"] && stored.first?.voipBlocked == true && stored.first?.strikes == 2)
+        try store.write {
+            try $0.replaceHandlerReports(
+                deviceID: "b", [HandlerReport(deviceID: "b", topic: "z", strikes: 1, voipBlocked: false, reportedAt: 4)]
+            )
+        }
+        #expect(try store.read { try $0.handlerReports(deviceIDs: ["b", "q\"'"]) }.map(\.topic) == ["z"])
+        #expect(try store.read { try $0.handlerReports(deviceIDs: ["a", "b"]) }.map(\.topic) == ["x", "z"])
+        #expect(try store.read { try $0.handlerReports(deviceIDs: []) }.isEmpty)
 
         let key = ProviderKeyRecord(
             keyID: "K1", teamID: "T1", publicKeyPEM: "pem", topics: ["x", "y"], createdAt: 1, revokedAt: nil)
