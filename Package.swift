@@ -134,7 +134,7 @@ let package = Package(
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseHTTP2", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -157,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo", "RouseHTTP2",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -125,7 +125,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         // No signals for ServiceLifecycle to trap: it would do so with libdispatch sources. main.swift takes them.
         let group = ServiceGroup(configuration: .init(services: [.init(service: runner)], logger: logger))
         for signal in [SIGTERM, SIGINT] {
-            AgentSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
+            DaemonSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
         }
         try await group.run()
     }
@@ -144,7 +144,7 @@ struct AgentRunner: Service {
         SystemdNotifier.notify("READY=1")
         // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a running agent.
         try? FileHandle.standardOutput.write(contentsOf: Data("rouse-agent ready socket=\(socket)\n".utf8))
-        AgentSignals.on(SIGHUP) { [agent, handlersDirectory, logger] in
+        DaemonSignals.on(SIGHUP) { [agent, handlersDirectory, logger] in
             Task {
                 do {
                     let handlers = try HandlerConfiguration.load(directory: handlersDirectory)
