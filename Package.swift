@@ -68,7 +68,8 @@ let package = Package(
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
-        // Child processes for the tests and rouse-bench (posix_spawn; no product links it).
+        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, pidfds); no
+        // daemon and no library product links it (the daemons' short children go through RouseState's ShortChild).
         .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
@@ -127,6 +128,7 @@ let package = Package(
         .target(
             name: "RouseState",
             dependencies: [
+                "CRouseSys",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
