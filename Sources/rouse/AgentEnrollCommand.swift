@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import RouseAgent
-import RouseCurl
 import RouseState
 
 extension AgentCommand {
@@ -144,32 +143,18 @@ extension AgentCommand {
             print(lines.joined(separator: "\n"))
         }
 
-        /// One request to the gateway's device API; the gateway answers 201 with the device id and credential.
+        /// One request to the gateway's device API (the agent's own: `GatewayEndpoint.enroll`); the gateway answers
+        /// 201 with the device id and credential.
         func enroll(caFile: String?, secret: String?) async throws -> (String, String?) {
-            var tls = CurlTLSOptions(caFile: caFile)
-            if let deviceCert, let deviceKey {
-                tls.clientCertificate = .pem(certificateFile: deviceCert, keyFile: deviceKey)
-            }
-            let body = try secret.map { try JSONSerialization.data(withJSONObject: ["secret": $0]) } ?? Data()
-            let client = try CurlHTTPClient()
-            let response: CurlResponse
+            var endpoint = GatewayEndpoint(baseURL: gateway, caFile: caFile)
+            if let deviceCert, let deviceKey { endpoint.clientCertificate = (deviceCert, deviceKey) }
             do {
-                response = try await client.send(
-                    CurlRequest(
-                        method: "POST", url: gateway + "/device/v1/enroll",
-                        headers: [(name: "content-type", value: "application/json")], body: Array(body),
-                        timeout: .seconds(20), tls: tls))
-                await client.shutdown()
+                return try await endpoint.enroll(secret: secret)
+            } catch let error as AgentError {
+                throw ValidationError("the gateway refused: \(error.detail)")
             } catch {
-                await client.shutdown()
                 throw ValidationError("cannot reach \(gateway): \(error)")
             }
-            let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
-            guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
-                throw ValidationError(
-                    "the gateway refused: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-            }
-            return (device, object["credential"] as? String)
         }
 
         func copyCA(_ path: String) throws -> String {
