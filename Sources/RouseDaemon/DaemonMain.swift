@@ -9,7 +9,7 @@ package enum DaemonMain {
     /// with 0 when it returns (`AsyncParsableCommand.main()` exits by itself on errors), and takes `signals` on
     /// this thread for ever. Handlers launched later reset their mask themselves (the agent's spawn path).
     package static func run(
-        loopName: String, signals: [Int32], _ body: @escaping @Sendable () async -> Void
+        loopName: String, signals: [Int32], _ body: sending @escaping () async -> Void
     ) -> Never {
         var set = sigset_t()
         sigemptyset(&set)
