@@ -1,6 +1,6 @@
 import Glibc
 
-/// The start of a Rouse daemon's `main.swift` (rouse-agent, rouse-gateway), so that an idle daemon sleeps: its
+/// The start of a Rouse daemon (rouse-agent, rouse-gateway, `rouse mock-apns`), so that an idle daemon sleeps: its
 /// signals taken by the main thread (``DaemonSignals``) and Swift concurrency run on one epoll loop
 /// (``LoopExecutor``), neither through libdispatch.
 package enum DaemonMain {

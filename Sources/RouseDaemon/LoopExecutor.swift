@@ -3,7 +3,7 @@ import Glibc
 import RouseHTTP2
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 
-/// Swift concurrency's executors (main and default) for a whole daemon process (rouse-agent, rouse-gateway): one
+/// Swift concurrency's executors (main and default) for a whole daemon process (see ``DaemonMain``): one
 /// epoll ``EventLoop`` thread runs every task, actor and `Task.sleep`, and sleeps in `epoll_wait` until work or a
 /// timer is due.
 ///
