@@ -104,8 +104,24 @@ struct AgentOperationTests {
             throw error
         }
 
-        let json = try await ChildProcess.run(rouse, ["agent", "status", "--socket", socket, "--json"])
-        let document = try JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8))
+        // Asked again within the deadline like the text status above (a loaded machine may take over 5 s to answer);
+        // the last answer is in the failure.
+        let last = Mutex<(status: AgentStatus?, output: String)>((nil, ""))
+        do {
+            try await eventually("status --json", timeout: .seconds(30)) {
+                guard
+                    let json = try? await ChildProcess.run(
+                        rouse, ["agent", "status", "--socket", socket, "--json"], timeout: .seconds(20))
+                else { return false }
+                let decoded =
+                    json.status == 0 ? try? JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8)) : nil
+                last.withLock { $0 = (decoded, "exit \(json.status): \(json.stdout)\(json.stderr)") }
+                return decoded != nil
+            }
+        } catch {
+            throw FixtureError("rouse agent status --json: \(last.withLock { $0.output })")
+        }
+        let document = try #require(last.withLock { $0.status })
         #expect(document.handlers.map(\.name) == ["first", "second"])
         #expect(document.channel == "open")
 
