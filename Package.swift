@@ -101,7 +101,9 @@ let package = Package(
         ),
         .target(
             name: "RouseReachability",
-            dependencies: ["RouseNetlink", "RouseSystem", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "RouseNetlink", "RouseSystem", "RouseWire", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -136,7 +138,7 @@ let package = Package(
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: ["RouseHTTP2", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseHTTP2", "RouseWire", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
