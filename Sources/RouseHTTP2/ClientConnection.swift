@@ -101,7 +101,7 @@ final class ClientConnection: H2Connection {
             return
         }
         streams[id] = ClientStream(id: id, body: request.body, completion: completion)
-        flushSoon()
+        flushAfterQueuedWork()
     }
 
     func sendPing() {

@@ -444,15 +444,19 @@ public struct PoolStateMachine: Sendable {
         actions.append(.connect(id, priorityOnly: priorityOnly))
     }
 
-    /// Pops finished or in-flight ids off the head of a queue (they are left behind by deadlines and failures).
-    private func dropStale(_ queue: inout FIFO<UInt64>) {
-        while let head = queue.first, pending[head] == nil || inFlight[head] != nil { _ = queue.popFirst() }
+    /// Pops finished or in-flight ids off the head of both queues (they are left behind by deadlines and failures).
+    /// A `mutating` method on purpose: a non-mutating one taking `&priorityQueue` made Swift copy the whole machine
+    /// (retaining every table) on each dispatch to keep the two accesses to `self` exclusive.
+    private mutating func dropStaleHeads() {
+        while let head = priorityQueue.first, pending[head] == nil || inFlight[head] != nil {
+            _ = priorityQueue.popFirst()
+        }
+        while let head = bulkQueue.first, pending[head] == nil || inFlight[head] != nil { _ = bulkQueue.popFirst() }
     }
 
     private mutating func dispatch(now: PoolInstant, into actions: inout [Action]) {
         if isShutDown { return }
-        dropStale(&priorityQueue)
-        dropStale(&bulkQueue)
+        dropStaleHeads()
         if !(priorityQueue.isEmpty && bulkQueue.isEmpty) && now.monotonic >= reconnectAt {
             let dedicated = settings.dedicatedPriorityConnection
             var live = 0
