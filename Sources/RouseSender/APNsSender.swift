@@ -167,16 +167,13 @@ public final class APNsSender: Sendable {
         count: Int, maxInFlight: Int = 2000, lane: PushLane? = nil, deadline: Duration? = nil,
         push: @escaping @Sendable (Int) -> APNsPush, onResult: @escaping @Sendable (PushResult) -> Void
     ) async {
-        let feeder = Mutex<BulkFeeder?>(nil)
-        let made = BulkFeeder(count: max(0, count), limit: maxInFlight) { [self] index in
+        let feeder = BulkFeeder(count: max(0, count), limit: maxInFlight) { [self] index, feeder in
             send(push(index), lane: lane, deadline: deadline) { result in
                 onResult(result)
-                feeder.withLock { $0 }?.finished()
+                feeder.finished()
             }
         }
-        feeder.withLock { $0 = made }
-        await made.run()
-        feeder.withLock { $0 = nil }
+        await feeder.run()
     }
 
     /// Pushes submitted and not finished yet.

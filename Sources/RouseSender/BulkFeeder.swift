@@ -19,10 +19,10 @@ final class BulkFeeder: Sendable {
 
     private let count: Int
     private let state: Mutex<State>
-    private let submit: @Sendable (Int) -> Void
+    private let submit: @Sendable (Int, BulkFeeder) -> Void
 
-    /// `submit(i)` sends push `i` and must lead to exactly one `finished()` call.
-    init(count: Int, limit: Int, submit: @escaping @Sendable (Int) -> Void) {
+    /// `submit(i, feeder)` sends push `i` and must lead to exactly one `feeder.finished()` call.
+    init(count: Int, limit: Int, submit: @escaping @Sendable (Int, BulkFeeder) -> Void) {
         self.count = count
         self.submit = submit
         state = Mutex(State(freeSlots: max(1, limit)))
@@ -85,7 +85,7 @@ final class BulkFeeder: Sendable {
                 return s.next
             }
             guard let index else { return }
-            submit(index)
+            submit(index, self)
         }
     }
 }

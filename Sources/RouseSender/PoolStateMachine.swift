@@ -485,22 +485,25 @@ public struct PoolStateMachine: Sendable {
             }
             guard let id = pickConnection(for: lane) else { return }
             let popped = lane == .priority ? priorityQueue.popFirst() : bulkQueue.popFirst()
-            guard let pushID = popped, var push = pending[pushID], inFlight[pushID] == nil else { continue }
+            // The pending entry is updated in place (through its index): copying it out and back cost two copies
+            // of the push, with their retains, on every send.
+            guard let pushID = popped, let entry = pending.index(forKey: pushID), inFlight[pushID] == nil else {
+                continue
+            }
             guard var connection = connections[id] else { return }
             var authorization: String?
             if let signer, var tokens {
                 let token = tokens.token(for: connection.token, now: now.wall, signer: signer)
                 self.tokens = tokens
                 connection.token = token
-                push.tokenGeneration = token.generation
+                pending.values[entry].tokenGeneration = token.generation
                 authorization = token.jwt
             }
-            push.attempts += 1
+            pending.values[entry].attempts += 1
             connection.inFlight += 1
             connections[id] = connection
-            pending[pushID] = push
             inFlight[pushID] = id
-            actions.append(.send(id, pushID: pushID, push: push.push, authorization: authorization))
+            actions.append(.send(id, pushID: pushID, push: pending.values[entry].push, authorization: authorization))
         }
     }
 }
