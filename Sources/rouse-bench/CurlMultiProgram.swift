@@ -106,7 +106,8 @@ enum CurlMultiProgram {
         let result = try SendBench.runProcess(
             cc, ["-O2", "-o", binary, sourcePath, "-I/usr/include/x86_64-linux-gnu", "-lcurl"])
         guard result.status == 0 else {
-            throw Bench.Failure(description: "cc curl-multi.c failed (libcurl4-openssl-dev installed?): \(result.output)")
+            throw Bench.Failure(
+                description: "cc curl-multi.c failed (libcurl4-openssl-dev installed?): \(result.output)")
         }
         return binary
     }

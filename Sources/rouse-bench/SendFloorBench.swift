@@ -29,7 +29,8 @@ enum SendFloorBench {
         while let argument = iterator.next() {
             switch argument {
             case "--versus-floor": break
-            case "--pushes": options.pushes = try Bench.value(after: argument, from: &iterator, "a count ≥ 1") { $0 >= 1 }
+            case "--pushes":
+                options.pushes = try Bench.value(after: argument, from: &iterator, "a count ≥ 1") { $0 >= 1 }
             case "--runs": options.runs = try Bench.value(after: argument, from: &iterator, "a count ≥ 1") { $0 >= 1 }
             case "--certs": options.certs = try Bench.value(after: argument, from: &iterator, "a directory")
             case "--rouse": options.rouse = try Bench.value(after: argument, from: &iterator, "a path")
@@ -71,7 +72,8 @@ enum SendFloorBench {
         let time = try Bench.tool("/usr/bin/time")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bench-floor-\(getpid())")
             .path
-        try FileManager.default.createDirectory(atPath: directory + "/htdocs/3/device", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory + "/htdocs/3/device", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         let tokens = (0..<options.pushes).map { String(format: "%08x", $0) + String(repeating: "5a", count: 28) }
@@ -220,7 +222,7 @@ enum SendFloorBench {
         if !options.json {
             print("")
             print(
-                "client                             pushes/s  (runs)                      CPU µs/push  peak RSS MB"
+                "client                            pushes/s  (runs)                       CPU µs/push  peak RSS MB"
                     + "  delivered (min)  rate vs      CPU vs")
         }
         for client in clients {
@@ -248,8 +250,9 @@ enum SendFloorBench {
             } else {
                 print(
                     String(
-                        format: "%-32@ %9.0f  (%-26@) %11.2f %12.1f  %15d  %5.0f%%  %8.2f×   (vs %@)",
-                        client.name.padding(toLength: 32, withPad: " ", startingAt: 0), rate, perRun, cpu, peak,
+                        format: "%@ %9.0f  %@ %11.2f %12.1f  %15d  %5.0f%%  %8.2f×   (vs %@)",
+                        client.name.padding(toLength: 32, withPad: " ", startingAt: 0), rate,
+                        "(\(perRun))".padding(toLength: 28, withPad: " ", startingAt: 0), cpu, peak,
                         delivered, rateRatio * 100, cpuRatio, reference))
             }
         }

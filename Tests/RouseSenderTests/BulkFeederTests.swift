@@ -37,11 +37,11 @@ struct BulkFeederTests {
         #expect(result.unfinished == 0)
     }
 
-    /// Outcomes that arrive inside `submit` (pre-flight refusals) must not recurse: 100,000 of them would
-    /// overflow the stack.
+    /// Outcomes that arrive inside `submit` (pre-flight refusals) must not recurse: a tokens file of 100,000 bad
+    /// tokens would overflow the stack. (1,000 here, so a recursion shows as a depth, not as a crash.)
     @Test func outcomesInsideSubmitDoNotNest() async {
         let seen = Mutex(Seen())
-        let count = 100_000
+        let count = 1_000
         let feeder = BulkFeeder(count: count, limit: 100) { index, feeder in
             seen.withLock { s in
                 s.submitted.append(index)
