@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 import RouseAPNs
 import RouseHTTP2
@@ -15,9 +14,7 @@ final class NativeEngine: PushEngine {
     }
 
     private let state: Mutex<Shell>
-    /// The bulk connections' loops: one per connection up to the core count, so several connections use several
-    /// cores (connection N runs on loop N mod count).
-    private let loops: [EventLoop]
+    private let loop: EventLoop
     /// The priority lane's connection runs on its own thread, so VoIP answers never wait behind bulk work.
     private let priorityLoop: EventLoop
     private let clientConfiguration: HTTP2ClientConfiguration
@@ -35,9 +32,8 @@ final class NativeEngine: PushEngine {
         settings.connections = max(1, configuration.connections)
         state = Mutex(
             Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
-        let loopCount = max(1, min(settings.connections, ProcessInfo.processInfo.activeProcessorCount))
-        loops = try (0..<loopCount).map { try EventLoop(name: "rouse-sender-\($0)") }
-        for loop in loops { loop.start() }
+        loop = try EventLoop(name: "rouse-sender")
+        loop.start()
         priorityLoop = try EventLoop(name: "rouse-sender-voip")
         priorityLoop.start()
         var tls = TLSConfiguration()
@@ -76,7 +72,7 @@ final class NativeEngine: PushEngine {
 
     deinit {
         ticker.withLock { $0?.cancel() }
-        for loop in loops { loop.stopAndWait() }
+        loop.stopAndWait()
         priorityLoop.stopAndWait()
     }
 
@@ -137,7 +133,7 @@ final class NativeEngine: PushEngine {
     private func perform(_ action: PoolStateMachine.Action, client: HTTP2Client?) {
         switch action {
         case .connect(let id, let priorityOnly):
-            connect(id, on: priorityOnly ? priorityLoop : loops[id.raw % loops.count])
+            connect(id, on: priorityOnly ? priorityLoop : loop)
         case .send(let id, let pushID, let push, let authorization):
             guard let client else {
                 apply {
