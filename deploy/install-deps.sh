@@ -14,6 +14,8 @@ packages=(
     nghttp2-client       # h2load and nghttp: independent HTTP/2 peers for tests and benchmarks
     nghttp2-server       # nghttpd: the benchmark's reference server
     curl                 # the curl CLI (one-shot comparisons)
+    time                 # /usr/bin/time: whole-process CPU and peak RSS in rouse-bench send --versus-floor
+    gcc                  # cc: rouse-bench send --versus-floor compiles its plain C libcurl client
     openssl              # the certs/ generator
     iproute2             # ip netns / veth for the network tests
     procps               # ps, used by benchmarks for RSS
