@@ -85,12 +85,6 @@ public struct DeviceDelivery: Sendable, Hashable {
         acknowledged(ids)
     }
 
-    /// Another gateway node stored pushes for this device (PostgreSQL, several nodes): the store may hold more.
-    public mutating func storedElsewhere() -> Action {
-        backlog = true
-        return refillIfRoom()
-    }
-
     private func refillIfRoom() -> Action {
         guard backlog, inFlight.count < window else { return .none }
         return .refill(limit: window - inFlight.count)

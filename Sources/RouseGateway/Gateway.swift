@@ -15,8 +15,6 @@ public final class Gateway: Sendable {
     /// Its metrics.
     public let metrics: GatewayMetrics
     let core: GatewayCore
-    /// Wake-ups from the other nodes sharing a PostgreSQL store.
-    private let notifications: PostgresNotifications?
     private let provider: HTTP2Server
     private let device: HTTP2Server
     private let admin: HTTP2Server?
@@ -62,16 +60,13 @@ public final class Gateway: Sendable {
             return try transaction.providerKeys(includeRevoked: true)
         }
         Self.logKeys(storedKeys, configured: Set(configuration.keys.map(\.keyID)), logger: logger)
-        let certificateBundleIDs: Set<String>?
-        if configuration.providerCertificateTopics == [GatewayConfiguration.anyTopic] {
-            certificateBundleIDs = nil
+        let certificateBundleIDs = GatewayConfiguration.bundleIDs(forTopics: configuration.providerCertificateTopics)
+        if certificateBundleIDs == nil {
             if configuration.provider.clientCAFile != nil {
                 logger.warning(
                     "provider certificates may push to every topic they list (certificateTopics *): single-tenant only",
                     metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
             }
-        } else {
-            certificateBundleIDs = Set(configuration.providerCertificateTopics ?? [])
         }
         let core = GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
@@ -79,9 +74,6 @@ public final class Gateway: Sendable {
         let keys = ProviderKeyCache(store: store, logger: logger)
         self.keys = keys
         core.start()
-        notifications = (store as? PostgresGatewayStore).map { store in
-            PostgresNotifications(settings: store.settings, logger: logger) { ids in core.wake(deviceIDs: ids) }
-        }
 
         let environment = configuration.environment
         var providerConfiguration = try Self.serverConfiguration(configuration.provider, workers: configuration.workers)
@@ -98,7 +90,7 @@ public final class Gateway: Sendable {
         Self.applyBudgets(configuration.limits, to: &providerConfiguration)
         Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
         // Channels keep their stream open: idle means no stream at all for this long.
-        deviceConfiguration.idleTimeout = .seconds(600)
+        deviceConfiguration.idleTimeout = .seconds(configuration.limits.deviceIdleTimeoutSeconds)
         do {
             let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
             let oneStream = configuration.limits.oneStreamUntilToken
@@ -141,7 +133,6 @@ public final class Gateway: Sendable {
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
         await provider.shutdown(gracePeriod: gracePeriod)
         await core.stop()
-        await notifications?.stop()
         await device.shutdown(gracePeriod: gracePeriod)
         await admin?.shutdown(gracePeriod: .seconds(1))
         logger.info("gateway stopped")
@@ -199,7 +190,7 @@ public final class Gateway: Sendable {
         c.maxConnections = limits.maxConnections
         c.maxConnectionsPerAddress = limits.maxConnectionsPerAddress
         c.requestTimeout = .seconds(limits.requestTimeoutSeconds)
-        c.unauthenticatedIdleTimeout = .seconds(limits.unauthenticatedIdleSeconds)
+        c.authenticationTimeout = .seconds(limits.authenticationTimeoutSeconds)
     }
 
     /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).
@@ -276,9 +267,6 @@ final class ProviderKeyCache: Sendable {
         self.store = store
         self.logger = logger
     }
-
-    /// Whether `keyID` is still registered and not revoked (as of at most a second ago).
-    func isActive(_ keyID: String) -> Bool { registry()[keyID] != nil }
 
     func registry() -> APNsKeyRegistry {
         let now = ContinuousClock.now

@@ -40,7 +40,8 @@ extension GatewayConfiguration {
             var maxConnectionsPerAddress: Int?
             var deviceMaxStreams: Int?
             var requestTimeoutSeconds: Int?
-            var unauthenticatedIdleSeconds: Int?
+            var authenticationTimeoutSeconds: Int?
+            var deviceIdleTimeoutSeconds: Int?
         }
 
         var environment: String?
@@ -131,8 +132,8 @@ extension GatewayConfiguration {
         case (_, let postgres?):
             var settings = PostgresSettings(
                 url: isURL ? database : nil, host: postgres.host, port: postgres.port, database: postgres.database,
-                user: postgres.user, passwordFile: resolve(postgres.passwordFile), sslmode: postgres.sslmode,
-                poolSize: postgres.poolSize ?? 4)
+                user: postgres.user, passwordFile: resolve(postgres.passwordFile), sslmode: postgres.sslmode)
+            settings.poolSize = postgres.poolSize ?? settings.poolSize
             settings.connectTimeoutSeconds = postgres.connectTimeoutSeconds ?? settings.connectTimeoutSeconds
             configuration.postgres = settings
         case (_, nil) where isURL:
@@ -201,7 +202,8 @@ extension GatewayConfiguration {
             limits.maxConnectionsPerAddress = l.maxConnectionsPerAddress ?? limits.maxConnectionsPerAddress
             limits.deviceMaxStreams = l.deviceMaxStreams ?? limits.deviceMaxStreams
             limits.requestTimeoutSeconds = l.requestTimeoutSeconds ?? limits.requestTimeoutSeconds
-            limits.unauthenticatedIdleSeconds = l.unauthenticatedIdleSeconds ?? limits.unauthenticatedIdleSeconds
+            limits.authenticationTimeoutSeconds = l.authenticationTimeoutSeconds ?? limits.authenticationTimeoutSeconds
+            limits.deviceIdleTimeoutSeconds = l.deviceIdleTimeoutSeconds ?? limits.deviceIdleTimeoutSeconds
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -217,7 +219,8 @@ extension GatewayConfiguration {
                 ("maxConnectionsPerAddress", Int64(limits.maxConnectionsPerAddress)),
                 ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
                 ("requestTimeoutSeconds", Int64(limits.requestTimeoutSeconds)),
-                ("unauthenticatedIdleSeconds", Int64(limits.unauthenticatedIdleSeconds)),
+                ("authenticationTimeoutSeconds", Int64(limits.authenticationTimeoutSeconds)),
+                ("deviceIdleTimeoutSeconds", Int64(limits.deviceIdleTimeoutSeconds)),
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
@@ -252,7 +255,7 @@ extension GatewayConfiguration {
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
             "maxTokensPerDevice", "maxPendingPushesPerToken", "maxPendingBytesPerToken", "maxPendingPushesPerDevice",
             "maxPendingBytesPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
-            "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",
+            "deviceMaxStreams", "requestTimeoutSeconds", "authenticationTimeoutSeconds", "deviceIdleTimeoutSeconds",
         ],
     ]
 

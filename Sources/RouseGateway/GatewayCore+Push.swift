@@ -132,7 +132,6 @@ extension CoreContext {
             slot = online
         }
         push.id = try transaction.insertPush(push)
-        if slot == nil { pendingElsewhere.insert(push.deviceID) }
         if var online = slot {
             if online.delivery.offer(id: push.id, isVoIP: push.isVoIP) == .send {
                 send(push, on: online.stream)

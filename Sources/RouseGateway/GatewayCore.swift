@@ -140,7 +140,8 @@ public final class GatewayCore: Sendable {
             let before = clock()
             var due = nextSweep - before
             if limits.heartbeatSeconds > 0 { due = min(due, nextHeartbeat - before) }
-            let wait = Int(min(max(due, 0), Int64(limits.sweepIntervalSeconds) * 1000))
+            // At least 10 ms: a due time that never moves (a stopped test clock, an interval of 0) cannot spin.
+            let wait = Int(min(max(due, 10), Int64(max(limits.sweepIntervalSeconds, 1)) * 1000))
             _ = wakeup.wait(timeout: .now() + .milliseconds(wait))
             while true {
                 let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
@@ -162,7 +163,7 @@ public final class GatewayCore: Sendable {
             }
             let now = clock()
             if now >= nextSweep {
-                nextSweep = now + Int64(limits.sweepIntervalSeconds) * 1000
+                nextSweep = now + Int64(max(limits.sweepIntervalSeconds, 1)) * 1000
                 runBatch([sweepJob()])
             }
             if limits.heartbeatSeconds > 0, now >= nextHeartbeat {
@@ -203,9 +204,6 @@ public final class GatewayCore: Sendable {
         return try store.write { transaction in
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
-            if !context.pendingElsewhere.isEmpty {
-                try transaction.announcePending(deviceIDs: context.pendingElsewhere.sorted())
-            }
             return (context.state, context.effects)
         }
     }
@@ -227,23 +225,6 @@ public final class GatewayCore: Sendable {
                 }
             },
             fail: { _ in })
-    }
-
-    /// Another node stored pushes for these devices (`nil`: maybe for any, after the notification connection was
-    /// lost): the channels held here load them from the store.
-    func wake(deviceIDs: [String]?) {
-        submitControl(
-            Job(
-                run: { context in
-                    for id in deviceIDs ?? Array(context.state.channels.keys) {
-                        guard var slot = context.state.channels[id] else { continue }
-                        if case .refill(let limit) = slot.delivery.storedElsewhere() {
-                            try context.refill(&slot, limit: limit)
-                        }
-                        context.state.channels[id] = slot
-                    }
-                },
-                fail: { _ in }))
     }
 
     private func closeAllChannels() {
@@ -282,6 +263,4 @@ struct CoreContext {
     let now: Int64
     let core: GatewayCore
     var effects: [@Sendable () -> Void] = []
-    /// Devices without a channel here that got a stored push: other nodes are told at COMMIT (PostgreSQL).
-    var pendingElsewhere: Set<String> = []
 }

@@ -40,7 +40,6 @@ final class PostgresConnection {
     var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// The server's version number (150018 for 15.18).
-    var serverVersion: Int { Int(PQserverVersion(handle)) }
 
     /// Runs a statement without parameters (`BEGIN`, DDL, several statements separated by `;`).
     func execute(_ sql: String) throws(GatewayError) {
@@ -93,30 +92,12 @@ final class PostgresConnection {
         return result
     }
 
-    /// Waits up to `milliseconds` for the server to send something, then returns the payloads of the
-    /// notifications received (`LISTEN`); a broken connection is `GatewayError.unavailable`.
-    func notifications(waitingUpTo milliseconds: Int32) throws(GatewayError) -> [String] {
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        guard descriptor.fd >= 0 else { throw .unavailable("postgres: connection lost") }
-        // EINTR or a timeout: nothing read, the caller loops; anything else shows up in PQconsumeInput.
-        _ = poll(&descriptor, 1, milliseconds)
-        guard PQconsumeInput(handle) == 1, isHealthy else {
-            throw .unavailable("postgres: connection lost: \(Self.message(PQerrorMessage(handle)))")
-        }
-        var payloads: [String] = []
-        while let notification = PQnotifies(handle) {
-            payloads.append(String(cString: notification.pointee.extra))
-            PQfreemem(notification)
-        }
-        return payloads
-    }
-
     private func check(_ result: PostgresResult, _ sql: String) throws(GatewayError) {
         let status = result.status
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
         let message = result.errorMessage ?? Self.message(PQerrorMessage(handle))
         if !isHealthy {
-            prepared = [:]
+            // A lost connection is never used again (the store replaces it): its prepared statements go with it.
             throw .unavailable("postgres: connection lost: \(message)")
         }
         let state = result.sqlState ?? "?????"

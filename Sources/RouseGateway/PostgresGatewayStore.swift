@@ -15,8 +15,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     public let displayName: String
     /// What opening the store did to the schema.
     public let migration: GatewaySchema.Migration
-    /// The settings it connects with (the notification listener opens its own connection with them).
-    let settings: PostgresSettings
+    private let settings: PostgresSettings
     private let lock = NSLock()
     private let writeLock = NSLock()
     private var writer: PostgresConnection?
@@ -129,10 +128,5 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     /// `synchronous_commit` as the writer connection sees it (`on`), for checks.
     public func synchronousCommit() throws -> String {
         try writeLock.withLock { try readyWriter().query("SHOW synchronous_commit").string(0, 0) ?? "" }
-    }
-
-    /// Runs SQL on the writer outside the store contract (tests: set the schema version; admin tools).
-    public func executeForTesting(_ sql: String) throws {
-        try writeLock.withLock { try readyWriter().execute(sql) }
     }
 }

@@ -47,8 +47,8 @@ final class PostgresResult {
             return nil
         }
         let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
-        return UnsafeBufferPointer(start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: length)
-            .withMemoryRebound(to: UInt8.self) { Self.decodeHex($0) }
+        return Self.decodeHex(
+            UnsafeBufferPointer(start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: length))
     }
 
     private static func decodeHex(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8] {

@@ -128,10 +128,8 @@ public struct PostgresSettings: Sendable, Equatable {
         if lower.contains("role") && lower.contains("does not exist") { return "user" }
         if lower.contains("database") && lower.contains("does not exist") { return "database" }
         if lower.contains("could not translate host name") || lower.contains("unknown host") { return "host" }
-        if lower.contains("ssl") || lower.contains("sslmode") { return "sslmode" }
-        if lower.contains("connection refused") || lower.contains("timeout expired") {
-            return "host/port"
-        }
+        if lower.contains("ssl") { return "sslmode" }
+        // Connection refused, a timeout, anything else: where the server should be.
         return "host/port"
     }
 }

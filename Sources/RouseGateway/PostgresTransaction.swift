@@ -69,22 +69,6 @@ struct PostgresTransaction: GatewayStoreTransaction {
         ).affected
     }
 
-    /// One `pg_notify` per 7 000 bytes of device ids (newline-separated; a payload holds at most 8 000 bytes),
-    /// delivered to every listening node when the transaction commits, never before.
-    func announcePending(deviceIDs: [String]) throws {
-        var chunk = ""
-        for id in deviceIDs {
-            if !chunk.isEmpty, chunk.utf8.count + id.utf8.count >= 7_000 {
-                try connection.query("SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel), .init(chunk)])
-                chunk = ""
-            }
-            chunk += chunk.isEmpty ? id : "\n" + id
-        }
-        if !chunk.isEmpty {
-            try connection.query("SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel), .init(chunk)])
-        }
-    }
-
     func deleteExpired(now: Int64) throws -> Int {
         try connection.query("DELETE FROM pushes WHERE expires_at <= $1", [.init(now)]).affected
     }
@@ -101,20 +85,20 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func pendingCounts() throws -> [String: Int] {
-        let result = try connection.query("SELECT device_id, count(*) FROM pushes GROUP BY device_id")
-        var counts: [String: Int] = [:]
-        for row in 0..<result.count {
-            if let id = result.string(row, 0) { counts[id] = result.int(row, 1) ?? 0 }
-        }
-        return counts
+        Self.counts(try connection.query("SELECT device_id, pushes FROM device_backlog"))
     }
 
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
+        Self.counts(
+            try connection.query(
+                "SELECT device_id, pushes FROM device_backlog WHERE device_id = ANY($1::text[])",
+                [.init(textArray: deviceIDs)]))
+    }
+
+    private static func counts(_ result: PostgresResult) -> [String: Int] {
         var counts: [String: Int] = [:]
-        for id in deviceIDs {
-            counts[id] = try connection.query(
-                "SELECT pushes FROM device_backlog WHERE device_id = $1", [.init(id)]
-            ).int(0, 0)
+        for row in 0..<result.count {
+            if let id = result.string(row, 0) { counts[id] = result.int(row, 1) ?? 0 }
         }
         return counts
     }
@@ -295,11 +279,11 @@ struct PostgresTransaction: GatewayStoreTransaction {
         return Self.tokens(try connection.query("SELECT \(Self.tokenColumns) FROM tokens ORDER BY created_at, token"))
     }
 
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         Self.tokens(
             try connection.query(
-                "SELECT \(Self.tokenColumns) FROM tokens WHERE token > $1 ORDER BY token LIMIT $2",
-                [.init(after ?? ""), .init(limit)]))
+                "SELECT \(Self.tokenColumns) FROM tokens ORDER BY token LIMIT $1 OFFSET $2",
+                [.init(limit), .init(offset)]))
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
@@ -337,7 +321,18 @@ struct PostgresTransaction: GatewayStoreTransaction {
             } else {
                 try connection.query("SELECT \(columns) FROM handler_reports ORDER BY device_id, topic")
             }
-        return (0..<result.count).map { row in
+        return Self.handlerReports(result)
+    }
+
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
+        Self.handlerReports(
+            try connection.query(
+                "SELECT device_id, topic, strikes, voip_blocked, reported_at FROM handler_reports "
+                    + "WHERE device_id = ANY($1::text[]) ORDER BY device_id, topic", [.init(textArray: deviceIDs)]))
+    }
+
+    private static func handlerReports(_ result: PostgresResult) -> [HandlerReport] {
+        (0..<result.count).map { row in
             HandlerReport(
                 deviceID: result.string(row, 0) ?? "", topic: result.string(row, 1) ?? "",
                 strikes: result.int(row, 2) ?? 0, voipBlocked: result.bool(row, 3),

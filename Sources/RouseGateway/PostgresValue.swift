@@ -9,6 +9,14 @@ enum PostgresValue {
     init(_ value: Int?) { self = value.map { .text(String($0)) } ?? .null }
     init(_ value: Bool) { self = .text(value ? "t" : "f") }
     init(_ value: [UInt8]?) { self = value.map { .bytes($0) } ?? .null }
+    /// A `text[]` parameter in PostgreSQL's array literal form (`{"a","b"}`, each element quoted and escaped).
+    init(textArray values: [String]) {
+        let elements = values.map { value in
+            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                + "\""
+        }
+        self = .text("{" + elements.joined(separator: ",") + "}")
+    }
     /// A `bigint[]` literal.
     init(array: [Int64]) { self = .text("{" + array.map(String.init).joined(separator: ",") + "}") }
 }

@@ -289,12 +289,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for id in deviceIDs {
-            counts[id] =
-                try Int.fetchOne(db, sql: "SELECT pushes FROM device_backlog WHERE device_id = ?", arguments: [id])
-        }
-        return counts
+        guard !deviceIDs.isEmpty else { return [:] }
+        let marks = Array(repeating: "?", count: deviceIDs.count).joined(separator: ",")
+        return Self.counts(
+            try Row.fetchAll(
+                db, sql: "SELECT device_id, pushes FROM device_backlog WHERE device_id IN (\(marks))",
+                arguments: StatementArguments(deviceIDs)))
     }
 
     func pendingTotal() throws -> Int {
@@ -302,10 +302,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func pendingCounts() throws -> [String: Int] {
+        Self.counts(try Row.fetchAll(db, sql: "SELECT device_id, pushes FROM device_backlog"))
+    }
+
+    private static func counts(_ rows: [Row]) -> [String: Int] {
         var counts: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT device_id, count(*) AS n FROM pushes GROUP BY device_id") {
-            counts[row["device_id"]] = row["n"]
-        }
+        for row in rows { counts[row["device_id"]] = row["pushes"] }
         return counts
     }
 
@@ -461,9 +463,9 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
     }
 
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM tokens WHERE token > ? ORDER BY token LIMIT ?", arguments: [after ?? "", limit]
+            db, sql: "SELECT * FROM tokens ORDER BY token LIMIT ? OFFSET ?", arguments: [limit, offset]
         ).map(Self.token)
     }
 
@@ -497,7 +499,20 @@ struct SQLiteTransaction: GatewayStoreTransaction {
             } else {
                 try Row.fetchAll(db, sql: "SELECT * FROM handler_reports ORDER BY device_id, topic")
             }
-        return rows.map { row in
+        return Self.handlerReports(rows)
+    }
+
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
+        guard !deviceIDs.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: deviceIDs.count).joined(separator: ",")
+        return Self.handlerReports(
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM handler_reports WHERE device_id IN (\(marks)) ORDER BY device_id, topic",
+                arguments: StatementArguments(deviceIDs)))
+    }
+
+    private static func handlerReports(_ rows: [Row]) -> [HandlerReport] {
+        rows.map { row in
             HandlerReport(
                 deviceID: row["device_id"], topic: row["topic"], strikes: row["strikes"],
                 voipBlocked: row["voip_blocked"], reportedAt: row["reported_at"])

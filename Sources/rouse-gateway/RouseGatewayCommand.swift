@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import Prometheus
+import RouseBuildInfo
 import RouseDaemon
 import RouseGateway
 import ServiceLifecycle
@@ -12,7 +13,8 @@ import ServiceLifecycle
 struct RouseGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rouse-gateway",
-        abstract: "APNs-compatible push gateway with device channels and store-and-forward.")
+        abstract: "APNs-compatible push gateway with device channels and store-and-forward.",
+        version: BuildInfo.versionText)
 
     @Option(name: .long, help: "The configuration file (JSON).")
     var config: String
@@ -54,7 +56,8 @@ struct RouseGatewayCommand: AsyncParsableCommand {
             let line =
                 "rouse-gateway ready provider=\(gateway.providerAddress) device=\(gateway.deviceAddress) "
                 + "admin=\(gateway.adminAddress.map { "\($0)" } ?? "none")\n"
-            FileHandle.standardOutput.write(Data(line.utf8))
+            // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a gateway that is serving.
+            try? FileHandle.standardOutput.write(contentsOf: Data(line.utf8))
         }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(

@@ -3,22 +3,25 @@ import Foundation
 import RouseActivation
 import RouseAgentClient
 
-/// `rouse agent …`: talk to a running `rouse-agent` over its IPC socket.
+/// `rouse agent …`: set up a device (`enroll`, `handlers`) and talk to a running `rouse-agent` over its IPC socket.
 struct AgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agent", abstract: "Inspect and steer a running rouse-agent.",
-        subcommands: [Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self, RotateKey.self])
+        commandName: "agent", abstract: "Set up a device, then inspect and steer a running rouse-agent.",
+        subcommands: [
+            Enroll.self, Handlers.self, Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self,
+            RotateKey.self,
+        ])
 
     struct SocketOption: ParsableArguments {
         @Option(help: "The agent's IPC socket.") var socket = AgentClient.defaultSocketPath
     }
 
     /// Sends one admin request and waits (5 s at most) for the answer.
-    static func request(_ message: AgentMessage, socket: String) async throws -> AgentMessage {
+    static func request(_ message: AgentRequest, socket: String) async throws -> AgentEvent {
         let client = try AgentClient(socketPath: socket)
         defer { client.close() }
         try client.send(message)
-        let answer = try await withThrowingTaskGroup(of: AgentMessage?.self) { group in
+        let answer = try await withThrowingTaskGroup(of: AgentEvent?.self) { group in
             group.addTask {
                 for await reply in client.messages { return reply }
                 return nil
@@ -32,38 +35,33 @@ struct AgentCommand: AsyncParsableCommand {
             return first
         }
         guard let answer else { throw ValidationError("no answer from the agent at \(socket)") }
-        if answer.kind == .error {
-            throw ValidationError("agent: \(answer.error ?? "error"): \(answer.detail ?? "")")
-        }
+        if case .error(let failure) = answer { throw ValidationError("agent: \(failure.code): \(failure.detail)") }
         return answer
     }
 
-    /// Sends an admin request naming `handler` (and `state`) and prints `ok` once the agent accepted it.
-    static func expectOK(
-        _ type: AgentMessageType, handler: String, state: String? = nil, socket: String
-    ) async throws {
-        var message = AgentMessage(type: type)
-        message.handler = handler
-        message.state = state
-        try await expectOK(message, socket: socket)
-    }
-
     /// Sends `message` and prints `ok` once the agent accepted it.
-    static func expectOK(_ message: AgentMessage, socket: String) async throws {
+    static func expectOK(_ message: AgentRequest, socket: String) async throws {
         _ = try await request(message, socket: socket)
         print("ok")
+    }
+
+    /// An answer that is not the one the request asks for.
+    static func unexpected(_ answer: AgentEvent) -> ValidationError {
+        ValidationError("the agent answered with \(answer.type)")
     }
 
     /// `rouse agent status [--json]`.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Channel state, gateway reachability, handlers with state, strikes, budgets, held pushes.")
         @OptionGroup var options: SocketOption
         @Flag(help: "Print the status document as JSON.") var json = false
 
         func run() async throws {
-            let reply = try await AgentCommand.request(AgentMessage(type: .status), socket: options.socket)
-            let text = reply.detail ?? "{}"
+            let answer = try await AgentCommand.request(.status, socket: options.socket)
+            guard case .statusReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
+            let text = reply.detail
             if json {
                 print(text)
                 return
@@ -97,13 +95,15 @@ struct AgentCommand: AsyncParsableCommand {
     /// `rouse agent sessions [--json]`: the activation arbiter's snapshot.
     struct Sessions: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sessions",
             abstract: "Audio sessions: who holds what (active, ducked, interrupted), who waits, who may be suspended.")
         @OptionGroup var options: SocketOption
         @Flag(help: "Print the snapshot as JSON.") var json = false
 
         func run() async throws {
-            let reply = try await AgentCommand.request(AgentMessage(type: .sessions), socket: options.socket)
-            let text = reply.detail ?? "{}"
+            let answer = try await AgentCommand.request(.sessions, socket: options.socket)
+            guard case .sessionsReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
+            let text = reply.detail
             if json {
                 print(text)
                 return
@@ -121,44 +121,48 @@ struct AgentCommand: AsyncParsableCommand {
     /// `rouse agent route REASON`: an external route source reports a route change.
     struct Route: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "route",
             abstract: "Report an audio route change (e.g. oldDeviceUnavailable); forwarded to every active session.")
         @OptionGroup var options: SocketOption
         @Argument(help: "newDeviceAvailable, oldDeviceUnavailable, categoryChange, override, wakeFromSleep, …")
         var reason: String
         func run() async throws {
-            var message = AgentMessage(type: .routeChanged)
-            message.reason = reason
-            try await AgentCommand.expectOK(message, socket: options.socket)
+            try await AgentCommand.expectOK(.routeChanged(.init(reason: reason)), socket: options.socket)
         }
     }
 
     /// `rouse agent reregister HANDLER`: clears strikes (VoIP launches resume).
     struct Reregister: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Register a handler again (clears strikes).")
+        static let configuration = CommandConfiguration(
+            commandName: "reregister", abstract: "Register a handler again (clears strikes).")
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            try await AgentCommand.expectOK(.reregister, handler: handler, socket: options.socket)
+            try await AgentCommand.expectOK(.reregister(.init(handler: handler)), socket: options.socket)
         }
     }
 
     /// `rouse agent start HANDLER`: the user starts it (held background push delivered).
     struct Start: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start a handler as the user would.")
+        static let configuration = CommandConfiguration(
+            commandName: "start", abstract: "Start a handler as the user would.")
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            try await AgentCommand.expectOK(.userControl, handler: handler, state: "started", socket: options.socket)
+            try await AgentCommand.expectOK(
+                .userControl(.init(handler: handler, state: "started")), socket: options.socket)
         }
     }
 
     /// `rouse agent stop HANDLER`: the user force-quits it.
     struct Stop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop a handler as the user would (force quit).")
+        static let configuration = CommandConfiguration(
+            commandName: "stop", abstract: "Stop a handler as the user would (force quit).")
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            try await AgentCommand.expectOK(.userControl, handler: handler, state: "stopped", socket: options.socket)
+            try await AgentCommand.expectOK(
+                .userControl(.init(handler: handler, state: "stopped")), socket: options.socket)
         }
     }
 }

@@ -10,7 +10,7 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Administer a rouse-gateway: provider keys, devices, tokens.",
-        subcommands: [Keys.self, Devices.self, Tokens.self, Migrate.self])
+        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self, Migrate.self])
 
     /// Where the database is: `--database` or the gateway's `--config`.
     struct Location: ParsableArguments {
@@ -40,11 +40,13 @@ struct GatewayCommand: AsyncParsableCommand {
 
     struct Keys: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keys",
             abstract: "Provider signing keys (ES256, token authentication).",
             subcommands: [Add.self, List.self, Revoke.self, Unrevoke.self])
 
         struct Add: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Register a provider key (or replace it).")
+            static let configuration = CommandConfiguration(
+                commandName: "add", abstract: "Register a provider key (or replace it).")
             @OptionGroup var location: Location
             @Option(name: .long, help: "Key ID (kid), 10 characters.") var keyID: String
             @Option(name: .long, help: "Team ID (iss).") var teamID: String
@@ -96,7 +98,8 @@ struct GatewayCommand: AsyncParsableCommand {
         }
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List provider keys (revoked ones too).")
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "List provider keys (revoked ones too).")
             @OptionGroup var location: Location
 
             func run() async throws {
@@ -120,7 +123,8 @@ struct GatewayCommand: AsyncParsableCommand {
         }
 
         struct Revoke: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Revoke a provider key (new connections).")
+            static let configuration = CommandConfiguration(
+                commandName: "revoke", abstract: "Revoke a provider key (new connections).")
             @OptionGroup var location: Location
             @Argument(help: "The key ID.") var keyID: String
 
@@ -133,6 +137,7 @@ struct GatewayCommand: AsyncParsableCommand {
 
         struct Unrevoke: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "unrevoke",
                 abstract: "Re-enable a revoked provider key (neither the configuration nor keys add does).")
             @OptionGroup var location: Location
             @Argument(help: "The key ID.") var keyID: String
@@ -149,10 +154,12 @@ struct GatewayCommand: AsyncParsableCommand {
 
     struct Devices: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "devices",
             abstract: "Devices: list, revoke, enrollment secrets.", subcommands: [List.self, Revoke.self, Enroll.self])
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List devices with their pending pushes.")
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "List devices with their pending pushes.")
             @OptionGroup var location: Location
 
             func run() async throws {
@@ -180,6 +187,7 @@ struct GatewayCommand: AsyncParsableCommand {
 
         struct Revoke: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "revoke",
                 abstract: "Revoke a device: its tokens answer 410 Unregistered, its pending pushes are dropped.")
             @OptionGroup var location: Location
             @Argument(help: "The device ID.") var deviceID: String
@@ -209,10 +217,12 @@ struct GatewayCommand: AsyncParsableCommand {
     // MARK: tokens
 
     struct Tokens: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Push tokens.", subcommands: [List.self])
+        static let configuration = CommandConfiguration(
+            commandName: "tokens", abstract: "Push tokens.", subcommands: [List.self])
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List tokens (dropped ones too).")
+            static let configuration = CommandConfiguration(
+                commandName: "list", abstract: "List tokens (dropped ones too).")
             @OptionGroup var location: Location
             @Option(name: .long, help: "Only this device's tokens.") var device: String?
 

@@ -56,29 +56,3 @@ struct PostgresOutageTests {
         }
     }
 }
-
-/// Two gateway nodes on one PostgreSQL: a push accepted by the node without the device's channel reaches the
-/// channel on the other node (NOTIFY after COMMIT).
-@Suite("Gateway nodes sharing PostgreSQL", .timeLimit(.minutes(5)), .stopsWhatItStarts)
-struct PostgresNodesTests {
-    @Test("a push accepted by node B is delivered on node A's channel, in order with A's own pushes")
-    func crossNodeWake() async throws {
-        let cluster = try await PostgresCluster.start()
-        let settings = StoreBackend.settings(of: cluster)
-        let a = try await Harness.start { $0.postgres = settings }
-        let directory = try TemporaryDirectory()
-        let b = try GatewayFixture.start(in: directory) { $0.postgres = settings }
-        let providerB = try await Provider.connect(port: b.providerPort)
-        let channel = try await a.channel()
-        await a.push(1)
-        for n in 2...4 {
-            let answer = await providerB.push(token: a.token, payload: #"{"n":\#(n)}"#)
-            #expect(answer.status == 200, "push \(n) on node B: \(answer)")
-        }
-        await a.push(5)
-        #expect(try await a.numbers(channel, count: 5) == [1, 2, 3, 4, 5])
-        providerB.close()
-        await b.shutdown(gracePeriod: .seconds(1))
-        await a.stop()
-    }
-}

@@ -88,10 +88,9 @@ struct QuotaTests {
         let opened = try await backend.open()
         let store = opened.store
         func push(_ token: String, _ device: String, type: String?, expiresAt: Int64 = 10_000) -> StoredPush {
-            StoredPush(
-                id: 0, deviceID: device, token: token, topic: "t", pushType: type, priority: 10,
-                apnsID: "0a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d", collapseID: nil, expiration: nil,
-                expiresAt: expiresAt, receivedAt: 1, payload: [UInt8](repeating: 1, count: 100))
+            StoreContractTests.push(
+                device: device, token: token, type: type, expiresAt: expiresAt,
+                payload: [UInt8](repeating: 1, count: 100))
         }
         try store.write { t in
             for token in ["a", "b"] {

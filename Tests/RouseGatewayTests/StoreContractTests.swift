@@ -103,7 +103,7 @@ struct StoreContractTests {
         #expect(try store.read { try $0.device("c") }?.authentication == .certificate)
         #expect(try store.read { try $0.device("zz") } == nil)
         #expect(try store.read { try $0.tokens(deviceID: "a") }.map(\.token) == ["t1", "t2"])
-        #expect(try store.read { try $0.tokens(after: "t1", limit: 5) }.map(\.token) == ["t2", "t3"])
+        #expect(try store.read { try $0.tokens(offset: 1, limit: 5) }.map(\.token) == ["t2", "t3"])
         #expect(try store.write { try $0.revokeToken("t1", deviceID: "b", at: 7) } == nil)
         #expect(try store.write { try $0.revokeToken("t1", deviceID: "a", at: 7) }?.count == 1)
         #expect(try store.read { try $0.token("t1") }?.revokedAt == 7)
@@ -127,6 +127,14 @@ struct StoreContractTests {
         try store.write { try $0.replaceHandlerReports(deviceID: "a", Array(reports.prefix(1))) }
         let stored = try store.read { try $0.handlerReports(deviceID: nil) }
         #expect(stored.map(\.topic) == ["x"] && stored.first?.voipBlocked == true && stored.first?.strikes == 2)
+        try store.write {
+            try $0.replaceHandlerReports(
+                deviceID: "b", [HandlerReport(deviceID: "b", topic: "z", strikes: 1, voipBlocked: false, reportedAt: 4)]
+            )
+        }
+        #expect(try store.read { try $0.handlerReports(deviceIDs: ["b", "q\"'"]) }.map(\.topic) == ["z"])
+        #expect(try store.read { try $0.handlerReports(deviceIDs: ["a", "b"]) }.map(\.topic) == ["x", "z"])
+        #expect(try store.read { try $0.handlerReports(deviceIDs: []) }.isEmpty)
 
         let key = ProviderKeyRecord(
             keyID: "K1", teamID: "T1", publicKeyPEM: "pem", topics: ["x", "y"], createdAt: 1, revokedAt: nil)

@@ -1,0 +1,229 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RouseAgent
+import RouseCurl
+import RouseState
+
+extension AgentCommand {
+    /// `rouse agent enroll --gateway URL --ca FILE --secret-file FILE`: the first-run command of a device. Creates
+    /// the agent's data key in the form its unit loads (a systemd credential when `systemd-creds` works, else a
+    /// 0600 key file), enrolls with the gateway, stores the sealed credential where `rouse-agent` reads it, and
+    /// writes the unit's drop-in (the gateway's URL and CA), so `systemctl enable --now rouse-agent` works next.
+    struct Enroll: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "enroll",
+            abstract: "Enroll this device with a gateway and configure the rouse-agent unit (first run).",
+            discussion: """
+                Defaults come from the installed unit's command line (--state-dir, --handlers). The drop-in \
+                replaces the unit's ExecStart with the same command plus --gateway and --ca; with a key file \
+                (no systemd credentials) it also drops the unit's LoadCredentialEncrypted=.
+                """)
+
+        @Option(help: "The gateway's device API, e.g. https://gateway.example:2198.") var gateway: String
+        @Option(help: "CA (or self-signed certificate) of the gateway's TLS certificate; omit for the system store.")
+        var ca: String?
+        @Option(help: "File holding the one-time enrollment secret (rouse gateway devices enroll-secret).")
+        var secretFile: String?
+        @Option(help: "The one-time enrollment secret itself (visible to other local users: prefer --secret-file).")
+        var secret: String?
+        @Option(help: "Device certificate (PEM), for gateways that enroll devices by certificate.")
+        var deviceCert: String?
+        @Option(help: "Its private key (PEM).") var deviceKey: String?
+        @Option(help: "The agent's state directory (default: the unit's --state-dir, else /var/lib/rouse).")
+        var stateDir: String?
+        @Option(help: "Data key directory (default: <state-dir>/keys).") var keyDir: String?
+        @Option(help: "Data key backend: auto, systemd-credential or key-file.") var keyBackend = "auto"
+        @Option(help: "Where the gateway's CA is copied, readable by the service.")
+        var caCopy = "/etc/rouse/gateway-ca.pem"
+        @Option(help: "The agent unit whose command line the drop-in extends (default: the installed one).")
+        var unit: String?
+        @Option(help: "Directory of the unit's drop-in.") var dropInDir =
+            "/etc/systemd/system/rouse-agent.service.d"
+        @Flag(help: "Do not write a drop-in (the agent is started by other means).") var noUnit = false
+        @Flag(help: "Enroll again although enrolled (the device gets a new identity and new tokens).")
+        var force = false
+
+        static let dropInName = "enrollment.conf"
+        static let installedUnits = [
+            "/etc/systemd/system/rouse-agent.service", "/lib/systemd/system/rouse-agent.service",
+            "/usr/lib/systemd/system/rouse-agent.service",
+        ]
+
+        func validate() throws {
+            let secrets = [secretFile, secret].compactMap { $0 }.count
+            if (deviceCert == nil) != (deviceKey == nil) {
+                throw ValidationError("--device-cert and --device-key go together")
+            }
+            if secrets > 1 { throw ValidationError("give --secret-file or --secret, not both") }
+            if secrets == 0 && deviceCert == nil {
+                throw ValidationError(
+                    "give --secret-file FILE (from rouse gateway devices enroll-secret) or --device-cert")
+            }
+            guard gateway.hasPrefix("https://") else { throw ValidationError("--gateway must be an https:// URL") }
+            guard KeyBackendPreference(rawValue: keyBackend) != nil else {
+                throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
+            }
+        }
+
+        func run() async throws {
+            var logger = Logger(label: "rouse.agent.enroll")
+            logger.logLevel = .warning
+            let unitPath = unit ?? Self.installedUnits.first { FileManager.default.fileExists(atPath: $0) }
+            var commandLine = try unitPath.map { path -> AgentServiceCommandLine in
+                let text = try String(contentsOfFile: path, encoding: .utf8)
+                guard let line = AgentServiceCommandLine(unit: text) else {
+                    throw ValidationError("\(path): no ExecStart= in [Service]")
+                }
+                return line
+            }
+            if commandLine == nil && !noUnit {
+                throw ValidationError("no rouse-agent.service installed (give --unit FILE, or --no-unit)")
+            }
+            let stateDirectory = stateDir ?? commandLine?.value(of: "--state-dir") ?? "/var/lib/rouse"
+            let keyDirectory = keyDir ?? commandLine?.value(of: "--key-dir") ?? stateDirectory + "/keys"
+
+            var caPath = ca
+            if let ca {
+                guard FileManager.default.isReadableFile(atPath: ca) else {
+                    throw ValidationError("--ca: cannot read \(ca)")
+                }
+                caPath = try copyCA(ca)
+            }
+            let enrollmentSecret = try secret ?? secretFile.map(Self.readSecret)
+
+            let persistence: AgentPersistence
+            do {
+                persistence = try AgentPersistence(
+                    stateDirectory: stateDirectory, keyDirectory: keyDirectory,
+                    preference: KeyBackendPreference(rawValue: keyBackend) ?? .auto, logger: logger)
+            } catch {
+                throw ValidationError("state key in \(keyDirectory): \(error)")
+            }
+            let store = SealedAgentStateStore(store: persistence.secrets, legacyPath: nil, logger: logger)
+            let existing = try store.load()
+            if let device = existing.deviceID, !force {
+                throw ValidationError(
+                    "already enrolled as device \(device) (state in \(stateDirectory)); --force enrolls again as a new device"
+                )
+            }
+
+            let (deviceID, credential) = try await enroll(caFile: caPath, secret: enrollmentSecret)
+            var state = AgentState()
+            state.deviceID = deviceID
+            state.credential = credential
+            try store.save(state)
+
+            var lines = [
+                "enrolled with \(gateway) as device \(deviceID)",
+                "state key: \(persistence.backend.rawValue) in \(keyDirectory); credential sealed in \(stateDirectory)/secrets",
+            ]
+            if var line = commandLine, !noUnit {
+                line.remove("--enroll-secret")
+                line.remove("--enroll-secret-file")
+                line.set("--gateway", gateway)
+                if let caPath { line.set("--ca", caPath) } else { line.remove("--ca") }
+                if let deviceCert, let deviceKey {
+                    line.set("--device-cert", Self.absolute(deviceCert))
+                    line.set("--device-key", Self.absolute(deviceKey))
+                }
+                if stateDir != nil { line.set("--state-dir", stateDirectory) }
+                if keyDir != nil { line.set("--key-dir", keyDirectory) }
+                commandLine = line
+                let handlers = line.value(of: "--handlers") ?? "/etc/rouse/handlers.d"
+                try FileManager.default.createDirectory(atPath: handlers, withIntermediateDirectories: true)
+                let path = try writeDropIn(line, backend: persistence.backend)
+                lines.append("unit configured: \(path)")
+                lines.append("")
+                lines.append("Next:")
+                lines.append("  rouse agent handlers add NAME --topic BUNDLE-ID --command /path/to/handler [ARGS…]")
+                lines.append("  systemctl enable --now rouse-agent   (logs: journalctl -u rouse-agent)")
+                lines.append("  rouse agent status")
+            }
+            if let secretFile { lines.append("the secret in \(secretFile) is used up: delete it (rm \(secretFile))") }
+            print(lines.joined(separator: "\n"))
+        }
+
+        /// One request to the gateway's device API; the gateway answers 201 with the device id and credential.
+        func enroll(caFile: String?, secret: String?) async throws -> (String, String?) {
+            var tls = CurlTLSOptions(caFile: caFile)
+            if let deviceCert, let deviceKey {
+                tls.clientCertificate = .pem(certificateFile: deviceCert, keyFile: deviceKey)
+            }
+            let body = try secret.map { try JSONSerialization.data(withJSONObject: ["secret": $0]) } ?? Data()
+            let client = try CurlHTTPClient()
+            let response: CurlResponse
+            do {
+                response = try await client.send(
+                    CurlRequest(
+                        method: "POST", url: gateway + "/device/v1/enroll",
+                        headers: [(name: "content-type", value: "application/json")], body: Array(body),
+                        timeout: .seconds(20), tls: tls))
+                await client.shutdown()
+            } catch {
+                await client.shutdown()
+                throw ValidationError("cannot reach \(gateway): \(error)")
+            }
+            let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+            guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
+                throw ValidationError(
+                    "the gateway refused: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            }
+            return (device, object["credential"] as? String)
+        }
+
+        func copyCA(_ path: String) throws -> String {
+            let source = Self.absolute(path)
+            let target = Self.absolute(caCopy)
+            guard source != target else { return target }
+            let data = try Data(contentsOf: URL(fileURLWithPath: source))
+            try FileManager.default.createDirectory(
+                atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path, withIntermediateDirectories: true
+            )
+            try data.write(to: URL(fileURLWithPath: target), options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: target)
+            return target
+        }
+
+        func writeDropIn(_ line: AgentServiceCommandLine, backend: KeyBackend) throws -> String {
+            var text = """
+                # Written by `rouse agent enroll`: the gateway this device is enrolled with. Enroll again
+                # (rouse agent enroll --force …) rather than editing this file.
+                [Service]
+                ExecStart=
+                ExecStart=\(line.execStart)
+
+                """
+            if backend == .keyFile {
+                text += """
+                    # The data key is a 0600 key file (systemd credentials were unavailable at enrollment).
+                    LoadCredentialEncrypted=
+
+                    """
+            }
+            try FileManager.default.createDirectory(atPath: dropInDir, withIntermediateDirectories: true)
+            let path = dropInDir + "/" + Self.dropInName
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+            if FileManager.default.fileExists(atPath: "/run/systemd/system"),
+                let systemctl = ExecutableSearch.find("systemctl")
+            {
+                let reload = Process()
+                reload.executableURL = URL(fileURLWithPath: systemctl)
+                reload.arguments = ["daemon-reload"]
+                try reload.run()
+                reload.waitUntilExit()
+            }
+            return path
+        }
+
+        static func readSecret(_ path: String) throws -> String {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("--secret-file: cannot read \(path)")
+            }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        static func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+    }
+}

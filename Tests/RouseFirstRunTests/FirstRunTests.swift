@@ -1,0 +1,180 @@
+import Foundation
+import RouseTestSupport
+import Testing
+
+/// The first-run commands and the CLI's manners, with the built products as an operator runs them: `--version`,
+/// a closed output pipe, `rouse gateway init` → a running `rouse-gateway` → `rouse agent enroll` → `rouse-agent`
+/// started with the drop-in's command line, and `rouse agent handlers add|check`. (deploy/package-test.sh runs
+/// the same path again from the Debian packages in a clean root.)
+@Suite("First-run commands", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(3)))
+struct FirstRunTests {
+    @Test func everyBinarySaysWhatItWasBuiltFrom() async throws {
+        for product in ["rouse", "rouse-gateway", "rouse-agent"] {
+            let output = try await ChildProcess.run(try Products.path(product), ["--version"])
+            #expect(output.status == 0, "\(product): \(output.stderr)")
+            #expect(output.stdout.hasPrefix("development build (no version or commit embedded"), "\(product)")
+        }
+    }
+
+    @Test func aClosedPipeEndsRouseSendQuietly() async throws {
+        let directory = try FirstRun.temporaryDirectory()
+        let mock = try ChildProcess.start(
+            try Products.path("rouse"),
+            [
+                "mock-apns", "--listen", "127.0.0.1:0", "--cert", Repository.cert("server.pem"), "--key",
+                Repository.cert("server.key"), "--keys", Repository.cert("keys.json"),
+            ], stdout: .lines)
+        defer { mock.kill() }
+        let listening = try #require(await mock.lines.first(timeout: .seconds(20)) { $0.contains("listening on") })
+        let port = try #require(listening.split(separator: ":").last.map { String($0.prefix { $0.isNumber }) })
+        let tokens = (1...3000).map { String(format: "%064x", $0) }.joined(separator: "\n")
+        try Data(tokens.utf8).write(to: URL(fileURLWithPath: directory + "/tokens"))
+        let send = [
+            try Products.path("rouse"), "send", "voip", "--tokens-file", directory + "/tokens", "--json", "--topic",
+            "com.example.rouse", "--env", "https://127.0.0.1:\(port)", "--ca-file", Repository.cert("ca.pem"),
+            "--auth-key", Repository.cert("apns-key.p8"), "--key-id", "ROUSEKEY01", "--team-id", "ROUSETEAM1",
+        ].map { "'\($0)'" }.joined(separator: " ")
+        // bash: the status of `rouse send`, the first command of the pipeline, and what it wrote on stderr.
+        let script = "\(send) 2>'\(directory)/stderr' | head -c 1 >/dev/null; echo \"${PIPESTATUS[0]}\""
+        let output = try await ChildProcess.run("/bin/bash", ["-c", script], timeout: .seconds(60))
+        let stderr = (try? String(contentsOfFile: directory + "/stderr", encoding: .utf8)) ?? ""
+        #expect(output.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "141", "exit: \(output.stdout)")
+        #expect(stderr.isEmpty, "stderr: \(stderr.prefix(500))")
+    }
+
+    @Test func gatewayInitThenAgentEnrollMakeBothStartable() async throws {
+        let directory = try FirstRun.temporaryDirectory()
+        let rouse = try Products.path("rouse")
+        let config = directory + "/gateway.json"
+        let initialized = try await ChildProcess.run(
+            rouse,
+            [
+                "gateway", "init", "--hostname", "127.0.0.1", "--self-signed", "--config", config, "--database",
+                directory + "/db/gateway.sqlite", "--tls-dir", directory + "/tls", "--provider-listen", "127.0.0.1:0",
+                "--device-listen", "127.0.0.1:0", "--admin", "unix:" + directory + "/admin.sock",
+            ])
+        #expect(initialized.status == 0, "\(initialized.stderr)")
+        #expect(initialized.stdout.contains("rouse gateway keys add --config \(config)"))
+        let again = try await ChildProcess.run(
+            rouse, ["gateway", "init", "--hostname", "127.0.0.1", "--self-signed", "--config", config])
+        #expect(again.status != 0 && again.stderr.contains("exists (--force replaces it)"), "\(again.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: directory + "/tls/server.key")[.posixPermissions]
+        #expect(mode as? Int == 0o600)
+
+        let added = try await ChildProcess.run(
+            rouse,
+            [
+                "gateway", "keys", "add", "--config", config, "--key-id", "ROUSEKEY01", "--team-id", "ROUSETEAM1",
+                "--public-key", Repository.cert("apns-key.pub.pem"), "--topic", "com.example.rouse",
+            ])
+        #expect(added.status == 0, "\(added.stderr)")
+        let gateway = try ChildProcess.start(
+            try Products.path("rouse-gateway"), ["--config", config, "--log-level", "warning"], stdout: .lines,
+            stderr: .file(directory + "/gateway.log"))
+        defer { gateway.kill() }
+        let ready = try #require(await gateway.lines.first(timeout: .seconds(20)) { $0.contains("ready") })
+        let devicePort = try #require(FirstRun.port(of: "device", in: ready))
+
+        // The unit as deploy/package.sh installs it, with this test's directories instead of the system's.
+        let unit = try String(contentsOfFile: Repository.root + "/deploy/rouse-agent.service", encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/rouse-agent", with: try Products.path("rouse-agent"))
+            .replacingOccurrences(of: "/etc/rouse/handlers.d", with: directory + "/handlers.d")
+            .replacingOccurrences(of: "/var/lib/rouse", with: directory + "/state")
+            .replacingOccurrences(of: "/run/rouse/agent.sock", with: directory + "/agent.sock")
+        try Data(unit.utf8).write(to: URL(fileURLWithPath: directory + "/rouse-agent.service"))
+        let secret = try await ChildProcess.run(rouse, ["gateway", "devices", "enroll-secret", "--config", config])
+        try Data(secret.stdout.utf8).write(to: URL(fileURLWithPath: directory + "/secret"))
+        let enroll = [
+            "agent", "enroll", "--gateway", "https://127.0.0.1:\(devicePort)", "--ca", directory + "/tls/server.pem",
+            "--secret-file", directory + "/secret", "--ca-copy", directory + "/etc/gateway-ca.pem", "--unit",
+            directory + "/rouse-agent.service", "--drop-in-dir", directory + "/dropin", "--key-backend", "key-file",
+        ]
+        let enrolled = try await ChildProcess.run(rouse, enroll)
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let device = try #require(enrolled.stdout.split(separator: "\n").first?.split(separator: " ").last)
+        let dropIn = try String(contentsOfFile: directory + "/dropin/enrollment.conf", encoding: .utf8)
+        let execStart = try #require(
+            dropIn.split(separator: "\n").last { $0.hasPrefix("ExecStart=") && $0.count > "ExecStart=".count })
+        #expect(execStart.contains("--gateway https://127.0.0.1:\(devicePort)"))
+        #expect(execStart.contains("--ca \(directory)/etc/gateway-ca.pem"))
+        #expect(!execStart.contains("--enroll-secret"), "the secret is used up: \(execStart)")
+        #expect(dropIn.contains("\nLoadCredentialEncrypted=\n"), "a key file needs no credential: \(dropIn)")
+        let keyMode = try FileManager.default.attributesOfItem(atPath: directory + "/state/keys/state.key")
+        #expect(keyMode[.posixPermissions] as? Int == 0o600)
+        let twice = try await ChildProcess.run(rouse, enroll)
+        #expect(twice.status != 0 && twice.stderr.contains("already enrolled as device \(device)"), "\(twice.stderr)")
+
+        let handler = try await ChildProcess.run(
+            rouse,
+            [
+                "agent", "handlers", "add", "example", "--topic", "com.example.rouse", "--directory",
+                directory + "/handlers.d", "--command", try Products.path("rouse-example-handler"), "--mode", "report",
+            ])
+        #expect(handler.status == 0, "\(handler.stderr)")
+
+        // rouse-agent as the unit starts it: enrolled already (no secret), its channel opens.
+        let words = execStart.dropFirst("ExecStart=".count).split(separator: " ").map(String.init)
+        let agent = try ChildProcess.start(
+            words[0], Array(words.dropFirst()) + ["--log-level", "warning"], stdout: .lines,
+            stderr: .file(directory + "/agent.log"))
+        defer { agent.kill() }
+        #expect(await agent.lines.first(timeout: .seconds(20)) { $0.contains("rouse-agent ready") } != nil)
+        var status = ""
+        for _ in 0..<100 {
+            status = try await ChildProcess.run(
+                rouse, ["agent", "status", "--json", "--socket", directory + "/agent.sock"]
+            ).stdout
+            if status.contains("\"channel\":\"open\"") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(status.contains("\"channel\":\"open\""), "\(status)")
+        #expect(status.contains("\"deviceID\":\"\(device)\""), "\(status)")
+        #expect(status.contains("com.example.rouse.voip"), "the handler got no token: \(status)")
+    }
+
+    @Test func handlerFilesAreWrittenAndCheckedWithTheAgentsParser() async throws {
+        let directory = try FirstRun.temporaryDirectory()
+        let rouse = try Products.path("rouse")
+        let add = [
+            "agent", "handlers", "add", "phone", "--topic", "com.example.phone", "--push-type", "voip", "--directory",
+            directory, "--command", "/usr/bin/phone handler", "--mode", "a \"quoted\" \\ value",
+        ]
+        let added = try await ChildProcess.run(rouse, add)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("topics com.example.phone.voip"))
+        let checked = try await ChildProcess.run(rouse, ["agent", "handlers", "check", directory])
+        #expect(checked.status == 0 && checked.stdout.contains("phone.toml: ok: handler phone"), "\(checked.stdout)")
+        let replaced = try await ChildProcess.run(rouse, add)
+        #expect(replaced.status != 0 && replaced.stderr.contains("exists (--force replaces it)"))
+
+        let relative = try await ChildProcess.run(
+            rouse,
+            [
+                "agent", "handlers", "add", "bad", "--topic", "com.example.bad", "--directory", directory, "--command",
+                "bin/handler",
+            ])
+        #expect(relative.status != 0 && relative.stderr.contains("command[0] must be an absolute path"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/bad.toml"), "a refused file was written")
+
+        try Data("topic = \"com.example.x\"\ncommand = [\"/bin/true\"]\n[limts]\nstrikes = 2\n".utf8)
+            .write(to: URL(fileURLWithPath: directory + "/typo.toml"))
+        let typo = try await ChildProcess.run(rouse, ["agent", "handlers", "check", directory + "/typo.toml"])
+        #expect(typo.status == 1)
+        #expect(typo.stdout.contains("\(directory)/typo.toml: unknown key limts.strikes"), "\(typo.stdout)")
+    }
+}
+
+enum FirstRun {
+    /// A new directory, removed when the test ends.
+    static func temporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-first-run-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        TestScope.current?.onEnd { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    /// The port in `name=host:port` of the gateway's ready line.
+    static func port(of name: String, in line: String) -> String? {
+        line.split(separator: " ").first { $0.hasPrefix(name + "=") }?.split(separator: ":").last.map(String.init)
+    }
+}
