@@ -132,6 +132,27 @@ public struct GatewayConfiguration: Sendable {
     public var limits = Limits()
     /// HTTP/2 event-loop threads per listener.
     public var workers: Int = 1
+    /// This node's id among the gateway nodes sharing one PostgreSQL store (letters, digits, `.`, `-`, `_`; at most
+    /// 40): stable across restarts, unique among the nodes (two live nodes with one id would take each other's
+    /// messages). Default: the host name.
+    public var node: String = GatewayConfiguration.defaultNode
+
+    /// The default node id: the host name, cut to a valid id.
+    public static let defaultNode: String = {
+        let name = String(ProcessInfo.processInfo.hostName.prefix(40)).filter { nodeCharacters.contains($0) }
+        return name.isEmpty ? "node" : name
+    }()
+
+    static let nodeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+
+    /// What is wrong with a node id, if anything.
+    public static func nodeProblem(_ node: String) -> String? {
+        if node.isEmpty || node.count > 40 { return "'\(node)': 1 to 40 characters" }
+        if !node.allSatisfy({ nodeCharacters.contains($0) }) {
+            return "'\(node)': only letters, digits, '.', '-' and '_'"
+        }
+        return nil
+    }
 
     /// A configuration.
     public init(provider: Listener, device: Listener, admin: Listener?, databasePath: String) {

@@ -35,6 +35,8 @@ public final class GatewayCore: Sendable {
     let metrics: GatewayMetrics
     let logger: Logger
     let clock: @Sendable () -> Int64
+    /// This node's id among the nodes sharing the store (configuration `node`).
+    let node: String
     private let queue = Mutex(Queue())
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -42,12 +44,15 @@ public final class GatewayCore: Sendable {
     /// Owned by the store thread only (read and written inside `runLoop`); the Mutex only satisfies Sendable.
     private let state = Mutex(CoreState())
     private let channelIDs = Atomic<UInt64>(1)
+    /// Messages from other nodes may have been lost, and the channels here have not looked at the store since.
+    private let lostNews = Atomic<Bool>(false)
 
     /// A core over `store`. `clock` gives UNIX milliseconds (injected so tests control expiry).
     init(
         store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
-        clock: @escaping @Sendable () -> Int64
+        clock: @escaping @Sendable () -> Int64, node: String = GatewayConfiguration.defaultNode
     ) {
+        self.node = node
         self.store = store
         self.limits = limits
         self.metrics = metrics
@@ -133,6 +138,8 @@ public final class GatewayCore: Sendable {
     // MARK: The store thread
 
     private func runLoop() {
+        // The node's lease, renewed by every sweep (several nodes); a previous life's channels are forgotten.
+        runBatch([leaseJob(fresh: true)])
         var nextSweep = clock() + Int64(limits.sweepIntervalSeconds) * 1000
         var nextHeartbeat = clock() + Int64(limits.heartbeatSeconds) * 1000
         while true {
@@ -153,6 +160,7 @@ public final class GatewayCore: Sendable {
                 }
                 if jobs.isEmpty {
                     if stopping {
+                        runBatch([Job(run: { try $0.transaction.removeNode($0.core.node) }, fail: { _ in })])
                         closeAllChannels()
                         finished.signal()
                         return
@@ -180,6 +188,13 @@ public final class GatewayCore: Sendable {
             let (after, effects) = try run(jobs, from: before)
             state.withLock { $0 = after }
             for effect in effects { effect() }
+            if lostNews.exchange(false, ordering: .relaxed) {
+                runBatch([
+                    Job(
+                        run: { context in try context.handle(nil) },
+                        fail: { [self] _ in lostNews.store(true, ordering: .relaxed) })
+                ])
+            }
             return
         } catch {
             let failure = error as? GatewayError ?? .storage("\(error)")
@@ -204,13 +219,43 @@ public final class GatewayCore: Sendable {
         return try store.write { transaction in
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
+            for (node, messages) in context.outbox.sorted(by: { $0.key < $1.key }) {
+                try transaction.notify(node: node, messages)
+            }
             return (context.state, context.effects)
         }
+    }
+
+    /// How long a node's lease runs past a sweep: three sweep intervals (a node missing three is taken for dead).
+    var leaseMilliseconds: Int64 { Int64(max(limits.sweepIntervalSeconds, 1)) * 3000 }
+
+    private func leaseJob(fresh: Bool) -> Job {
+        Job(
+            run: { context in
+                let core = context.core
+                try context.transaction.renewNode(
+                    core.node, now: context.now, leaseUntil: context.now + core.leaseMilliseconds, fresh: fresh)
+            },
+            fail: { [logger] error in logger.warning("node lease not renewed", metadata: ["error": "\(error)"]) })
+    }
+
+    /// Messages from other nodes (`nil`: some may have been lost, so every channel here looks at the store; if
+    /// that fails, the next batch that commits, or the next sweep, tries again).
+    func received(_ messages: [NodeMessage]?) {
+        guard let messages else {
+            lostNews.store(true, ordering: .relaxed)
+            submitControl(Job(run: { _ in }, fail: { _ in }))
+            return
+        }
+        submitControl(Job(run: { context in try context.handle(messages) }, fail: { _ in }))
     }
 
     private func sweepJob() -> Job {
         Job(
             run: { context in
+                let core = context.core
+                try context.transaction.renewNode(
+                    core.node, now: context.now, leaseUntil: context.now + core.leaseMilliseconds, fresh: false)
                 let expired = try context.transaction.deleteExpired(now: context.now)
                 if expired > 0 {
                     let metrics = context.core.metrics
@@ -263,4 +308,31 @@ struct CoreContext {
     let now: Int64
     let core: GatewayCore
     var effects: [@Sendable () -> Void] = []
+    /// Messages to other nodes, sent when the batch commits.
+    var outbox: [String: [NodeMessage]] = [:]
+
+    /// Carries out messages from other nodes (`nil`: refill every channel).
+    mutating func handle(_ messages: [NodeMessage]?) throws {
+        guard let messages else {
+            for deviceID in state.channels.keys.sorted() { try storedElsewhere(deviceID: deviceID, seq: nil) }
+            return
+        }
+        for message in messages {
+            switch message {
+            case .pending(let deviceID, let seq):
+                try storedElsewhere(deviceID: deviceID, seq: seq)
+            case .replaced(let deviceID, let channelID):
+                guard state.channels[deviceID]?.delivery.channelID == channelID else { continue }
+                endChannel(deviceID: deviceID, frame: ChannelFrame.replaced)
+            case .revoked(let deviceID):
+                endChannel(deviceID: deviceID, frame: ChannelFrame.revoked)
+            }
+        }
+    }
+
+    private mutating func storedElsewhere(deviceID: String, seq: Int64?) throws {
+        guard var slot = state.channels[deviceID] else { return }
+        if case .refill(let limit) = slot.delivery.storedElsewhere(seq: seq) { try refill(&slot, limit: limit) }
+        state.channels[deviceID] = slot
+    }
 }
