@@ -71,7 +71,9 @@ enum GatewayNodesBench {
         let name = "\(configuration)"
         let store = try GatewayConfiguration.openStore(database: database)
         let now = Gateway.systemMilliseconds()
-        let ids = ["ingest", "latency", "failover"]
+        // One ingest device per node: pushes for one device serialize on its row across nodes (its order), so a
+        // shared device would measure that lock, not ingest.
+        let ids = ["latency", "failover"] + (0..<configuration.nodes).map { "ingest-\($0)" }
         let credentials = try Gateway.provisionDevices(store: store, ids: ids, now: now)
         let tokens = try Gateway.provisionTokens(store: store, deviceIDs: ids, topic: "com.example.rouse", now: now)
         var gateways: [ChildGateway] = []
@@ -101,7 +103,7 @@ enum GatewayNodesBench {
                     let nodeDirectory = directory + "/h2load-\(node)"
                     try FileManager.default.createDirectory(atPath: nodeDirectory, withIntermediateDirectories: true)
                     return try await GatewayBench.h2loadIngest(
-                        share, port: gateway.providerPort, token: tokens[0], jwt: jwt, directory: nodeDirectory
+                        share, port: gateway.providerPort, token: tokens[2 + node], jwt: jwt, directory: nodeDirectory
                     ).succeeded
                 }
             }
@@ -126,7 +128,7 @@ enum GatewayNodesBench {
 
         // 2. Latency: the channel on node 0; pushes through node 0 (same node) and node 1 (across nodes), alternated.
         let channel = try await BenchChannel.open(
-            port: gateways[0].devicePort, credential: credentials[1], certs: certs)
+            port: gateways[0].devicePort, credential: credentials[0], certs: certs)
         let providers = try await gateways.prefix(2).asyncMap {
             try await GatewayBench.connect(port: $0.providerPort, loop: loop)
         }
@@ -135,7 +137,7 @@ enum GatewayNodesBench {
         for sample in 0..<options.latencySamples {
             let across = configuration.nodes > 1 && sample % 2 == 1
             let start = ContinuousClock.now
-            guard await push(providers[across ? 1 : 0], token: tokens[1], jwt: jwt, n: sample) == 200 else {
+            guard await push(providers[across ? 1 : 0], token: tokens[0], jwt: jwt, n: sample) == 200 else {
                 throw GatewayBench.BenchError(description: "latency push refused")
             }
             _ = try await channel.nextPush()
@@ -159,7 +161,7 @@ enum GatewayNodesBench {
         // the device reconnects at once to node 1 (an agent adds its backoff, 0.25-0.5 s at the first failure).
         if configuration.nodes > 1 {
             try await failover(
-                name: name, gateways: gateways, token: tokens[2], credential: credentials[2], jwt: jwt, loop: loop,
+                name: name, gateways: gateways, token: tokens[1], credential: credentials[1], jwt: jwt, loop: loop,
                 certs: certs, report: report)
         }
         for gateway in gateways { gateway.stop() }

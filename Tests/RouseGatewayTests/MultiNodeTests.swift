@@ -235,6 +235,30 @@ struct MultiNodeTests {
         try await nodes.stop()
     }
 
+    @Test("news lost with the listening connection are made up for: every channel looks at the store once")
+    func lostNewsRefill() async throws {
+        let cluster = try await PostgresCluster.start()
+        let h = try await Harness.start { $0.postgres = StoreBackend.settings(of: cluster) }
+        let channel = try await h.channel()
+        // A push committed as another node would, whose message never arrives (no NOTIFY).
+        try await cluster.psql(
+            """
+            WITH s AS (UPDATE devices SET next_seq = next_seq + 1
+                       WHERE id = (SELECT device_id FROM tokens WHERE token = '\(h.token)') RETURNING id, next_seq)
+            INSERT INTO pushes(device_id, token, topic, push_type, priority, apns_id, expires_at, received_at,
+                               is_voip, payload, device_seq)
+            SELECT s.id, '\(h.token)', 'com.example.rouse', 'alert', 10, '0d1e2f30-0000-4000-8000-000000000017',
+                   9999999999999, 0, false, convert_to('{"n":7}', 'UTF8'), s.next_seq FROM s
+            """)
+        try await channel.expectNoPush(within: .milliseconds(300))
+        // The node's listening connection breaks: once it listens again, its channels load what they missed.
+        let terminated = try await cluster.psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'")
+        #expect(terminated.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(try await h.numbers(channel, count: 1) == [7])
+        await h.stop()
+    }
+
     // MARK: Helpers
 
     private func openChannel(_ device: DeviceClient) async throws -> Channel {
