@@ -137,9 +137,16 @@ public struct GatewayConfiguration: Sendable {
     /// messages). Default: the host name.
     public var node: String = GatewayConfiguration.defaultNode
 
-    /// The default node id: the host name, cut to a valid id.
+    /// The default node id: the host name (`gethostname`, no DNS lookup), cut to a valid id.
     public static let defaultNode: String = {
-        let name = String(ProcessInfo.processInfo.hostName.prefix(40)).filter { nodeCharacters.contains($0) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let ok = buffer.withUnsafeMutableBufferPointer { raw in
+            raw.withMemoryRebound(to: CChar.self) { chars in
+                chars.baseAddress.map { gethostname($0, chars.count - 1) == 0 } ?? false
+            }
+        }
+        let host = ok ? String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self) : ""
+        let name = String(host.filter { nodeCharacters.contains($0) }.prefix(40))
         return name.isEmpty ? "node" : name
     }()
 
