@@ -62,6 +62,8 @@ public final class GatewayCore: Sendable {
     private let channelIDs = Atomic<UInt64>(1)
     /// Messages from other nodes may have been lost, and the channels here have not looked at the store since.
     private let lostNews = Atomic<Bool>(false)
+    /// Messages from other nodes not taken by the store thread yet.
+    private let inbox = Mutex(NodeInbox())
 
     /// A core over `store`. `clock` gives UNIX milliseconds (injected so tests control expiry).
     init(
@@ -261,13 +263,46 @@ public final class GatewayCore: Sendable {
 
     /// Messages from other nodes (`nil`: some may have been lost, so every channel here looks at the store; if
     /// that fails, the next batch that commits, or the next sweep, tries again).
+    ///
+    /// Messages are merged until the store thread takes them (one entry per device and kind, the highest sequence
+    /// number kept), so memory is bounded by the devices named, however many messages arrive, and one job at a
+    /// time waits in the queue, among the provider jobs (a flood of device requests does not hold it back).
     func received(_ messages: [NodeMessage]?) {
         guard let messages else {
             lostNews.store(true, ordering: .relaxed)
-            submitControl(Job(run: { _ in }, fail: { _ in }))
+            submitNews(Job(run: { _ in }, fail: { _ in }))
             return
         }
-        submitControl(Job(run: { context in try context.handle(messages) }, fail: { _ in }))
+        let first = inbox.withLock { box -> Bool in
+            box.merge(messages)
+            defer { box.queued = true }
+            return !box.queued
+        }
+        guard first else { return }
+        submitNews(
+            Job(
+                run: { context in
+                    let taken = context.core.inbox.withLock { box -> [NodeMessage] in
+                        defer { box = NodeInbox() }
+                        return box.messages
+                    }
+                    try context.handle(taken)
+                },
+                fail: { [self] _ in
+                    // What was taken is lost with the transaction: every channel looks at the store again.
+                    inbox.withLock { $0.queued = false }
+                    lostNews.store(true, ordering: .relaxed)
+                }))
+    }
+
+    /// Queues news from other nodes with the provider jobs, never refused (at most one such job waits at a time).
+    private func submitNews(_ job: Job) {
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.stopping else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        if accepted { wakeup.signal() }
     }
 
     private func sweepJob() -> Job {
@@ -302,6 +337,37 @@ public final class GatewayCore: Sendable {
             slot.stream.finish()
         }
         metrics.setConnectedDevices(0)
+    }
+}
+
+/// Messages from other nodes waiting for the store thread, merged: its size is bounded by the devices named, not
+/// by the number of messages.
+public struct NodeInbox: Sendable {
+    /// Highest sequence number announced per device.
+    public private(set) var pending: [String: Int64] = [:]
+    /// Channels to close (`replaced`, `revoked`), each once.
+    public private(set) var closes: Set<NodeMessage> = []
+    /// Whether a job to take them is queued.
+    var queued = false
+
+    /// Empty.
+    public init() {}
+
+    /// Adds messages.
+    public mutating func merge(_ messages: [NodeMessage]) {
+        for message in messages {
+            if case .pending(let deviceID, let seq) = message {
+                pending[deviceID] = max(pending[deviceID] ?? seq, seq)
+            } else {
+                closes.insert(message)
+            }
+        }
+    }
+
+    /// Closes first (a push for a channel closed meanwhile is not loaded), then the devices by id.
+    public var messages: [NodeMessage] {
+        closes.sorted { $0.line < $1.line }
+            + pending.sorted { $0.key < $1.key }.map { .pending(deviceID: $0.key, seq: $0.value) }
     }
 }
 

@@ -78,7 +78,8 @@ struct AgentOperationTests {
             guard output.status == 0 else { throw FixtureError("rouse agent status: \(output.stderr)") }
             return output.stdout
         }
-        try await eventually("channel open") { try await status().contains("channel: open") }
+        // The first answers may not come in time on a loaded machine (the parallel test run): ask again.
+        try await eventually("channel open") { (try? await status())?.contains("channel: open") ?? false }
         let before = try await status()
         #expect(before.contains("handler first: notRunning strikes=0"), "\(before)")
         #expect(!before.contains("handler second"))

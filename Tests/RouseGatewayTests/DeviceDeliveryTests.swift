@@ -119,3 +119,22 @@ struct NodeMessageTests {
         #expect(payloads.flatMap { NodeMessage.parse($0).messages } == messages)
     }
 }
+
+@Suite("News from other nodes, merged until taken (no sockets)")
+struct NodeInboxTests {
+    @Test("a flood of messages for a few devices is one entry each, with the highest sequence number; closes once")
+    func merged() {
+        var inbox = NodeInbox()
+        for seq in 1...10_000 {
+            inbox.merge([.pending(deviceID: "d\(seq % 3)", seq: Int64(seq)), .revoked(deviceID: "r")])
+        }
+        inbox.merge([.pending(deviceID: "d0", seq: 5), .replaced(deviceID: "x", channelID: 4)])
+        #expect(inbox.pending == ["d0": 9999, "d1": 10_000, "d2": 9998])
+        #expect(inbox.closes.count == 2)
+        #expect(
+            inbox.messages == [
+                .replaced(deviceID: "x", channelID: 4), .revoked(deviceID: "r"), .pending(deviceID: "d0", seq: 9999),
+                .pending(deviceID: "d1", seq: 10_000), .pending(deviceID: "d2", seq: 9998),
+            ])
+    }
+}
