@@ -100,7 +100,9 @@ let package = Package(
         ),
         .target(
             name: "RouseReachability",
-            dependencies: ["RouseNetlink", "RouseSystem", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "RouseNetlink", "RouseSystem", "RouseWire", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -134,7 +136,7 @@ let package = Package(
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseWire", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseWire
 
 /// One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
 public struct JSONLogHandler: LogHandler {
@@ -29,20 +30,5 @@ public struct JSONLogHandler: LogHandler {
         FileHandle.standardError.write(Data(line.utf8))
     }
 
-    /// `text` as a JSON string literal.
-    private func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
+    private func quoted(_ text: String) -> String { JSONString.quoted(text) }
 }

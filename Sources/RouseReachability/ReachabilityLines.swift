@@ -1,6 +1,7 @@
 import Glibc
 import RouseNetlink
 import RouseSystem
+import RouseWire
 
 /// One line per notice, as `rouse reach watch` prints them: text, or one JSON object (keys sorted,
 /// timestamps in microseconds). Plain string building, cheap enough to run on the monitor thread for
@@ -133,23 +134,5 @@ struct JSONLine {
 
     var text: String { "{" + members.joined(separator: ",") + "}" }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped (as `RouseAPNs.JSONText`
-    /// does; not shared, so that this target stays free of swift-crypto and the lean watcher small).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quoted(_ text: String) -> String { JSONString.quoted(text) }
 }

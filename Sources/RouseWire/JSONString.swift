@@ -1,5 +1,6 @@
 /// JSON string literals written by hand, for the hot paths that do not go through a Foundation encoder (the
-/// device channel's writer, APNs error bodies, tokens). One implementation: `RouseAPNs.JSONText` forwards here.
+/// device channel's writer, APNs error bodies, tokens, JSON log lines, `rouse reach`'s lines). One implementation:
+/// `RouseAPNs.JSONText`, `RouseDaemon.JSONLogHandler` and `RouseReachability.ReachabilityLines` use it.
 package enum JSONString {
     /// Escapes `value` for use inside a JSON string literal (quotes not included): `"`, `\` and the control
     /// characters; everything else, non-ASCII included, is written as is.

@@ -121,25 +121,9 @@ private func startMonitor(
 
 /// Text and JSON renderings for `rouse reach`.
 enum ReachOutput {
-    static func resultObject(_ result: ReachabilityResult) -> [String: Any] {
-        var object: [String: Any] = [
-            "status": "\(result.path.status)",
-            "usable": result.isUsable,
-            "flags": result.flags.description.dropFirst().dropLast().split(separator: ",").map(String.init),
-            "expensive": result.path.isExpensive,
-            "supportsIPv4": result.path.supportsIPv4,
-            "supportsIPv6": result.path.supportsIPv6,
-            "supportsDNS": result.path.supportsDNS,
-        ]
-        if let interface = result.path.interface {
-            object["interface"] = [
-                "name": interface.name, "index": Int(interface.index), "type": interface.type.rawValue,
-            ]
-        }
-        if let gateway = result.path.gateway { object["gateway"] = gateway.description }
-        if let source = result.path.sourceAddress { object["source"] = source.description }
-        if let remote = result.path.remoteAddress { object["remote"] = remote.description }
-        return object
+    /// A result as `rouse reach watch` writes it (one writer: `ReachabilityLines.resultObject`), for embedding.
+    static func resultObject(_ result: ReachabilityResult) -> Any {
+        (try? JSONSerialization.jsonObject(with: Data(ReachabilityLines.resultObject(result).utf8))) ?? [:]
     }
 
     static func encode(_ object: [String: Any]) -> String {
