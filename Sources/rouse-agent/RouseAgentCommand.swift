@@ -13,7 +13,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
         commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.",
         version: BuildInfo.versionText)
 
-    @Option(help: "Gateway device API base URL, e.g. https://127.0.0.1:2198.") var gateway: String
+    @Option(
+        help: ArgumentHelp(
+            "Gateway device API base URL, e.g. https://127.0.0.1:2198; several nodes sharing one store: comma-separated, "
+                + "tried in turn when one is unreachable or ends the channel."))
+    var gateway: String
     @Option(help: "CA bundle for the gateway's certificate.") var ca: String?
     @Option(help: "One-time enrollment secret (used once).") var enrollSecret: String?
     @Option(help: "File holding the one-time enrollment secret.") var enrollSecretFile: String?
@@ -70,7 +74,10 @@ struct RouseAgentCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "rouse.agent")
-        var endpoint = GatewayEndpoint(baseURL: gateway, caFile: ca)
+        let urls = gateway.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard let first = urls.first else { throw ValidationError("--gateway: no URL") }
+        var endpoint = GatewayEndpoint(baseURL: first, caFile: ca)
+        endpoint.otherBaseURLs = Array(urls.dropFirst())
         if let deviceCert, let deviceKey { endpoint.clientCertificate = (deviceCert, deviceKey) }
         var secret = enrollSecret
         if let enrollSecretFile {
