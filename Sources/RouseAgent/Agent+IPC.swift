@@ -71,9 +71,17 @@ extension Agent {
             wakePreserveWaiters(name)  // it can no longer answer
             holderGone(name, reason: .connectionClosed)
             if slot.process == nil {
+                fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.
                 apply(name, slots[name]!.machine.exited(now: now))
             }
+        case .messageWithDescriptor(let frame, let descriptor):
+            guard let name = registered[connection.id] else {
+                AgentSyscalls.close(descriptor)
+                handleUnregistered(connection, frame)
+                return
+            }
+            handleTransfer(name, connection, frame, descriptor: descriptor)
         case .malformed(let error):
             logger.warning(
                 "malformed IPC frame: connection closed",
@@ -152,6 +160,8 @@ extension Agent {
             registeredForPreservation(name, connection, optIn: register.preserves == true)
             flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
+            transfersRegistered(name)
+            sendFetch(name)
         case .status:
             guard requireAdmin(connection, "status", requestID: requestID) else { return }
             connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
@@ -178,6 +188,7 @@ extension Agent {
             }
             if control.state == "stopped" {
                 quitByUser(name)
+                transfersUserStopped(name)
                 apply(name, slots[name]!.machine.userStop())
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
@@ -186,8 +197,14 @@ extension Agent {
         case .rotateKey:
             guard requireAdmin(connection, "rotateKey", requestID: requestID) else { return }
             rotateKey(connection, requestID: requestID)
+        case .transfers:
+            guard isAdmin(connection) else {
+                connection.sendError("notAuthorized", "transfers is for the agent's user or root", requestID: requestID)
+                return
+            }
+            connection.send(.statusReply(.init(detail: transfersJSON())), requestID: requestID)
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
-            .restoreReply, .unknown:
+            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete, .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -296,7 +313,11 @@ extension Agent {
             preserveReceived(name, connection, preserve)
         case .restoreReply(let reply):
             restoreReplied(name, connection, reply)
-        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .unknown:
+        case .transferSession, .addTransfer, .cancelTransfer, .transfersHandled:
+            handleTransfer(name, connection, frame, descriptor: nil)
+        case .fetchComplete(let request):
+            fetchCompleted(name, connection, request, requestID: requestID)
+        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(
                 "unknownType", "unknown message type \(frame.message.type)", requestID: requestID)

@@ -126,6 +126,7 @@ extension Agent {
         slots[name] = slot
         wakePreserveWaiters(name)  // it can no longer answer
         holderGone(name, reason: .processExited)
+        fetchHandlerGone(name)
         forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.
         for push in slot.machine.waiting { inFlight.remove(push.id) }

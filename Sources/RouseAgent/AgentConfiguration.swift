@@ -48,6 +48,14 @@ public struct AgentConfiguration: Sendable {
     /// How long a launched handler (and the agent itself) must stay up before its launch counts as finished
     /// (crash-loop counter cleared, the offered archive deleted).
     public var restorationGrace = Duration.seconds(10)
+    /// Where background transfers keep their files (nil: `rouse-transfers` beside the socket).
+    public var transferSpool: String?
+    /// CA bundle background transfers verify servers with (nil: the system store).
+    public var transferCAFile: String?
+    /// Background-transfer budgets per handler and in total.
+    public var transferLimits = TransferBook.Limits()
+    /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
+    public var transferResultLifetime = Duration.seconds(7 * 86400)
 
     /// A configuration.
     public init(

@@ -11,8 +11,10 @@ import Foundation
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 //   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS
+//   rouse-bench transfers [--mib N] [--rounds N] [--json]  a download through the agent vs curl, same server
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent [options] (--help lists them)"
+let usage =
+    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|transfers [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -29,6 +31,8 @@ do {
         try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
     case "agent":
         try await AgentBench.run(arguments: Array(arguments.dropFirst()))
+    case "transfers":
+        try await TransferBench.run(arguments: Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(2)
