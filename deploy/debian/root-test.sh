@@ -52,6 +52,17 @@ for program in rouse rouse-gateway rouse-agent; do
     esac
 done
 
+step "man pages and shell completions installed"
+for program in rouse rouse-gateway rouse-agent; do
+    page=/usr/share/man/man1/$program.1.gz
+    zcat "$page" | grep -q "^\.Nm $program\$" || fail "$page is not $program's man page"
+    bash -n "/usr/share/bash-completion/completions/$program" || fail "the bash completion of $program does not parse"
+    [ -s "/usr/share/zsh/vendor-completions/_$program" ] && [ -s "/usr/share/fish/vendor_completions.d/$program.fish" ] ||
+        fail "no zsh or fish completion for $program"
+done
+zcat /usr/share/man/man1/rouse.1.gz | grep -q "^\.It Em init" || fail "rouse's man page lacks rouse gateway init"
+bash -c 'source /usr/share/bash-completion/completions/rouse && complete -p rouse' || fail "rouse's completion does not load"
+
 step "ldd: every binary of the packages links Debian's libraries only"
 for package in rouse rouse-gateway rouse-agent; do
     libraries=()
