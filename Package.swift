@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "rouse-gateway", targets: ["rouse-gateway"]),
         .executable(name: "rouse-agent", targets: ["rouse-agent"]),
         .executable(name: "rouse-example-handler", targets: ["rouse-example-handler"]),
+        .executable(name: "rouse-reach", targets: ["rouse-reach"]),
         .library(name: "RouseAgent", targets: ["RouseAgent"]),
         .library(name: "RouseAgentClient", targets: ["RouseAgentClient"]),
         .library(name: "RouseGateway", targets: ["RouseGateway"]),
@@ -44,12 +45,18 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL"]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // Syscalls and rtnetlink only: no library beyond libc (CRouseShim re-exports it).
+        .target(name: "CRouseSys"),
+        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL", "CRouseSys"]),
 
         // MARK: Pure Swift models (no C module)
+        // The two protocols our programs speak to each other: the device channel, the agent IPC.
+        .target(name: "RouseWire", swiftSettings: swiftSettings),
         .target(
             name: "RouseAPNs",
             dependencies: [
+                "RouseWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
@@ -60,7 +67,7 @@ let package = Package(
         .target(name: "RouseBuildInfo", swiftSettings: swiftSettings),
 
         // MARK: Bindings
-        .target(name: "RouseSystem", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
         // Child processes for the tests and rouse-bench (posix_spawn; no product links it).
         .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
@@ -78,7 +85,7 @@ let package = Package(
         ),
         .target(
             name: "RouseNetlink",
-            dependencies: ["CRouseShim", "RouseSystem"],
+            dependencies: ["CRouseSys", "RouseSystem"],
             swiftSettings: swiftSettings
         ),
 
@@ -93,13 +100,13 @@ let package = Package(
         ),
         .target(
             name: "RouseReachability",
-            dependencies: ["RouseNetlink", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseNetlink", "RouseSystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem",
+                "RouseAPNs", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,13 +139,14 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation"],
+            dependencies: ["RouseActivation", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseAgent",
             dependencies: [
                 "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
+                "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -149,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo", "RouseHTTP2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -158,7 +166,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient"],
+            dependencies: ["RouseAgentClient", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -170,6 +178,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // `rouse reach watch` without Foundation, ArgumentParser or the C libraries `rouse` links.
+        .executableTarget(
+            name: "rouse-reach",
+            dependencies: ["RouseReachability", "RouseSystem", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -206,6 +220,7 @@ let package = Package(
             name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport",
             swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
@@ -229,6 +244,7 @@ let package = Package(
             name: "RouseGatewayTests",
             dependencies: [
                 "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

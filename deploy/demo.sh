@@ -107,6 +107,8 @@ cat >"$work/handlers.d/example.toml" <<TOML
 topic = "com.example.rouse"
 command = ["$bin/rouse-example-handler", "--mode", "report"]
 push-types = ["voip"]
+# The demo's handler is in the build tree, run as the demo's user; a real one runs as --handler-user.
+allow-root = true
 TOML
 agent_secret=$("$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite")
 "$bin/rouse-agent" --gateway "https://$devices" --ca "$certs/ca.pem" --enroll-secret "$agent_secret" \

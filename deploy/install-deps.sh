@@ -9,6 +9,8 @@ packages=(
     libnghttp2-dev       # HTTP/2 kernel
     libssl-dev           # TLS
     libsqlite3-dev       # gateway and agent stores
+    libpq-dev            # libpq: the gateway's PostgreSQL store
+    postgresql-15        # the PostgreSQL server the tests start (throwaway clusters) and benchmarks use
     nghttp2-client       # h2load and nghttp: independent HTTP/2 peers for tests and benchmarks
     nghttp2-server       # nghttpd: the benchmark's reference server
     curl                 # the curl CLI (one-shot comparisons)

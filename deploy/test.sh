@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
 deploy/install-deps.sh
+echo "== docs/architecture.md shows Package.swift's targets" >&2
+deploy/target-graph.sh --check docs/architecture.md
 echo "== swift format lint" >&2
 swift format lint --strict --recursive Package.swift Sources Tests
 echo "== build (warnings are errors)" >&2
@@ -16,10 +18,26 @@ echo "== test" >&2
 # create; after the tests, deploy/check-leftovers.sh fails the run if any of them is still there.
 run="run$$"
 status=0
-ROUSE_TEST_RUN="$run" ROUSE_STRICT=1 swift test --skip-build "$@" || status=$?
+run_tests() { ROUSE_TEST_RUN="$run" ROUSE_STRICT=1 swift test --skip-build "$@" || status=$?; }
+if [ $# -gt 0 ]; then
+    run_tests "$@"
+else
+    # Three runs, each parallel inside: the agent tests (real handler processes with deadlines of seconds), the
+    # gateway tests (attack floods, PostgreSQL clusters, interop clients), then the rest. Together in one run on
+    # two cores, the floods starved the deadlines of the agent tests.
+    echo "== test: agent" >&2
+    run_tests --filter RouseAgentTests
+    echo "== test: gateway" >&2
+    run_tests --filter RouseGatewayTests
+    echo "== test: the rest" >&2
+    run_tests --skip "RouseAgentTests|RouseGatewayTests"
+fi
 # The Debian packages, installed with apt into a clean Debian 12 root without a Swift toolchain and run there
-# (release build and root cached outside the checkout: minutes the first time, about two after).
-echo "== packages in a clean Debian 12 root (deploy/package-test.sh)" >&2
-ROUSE_TEST_RUN="$run" deploy/package-test.sh || status=1
+# (release build and root cached outside the checkout, in ~/.cache/rouse-package). Always in the full run; a
+# filtered run (./deploy/test.sh --filter X) adds it with ROUSE_PACKAGE_TEST=1.
+if [ $# -eq 0 ] || [ "${ROUSE_PACKAGE_TEST:-0}" = 1 ]; then
+    echo "== packages in a clean Debian 12 root (deploy/package-test.sh)" >&2
+    ROUSE_TEST_RUN="$run" deploy/package-test.sh || status=1
+fi
 deploy/check-leftovers.sh "$run" || status=1
 exit "$status"

@@ -42,6 +42,9 @@ int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], 
         channel_fd = moved;
     }
     if (rc == 0 && channel_fd >= 0) rc = posix_spawn_file_actions_adddup2(&actions, channel_fd, 3);
+    // Nothing else of the agent's reaches the child, whether or not it is close-on-exec (libcurl's sockets
+    // are not): fds 0-2 and the channel only.
+    if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, channel_fd >= 0 ? 4 : 3);
     if (rc == 0) rc = rouse_spawnattr_defaults(&attr);
     if (rc == 0) rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
@@ -124,7 +127,7 @@ pid_t rouse_agent_pidfd_pid(int pidfd) {
 int rouse_agent_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
 
 int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
-                         gid_t gid, pid_t *pid_out) {
+                         gid_t gid, const gid_t *groups, int group_count, pid_t *pid_out) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -143,9 +146,14 @@ int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[
         if (channel_fd == 3) {
             fcntl(3, F_SETFD, 0);
         } else if (channel_fd >= 0) {
-            dup2(channel_fd, 3);
+            if (dup2(channel_fd, 3) < 0) _exit(126);
         }
-        if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
+        // Only 0-2 and the channel survive (close_range is async-signal-safe: a system call).
+        if (syscall(SYS_close_range, channel_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) _exit(126);
+        if (group_count > 0 ? setgroups((size_t)group_count, groups) != 0 : setgroups(1, &gid) != 0) _exit(126);
+        if (setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
+        // A root agent that dropped to another user must not be able to get back (setuid(0) fails).
+        if (uid != 0 && setuid(0) == 0) _exit(126);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -154,5 +162,12 @@ int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     *pid_out = pid;
+    return 0;
+}
+
+int rouse_agent_peer_groups(int fd, gid_t *groups, int *count) {
+    socklen_t length = (socklen_t)(*count * (int)sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) != 0) return -1;
+    *count = (int)(length / sizeof(gid_t));
     return 0;
 }

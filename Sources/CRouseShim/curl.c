@@ -49,3 +49,18 @@ CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void
     blob.flags = CURL_BLOB_COPY;
     return curl_easy_setopt(handle, option, &blob);
 }
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+// libcurl 7.88 opens its sockets without SOCK_CLOEXEC: a program the process starts meanwhile (a handler, a
+// hook) would inherit them. Opened here instead, close-on-exec from the first instant.
+static curl_socket_t rouse_curl_open_cloexec(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)clientp;
+    (void)purpose;
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+CURLcode rouse_curl_easy_cloexec_sockets(CURL *handle) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, rouse_curl_open_cloexec);
+}

@@ -154,30 +154,22 @@ public struct ProviderConnectionAuth: Sendable {
             return key.allows(bundleID: bundleID) ? nil : .topicDisallowed
         }
         // No push type: accept the topic if it, or it without any known suffix, is allowed.
-        if key.allows(bundleID: Substring(topic)) { return nil }
-        for type in APNsPushType.known {
-            if let bundleID = type.bundleID(fromTopic: topic), bundleID.count < topic.count,
-                key.allows(bundleID: bundleID)
-            {
-                return nil
-            }
-        }
-        return .topicDisallowed
+        return Self.topic(topic, isCoveredBy: { key.allows(bundleID: $0) }) ? nil : .topicDisallowed
     }
 
-    /// Whether `certificateBundleIDs` covers `topic`: the topic itself or its bundle ID (the topic without a
-    /// known push-type suffix), as a key's bundle IDs cover topics.
+    /// Whether `certificateBundleIDs` covers `topic`, as a key's bundle IDs cover topics.
     private func isTrustedForCertificates(_ topic: String) -> Bool {
         guard let certificateBundleIDs else { return true }
-        if certificateBundleIDs.contains(topic) { return true }
-        for type in APNsPushType.known {
-            if let bundleID = type.bundleID(fromTopic: topic), bundleID.count < topic.count,
-                certificateBundleIDs.contains(String(bundleID))
-            {
-                return true
-            }
+        return Self.topic(topic) { certificateBundleIDs.contains(String($0)) }
+    }
+
+    /// Whether `allows` grants `topic` itself or its bundle ID (the topic without a known push-type suffix).
+    private static func topic(_ topic: String, isCoveredBy allows: (Substring) -> Bool) -> Bool {
+        if allows(Substring(topic)) { return true }
+        return APNsPushType.known.contains { type in
+            guard let bundleID = type.bundleID(fromTopic: topic), bundleID.count < topic.count else { return false }
+            return allows(bundleID)
         }
-        return false
     }
 
     // MARK: Rules

@@ -1,8 +1,8 @@
 import CRouseShim
-import Dispatch
 import Foundation
 import Logging
 import RouseActivation
+import Synchronization
 
 /// Runs the activation hook command once per grant/revoke (`HookEvent`), in order, one at a time, without
 /// a shell and with a deadline: a hook still running at its deadline is killed (SIGKILL). Its exit status is
@@ -11,7 +11,11 @@ final class ActivationHookRunner: Sendable {
     let command: [String]
     let timeout: Duration
     let logger: Logger
-    private let queue = DispatchQueue(label: "rouse-agent-hook")
+    /// Runs waiting, whether the worker thread is running, and who waits for the queue to empty. The worker is a
+    /// thread of its own that exists only while there is work: no libdispatch queue (issue 15, its workers leave
+    /// a one-second timer behind).
+    private let work = Mutex<(queue: [HookEvent], running: Bool, drained: [CheckedContinuation<Void, Never>])>(
+        ([], false, []))
 
     init(command: [String], timeout: Duration, logger: Logger) {
         self.command = command
@@ -21,13 +25,42 @@ final class ActivationHookRunner: Sendable {
 
     /// Queues one run; returns at once.
     func run(_ event: HookEvent) {
-        queue.async { [self] in runNow(event) }
+        let start = work.withLock { work in
+            work.queue.append(event)
+            defer { work.running = true }
+            return !work.running
+        }
+        guard start else { return }
+        let thread = Thread { [self] in
+            while true {
+                let (next, waiters) = work.withLock { work -> (HookEvent?, [CheckedContinuation<Void, Never>]) in
+                    if work.queue.isEmpty {
+                        work.running = false
+                        defer { work.drained = [] }
+                        return (nil, work.drained)
+                    }
+                    return (work.queue.removeFirst(), [])
+                }
+                guard let next else {
+                    for waiter in waiters { waiter.resume() }
+                    return
+                }
+                runNow(next)
+            }
+        }
+        thread.name = "rouse-agent-hook"
+        thread.start()
     }
 
     /// Waits until every queued run has finished (for shutdown and tests).
     func drain() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async { continuation.resume() }
+            let idle = work.withLock { work in
+                if !work.running { return true }
+                work.drained.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
         }
     }
 
@@ -35,7 +68,8 @@ final class ActivationHookRunner: Sendable {
         let metadata: Logger.Metadata = [
             "hook": "\(command[0])", "event": "\(event.kind.rawValue)", "session": "\(event.session)",
         ]
-        var environment = ProcessInfo.processInfo.environment
+        // PATH, LANG and ROUSE_* of the agent's environment: not its credentials or notify socket.
+        var environment = ProcessInfo.processInfo.environment.filter { HandlerCredentials.inherited($0.key) }
         for (key, value) in event.environment { environment[key] = value }
         let started = ContinuousClock.now
         let spawned: (pid: Int32, pidfd: Int32)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseActivation
 import RouseAgentClient
+import RouseWire
 
 /// Activations (issue 7): the agent feeds ``ActivationArbiter`` with handler requests, calls, lifecycle
 /// changes and deaths, and performs what it returns (messages to holders, hook runs). See
@@ -28,8 +29,7 @@ extension Agent {
 
     /// `activate` from registered handler `name`: answered with `activation` (granted, denied or delayed)
     /// carrying the request id, or an `error` frame for a malformed request.
-    func activate(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
-        let requestID = message.requestID
+    func activate(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.Activate, requestID: Int?) {
         guard let session = message.session, !session.isEmpty else {
             connection.sendError("badRequest", "activate needs session", requestID: requestID)
             return
@@ -76,27 +76,23 @@ extension Agent {
 
     /// `deactivate` from registered handler `name`: always succeeds (`ok`); the call session ends only through
     /// `callEnded`.
-    func deactivate(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+    func deactivate(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.Deactivate, requestID: Int?) {
         guard let session = message.session, !session.isEmpty else {
-            connection.sendError("badRequest", "deactivate needs session", requestID: message.requestID)
+            connection.sendError("badRequest", "deactivate needs session", requestID: requestID)
             return
         }
         guard session != SessionID.callName else {
-            connection.sendError(
-                "callPathRequired", "the call session ends with callEnded", requestID: message.requestID)
+            connection.sendError("callPathRequired", "the call session ends with callEnded", requestID: requestID)
             return
         }
-        var reply = AgentMessage(type: .ok)
-        reply.requestID = message.requestID
-        reply.session = session
-        connection.send(reply)
+        connection.send(.ok(.init(session: session)), requestID: requestID)
         let id = SessionID(handler: HandlerID(name), name: session)
         performActivation(arbiter.deactivate(id, notifyOthers: message.notifyOthers ?? false, now: activationClock))
     }
 
     /// The handler reported a call: its call session is activated (CallKit's `didActivate`). A configuration
     /// the handler gave that is invalid gets an `error` frame; the call is still taken, with the default one.
-    func callStarted(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+    func callStarted(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.ReportCall) {
         var configuration = SessionConfiguration.voiceCall
         do {
             if let given = try message.sessionConfiguration() { configuration = given }
@@ -174,13 +170,13 @@ extension Agent {
                     default: break
                     }
                 }
-                let message = AgentMessage(activation: event, session: session.name, requestID: id)
+                let frame = IPCFrame(AgentEvent.activation(.init(event, session: session.name)), requestID: id)
                 let name = session.handler.rawValue
                 if let connection = slots[name]?.connection {
-                    connection.send(message)
+                    connection.send(frame)
                 } else if slots[name]?.process != nil {
                     // Running, not connected yet (re-attached after a restart): kept for its registration.
-                    activationOutbox[name, default: []].append(message)
+                    activationOutbox[name, default: []].append(frame)
                 }
                 logger.debug(
                     "activation event",
@@ -224,10 +220,10 @@ extension Agent {
 
     /// Sends what waited for `name`'s registration.
     func flushActivationOutbox(_ name: String) {
-        guard let messages = activationOutbox.removeValue(forKey: name), let connection = slots[name]?.connection else {
+        guard let frames = activationOutbox.removeValue(forKey: name), let connection = slots[name]?.connection else {
             return
         }
-        for message in messages { connection.send(message) }
+        for frame in frames { connection.send(frame) }
     }
 
     /// The arbiter's snapshot: who holds what and who waits.

@@ -1,44 +1,45 @@
 import Foundation
 import Logging
-import RouseAgentClient
+import RouseWire
 
 extension Agent {
-    func accepted(_ fd: Int32) {
-        let peer: IPCConnection.Peer
-        do {
-            let credentials = try AgentSyscalls.peer(fd)
-            peer = IPCConnection.Peer(
-                pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, pidfd: credentials.pidfd,
-                kernelPidfd: credentials.kernelPidfd)
-        } catch {
-            logger.warning("peer credentials unavailable: connection refused", metadata: ["error": "\(error)"])
-            AgentSyscalls.close(fd)
-            return
-        }
-        guard connections.count < Self.maxConnections else {
-            logger.warning("too many IPC connections: refused", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
-            AgentSyscalls.close(fd)
-            if peer.pidfd >= 0 { AgentSyscalls.close(peer.pidfd) }
-            return
-        }
+    /// A socket-path connection the accept thread admitted (see ``IPCAdmission``), its peer's pidfd open: it must
+    /// register (or, for an admin request, finish) within ``registrationTimeout``.
+    func accepted(_ fd: Int32, peer: IPCConnection.Peer) {
         let connection = makeConnection(fd: fd, peer: peer, launchedFor: nil)
-        // A peer that neither registers nor leaves is dropped after a while.
-        registrationTimers[connection.id] = Task {
-            try? await Task.sleep(for: Self.registrationTimeout)
-            guard !Task.isCancelled else { return }
-            self.dropIfUnregistered(connection)
-        }
+        registrationDeadlines[connection.id] = now + Self.registrationTimeout
+        armRegistrationSweep()
     }
 
-    /// Most IPC connections at once (each has a reader thread).
-    static let maxConnections = 256
-    /// Time a socket-path connection has to register (admin connections: to finish).
-    static let registrationTimeout = Duration.seconds(30)
+    /// Time a socket-path connection has to register (an admin connection: to finish).
+    static let registrationTimeout = Duration.seconds(5)
 
-    private func dropIfUnregistered(_ connection: IPCConnection) {
-        guard connections[connection.id] != nil, registered[connection.id] == nil else { return }
-        connection.sendError("registrationTimeout", "no register within \(Self.registrationTimeout)")
-        connection.close()
+    /// One timer for every connection that has not registered yet. An armed timer due no later than the earliest
+    /// deadline is kept: a cancelled sleep would still wake the agent at its deadline.
+    private func armRegistrationSweep() {
+        guard let next = registrationDeadlines.values.min() else { return }
+        if let armed = registrationSweep, armed.at <= next { return }
+        registrationSweep?.task.cancel()
+        let delay = max(.zero, next - now)
+        registrationSweep = (
+            Task {
+                try? await Task.sleep(for: delay)
+                guard !Task.isCancelled else { return }
+                self.sweepRegistrations()
+            }, next
+        )
+    }
+
+    private func sweepRegistrations() {
+        registrationSweep = nil
+        let current = now
+        for (id, deadline) in registrationDeadlines where deadline <= current {
+            registrationDeadlines[id] = nil
+            guard let connection = connections[id], registered[id] == nil else { continue }
+            connection.sendError("registrationTimeout", "no register within \(Self.registrationTimeout)")
+            connection.close()
+        }
+        armRegistrationSweep()
     }
 
     func makeConnection(fd: Int32, peer: IPCConnection.Peer?, launchedFor: String?) -> IPCConnection {
@@ -56,7 +57,8 @@ extension Agent {
         switch inbound {
         case .closed:
             connections.removeValue(forKey: connection.id)
-            registrationTimers.removeValue(forKey: connection.id)?.cancel()
+            registrationDeadlines[connection.id] = nil
+            if let peer = connection.peer, connection.launchedFor == nil { admission.release(uid: peer.uid) }
             guard let name = registered.removeValue(forKey: connection.id), var slot = slots[name],
                 slot.connection === connection
             else { return }
@@ -77,27 +79,44 @@ extension Agent {
                 "malformed IPC frame: connection closed",
                 metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
             connection.close()
-        case .message(let message):
+        case .message(let frame):
             if let name = registered[connection.id] {
-                handleRegistered(name, connection, message)
+                handleRegistered(name, connection, frame)
             } else {
-                handleUnregistered(connection, message)
+                handleUnregistered(connection, frame)
             }
         }
     }
 
     private var agentUID: UInt32 { AgentSyscalls.uid }
 
+    /// Admin requests come from root, the agent's own user or a member of the configured admin group, and never
+    /// from a handler: not on the connection its launch created, nor from any process in a handler's cgroup or
+    /// process group (a handler may run as root with allow-root, or as the agent's user in the per-user mode).
     private func isAdmin(_ connection: IPCConnection) -> Bool {
-        guard let peer = connection.peer else { return false }
-        return peer.uid == 0 || peer.uid == agentUID
+        guard connection.launchedFor == nil, let peer = connection.peer, !isHandlerProcess(peer) else { return false }
+        if peer.uid == 0 || peer.uid == agentUID { return true }
+        guard let name = configuration.adminGroup, let group = AgentSyscalls.group(named: name) else { return false }
+        return peer.gid == group || peer.groups.contains(group)
     }
 
-    private func handleUnregistered(_ connection: IPCConnection, _ message: AgentMessage) {
-        switch message.kind {
-        case .register:
-            guard let name = message.handler, slots[name] != nil else {
-                connection.sendError("unknownHandler", "no handler named \(message.handler ?? "(none)")")
+    /// Whether the peer is one of our handlers or something a handler started. Read from `/proc`, then checked
+    /// against the peer's pidfd: a peer that is gone (its pid perhaps reused) counts as a handler (refused).
+    private func isHandlerProcess(_ peer: IPCConnection.Peer) -> Bool {
+        let leaders = Set(slots.values.compactMap { $0.process?.pid })
+        let inCgroup = AgentSyscalls.cgroupPath(pid: peer.pid).map { control.holds(cgroupPath: $0) } ?? true
+        let group = AgentSyscalls.processGroup(pid: peer.pid)
+        guard peer.pidfd >= 0, AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return true }
+        return inCgroup || leaders.contains(peer.pid) || group.map { leaders.contains($0) } ?? true
+    }
+
+    /// A message on a connection that has not registered: `register`, or an admin request.
+    private func handleUnregistered(_ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>) {
+        let requestID = frame.requestID
+        switch frame.message {
+        case .register(let register):
+            guard let name = register.handler, slots[name] != nil else {
+                connection.sendError("unknownHandler", "no handler named \(register.handler ?? "(none)")")
                 connection.close()
                 return
             }
@@ -105,7 +124,7 @@ extension Agent {
                 logger.warning(
                     "handler impersonation refused",
                     metadata: ["handler": "\(name)", "conn-id": "\(connection.id)", "reason": "\(reason)"])
-                connection.sendError("notAuthorized", reason, requestID: message.requestID)
+                connection.sendError("notAuthorized", reason, requestID: requestID)
                 connection.close()
                 return
             }
@@ -113,76 +132,74 @@ extension Agent {
             slot.connection = connection
             slots[name] = slot
             registered[connection.id] = name
-            registrationTimers.removeValue(forKey: connection.id)?.cancel()
-            var reply = AgentMessage(type: .registered)
-            reply.handler = name
-            reply.launchReason = slot.launchReason ?? "connected"
-            connection.send(reply)
+            registrationDeadlines[connection.id] = nil
+            connection.send(.registered(.init(handler: name, launchReason: slot.launchReason ?? "connected")))
             handTokens(name, force: true)
-            var notice = AgentMessage(type: .reachability)
-            notice.reachable = gatewayReachable
-            connection.send(notice)
+            connection.send(.reachability(.init(reachable: gatewayReachable)))
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
-            registeredForPreservation(name, connection, optIn: message.preserves == true)
+            registeredForPreservation(name, connection, optIn: register.preserves == true)
             flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
         case .status:
             guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "status is for the agent's user or root", requestID: message.requestID)
+                connection.sendError("notAuthorized", "status is for the agent's user or root", requestID: requestID)
                 return
             }
-            var reply = AgentMessage(type: .statusReply)
-            reply.detail = statusJSON()
-            connection.send(reply, answering: message)
+            connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
         case .sessions:
             guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "sessions is for the agent's user or root", requestID: message.requestID)
+                connection.sendError("notAuthorized", "sessions is for the agent's user or root", requestID: requestID)
                 return
             }
-            var reply = AgentMessage(type: .sessionsReply)
-            reply.detail = arbiter.snapshot.json()
-            connection.send(reply, answering: message)
-        case .routeChanged:
+            connection.send(.sessionsReply(.init(detail: arbiter.snapshot.json())), requestID: requestID)
+        case .routeChanged(let change):
             guard isAdmin(connection) else {
                 connection.sendError(
-                    "notAuthorized", "route changes come from the agent's user or root", requestID: message.requestID)
+                    "notAuthorized", "route changes come from the agent's user or root", requestID: requestID)
                 return
             }
-            guard let reason = message.reason, !reason.isEmpty else {
-                connection.sendError("badRequest", "routeChanged needs reason", requestID: message.requestID)
+            guard let reason = change.reason, !reason.isEmpty else {
+                connection.sendError("badRequest", "routeChanged needs reason", requestID: requestID)
                 return
             }
             routeChanged(reason)
-            connection.send(AgentMessage(type: .ok), answering: message)
-        case .reregister, .userControl:
-            guard isAdmin(connection), let name = message.handler, slots[name] != nil else {
-                connection.sendError(
-                    "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
-                    requestID: message.requestID)
-                return
-            }
-            if message.kind == .reregister {
-                apply(name, slots[name]!.machine.reregister())
-            } else if message.state == "stopped" {
+            connection.send(.ok(.init()), requestID: requestID)
+        case .reregister(let request):
+            guard let name = adminTarget(connection, request.handler, requestID: requestID) else { return }
+            apply(name, slots[name]!.machine.reregister())
+            connection.send(.ok(.init()), requestID: requestID)
+        case .userControl(let control):
+            guard let name = adminTarget(connection, control.handler, requestID: requestID) else { return }
+            if control.state == "stopped" {
                 quitByUser(name)
                 apply(name, slots[name]!.machine.userStop())
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
             }
-            connection.send(AgentMessage(type: .ok), answering: message)
+            connection.send(.ok(.init()), requestID: requestID)
         case .rotateKey:
             guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "rotateKey is for the agent's user or root", requestID: message.requestID)
+                connection.sendError("notAuthorized", "rotateKey is for the agent's user or root", requestID: requestID)
                 return
             }
-            rotateKey(connection, message)
-        default:
-            connection.sendError("notRegistered", "the first message must be register (got \(message.type))")
+            rotateKey(connection, requestID: requestID)
+        case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
+            .restoreReply, .unknown:
+            connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
+    }
+
+    /// The configured handler an admin request names, nil (answered `notAuthorized`) when the peer is not an
+    /// admin or names no configured handler.
+    private func adminTarget(_ connection: IPCConnection, _ handler: String?, requestID: Int?) -> String? {
+        guard isAdmin(connection), let name = handler, slots[name] != nil else {
+            connection.sendError(
+                "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
+                requestID: requestID)
+            return nil
+        }
+        return name
     }
 
     /// Who may act as handler `name`: the connection its launch created, or a peer whose uid is the
@@ -196,7 +213,12 @@ extension Agent {
             return isAdoptedProcess(name, connection) ? nil : "handler \(name) runs as a re-attached process"
         }
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
-        let expectedUID = slot.configuration.user.flatMap { AgentSyscalls.user(named: $0)?.uid } ?? agentUID
+        guard
+            let expectedUID = try? HandlerCredentials.resolve(
+                slot.configuration, agentUID: agentUID, agentGID: AgentSyscalls.gid,
+                defaultUser: configuration.handlerUser
+            ).account.uid
+        else { return "handler \(name) may not run (see its launch error)" }
         guard peer.uid == expectedUID else { return "uid \(peer.uid) is not the handler's uid \(expectedUID)" }
         guard let executable = AgentSyscalls.executable(pid: peer.pid),
             let expected = AgentSyscalls.realPath(slot.configuration.command[0])
@@ -208,70 +230,71 @@ extension Agent {
         return nil
     }
 
-    private func handleRegistered(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+    /// A message from registered handler `name`.
+    private func handleRegistered(_ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>) {
+        let requestID = frame.requestID
         guard slots[name]?.connection === connection else {
             // Its handler was removed by a reload (or replaced): nothing to act on.
-            connection.sendError(
-                "unknownHandler", "handler \(name) is no longer configured", requestID: message.requestID)
+            connection.sendError("unknownHandler", "handler \(name) is no longer configured", requestID: requestID)
             connection.close()
             return
         }
         let current = now
-        switch message.kind {
-        case .reportCall:
-            guard let callID = message.callID else {
-                connection.sendError("badRequest", "reportCall needs callID", requestID: message.requestID)
+        switch frame.message {
+        case .reportCall(let report):
+            guard let callID = report.callID else {
+                connection.sendError("badRequest", "reportCall needs callID", requestID: requestID)
                 return
             }
-            apply(name, slots[name]!.machine.reportCall(pushID: message.pushID, callID: callID, now: current))
-            callStarted(name, connection, message)
-        case .callEnded:
-            apply(name, slots[name]!.machine.callEnded(callID: message.callID ?? "", now: current))
+            apply(name, slots[name]!.machine.reportCall(pushID: report.pushID, callID: callID, now: current))
+            callStarted(name, connection, report)
+        case .callEnded(let ended):
+            apply(name, slots[name]!.machine.callEnded(callID: ended.callID ?? "", now: current))
             if slots[name]?.machine.activeCalls.isEmpty == true {
-                callEnded(name, notifyOthers: message.notifyOthers ?? true)
+                callEnded(name, notifyOthers: ended.notifyOthers ?? true)
             }
-        case .activate:
-            activate(name, connection, message)
-        case .deactivate:
-            deactivate(name, connection, message)
-        case .complete:
-            guard let pushID = message.pushID, let result = message.result,
+        case .activate(let request):
+            activate(name, connection, request, requestID: requestID)
+        case .deactivate(let request):
+            deactivate(name, connection, request, requestID: requestID)
+        case .complete(let complete):
+            guard let pushID = complete.pushID, let result = complete.result,
                 BackgroundFetchResult(rawValue: result) != nil
             else {
                 connection.sendError(
-                    "badRequest", "complete needs pushID and result newData|noData|failed", requestID: message.requestID
-                )
+                    "badRequest", "complete needs pushID and result newData|noData|failed", requestID: requestID)
                 return
             }
             apply(name, slots[name]!.machine.complete(pushID: pushID, result: result, now: current))
-        case .beginTask:
-            let (id, actions) = slots[name]!.machine.beginTask(name: message.taskName ?? "unnamed", now: current)
+        case .beginTask(let task):
+            let (id, actions) = slots[name]!.machine.beginTask(name: task.taskName ?? "unnamed", now: current)
             if id == nil {
-                connection.sendError("taskInvalid", "no background time left", requestID: message.requestID)
+                connection.sendError("taskInvalid", "no background time left", requestID: requestID)
             }
             apply(name, actions)
-        case .endTask:
-            apply(name, slots[name]!.machine.endTask(id: message.taskID ?? -1, now: current))
-        case .setState:
-            guard let state = message.state.flatMap(HandlerLifecycle.init(rawValue:)),
+        case .endTask(let task):
+            apply(name, slots[name]!.machine.endTask(id: task.taskID ?? -1, now: current))
+        case .setState(let request):
+            guard let state = request.state.flatMap(HandlerLifecycle.init(rawValue:)),
                 [.active, .inactive, .background].contains(state)
             else {
                 connection.sendError(
-                    "badRequest", "setState needs state active|inactive|background", requestID: message.requestID)
+                    "badRequest", "setState needs state active|inactive|background", requestID: requestID)
                 return
             }
             apply(name, slots[name]!.machine.setState(state, now: current))
             if state == .background { wentToBackground(name) }
         case .status:
-            var reply = AgentMessage(type: .statusReply)
-            reply.detail = statusJSON()
-            connection.send(reply, answering: message)
-        case .preserve:
-            preserveReceived(name, connection, message)
-        case .restoreReply:
-            restoreReplied(name, connection, message)
-        default:
-            connection.sendError("unknownType", "unknown message type \(message.type)", requestID: message.requestID)
+            // A handler sees itself: its own state and tokens, not the others' nor the device id.
+            connection.send(.statusReply(.init(detail: statusJSON(only: name))), requestID: requestID)
+        case .preserve(let preserve):
+            preserveReceived(name, connection, preserve)
+        case .restoreReply(let reply):
+            restoreReplied(name, connection, reply)
+        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .unknown:
+            // A second register and the admin requests are not a handler's (version 1 answers them so too).
+            connection.sendError(
+                "unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import RouseActivation
-import RouseAgentClient
 import RouseState
+import RouseWire
 
 extension Agent {
     /// One handler's preservation state in its slot (a plain value; reset at each launch).
@@ -47,13 +47,13 @@ extension Agent {
         do {
             if let offer = try persistence.preservation.beginLaunch(handler: name) {
                 slots[name]?.preservation.offer = offer
-                var message = AgentMessage(type: .restoration)
-                message.pieces = Dictionary(
+                let pieces = Dictionary(
                     offer.pieces.map { ($0.path.description, Data($0.data).base64EncodedString()) },
                     uniquingKeysWith: { $1 })
-                message.version = offer.info.writerVersion
-                message.agentVersion = offer.info.agentVersion
-                connection.send(message)
+                connection.send(
+                    .restoration(
+                        .init(
+                            pieces: pieces, version: offer.info.writerVersion, agentVersion: offer.info.agentVersion)))
             }
         } catch {
             logger.error("preserved state not offered", metadata: metadata.merging(["error": "\(error)"]) { $1 })
@@ -88,7 +88,7 @@ extension Agent {
 
     /// `preserve`: every piece checked first (base64, path); one bad piece ⇒ a precise error and nothing
     /// stored (the previous archive stays).
-    func preserveReceived(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+    func preserveReceived(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.Preserve) {
         defer { wakePreserveWaiters(name) }
         guard let persistence else {
             connection.sendError("unavailable", "this agent keeps no preserved state")
@@ -132,14 +132,13 @@ extension Agent {
         logger.info(
             "handler state preserved",
             metadata: ["handler": "\(name)", "pieces": "\(kept)", "orphans": "\(orphans.count)"])
-        var reply = AgentMessage(type: .preserved)
-        reply.detail =
+        let detail =
             "\(kept) pieces preserved" + (orphans.isEmpty ? "" : "; dropped (parent not preserved): \(orphans)")
-        connection.send(reply)
+        connection.send(.preserved(.init(detail: detail)))
     }
 
     /// `restoreReply`: the handler's answer to the offer, run through the restoration rules.
-    func restoreReplied(_ name: String, _ connection: IPCConnection, _ message: AgentMessage) {
+    func restoreReplied(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.RestoreReply) {
         guard let persistence, let offer = slots[name]?.preservation.offer else {
             connection.sendError("badRequest", "no restoration is on offer")
             return
@@ -221,9 +220,7 @@ extension Agent {
     /// Sends `preserveRequest` and waits for the `preserve` answer, at most the preserve timeout.
     func askToPreserve(_ name: String, reason: String) async {
         guard let connection = slots[name]?.connection else { return }
-        var request = AgentMessage(type: .preserveRequest)
-        request.state = reason
-        guard connection.send(request) else { return }
+        guard connection.send(.preserveRequest(.init(reason: reason))) else { return }
         logger.debug("preservation requested", metadata: ["handler": "\(name)", "reason": "\(reason)"])
         let id = nextPreserveWaiter
         nextPreserveWaiter += 1
@@ -375,19 +372,17 @@ extension Agent {
     // MARK: Key rotation
 
     /// `rotateKey` (admin): re-seals every file under a new data key, inside the actor (no write in flight).
-    func rotateKey(_ connection: IPCConnection, _ request: AgentMessage) {
+    func rotateKey(_ connection: IPCConnection, requestID: Int?) {
         guard let persistence else {
-            connection.sendError("unavailable", "this agent keeps no sealed files", requestID: request.requestID)
+            connection.sendError("unavailable", "this agent keeps no sealed files", requestID: requestID)
             return
         }
         do {
             let id = try persistence.rotateKey()
-            var reply = AgentMessage(type: .ok)
-            reply.detail = id
-            connection.send(reply, answering: request)
+            connection.send(.ok(.init(detail: id)), requestID: requestID)
         } catch {
             logger.error("key rotation failed", metadata: ["error": "\(error)"])
-            connection.sendError("rotationFailed", "\(error)", requestID: request.requestID)
+            connection.sendError("rotationFailed", "\(error)", requestID: requestID)
         }
     }
 }

@@ -8,30 +8,27 @@ extension Agent {
         guard var slot = slots[name] else { return }
         let handler = slot.configuration
         let metadata: Logger.Metadata = ["handler": "\(name)", "reason": "\(reason)"]
-        var identity: (uid: UInt32, gid: UInt32)?
-        if handler.user != nil || handler.group != nil {
-            let user = handler.user.flatMap { AgentSyscalls.user(named: $0) }
-            let gid = handler.group.flatMap { AgentSyscalls.group(named: $0) } ?? user?.gid ?? AgentSyscalls.gid
-            let uid = user?.uid ?? AgentSyscalls.uid
-            let groupKnown = handler.group.map { AgentSyscalls.group(named: $0) != nil } ?? true
-            guard handler.user == nil || user != nil, groupKnown else {
-                logger.error("cannot launch: unknown user or group", metadata: metadata)
-                launchFailed(name)
-                return
+        let identity: HandlerCredentials
+        do throws(AgentError) {
+            identity = try HandlerCredentials.resolve(
+                handler, agentUID: AgentSyscalls.uid, agentGID: AgentSyscalls.gid,
+                defaultUser: configuration.handlerUser)
+            if let problem = ExecutableCheck.problem(executable: handler.command[0], runsAs: identity.account.uid) {
+                throw AgentError.identity("handler \(name): \(problem)")
             }
-            if uid != AgentSyscalls.uid || gid != AgentSyscalls.gid {
-                guard AgentSyscalls.uid == 0 else {
-                    logger.error("cannot launch: switching user or group needs root", metadata: metadata)
-                    launchFailed(name)
-                    return
-                }
-                identity = (uid, gid)
-            }
+        } catch {
+            logger.error("launch refused", metadata: metadata.merging(["error": "\(error.detail)"]) { $1 })
+            slots[name]?.launchRefused = error.detail
+            launchFailed(name)
+            return
         }
         do {
             let (mine, theirs) = try AgentSyscalls.socketPair()
-            var environment = ProcessInfo.processInfo.environment
-            for (key, value) in configuration.handlerEnvironment { environment[key] = value }
+            let session: [String: String]? =
+                configuration.mode == .user ? (configuration.sessionEnvironment?() ?? [:]) : nil
+            var environment = identity.environment(
+                for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment,
+                session: session)
             environment["ROUSE_AGENT_FD"] = "3"
             environment["ROUSE_HANDLER"] = name
             environment["ROUSE_LAUNCH_REASON"] = reason
@@ -40,7 +37,8 @@ extension Agent {
             do {
                 spawned = try AgentSyscalls.spawn(
                     path: handler.command[0], arguments: handler.command,
-                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs, identity: identity)
+                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs,
+                    identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil)
             } catch {
                 AgentSyscalls.close(mine)
                 AgentSyscalls.close(theirs)
@@ -51,6 +49,8 @@ extension Agent {
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
             slot.process = process
             slot.launchReason = reason
+            slot.launchRefused = nil
+            slot.launchAttempts = 0
             slot.machine.launched(now: now)
             slot.preservation = Preservation()
             slots[name] = slot
@@ -61,9 +61,31 @@ extension Agent {
                 metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
             watch(name, process, child: true)
         } catch {
+            // Out of descriptors or memory (an IPC flood, a loaded machine): the pushes waiting for this launch are
+            // kept, and the launch is tried again every 250 ms until its launch deadline has passed.
+            let attempts = slots[name]?.launchAttempts ?? 0
+            if (error as? AgentError)?.isShortage == true,
+                Self.launchRetryDelay * (attempts + 1) < handler.rules.launchDeadline
+            {
+                logger.warning("launch failed: trying again", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+                slots[name]?.launchAttempts = attempts + 1
+                Task {
+                    try? await Task.sleep(for: Self.launchRetryDelay)
+                    self.retryLaunch(name, reason: reason)
+                }
+                return
+            }
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             launchFailed(name)
         }
+    }
+
+    /// Pause between launch attempts after a shortage.
+    static let launchRetryDelay = Duration.milliseconds(250)
+
+    private func retryLaunch(_ name: String, reason: String) {
+        guard let slot = slots[name], slot.process == nil, slot.machine.lifecycle == .launching else { return }
+        launch(name, reason: reason)
     }
 
     /// A thread waits for the process to exit (reaps it when it is our `child`; a re-attached handler is not).

@@ -1,9 +1,9 @@
 import Foundation
 import Logging
 import RouseActivation
-import RouseAgentClient
 import RouseCurl
 import RouseReachability
+import RouseWire
 import ServiceLifecycle
 
 /// The agent: keeps the device channel (driven by reachability), routes pushes to handlers under the
@@ -16,6 +16,10 @@ public actor Agent: Service {
         var process: HandlerProcess?
         var connection: IPCConnection?
         var launchReason: String?
+        /// Why its last launch was refused (its identity or executable), until a launch succeeds.
+        var launchRefused: String?
+        /// Launches that failed for a shortage since the last one that worked.
+        var launchAttempts = 0
         /// State preservation (issue 8): see ``Agent/Preservation``.
         var preservation = Preservation()
     }
@@ -28,7 +32,12 @@ public actor Agent: Service {
     var connections: [Int: IPCConnection] = [:]
     var registered: [Int: String] = [:]
     var nextConnectionID = 1
-    var registrationTimers: [Int: Task<Void, Never>] = [:]
+    /// When each socket-path connection that has not registered is closed (machine time).
+    var registrationDeadlines: [Int: Duration] = [:]
+    /// The one timer that closes them, and when it fires.
+    var registrationSweep: (task: Task<Void, Never>, at: Duration)?
+    /// Who may hold a socket-path connection (checked on the accept thread).
+    let admission: IPCAdmission
     var inFlight: Set<String> = []
     let control: ProcessControl
     let curl: CurlHTTPClient
@@ -40,6 +49,8 @@ public actor Agent: Service {
     var monitor: ReachabilityMonitor?
     var background: [Task<Void, Never>] = []
     var timer: Task<Void, Never>?
+    /// When ``timer`` fires (machine time), nil when none is armed.
+    var timerDeadline: Duration?
     let epoch = ContinuousClock.now
     /// The handler report the gateway last accepted (nil: none since the channel opened).
     var handlerReportSent: String?
@@ -67,7 +78,7 @@ public actor Agent: Service {
     var nextPreserveWaiter = 1
     /// Activation messages for a handler whose process runs but is not connected (re-attached after an agent
     /// restart, not yet reconnected): sent, in order, when it registers.
-    var activationOutbox: [String: [AgentMessage]] = [:]
+    var activationOutbox: [String: [IPCFrame<AgentEvent>]] = [:]
     /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
     package internal(set) var preservesStored = 0
     package internal(set) var restorationsAnswered = 0
@@ -83,6 +94,7 @@ public actor Agent: Service {
         self.store = store
         self.state = try store.load()
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
+        self.admission = IPCAdmission(exempt: [0, AgentSyscalls.uid])
         self.curl = try CurlHTTPClient(logger: logger)
         self.api = GatewayAPI(endpoint: configuration.endpoint, curl: curl)
         self.hooks = configuration.activationHook.flatMap { command in
@@ -117,18 +129,24 @@ public actor Agent: Service {
         reattach()
         control.removeStaleAgents()
         restoreAgentState()
-        listener = try AgentSyscalls.listen(path: configuration.socketPath)
+        // The per-user agent's socket is its user's alone (admin and handlers are that user).
+        listener = try AgentSyscalls.listen(
+            path: configuration.socketPath, mode: configuration.mode == .user ? 0o600 : 0o666)
         let listenerFD = listener
-        let accepted = AsyncStream<Int32>.makeStream()
+        let accepted = AsyncStream<(Int32, IPCConnection.Peer)>.makeStream()
+        let admission = admission
+        let logger = logger
         let thread = Thread {
-            while let fd = AgentSyscalls.accept(listenerFD) { accepted.continuation.yield(fd) }
+            admission.acceptLoop(listener: listenerFD, logger: logger) { fd, peer in
+                accepted.continuation.yield((fd, peer))
+            }
             accepted.continuation.finish()
         }
         thread.name = "rouse-agent-accept"
         thread.start()
         background.append(
             Task {
-                for await fd in accepted.stream { self.accepted(fd) }
+                for await (fd, peer) in accepted.stream { self.accepted(fd, peer: peer) }
             })
         background.append(Task { await self.enrollAndConnect() })
     }
@@ -142,6 +160,7 @@ public actor Agent: Service {
         handlerReportTask?.cancel()
         tokenRetry?.cancel()
         timer?.cancel()
+        registrationSweep?.task.cancel()
         monitor?.stop()
         if listener >= 0 {
             AgentSyscalls.shutdown(listener)
@@ -278,7 +297,8 @@ public actor Agent: Service {
             tokenRetryDelay = configuration.backoff.initial
             return
         }
-        guard tokenRetry == nil else { return }
+        // No timer while the gateway is unreachable: the channel opening again fetches what is missing.
+        guard tokenRetry == nil, gatewayReachable else { return }
         let delay = tokenRetryDelay
         tokenRetryDelay = min(tokenRetryDelay * 2, configuration.backoff.maximum)
         tokenRetry = Task {
@@ -299,10 +319,7 @@ public actor Agent: Service {
         for topic in slot.configuration.topics {
             guard let token = state.tokens[topic] else { continue }
             if !force && state.handedTokens[name]?[topic] == token { continue }
-            var message = AgentMessage(type: .credentials)
-            message.topic = topic
-            message.token = token
-            if connection.send(message) {
+            if connection.send(.credentials(.init(topic: topic, token: token))) {
                 state.handedTokens[name, default: [:]][topic] = token
                 persist()
             }
@@ -315,7 +332,9 @@ public actor Agent: Service {
     // MARK: Pushes
 
     func received(_ push: AgentPush) async {
-        if state.handled.contains(push.apnsID) {
+        // A window written by an older agent holds bare ids (no space): still honoured until they age out.
+        let legacy = !push.apnsID.contains(" ") && state.handled.contains(push.apnsID)
+        if state.handled.contains(push.deduplicationKey) || legacy {
             logger.info(
                 "duplicate push acknowledged", metadata: ["push-id": "\(push.id)", "apns-id": "\(push.apnsID)"])
             await channel?.ack(push.id)
@@ -360,16 +379,12 @@ public actor Agent: Service {
         switch action {
         case .launch(let reason): launch(name, reason: reason)
         case .deliver(let push, let mustReport, let deadline):
-            state.handled.insert(push.apnsID)
+            state.handled.insert(push.deduplicationKey)
             persist()
-            var message = AgentMessage(type: .push)
-            message.pushID = push.id
-            message.pushType = push.pushType
-            message.topic = push.topic
-            message.payload = push.payload
-            message.apnsID = push.apnsID
-            message.mustReport = push.isVoIP ? mustReport : nil
-            message.seconds = deadline
+            let message = AgentEvent.push(
+                .init(
+                    pushID: push.id, pushType: push.pushType, topic: push.topic, payload: push.payload,
+                    apnsID: push.apnsID, mustReport: push.isVoIP ? mustReport : nil, seconds: deadline))
             if slots[name]?.connection?.send(message) == true { delivered += 1 }
             logger.info("push handed to handler", metadata: metadata.merging(["push-id": "\(push.id)"]) { $1 })
         case .ack(let id):
@@ -397,23 +412,16 @@ public actor Agent: Service {
             control.thaw(cgroup: process.cgroup, pgid: process.pid)
             logger.info("handler resumed", metadata: metadata)
         case .notify(let kind):
-            var message: AgentMessage
+            let message: AgentEvent
             switch kind {
             case .taskExpiring(let id, let taskName, let seconds):
-                message = AgentMessage(type: .taskExpiring)
-                message.taskID = id
-                message.taskName = taskName
-                message.seconds = seconds
+                message = .taskExpiring(.init(taskID: id, taskName: taskName, seconds: seconds))
             case .taskBegun(let id, let taskName):
-                message = AgentMessage(type: .taskBegun)
-                message.taskID = id
-                message.taskName = taskName
+                message = .taskBegun(.init(taskID: id, taskName: taskName))
             case .lifecycle(let lifecycle):
-                message = AgentMessage(type: .lifecycle)
-                message.state = lifecycle.rawValue
+                message = .lifecycle(.init(state: lifecycle.rawValue))
             case .reachability(let reachable):
-                message = AgentMessage(type: .reachability)
-                message.reachable = reachable
+                message = .reachability(.init(reachable: reachable))
             }
             slots[name]?.connection?.send(message)
         case .log(let text, let values):
@@ -434,9 +442,15 @@ public actor Agent: Service {
     // MARK: Timer
 
     func rescheduleTimer() {
-        timer?.cancel()
         let current = now
         let next = slots.values.compactMap { $0.machine.nextDeadline(now: current) }.min()
+        // The timer already sleeps until then, or earlier (a tick before anything is due does nothing and
+        // reschedules): keep it. A cancelled sleep still wakes the process at its deadline, so re-creating the timer
+        // at every input would leave one wake-up behind each time.
+        if let next, timer != nil, let armed = timerDeadline, armed <= next { return }
+        timer?.cancel()
+        timer = nil
+        timerDeadline = next
         guard let next else { return }
         let delay = max(.zero, next - current)
         timer = Task {
@@ -447,6 +461,8 @@ public actor Agent: Service {
     }
 
     private func tick() {
+        timer = nil
+        timerDeadline = nil
         let current = now
         for name in slots.keys.sorted() {
             let actions = slots[name]!.machine.tick(now: current)

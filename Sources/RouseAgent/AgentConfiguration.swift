@@ -1,5 +1,18 @@
+/// How the agent runs: see docs/agent.md, "Two modes".
+public enum AgentMode: String, Sendable {
+    /// A system service (root) for headless devices: handlers run as `handlerUser`, in a clean environment.
+    case system
+    /// A user service of the logged-in user: handlers are the user's programs, in the session's environment.
+    case user
+}
+
 /// Everything the agent needs to run.
 public struct AgentConfiguration: Sendable {
+    /// System service or per-user service.
+    public var mode = AgentMode.system
+    /// Per-user mode: the session's current environment (the user manager's), read at each launch; nil: the
+    /// agent's own.
+    public var sessionEnvironment: (@Sendable () -> [String: String])?
     /// The gateway's device API.
     public var endpoint: GatewayEndpoint
     /// One-time enrollment secret (used once; the credential is kept in the state store).
@@ -18,7 +31,13 @@ public struct AgentConfiguration: Sendable {
     public var backoff = ChannelStateMachine.Backoff()
     /// Force a suspend mechanism (tests); nil picks the best.
     public var suspendMechanism: SuspendMechanism?
-    /// Extra environment for launched handlers.
+    /// The user handlers without `user =` run as when the agent runs as root (never root itself: a handler that
+    /// must be root says `allow-root = true`). Unused by an agent that is not root: its handlers run as itself.
+    public var handlerUser = "rouse-handler"
+    /// Members of this group (besides root and the agent's own user) may send admin requests over IPC (status,
+    /// sessions, reregister, start/stop, route changes, rotate-key). Never a handler: its connections are refused.
+    public var adminGroup: String?
+    /// Extra environment for launched handlers (beyond the allow-list: see ``HandlerCredentials``).
     public var handlerEnvironment: [String: String] = [:]
     /// Command (argv, no shell) run on every activation grant and revoke (docs/activations.md, "Hook").
     public var activationHook: [String]?

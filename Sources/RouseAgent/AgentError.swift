@@ -7,12 +7,14 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     }
 
     private let code: Code
+    /// The errno of a failed syscall (``system(_:_:)``), nil otherwise.
+    public let errno: Int32?
     /// What failed, with its context (the syscall and errno, the file and line, the HTTP status).
     public let detail: String
 
     /// A syscall failed with `errno`.
     static func system(_ call: String, _ errno: Int32) -> AgentError {
-        AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))")
+        AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))", errno: errno)
     }
     /// A configuration file is wrong.
     public static func configuration(_ detail: String) -> AgentError {
@@ -25,6 +27,15 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
 
     /// Whether this is a configuration error.
     public var isConfiguration: Bool { code == .configuration }
+
+    private init(code: Code, detail: String, errno: Int32? = nil) {
+        self.code = code
+        self.detail = detail
+        self.errno = errno
+    }
+
+    /// A shortage that passes (descriptors, memory, processes): worth trying again shortly.
+    public var isShortage: Bool { errno.map { [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS].contains($0) } ?? false }
 
     public var description: String { "\(code.rawValue): \(detail)" }
 }

@@ -34,6 +34,8 @@ public struct AgentStatus: Codable, Sendable {
         public var heldPush: String?
         /// It holds a call or background-capable audio session: it is not suspended.
         public var holdsAudio: Bool
+        /// Why its last launch was refused (who it would run as, or an executable others may write), if it was.
+        public var launchRefused: String? = nil
     }
 
     /// Device channel state.
@@ -67,7 +69,7 @@ extension Agent {
                 openBackgroundPushes: machine.openBackground.keys.sorted(),
                 tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
                 backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
-                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio)
+                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio, launchRefused: slot.launchRefused)
         }
         return AgentStatus(
             channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,
@@ -75,10 +77,19 @@ extension Agent {
             tokens: state.tokens)
     }
 
-    func statusJSON() -> String {
+    /// The status document; `only`: what handler `only` may see of it (its own entry and tokens, no device id).
+    func statusJSON(only handler: String? = nil) -> String {
+        var document = status()
+        if let handler, let slot = slots[handler] {
+            let topics = Set(slot.configuration.topics)
+            document.handlers = document.handlers.filter { $0.name == handler }
+            document.tokens = document.tokens?.filter { topics.contains($0.key) }
+            document.deviceID = nil
+            document.suspendNote = ""
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(status())).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return (try? encoder.encode(document)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
 

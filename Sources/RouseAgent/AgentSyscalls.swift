@@ -9,11 +9,43 @@ import Glibc
 /// everything a peer or the kernel can cause (`ECONNRESET`, `EPIPE`, `ENOENT`, `EACCES`, `EBUSY`) is thrown
 /// as ``AgentError`` with the call named.
 enum AgentSyscalls {
+    /// What the agent needs of a passwd entry.
+    struct Account: Sendable, Equatable {
+        var name: String
+        var uid: UInt32
+        var gid: UInt32
+        var home: String
+
+        init(_ entry: UnsafeMutablePointer<passwd>) {
+            name = String(cString: entry.pointee.pw_name)
+            uid = entry.pointee.pw_uid
+            gid = entry.pointee.pw_gid
+            home = entry.pointee.pw_dir.map { String(cString: $0) } ?? "/"
+        }
+    }
+
+    /// What the agent needs of a `stat`.
+    struct FileStatus: Sendable, Equatable {
+        var uid: UInt32
+        var gid: UInt32
+        var mode: UInt32
+
+        var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+        var isRegular: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+        var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+        /// Writable by the group or by others.
+        var writableByOthers: Bool { mode & 0o022 != 0 }
+        /// The sticky bit: in such a directory only an entry's owner (or root) may rename or remove it.
+        var sticky: Bool { mode & UInt32(S_ISVTX) != 0 }
+        /// Permission bits in octal, e.g. `0755`.
+        var octal: String { "0" + String(mode & 0o7777, radix: 8) }
+    }
+
     // MARK: Unix sockets
 
     /// A listening `AF_UNIX` stream socket at `path` (an old socket file is replaced), mode 0666: every
     /// local user may connect; who they are is decided per connection from `SO_PEERCRED`.
-    static func listen(path: String) throws(AgentError) -> Int32 {
+    static func listen(path: String, mode: mode_t = 0o666) throws(AgentError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system("socket", errno) }
         unlink(path)
@@ -36,7 +68,7 @@ enum AgentSyscalls {
             close(fd)
             throw .system("bind \(path)", code)
         }
-        chmod(path, 0o666)
+        chmod(path, mode)
         guard Glibc.listen(fd, 64) == 0 else {
             let code = errno
             close(fd)
@@ -45,14 +77,66 @@ enum AgentSyscalls {
         return fd
     }
 
-    /// Accepts one connection (blocking); nil when the listener was shut down.
-    static func accept(_ listener: Int32) -> Int32? {
+    /// What one `accept4` gave.
+    enum Accepted {
+        /// A connection.
+        case connection(Int32)
+        /// A shortage that passes (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, `EPERM` from a firewall): back off and
+        /// accept again; the pending connection waits in the backlog meanwhile.
+        case shortage(Int32)
+        /// The listener was shut down (or a bug closed it): stop accepting.
+        case closed
+    }
+
+    /// Accepts one connection (blocking). `EINTR` and `ECONNABORTED` (the peer gave up) are retried.
+    static func accept(_ listener: Int32) -> Accepted {
         while true {
             let fd = rouse_agent_accept(listener)
-            if fd >= 0 { return fd }
-            if errno == EINTR || errno == ECONNABORTED { continue }
-            return nil
+            if fd >= 0 { return .connection(fd) }
+            let code = errno
+            switch code {
+            case EINTR, ECONNABORTED: continue
+            case EMFILE, ENFILE, ENOMEM, ENOBUFS, EPERM: return .shortage(code)
+            default: return .closed
+            }
         }
+    }
+
+    /// `SO_PEERCRED` alone (no descriptor opened): who is connecting, for the admission check.
+    static func peerCredentials(_ fd: Int32) -> (pid: Int32, uid: UInt32, gid: UInt32)? {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard rouse_agent_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
+        return (pid, uid, gid)
+    }
+
+    /// `SO_PEERGROUPS`: the peer's supplementary groups at connect time (empty when they cannot be read).
+    static func peerGroups(_ fd: Int32) -> [UInt32] {
+        var capacity: Int32 = 64
+        while capacity <= 65536 {
+            var groups = [gid_t](repeating: 0, count: Int(capacity))
+            var count = capacity
+            if rouse_agent_peer_groups(fd, &groups, &count) == 0 { return Array(groups.prefix(Int(count))) }
+            guard errno == ERANGE else { return [] }
+            capacity *= 4
+        }
+        return []
+    }
+
+    /// The cgroup v2 path of a process (`0::…` of `/proc/PID/cgroup`), nil when it is gone.
+    static func cgroupPath(pid: Int32) -> String? {
+        guard let text = readFile("/proc/\(pid)/cgroup"),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
+        else { return nil }
+        return String(line.dropFirst(3))
+    }
+
+    /// Field 5 of `/proc/<pid>/stat`: the process group.
+    static func processGroup(pid: Int32) -> Int32? {
+        guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 2 ? Int32(fields[2]) : nil
     }
 
     /// A connected pair (agent end, handler end), both close-on-exec.
@@ -100,10 +184,7 @@ enum AgentSyscalls {
     static func peer(_ fd: Int32) throws(AgentError) -> (
         pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, kernelPidfd: Bool
     ) {
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        guard rouse_agent_peer_credentials(fd, &pid, &uid, &gid) == 0 else { throw .system("SO_PEERCRED", errno) }
+        guard let (pid, uid, gid) = peerCredentials(fd) else { throw .system("SO_PEERCRED", errno) }
         let kernel = rouse_agent_peer_pidfd(fd)
         if kernel >= 0 { return (pid, uid, gid, kernel, true) }
         let opened = rouse_agent_pidfd_open(pid)
@@ -113,11 +194,12 @@ enum AgentSyscalls {
 
     // MARK: Processes
 
-    /// posix_spawn in a new process group with `channel` as fd 3; returns the pid and its pidfd.
-    /// With `identity`, the child switches to that uid/gid first (fork + exec: posix_spawn cannot).
+    /// posix_spawn in a new process group with `channel` as fd 3 (-1: none) and no other descriptor above 2;
+    /// returns the pid and its pidfd. With `identity`, the child switches to that uid, gid and supplementary
+    /// groups first (fork + exec: posix_spawn cannot).
     static func spawn(
         path: String, arguments: [String], environment: [String], channel: Int32,
-        identity: (uid: UInt32, gid: UInt32)? = nil
+        identity: (uid: UInt32, gid: UInt32, groups: [UInt32])? = nil
     ) throws(AgentError) -> (pid: Int32, pidfd: Int32) {
         var cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var cEnvironment: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
@@ -128,13 +210,25 @@ enum AgentSyscalls {
         var pid: pid_t = 0
         let rc: Int32
         if let identity {
-            rc = rouse_agent_spawn_as(path, &cArguments, &cEnvironment, channel, identity.uid, identity.gid, &pid)
+            rc = identity.groups.withUnsafeBufferPointer { groups in
+                rouse_agent_spawn_as(
+                    path, &cArguments, &cEnvironment, channel, identity.uid, identity.gid, groups.baseAddress,
+                    Int32(groups.count), &pid)
+            }
         } else {
             rc = rouse_agent_spawn(path, &cArguments, &cEnvironment, channel, &pid)
         }
         guard rc == 0 else { throw .system(identity == nil ? "posix_spawn \(path)" : "fork \(path)", rc) }
         let pidfd = rouse_agent_pidfd_open(pid)
-        guard pidfd >= 0 else { throw .system("pidfd_open", errno) }
+        guard pidfd >= 0 else {
+            // Out of descriptors: a child we cannot track must not live on. It is ours and not reaped yet, so its
+            // pid cannot have been reused.
+            let code = errno
+            _ = kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            throw .system("pidfd_open", code)
+        }
         return (pid, pidfd)
     }
 
@@ -216,6 +310,35 @@ enum AgentSyscalls {
     static func user(named name: String) -> (uid: UInt32, gid: UInt32)? {
         guard let entry = getpwnam(name) else { return nil }
         return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }
+
+    /// A user's account (passwd entry) by name or by uid.
+    static func account(named name: String) -> Account? {
+        getpwnam(name).map(Account.init)
+    }
+
+    /// A user's account by uid.
+    static func account(uid: UInt32) -> Account? {
+        getpwuid(uid).map(Account.init)
+    }
+
+    /// Every group `user` is a member of, with `gid` (getgrouplist(3)); just `gid` when it cannot be read.
+    static func groups(of user: String, gid: UInt32) -> [UInt32] {
+        var count: Int32 = 32
+        while true {
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            let previous = count
+            if getgrouplist(user, gid, &groups, &count) >= 0 { return Array(groups.prefix(Int(count))) }
+            guard count > previous, count <= 65536 else { return [gid] }
+        }
+    }
+
+    /// `stat(2)` (`follow`) or `lstat(2)` of a path: owner, group, mode; nil when it does not exist.
+    static func status(_ path: String, follow: Bool = true) -> FileStatus? {
+        var info = stat()
+        let rc = follow ? stat(path, &info) : lstat(path, &info)
+        guard rc == 0 else { return nil }
+        return FileStatus(uid: info.st_uid, gid: info.st_gid, mode: UInt32(info.st_mode))
     }
 
     /// gid of a group name.

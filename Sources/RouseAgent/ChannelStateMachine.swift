@@ -95,9 +95,18 @@ public struct ChannelStateMachine: Sendable {
         return (wasConnected ? [.close] : []) + [.cancelTimer, .connect]
     }
 
-    /// The channel answered 200 and sent `hello` with its heartbeat interval in seconds (0 = none).
+    /// Largest heartbeat interval a gateway may announce (a day): the deadline arithmetic stays far from overflow,
+    /// and a larger value is a broken or hostile gateway.
+    public static let maxHeartbeatSeconds = 86_400
+
+    /// Whether a `hello`'s heartbeat is one the agent accepts (0 = none, up to ``maxHeartbeatSeconds``).
+    public static func acceptsHeartbeat(_ seconds: Int) -> Bool { (0...maxHeartbeatSeconds).contains(seconds) }
+
+    /// The channel answered 200 and sent `hello` with its heartbeat interval in seconds (0 = none). A value the
+    /// agent does not accept (``acceptsHeartbeat(_:)``) fails the channel like a transport error.
     public mutating func opened(heartbeatSeconds: Int) -> [Action] {
         guard state == .connecting else { return [] }
+        guard Self.acceptsHeartbeat(heartbeatSeconds) else { return failed(.retryable) }
         state = .open
         failures = 0
         guard heartbeatSeconds > 0 else {

@@ -1,9 +1,10 @@
 import Logging
 import RouseCurl
+import RouseWire
 
-/// The libcurl shell around ``ChannelStateMachine``: opens `GET /device/v1/channel`, reads NDJSON records,
-/// runs the single timer (backoff or heartbeat deadline) and batches acknowledgements
-/// (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
+/// The libcurl shell around ``ChannelStateMachine``: opens `GET /device/v1/channel`, reads its records
+/// (``ChannelRecord``, one JSON object per line), runs the single timer (backoff or heartbeat deadline) and
+/// batches acknowledgements (`POST /device/v1/ack`, up to 32 ids or every 100 ms).
 actor DeviceChannel {
     struct Events: Sendable {
         var push: @Sendable (AgentPush) async -> Void
@@ -18,6 +19,8 @@ actor DeviceChannel {
     private var generation = 0
     private var connection: Task<Void, Never>?
     private var timer: Task<Void, Never>?
+    /// When the timer is due (nil: none armed).
+    private var timerDeadline: ContinuousClock.Instant?
     private var pendingAcks: [String] = []
     private var ackFlush: Task<Void, Never>?
     /// When the network came back (for the bench's network-back-to-open figure).
@@ -96,15 +99,26 @@ actor DeviceChannel {
                 connection?.cancel()
                 connection = nil
             case .armTimer(let delay):
+                let deadline = ContinuousClock.now + delay
+                let pending = timerDeadline
+                timerDeadline = deadline
+                // Moved later (the heartbeat deadline, pushed back by every record): the sleeping timer stays and
+                // sleeps on to the new deadline when it wakes. A cancelled sleep still wakes the process at its
+                // old deadline, so re-creating it for each record would double the idle channel's wake-ups.
+                if timer != nil, let pending, pending <= deadline { continue }
                 timer?.cancel()
                 timer = Task {
-                    try? await Task.sleep(for: delay)
+                    while let due = self.timerDeadline, ContinuousClock.now < due {
+                        try? await Task.sleep(until: due)
+                        guard !Task.isCancelled else { return }
+                    }
                     guard !Task.isCancelled else { return }
                     await self.timerFired()
                 }
             case .cancelTimer:
                 timer?.cancel()
                 timer = nil
+                timerDeadline = nil
             }
         }
         await events.state(machine.state)
@@ -112,6 +126,8 @@ actor DeviceChannel {
 
     /// The single timer fired (a cancelled timer never gets here).
     private func timerFired() async {
+        timer = nil
+        timerDeadline = nil
         await perform(machine.timerFired())
     }
 
@@ -134,10 +150,16 @@ actor DeviceChannel {
                         reason: "status \(response.head.status) \(String(decoding: body, as: UTF8.self))")
                     return
                 }
-                var splitter = LineSplitter()
+                var splitter = ChannelLineSplitter()
                 for try await chunk in response.body {
                     for line in splitter.append(chunk) {
-                        guard let record = ChannelRecord.parse(line) else { continue }
+                        let record: ChannelRecord
+                        do throws(ChannelRecordError) {
+                            record = try ChannelRecord(line: line)
+                        } catch {
+                            self.skipped(error, generation: current)
+                            continue
+                        }
                         await self.record(record, generation: current)
                     }
                 }
@@ -154,10 +176,24 @@ actor DeviceChannel {
         await perform(machine.failed(fatal ? .fatal : .retryable))
     }
 
+    /// A line that is not a record this version reads: skipped (a push in it stays unacknowledged).
+    private func skipped(_ error: ChannelRecordError, generation lineGeneration: Int) {
+        guard lineGeneration == generation else { return }
+        logger.warning("channel record skipped", metadata: ["error": "\(error)"])
+    }
+
     private func record(_ record: ChannelRecord, generation recordGeneration: Int) async {
         guard recordGeneration == generation else { return }
         switch record {
-        case .hello(let heartbeat):
+        case .hello(let hello):
+            let heartbeat = hello.heartbeat
+            guard ChannelStateMachine.acceptsHeartbeat(heartbeat) else {
+                logger.error(
+                    "gateway announced an out-of-range heartbeat: channel closed",
+                    metadata: ["heartbeat": "\(heartbeat)", "max": "\(ChannelStateMachine.maxHeartbeatSeconds)"])
+                await perform(machine.opened(heartbeatSeconds: heartbeat))
+                return
+            }
             opens += 1
             if let since = reachableSince {
                 lastOpenAfterReachable = ContinuousClock.now - since
@@ -168,15 +204,24 @@ actor DeviceChannel {
             if !pendingAcks.isEmpty { await flushAcks() }
         case .push(let push):
             await perform(machine.recordReceived())
-            await events.push(push)
-        case .heartbeat, .other:
+            await events.push(AgentPush(push))
+        case .heartbeat, .unknown:
             await perform(machine.recordReceived())
         case .replaced, .shutdown:
-            logger.info("channel closed by the gateway", metadata: ["record": "\(record)"])
+            logger.info("channel closed by the gateway", metadata: ["record": "\(record.type)"])
             await perform(machine.closedByGateway())
         case .revoked:
             logger.error("device revoked: channel stopped")
             await perform(machine.failed(.fatal))
         }
+    }
+}
+
+extension AgentPush {
+    /// A push from the channel (no push type: `alert`, as APNs assumes).
+    init(_ push: ChannelRecord.Push) {
+        self.init(
+            id: push.id, pushType: push.pushType ?? "alert", topic: push.topic, payload: push.payload,
+            apnsID: push.apnsID, expiration: push.expiration, receivedAt: push.receivedAt)
     }
 }

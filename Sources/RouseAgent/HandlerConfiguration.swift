@@ -6,8 +6,11 @@ import Foundation
 /// topic = "com.example.rouse"              # bundle id; VoIP pushes come on topic + ".voip"
 /// command = ["/usr/bin/rouse-example-handler", "--mode", "report"]
 /// push-types = ["voip", "background"]
-/// user = "rouse"                           # optional: run as this user (the agent must be root to switch)
+/// user = "rouse"                           # optional: run as this user (the agent must be root to switch);
+///                                          # default: the agent's handler user (--handler-user)
 /// group = "rouse"                          # optional: and group (default: the user's primary group)
+/// allow-root = false                       # optional: true lets it run as root (user or group root)
+/// environment = ["TZ", "MODE=night"]       # optional: NAME passes the agent's variable, NAME=value sets one
 /// [limits]                                 # optional, iOS defaults
 /// voip-deadline-seconds = 5
 /// strikes = 3
@@ -35,13 +38,18 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public var user: String?
     /// Group it runs as (nil: the user's primary group, or the agent's).
     public var group: String?
+    /// It may run as root (`allow-root = true`): without it, a root agent refuses to launch it as uid or gid 0.
+    public var allowRoot: Bool
+    /// What its environment gets beyond the allow-list: `NAME` (passed from the agent's) or `NAME=value`.
+    public var environment: [String]
     /// Rules.
     public var rules: HandlerRules
 
     /// A configuration.
     public init(
         name: String, topic: String, command: [String], pushTypes: [String] = ["voip", "background"],
-        user: String? = nil, group: String? = nil, rules: HandlerRules = HandlerRules()
+        user: String? = nil, group: String? = nil, allowRoot: Bool = false, environment: [String] = [],
+        rules: HandlerRules = HandlerRules()
     ) {
         self.name = name
         self.topic = topic
@@ -49,6 +57,8 @@ public struct HandlerConfiguration: Sendable, Equatable {
         self.pushTypes = pushTypes
         self.user = user
         self.group = group
+        self.allowRoot = allowRoot
+        self.environment = environment
         self.rules = rules
     }
 
@@ -64,7 +74,8 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
         let values = try TOMLSubset.parse(text, file: file)
         let known: Set<String> = [
-            "topic", "command", "push-types", "user", "group", "limits.voip-deadline-seconds", "limits.strikes",
+            "topic", "command", "push-types", "user", "group", "allow-root", "environment",
+            "limits.voip-deadline-seconds", "limits.strikes",
             "limits.strike-window-seconds", "limits.stale-seconds", "limits.background-seconds",
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
@@ -112,22 +123,44 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let group, AgentSyscalls.group(named: group) == nil {
             throw .configuration("\(file): unknown group \(group)")
         }
-        var rules = HandlerRules()
-        func seconds(_ key: String) throws(AgentError) -> Duration? {
-            guard let value = values["limits." + key] else { return nil }
-            switch value {
-            case .integer(let n) where n >= 0: return .seconds(n)
-            case .float(let x) where x >= 0: return .milliseconds(Int64(x * 1000))
-            default: throw .configuration("\(file): limits.\(key) must be a non-negative number")
+        var allowRoot = false
+        if let value = values["allow-root"] {
+            guard case .bool(let flag) = value else {
+                throw .configuration("\(file): allow-root must be true or false")
+            }
+            allowRoot = flag
+        }
+        var environment: [String] = []
+        if let value = values["environment"] {
+            guard case .array(let items) = value else {
+                throw .configuration("\(file): environment must be an array of strings")
+            }
+            for item in items {
+                guard case .string(let text) = item, Self.isEnvironmentEntry(text) else {
+                    throw .configuration(
+                        "\(file): environment: each entry is NAME or NAME=value (NAME: A-Z, a-z, 0-9, _)")
+                }
+                environment.append(text)
             }
         }
-        func number(_ key: String) throws(AgentError) -> Double? {
+        var rules = HandlerRules()
+        // Bounded, so that no value can overflow the deadline arithmetic (a year of seconds, a million events).
+        func seconds(_ key: String) throws(AgentError) -> Duration? {
+            guard let value = try number(key, max: Self.maxSeconds) else { return nil }
+            return .milliseconds(Int64((value * 1000).rounded()))
+        }
+        func number(_ key: String, max: Double = Self.maxCount) throws(AgentError) -> Double? {
             guard let value = values["limits." + key] else { return nil }
+            let number: Double
             switch value {
-            case .integer(let n) where n >= 0: return Double(n)
-            case .float(let x) where x >= 0: return x
+            case .integer(let n): number = Double(n)
+            case .float(let x): number = x
             default: throw .configuration("\(file): limits.\(key) must be a non-negative number")
             }
+            guard number >= 0, number <= max else {
+                throw .configuration("\(file): limits.\(key) must be a number from 0 to \(Int(max))")
+            }
+            return number
         }
         if let v = try seconds("voip-deadline-seconds") { rules.voipDeadline = v }
         if let v = try number("strikes") { rules.strikeLimit = max(1, Int(v)) }
@@ -142,7 +175,22 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let v = try seconds("suspend-after-seconds") { rules.suspendAfter = v }
         if let v = try seconds("launch-deadline-seconds") { rules.launchDeadline = v }
         return HandlerConfiguration(
-            name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group, rules: rules)
+            name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group,
+            allowRoot: allowRoot, environment: environment, rules: rules)
+    }
+
+    /// Largest `*-seconds` limit: a year.
+    static let maxSeconds = 366.0 * 86400
+    /// Largest count or rate limit.
+    static let maxCount = 1_000_000.0
+
+    private static func isEnvironmentEntry(_ text: String) -> Bool {
+        let name = text.prefix { $0 != "=" }
+        guard let first = name.unicodeScalars.first, first != "_" || name.count > 1, !("0"..."9").contains(first)
+        else { return false }
+        return name.unicodeScalars.allSatisfy {
+            ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+        }
     }
 
     /// Every `*.toml` file of `directory`, sorted by name.

@@ -31,6 +31,11 @@ public struct AgentPush: Sendable, Equatable, Codable {
 
     /// Whether this is a VoIP push.
     public var isVoIP: Bool { pushType == "voip" }
+
+    /// What the de-duplication window remembers of a handed push: its topic and its `apns-id`. The id is the
+    /// provider's choice, so it is only unique within a provider's topic: keyed by the id alone, one provider
+    /// could suppress another's push by reusing its id.
+    public var deduplicationKey: String { topic + " " + apnsID }
 }
 
 /// Lifecycle of one handler (iOS app states).
@@ -466,8 +471,9 @@ public struct HandlerMachine: Sendable {
         idleSince = nil
         if push.isVoIP {
             let wall = pendingWall.removeValue(forKey: push.id) ?? push.receivedAt
-            let expired = push.expiration != 0 && push.expiration * 1000 < wall
-            let stale = expired || Double(wall - push.receivedAt) / 1000 >= seconds(rules.staleAfter)
+            let stale =
+                Self.isExpired(push, wallMilliseconds: wall)
+                || Self.ageSeconds(push, wallMilliseconds: wall) >= seconds(rules.staleAfter)
             let mustReport = !(lifecycle.isForeground || !activeCalls.isEmpty || stale)
             if mustReport {
                 owedReports[push.id] = now + rules.voipDeadline
@@ -489,6 +495,23 @@ public struct HandlerMachine: Sendable {
         // Other types (alert…): handed over, acknowledged on hand-over.
         markIdle(now: now)
         return [.deliver(push, mustReport: false, deadlineSeconds: 0), .ack(pushID: push.id)]
+    }
+
+    /// Whether `push` expired (`apns-expiration`, UNIX seconds; 0 = none) at `wall` (UNIX milliseconds). The
+    /// gateway's numbers are not trusted to stay in range: an expiration too large to be milliseconds never
+    /// passes, a negative one always has.
+    static func isExpired(_ push: AgentPush, wallMilliseconds wall: Int64) -> Bool {
+        guard push.expiration != 0 else { return false }
+        let (milliseconds, overflow) = push.expiration.multipliedReportingOverflow(by: 1000)
+        return overflow ? push.expiration < 0 : milliseconds < wall
+    }
+
+    /// Seconds from the gateway's receipt of `push` to `wall` (UNIX milliseconds), without overflow: a receipt
+    /// time so far in the past that the difference overflows is infinitely old.
+    static func ageSeconds(_ push: AgentPush, wallMilliseconds wall: Int64) -> Double {
+        let (age, overflow) = wall.subtractingReportingOverflow(push.receivedAt)
+        guard !overflow else { return push.receivedAt < 0 ? .infinity : -.infinity }
+        return Double(age) / 1000
     }
 
     private mutating func enterBackground(now: Duration) {
@@ -526,10 +549,13 @@ extension HandlerMachine {
     /// wall-clock step backwards, count as now). State without strike times restarts the window at `now`.
     public mutating func restore(_ persisted: PersistedHandler, now: Duration, wallEpochMilliseconds: Int64) {
         if let times = persisted.strikeTimes {
-            strikes = times.sorted().map { min(now, .milliseconds($0 - wallEpochMilliseconds)) }
+            strikes = times.sorted().map { time in
+                let (offset, overflow) = time.subtractingReportingOverflow(wallEpochMilliseconds)
+                return overflow ? .zero : min(now, .milliseconds(offset))
+            }
             strikes.removeAll { now - $0 > rules.strikeWindow }
         } else {
-            strikes = Array(repeating: now, count: persisted.strikes)
+            strikes = Array(repeating: now, count: min(max(0, persisted.strikes), rules.strikeLimit))
         }
         voipBlocked = persisted.voipBlocked
         userStopped = persisted.userStopped
@@ -587,6 +613,10 @@ extension HandlerMachine {
         activeCalls = Set(snapshot.activeCalls)
         tasks = snapshot.tasks
         nextTaskID = (tasks.keys.max() ?? 0) + 1
-        restoredBudgetUsed = snapshot.budgetUsedSeconds.map { Duration.milliseconds(Int64($0 * 1000)) }
+        restoredBudgetUsed = snapshot.budgetUsedSeconds.map { used in
+            // Nothing read back from a file may trap: a non-finite or out-of-range value counts as the whole budget.
+            guard used.isFinite, used >= 0, used <= seconds(rules.taskBudget) else { return rules.taskBudget }
+            return .milliseconds(Int64(used * 1000))
+        }
     }
 }

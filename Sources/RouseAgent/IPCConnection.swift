@@ -1,5 +1,5 @@
 import Foundation
-import RouseAgentClient
+import RouseWire
 import Synchronization
 
 /// One IPC connection: the socket (owned; closed when the reader ends), who is on the other side, a
@@ -7,7 +7,7 @@ import Synchronization
 final class IPCConnection: Sendable {
     /// What the reader produces.
     enum Inbound: Sendable {
-        case message(AgentMessage)
+        case message(IPCFrame<AgentRequest>)
         case malformed(FrameError)
         case closed
     }
@@ -21,6 +21,8 @@ final class IPCConnection: Sendable {
         var pidfd: Int32
         /// From `SO_PEERPIDFD` (race-free) rather than `pidfd_open(pid)`.
         var kernelPidfd: Bool
+        /// Supplementary groups at connect time (`SO_PEERGROUPS`).
+        var groups: [UInt32] = []
     }
 
     let id: Int
@@ -43,17 +45,16 @@ final class IPCConnection: Sendable {
     /// Starts the reader thread.
     func start() {
         let thread = Thread { [self] in
-            var decoder = FrameDecoder()
+            var decoder = FrameDecoder<AgentRequest>()
             while true {
                 guard let bytes = try? AgentSyscalls.read(self.fd), !bytes.isEmpty else { break }
                 decoder.append(bytes)
-                do {
-                    while let message = try decoder.next() { self.continuation.yield(.message(message)) }
+                do throws(FrameError) {
+                    while let frame = try decoder.next() { self.continuation.yield(.message(frame)) }
                 } catch {
-                    let frameError = error as? FrameError ?? .badJSON("\(error)")
                     // Answered here, before the reader closes the socket.
-                    self.sendError(frameError.code, frameError.detail)
-                    self.continuation.yield(.malformed(frameError))
+                    self.sendError(error.code, error.detail)
+                    self.continuation.yield(.malformed(error))
                     break
                 }
             }
@@ -74,11 +75,11 @@ final class IPCConnection: Sendable {
     /// calls it, so a peer that stops reading (its socket buffer full) must not stop the agent. Such a peer, or
     /// one whose frame could only be partly written, is disconnected.
     @discardableResult
-    func send(_ message: AgentMessage) -> Bool {
+    func send(_ frame: IPCFrame<AgentEvent>) -> Bool {
         writeLock.withLock { closed in
             guard !closed else { return false }
             do {
-                try AgentSyscalls.write(fd, FrameCodec.encode(message), nonBlocking: true)
+                try AgentSyscalls.write(fd, FrameCodec.encode(frame), nonBlocking: true)
                 return true
             } catch {
                 AgentSyscalls.shutdown(fd)
@@ -87,21 +88,15 @@ final class IPCConnection: Sendable {
         }
     }
 
-    /// Sends `reply` as the answer to `request` (its `requestID` echoed).
+    /// Sends `message`; `requestID`: the request it answers (echoed).
     @discardableResult
-    func send(_ reply: AgentMessage, answering request: AgentMessage) -> Bool {
-        var reply = reply
-        reply.requestID = request.requestID
-        return send(reply)
+    func send(_ message: AgentEvent, requestID: Int? = nil) -> Bool {
+        send(IPCFrame(message, requestID: requestID))
     }
 
     /// Sends an error frame (`requestID`: the request it answers).
     func sendError(_ code: String, _ detail: String, requestID: Int? = nil) {
-        var message = AgentMessage(type: .error)
-        message.error = code
-        message.detail = detail
-        message.requestID = requestID
-        send(message)
+        send(.error(.init(code: code, detail: detail)), requestID: requestID)
     }
 
     /// Shuts the socket down; the reader then ends and closes it. Idempotent.

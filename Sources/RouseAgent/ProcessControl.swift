@@ -19,6 +19,15 @@ struct ProcessControl: Sendable {
     let base: String?
     /// Why a cgroup mechanism is not in use (for status).
     let note: String
+    /// The cgroup2 mount point, when ``base`` is a cgroup v2 directory.
+    var mountPoint: String? = nil
+
+    /// Whether a process in cgroup v2 `path` (as `/proc/PID/cgroup` names it) is one of our handlers' (a handler
+    /// or anything it started: they cannot leave their cgroup without our write access).
+    func holds(cgroupPath path: String) -> Bool {
+        guard mechanism == .cgroupV2, let base, let mountPoint else { return false }
+        return (mountPoint + path).hasPrefix(base + "/")
+    }
 
     /// Detects: `forced` (tests) or the best available.
     static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
@@ -28,7 +37,8 @@ struct ProcessControl: Sendable {
             let parent = mount + (own == "/" ? "" : own)
             let base = parent + "/" + tag
             if (try? AgentSyscalls.makeDirectory(base)) != nil, AgentSyscalls.writable(base + "/cgroup.procs") {
-                return ProcessControl(mechanism: .cgroupV2, base: base, note: "cgroup v2 at \(base)")
+                return ProcessControl(
+                    mechanism: .cgroupV2, base: base, note: "cgroup v2 at \(base)", mountPoint: mount)
             }
         }
         if forced == nil || forced == .cgroupV1 {

@@ -81,7 +81,13 @@ enum TOMLSubset {
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 
-        mutating func value() throws(ParseFailure) -> Value {
+        /// Deepest nesting of arrays accepted: deeper input is refused, not recursed into until the stack ends.
+        static let maxDepth = 8
+
+        mutating func value(depth: Int = 0) throws(ParseFailure) -> Value {
+            guard depth <= Self.maxDepth else {
+                throw ParseFailure(message: "arrays nested more than \(Self.maxDepth) deep")
+            }
             guard let byte = peek else { throw ParseFailure(message: "missing value") }
             if byte == UInt8(ascii: "\"") { return .string(try string()) }
             if byte == UInt8(ascii: "[") {
@@ -93,7 +99,7 @@ enum TOMLSubset {
                         index += 1
                         return .array(items)
                     }
-                    items.append(try value())
+                    items.append(try value(depth: depth + 1))
                     skipSpaces()
                     if peek == UInt8(ascii: ",") {
                         index += 1

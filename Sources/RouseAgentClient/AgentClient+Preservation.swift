@@ -1,4 +1,5 @@
 import Foundation
+import RouseWire
 
 /// State the agent offers back at launch (the `restoration` message): the pieces a previous run of the
 /// handler preserved, under the paths it preserved them at. Offered once; answer with
@@ -11,19 +12,18 @@ public struct OfferedRestoration: Sendable {
     /// The pieces, parents first.
     public let pieces: [(path: String, data: [UInt8])]
 
-    /// The offer in a `restoration` message; nil when it is not one or is malformed.
-    public init?(_ message: AgentMessage) {
-        guard message.kind == .restoration, let encoded = message.pieces else { return nil }
+    /// The offer in a `restoration` message; nil when a piece is not base64.
+    public init?(_ message: AgentEvent.Restoration) {
         var pieces: [(path: String, data: [UInt8])] = []
-        for (path, text) in encoded {
+        for (path, text) in message.pieces {
             guard let data = Data(base64Encoded: text) else { return nil }
             pieces.append((path, Array(data)))
         }
         // Parents first: a path sorts after every one of its prefixes.
         pieces.sort { $0.path.split(separator: "/").lexicographicallyPrecedes($1.path.split(separator: "/")) }
         self.pieces = pieces
-        writerVersion = message.version ?? ""
-        agentVersion = message.agentVersion ?? ""
+        writerVersion = message.version
+        agentVersion = message.agentVersion
     }
 }
 
@@ -48,9 +48,8 @@ extension AgentClient {
     /// `preserved`, or an `error` (`badRequest`: a bad path or data; nothing is stored, the previous state
     /// stays). Throws `tooLarge` when the state does not fit in one frame.
     public func preserve(pieces: [String: [UInt8]], version: String) throws {
-        var message = AgentMessage(type: .preserve)
-        message.pieces = pieces.mapValues { Data($0).base64EncodedString() }
-        message.version = version
+        let message = AgentRequest.preserve(
+            .init(pieces: pieces.mapValues { Data($0).base64EncodedString() }, version: version))
         let size = FrameCodec.encode(message).count - 4
         guard size <= Self.maxPreservedBytes else {
             throw AgentClientError(
@@ -81,18 +80,15 @@ extension AgentClient {
                 break
             }
         }
-        var reply = AgentMessage(type: .restoreReply)
-        reply.accepted = true
-        reply.skipped = result.skipped.isEmpty ? nil : result.skipped
-        reply.failedAt = result.failedAt
-        try send(reply)
+        try send(
+            .restoreReply(
+                .init(
+                    accepted: true, skipped: result.skipped.isEmpty ? nil : result.skipped, failedAt: result.failedAt)))
         return result
     }
 
     /// Refuses the offered state (e.g. written by a version this one cannot read): it is discarded.
     public func refuseRestoration() throws {
-        var reply = AgentMessage(type: .restoreReply)
-        reply.accepted = false
-        try send(reply)
+        try send(.restoreReply(.init(accepted: false)))
     }
 }

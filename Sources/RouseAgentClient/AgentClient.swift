@@ -1,5 +1,6 @@
 import Foundation
 import RouseActivation
+import RouseWire
 import Synchronization
 
 /// The handler side of the agent's IPC: a program registered as a handler connects, registers, then
@@ -13,10 +14,11 @@ public final class AgentClient: Sendable {
     public static let reconnectWindow = Duration.seconds(60)
 
     private let connection: Mutex<Connection>
-    /// Messages from the agent, in order; finishes when the connection closes (and, for a handler launched
-    /// by the agent, when reconnecting to a restarted agent failed).
-    public let messages: AsyncStream<AgentMessage>
-    private let continuation: AsyncStream<AgentMessage>.Continuation
+    /// Messages from the agent, in order (answers to ``request(_:)`` go to their caller instead); finishes when
+    /// the connection closes (and, for a handler launched by the agent, when reconnecting to a restarted agent
+    /// failed).
+    public let messages: AsyncStream<AgentEvent>
+    private let continuation: AsyncStream<AgentEvent>.Continuation
     private let requests = PendingRequests()
 
     private struct Connection: Sendable {
@@ -24,7 +26,7 @@ public final class AgentClient: Sendable {
         /// Where to reconnect when the inherited fd closes (nil: a socket-path connection ends with its socket).
         var reconnectPath: String?
         /// The `register` sent, sent again on a new connection.
-        var registration: AgentMessage?
+        var registration: AgentRequest?
         var closed = false
     }
 
@@ -35,14 +37,14 @@ public final class AgentClient: Sendable {
         let environment = ProcessInfo.processInfo.environment
         if socketPath == nil, let text = environment["ROUSE_AGENT_FD"], let fd = Int32(text), fd >= 0 {
             connection = Mutex(
-                Connection(socket: ClientSocket(adopting: fd), reconnectPath: environment["ROUSE_AGENT_SOCKET"]))
+                Connection(socket: ClientSocket.inherit(fd), reconnectPath: environment["ROUSE_AGENT_SOCKET"]))
         } else {
             connection = Mutex(
                 Connection(
                     socket: try ClientSocket.connect(
                         path: socketPath ?? environment["ROUSE_AGENT_SOCKET"] ?? Self.defaultSocketPath)))
         }
-        (messages, continuation) = AsyncStream.makeStream(of: AgentMessage.self)
+        (messages, continuation) = AsyncStream.makeStream(of: AgentEvent.self)
         let thread = Thread { [self] in
             defer {
                 continuation.finish()
@@ -53,26 +55,26 @@ public final class AgentClient: Sendable {
             // so that an agent still dying (a connection accepted, then reset) costs a retry, not the handler.
             var deadline: ContinuousClock.Instant?
             while true {
-                var decoder = FrameDecoder()
+                var decoder = FrameDecoder<AgentEvent>()
                 var received = false
                 var refused = false
                 readLoop: while true {
                     guard let bytes = try? socket.read(), !bytes.isEmpty else { break readLoop }
                     decoder.append(bytes)
                     do {
-                        while let message = try decoder.next() {
+                        while let frame = try decoder.next() {
                             received = true
                             // An answer to an awaited request goes to its caller; everything else to `messages`.
-                            if let id = message.requestID, let waiter = requests.take(id) {
+                            if let id = frame.requestID, let waiter = requests.take(id) {
                                 refused = false
-                                waiter.resume(returning: message)
+                                waiter.resume(returning: frame.message)
                                 continue
                             }
                             // The agent said why it closes (not authorized, unknown handler…): not a restart.
                             // Only an error that is the last frame before the close counts: an earlier one
                             // (taskInvalid, badRequest…) answered a single request.
-                            refused = message.kind == .error
-                            continuation.yield(message)
+                            if case .error = frame.message { refused = true } else { refused = false }
+                            continuation.yield(frame.message)
                         }
                     } catch {
                         return
@@ -99,7 +101,7 @@ public final class AgentClient: Sendable {
         guard let path = connection.withLock({ $0.closed ? nil : $0.reconnectPath }) else { return nil }
         while ContinuousClock.now < deadline {
             if let socket = try? ClientSocket.connect(path: path) {
-                let registration: AgentMessage? = connection.withLock { state in
+                let registration: AgentRequest? = connection.withLock { state in
                     state.socket = socket
                     return state.closed ? nil : state.registration
                 }
@@ -112,39 +114,37 @@ public final class AgentClient: Sendable {
     }
 
     /// Sends one message.
-    public func send(_ message: AgentMessage) throws {
-        try connection.withLock { $0.socket }.write(FrameCodec.encode(message))
+    public func send(_ message: AgentRequest) throws {
+        try send(message, requestID: nil)
+    }
+
+    private func send(_ message: AgentRequest, requestID: Int?) throws {
+        try connection.withLock { $0.socket }.write(FrameCodec.encode(message, requestID: requestID))
     }
 
     /// Registers as `handler` (the first message); `preservesState`: it opts in to state preservation (it
     /// will be asked to preserve and offered its state back at launch).
     public func register(handler: String, preservesState: Bool = false) throws {
-        var message = AgentMessage(type: .register)
-        message.handler = handler
-        message.preserves = preservesState ? true : nil
+        let message = AgentRequest.register(.init(handler: handler, preserves: preservesState ? true : nil))
         connection.withLock { $0.registration = message }
         try send(message)
     }
 
     /// Sends `message` with a fresh `requestID` and waits for the answer carrying it. An `error` answer
     /// throws ``AgentRequestError``, as does the connection closing first.
-    public func request(_ message: AgentMessage) async throws -> AgentMessage {
-        var message = message
-        let answer: AgentMessage = try await withCheckedThrowingContinuation { waiter in
+    public func request(_ message: AgentRequest) async throws -> AgentEvent {
+        let answer: AgentEvent = try await withCheckedThrowingContinuation { waiter in
             guard let id = requests.register(waiter) else {
                 waiter.resume(throwing: AgentRequestError(code: "connectionClosed", detail: "the connection is closed"))
                 return
             }
-            message.requestID = id
             do {
-                try send(message)
+                try send(message, requestID: id)
             } catch {
                 requests.take(id)?.resume(throwing: error)
             }
         }
-        if answer.kind == .error {
-            throw AgentRequestError(code: answer.error ?? "error", detail: answer.detail ?? "")
-        }
+        if case .error(let failure) = answer { throw AgentRequestError(failure) }
         return answer
     }
 
@@ -152,20 +152,13 @@ public final class AgentClient: Sendable {
     /// push). The agent activates the handler's `call` session with `configuration` (default
     /// `playAndRecord` + `voiceChat`) and sends `activation` `callActivated` (or `delayed`).
     public func reportCall(pushID: String?, callID: String, configuration: SessionConfiguration? = nil) throws {
-        var message = AgentMessage(type: .reportCall)
-        message.pushID = pushID
-        message.callID = callID
-        if let configuration { message.setConfiguration(configuration) }
-        try send(message)
+        try send(.reportCall(.init(pushID: pushID, callID: callID, configuration: configuration)))
     }
 
     /// The call ended. When it was the handler's last call, its call session ends; `notifyOthers` lets the
     /// sessions it interrupted resume (`interruptionEnded(shouldResume: true)`).
     public func callEnded(callID: String, notifyOthers: Bool = true) throws {
-        var message = AgentMessage(type: .callEnded)
-        message.callID = callID
-        message.notifyOthers = notifyOthers
-        try send(message)
+        try send(.callEnded(.init(callID: callID, notifyOthers: notifyOthers)))
     }
 
     /// Activates audio session `session` (AVAudioSession `setActive(true)`): `granted`, `denied(reason)` or
@@ -176,8 +169,8 @@ public final class AgentClient: Sendable {
         acceptsDelay: Bool = false
     ) async throws -> ActivationMessage {
         let answer = try await request(
-            AgentMessage(activate: session, configuration: configuration, role: role, acceptsDelay: acceptsDelay))
-        guard let event = answer.activationEvent else {
+            .activate(.init(session: session, configuration: configuration, role: role, acceptsDelay: acceptsDelay)))
+        guard case .activation(let activation) = answer, let event = activation.activationMessage else {
             throw AgentRequestError(code: "badAnswer", detail: "activate answered with \(answer.type)")
         }
         return event
@@ -186,39 +179,27 @@ public final class AgentClient: Sendable {
     /// Deactivates `session` (`setActive(false)`); with `notifyOthers` the sessions it interrupted may resume
     /// (`.notifyOthersOnDeactivation`), without they end.
     public func deactivate(session: String, notifyOthers: Bool = false) async throws {
-        var message = AgentMessage(type: .deactivate)
-        message.session = session
-        message.notifyOthers = notifyOthers
-        _ = try await request(message)
+        _ = try await request(.deactivate(.init(session: session, notifyOthers: notifyOthers)))
     }
 
     /// Completes a background push with `newData`, `noData` or `failed`.
     public func complete(pushID: String, result: BackgroundFetchResult) throws {
-        var message = AgentMessage(type: .complete)
-        message.pushID = pushID
-        message.result = result.rawValue
-        try send(message)
+        try send(.complete(.init(pushID: pushID, result: result.rawValue)))
     }
 
     /// Asks for a background task; the agent answers with `taskBegun` carrying the token.
     public func beginTask(name: String) throws {
-        var message = AgentMessage(type: .beginTask)
-        message.taskName = name
-        try send(message)
+        try send(.beginTask(.init(taskName: name)))
     }
 
     /// Ends the background task with token `id`.
     public func endTask(id: Int) throws {
-        var message = AgentMessage(type: .endTask)
-        message.taskID = id
-        try send(message)
+        try send(.endTask(.init(taskID: id)))
     }
 
     /// Declares the handler's state: `active`/`inactive` (foreground) or `background`.
     public func setState(_ state: String) throws {
-        var message = AgentMessage(type: .setState)
-        message.state = state
-        try send(message)
+        try send(.setState(.init(state: state)))
     }
 
     /// Closes the connection.
@@ -233,7 +214,7 @@ public final class AgentClient: Sendable {
 /// Requests waiting for their answer, matched by `requestID`; closed (every waiter failed) when the
 /// connection ends.
 final class PendingRequests: Sendable {
-    typealias Waiter = CheckedContinuation<AgentMessage, any Error>
+    typealias Waiter = CheckedContinuation<AgentEvent, any Error>
     private struct State {
         var next = 1
         var waiting: [Int: Waiter] = [:]
@@ -271,14 +252,4 @@ final class PendingRequests: Sendable {
             return Array(state.waiting.values)
         }
     }
-}
-
-/// The result of processing a background push (UIBackgroundFetchResult).
-public enum BackgroundFetchResult: String, Sendable, CaseIterable {
-    /// New data was fetched.
-    case newData
-    /// Nothing new.
-    case noData
-    /// Fetching failed.
-    case failed
 }

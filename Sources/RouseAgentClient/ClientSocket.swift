@@ -12,6 +12,14 @@ final class ClientSocket: Sendable {
 
     init(adopting fd: Int32) { self.fd = fd }
 
+    /// Adopts the connection the agent handed over as `fd` (3) and makes it close-on-exec: the handler's own
+    /// children must not inherit its connection to the agent (and could not be told apart from it).
+    static func inherit(_ fd: Int32) -> ClientSocket {
+        let flags = fcntl(fd, F_GETFD)
+        if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        return ClientSocket(adopting: fd)
+    }
+
     /// Connects to the agent's socket at `path`.
     static func connect(path: String) throws(AgentClientError) -> ClientSocket {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

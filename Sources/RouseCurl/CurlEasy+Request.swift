@@ -8,6 +8,7 @@ extension CurlEasy {
         try set(CURLOPT_URL, request.url, name: "CURLOPT_URL")
         try set(CURLOPT_PROTOCOLS_STR, "http,https", name: "CURLOPT_PROTOCOLS_STR")
         try set(CURLOPT_NOSIGNAL, 1, name: "CURLOPT_NOSIGNAL")
+        try closeOnExec()
         try set(CURLOPT_PIPEWAIT, 1, name: "CURLOPT_PIPEWAIT")
         try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, name: "CURLOPT_SUPPRESS_CONNECT_HEADERS")
         try set(CURLOPT_HTTP_VERSION, Self.curlVersion(request.httpVersion), name: "CURLOPT_HTTP_VERSION")

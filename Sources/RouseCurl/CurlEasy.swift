@@ -64,6 +64,11 @@ package final class CurlEasy {
         try check(rouse_curl_easy_setopt_data_cb(handle, option, callback), name)
     }
 
+    /// Sockets opened close-on-exec (`CURLOPT_OPENSOCKETFUNCTION`): a child started meanwhile inherits none.
+    package func closeOnExec() throws {
+        try check(rouse_curl_easy_cloexec_sockets(handle), "CURLOPT_OPENSOCKETFUNCTION")
+    }
+
     /// Sets `CURLOPT_HTTPHEADER`; this handle keeps the list alive.
     package func setHeaders(_ lines: [String]) throws {
         let list = try CurlStringList(lines)

@@ -16,7 +16,8 @@ import Synchronization
 /// to nghttpd stalled for a whole poll timeout in about one run of four). So while any attached transfer still
 /// waits for its response head, the loop wakes at least every 50 ms. When only established streams remain
 /// (nothing is queued, so the stall cannot happen) it sleeps until libcurl's own next timer (deadlines
-/// included), a socket event or a wake-up from another thread — at most 30 s, instead of once a second.
+/// included), a socket event or a wake-up from another thread, and nothing else: an idle device channel costs
+/// no wake-up (issue 15).
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []
@@ -137,7 +138,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             do {
                 _ = try multi.perform()
                 completeFinished()
-                let cap: Int32 = awaitingHead.isEmpty ? 30_000 : 50
+                let cap: Int32 = awaitingHead.isEmpty ? Int32.max : 50
                 try multi.poll(timeoutMilliseconds: multi.timeoutMilliseconds(atMost: cap))
             } catch let error as CurlError {
                 // Multi-level failures are not tied to one transfer (out of memory, a bad handle): fail all.

@@ -5,8 +5,9 @@ import Synchronization
 
 /// Read-only admin views over the store and the metrics.
 ///
-/// Lists are pages (`?limit=N`, at most 1000, default 100; `?after=CURSOR`), with a `next-page` response header
-/// naming the next page while there is one: no request reads a whole table. Device tokens are shown as their
+/// Lists are bounded (`?limit=N`, at most 1000, default 100): `/v1/devices` and `/v1/tokens` are pages
+/// (`?after=CURSOR`, with a `next-page` response header naming the next page while there is one), `/v1/pending` the
+/// oldest pushes. No request reads a whole table. Device tokens are shown as their
 /// first 8 hex digits unless the request asks for them (`?reveal=tokens`).
 struct AdminView: Sendable {
     let store: any GatewayStore
@@ -63,13 +64,15 @@ struct AdminView: Sendable {
                     let ids = devices.map(\.id)
                     return (
                         devices, try t.pendingCounts(deviceIDs: ids),
-                        try ids.flatMap { try t.handlerReports(deviceID: $0) }
+                        try t.handlerReports(deviceIDs: ids)
                     )
                 }
                 let body = DeviceJSON.list(devices, pending: counts, handlers: reports)
-                return page(path, body, count: devices.count, limit: limit, last: devices.last?.id, query: query)
+                return self.page(path, body, count: devices.count, limit: limit, last: devices.last?.id, query: query)
             case "/v1/tokens":
-                let tokens = try store.read { try $0.tokens(after: after, limit: limit) }
+                let offset = Int(after ?? "0") ?? -1
+                guard offset >= 0 else { return error(400, "badCursor", "after is the number from a next-page link") }
+                let tokens = try store.read { try $0.tokens(offset: offset, limit: limit) }
                 let items = tokens.map { token in
                     let shown = reveal ? token.token : String(token.token.prefix(8)) + "…"
                     return "{\"token\":\(JSONText.quoted(shown)),\"device\":\(JSONText.quoted(token.deviceID)),"
@@ -77,7 +80,8 @@ struct AdminView: Sendable {
                         + "\"revokedAt\":\(token.revokedAt.map(String.init) ?? "null")}"
                 }
                 let body = "[" + items.joined(separator: ",") + "]"
-                return page(path, body, count: tokens.count, limit: limit, last: tokens.last?.token, query: query)
+                return self.page(
+                    path, body, count: tokens.count, limit: limit, last: "\(offset + tokens.count)", query: query)
             case "/v1/pending":
                 let pushes = try store.read { try $0.pendingList(deviceID: query["device"], limit: limit) }
                 let items = pushes.map { push in

@@ -1,44 +1,39 @@
 import Foundation
-import RouseAPNs
+import RouseWire
 
-/// The records the gateway writes on a device channel: one JSON object per line (`\n`-terminated, UTF-8,
-/// no newline inside a record). See docs/gateway.md for the protocol.
-public enum ChannelFrame {
+/// The records the gateway writes on a device channel, as bytes: ``ChannelRecord`` (the model the agent reads
+/// too) from the gateway's own values, written by its fast writer (docs/gateway.md has the protocol).
+enum ChannelFrame {
     /// First record of every channel.
-    public static func hello(deviceID: String, channelID: UInt64, heartbeatSeconds: Int, window: Int) -> [UInt8] {
-        line(
-            "{\"type\":\"hello\",\"device\":\(JSONText.quoted(deviceID)),\"channel\":\(channelID),"
-                + "\"heartbeat\":\(heartbeatSeconds),\"window\":\(window)}")
+    static func hello(deviceID: String, channelID: UInt64, heartbeatSeconds: Int, window: Int) -> [UInt8] {
+        ChannelRecord.hello(.init(device: deviceID, channel: channelID, heartbeat: heartbeatSeconds, window: window))
+            .line
     }
 
     /// One push.
-    public static func push(_ push: StoredPush) -> [UInt8] {
-        var text = "{\"type\":\"push\",\"id\":\"\(push.id)\",\"token\":\(JSONText.quoted(push.token))"
-        text += ",\"topic\":\(JSONText.quoted(push.topic))"
-        if let pushType = push.pushType { text += ",\"pushType\":\(JSONText.quoted(pushType))" }
-        text += ",\"priority\":\(push.priority),\"apnsID\":\(JSONText.quoted(push.apnsID))"
-        if let collapseID = push.collapseID { text += ",\"collapseID\":\(JSONText.quoted(collapseID))" }
-        text += ",\"expiration\":\(push.expiration == 0 ? 0 : push.expiresAt / 1000)"
-        text += ",\"receivedAt\":\(push.receivedAt)"
-        text += ",\"payload\":\"\(Data(push.payload).base64EncodedString())\"}"
-        return line(text)
-    }
+    static func push(_ push: StoredPush) -> [UInt8] { ChannelRecord.push(ChannelRecord.Push(push)).line }
 
     /// Liveness record for clients that cannot send HTTP/2 PINGs.
-    public static func heartbeat(time: Int64) -> [UInt8] { line("{\"type\":\"heartbeat\",\"time\":\(time)}") }
+    static func heartbeat(time: Int64) -> [UInt8] { ChannelRecord.heartbeat(.init(time: time)).line }
 
     /// Last record of a channel that a newer one replaced.
-    public static let replaced = line("{\"type\":\"replaced\"}")
+    static let replaced = ChannelRecord.replaced.line
 
     /// Last record of a channel whose device was revoked.
-    public static let revoked = line("{\"type\":\"revoked\"}")
+    static let revoked = ChannelRecord.revoked.line
 
     /// Last record of a channel closed because the gateway stops.
-    public static let shutdown = line("{\"type\":\"shutdown\"}")
+    static let shutdown = ChannelRecord.shutdown.line
+}
 
-    private static func line(_ text: String) -> [UInt8] {
-        var bytes = Array(text.utf8)
-        bytes.append(UInt8(ascii: "\n"))
-        return bytes
+extension ChannelRecord.Push {
+    /// A stored push as the device sees it: `expiration` is when the gateway stops offering it (UNIX seconds,
+    /// 0 = deliver now or drop), the payload base64.
+    init(_ push: StoredPush) {
+        self.init(
+            id: String(push.id), token: push.token, topic: push.topic, pushType: push.pushType,
+            priority: push.priority, apnsID: push.apnsID, collapseID: push.collapseID,
+            expiration: push.expiration == 0 ? 0 : push.expiresAt / 1000, receivedAt: push.receivedAt,
+            payload: Data(push.payload).base64EncodedString())
     }
 }

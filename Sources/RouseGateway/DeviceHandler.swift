@@ -171,7 +171,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
                     Self.send(reply, on: stream)
                 }
             ) { context, device in
-                // The credential is valid: the connection gets the ordinary idle limit.
+                // The credential is valid: the authentication deadline no longer applies.
                 stream.connection.markAuthenticated()
                 return try body(&context, device)
             }

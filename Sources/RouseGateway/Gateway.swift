@@ -45,7 +45,7 @@ public final class Gateway: Sendable {
         self.configuration = configuration
         self.logger = logger
         try configuration.checkTopics()
-        let store = try store ?? SQLiteGatewayStore(path: configuration.databasePath)
+        let store = try store ?? configuration.openStore()
         self.store = store
         let metrics = GatewayMetrics()
         self.metrics = metrics
@@ -60,16 +60,13 @@ public final class Gateway: Sendable {
             return try transaction.providerKeys(includeRevoked: true)
         }
         Self.logKeys(storedKeys, configured: Set(configuration.keys.map(\.keyID)), logger: logger)
-        let certificateBundleIDs: Set<String>?
-        if configuration.providerCertificateTopics == [GatewayConfiguration.anyTopic] {
-            certificateBundleIDs = nil
+        let certificateBundleIDs = GatewayConfiguration.bundleIDs(forTopics: configuration.providerCertificateTopics)
+        if certificateBundleIDs == nil {
             if configuration.provider.clientCAFile != nil {
                 logger.warning(
                     "provider certificates may push to every topic they list (certificateTopics *): single-tenant only",
                     metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
             }
-        } else {
-            certificateBundleIDs = Set(configuration.providerCertificateTopics ?? [])
         }
         let core = GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
@@ -93,7 +90,7 @@ public final class Gateway: Sendable {
         Self.applyBudgets(configuration.limits, to: &providerConfiguration)
         Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
         // Channels keep their stream open: idle means no stream at all for this long.
-        deviceConfiguration.idleTimeout = .seconds(600)
+        deviceConfiguration.idleTimeout = .seconds(configuration.limits.deviceIdleTimeoutSeconds)
         do {
             let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
             let oneStream = configuration.limits.oneStreamUntilToken
@@ -127,7 +124,7 @@ public final class Gateway: Sendable {
             metadata: [
                 "provider": "\(provider.localAddress)", "device": "\(device.localAddress)",
                 "admin": "\(admin.map { "\($0.localAddress)" } ?? "none")",
-                "database": "\(configuration.databasePath)",
+                "database": "\(configuration.storeDescription)",
             ])
     }
 
@@ -193,7 +190,7 @@ public final class Gateway: Sendable {
         c.maxConnections = limits.maxConnections
         c.maxConnectionsPerAddress = limits.maxConnectionsPerAddress
         c.requestTimeout = .seconds(limits.requestTimeoutSeconds)
-        c.unauthenticatedIdleTimeout = .seconds(limits.unauthenticatedIdleSeconds)
+        c.authenticationTimeout = .seconds(limits.authenticationTimeoutSeconds)
     }
 
     /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).
@@ -270,9 +267,6 @@ final class ProviderKeyCache: Sendable {
         self.store = store
         self.logger = logger
     }
-
-    /// Whether `keyID` is still registered and not revoked (as of at most a second ago).
-    func isActive(_ keyID: String) -> Bool { registry()[keyID] != nil }
 
     func registry() -> APNsKeyRegistry {
         let now = ContinuousClock.now

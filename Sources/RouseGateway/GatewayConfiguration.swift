@@ -98,9 +98,12 @@ public struct GatewayConfiguration: Sendable {
         public var deviceMaxStreams: Int = 16
         /// Seconds a request may take to end (END_STREAM) after its HEADERS, on both ports.
         public var requestTimeoutSeconds: Int = 10
-        /// Seconds an idle connection that never authenticated is kept (a valid provider token or certificate
-        /// push, a device request with a valid credential authenticates it).
-        public var unauthenticatedIdleSeconds: Int = 30
+        /// Seconds after accept within which a connection must authenticate (a valid provider token or certificate
+        /// push, a device request with a valid credential), whatever else it does; then GOAWAY.
+        public var authenticationTimeoutSeconds: Int = 30
+        /// Seconds a device connection may go with no frame and no open stream before GOAWAY (a connection holding
+        /// a channel is never idle-closed; its liveness is the heartbeats and acks).
+        public var deviceIdleTimeoutSeconds: Int = 600
 
         /// Defaults.
         public init() {}
@@ -114,8 +117,10 @@ public struct GatewayConfiguration: Sendable {
     public var device: Listener
     /// Admin endpoint (health, metrics, JSON views); `nil`: none.
     public var admin: Listener?
-    /// SQLite database file.
+    /// SQLite database file (when `postgres` is nil).
     public var databasePath: String
+    /// PostgreSQL instead of SQLite: `"database": "postgresql://…"` or a `"postgres"` object (`nil`: SQLite).
+    public var postgres: PostgresSettings?
     /// Provider keys from the configuration.
     public var keys: [Key] = []
     /// The bundle IDs that provider client certificates are trusted for (matched as key topics are): a push on a
@@ -138,6 +143,12 @@ public struct GatewayConfiguration: Sendable {
 
     /// The topic list entry that grants every topic: `["*"]`.
     public static let anyTopic = "*"
+
+    /// The bundle IDs a list of topics grants, as the APNs rules check them: `nil` for every topic (`["*"]`), none
+    /// for no list.
+    static func bundleIDs(forTopics topics: [String]?) -> Set<String>? {
+        topics == [anyTopic] ? nil : Set(topics ?? [])
+    }
 
     /// Checks that every provider credential names what it may push to: each key has topics, and certificates
     /// have `providerCertificateTopics` when the provider listener trusts a client CA.

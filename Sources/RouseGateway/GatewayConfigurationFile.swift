@@ -40,14 +40,27 @@ extension GatewayConfiguration {
             var maxConnectionsPerAddress: Int?
             var deviceMaxStreams: Int?
             var requestTimeoutSeconds: Int?
-            var unauthenticatedIdleSeconds: Int?
+            var authenticationTimeoutSeconds: Int?
+            var deviceIdleTimeoutSeconds: Int?
         }
 
         var environment: String?
         var provider: Listener
         var device: Listener
         var admin: Listener?
-        var database: String
+        struct Postgres: Decodable {
+            var host: String?
+            var port: Int?
+            var database: String?
+            var user: String?
+            var passwordFile: String?
+            var sslmode: String?
+            var poolSize: Int?
+            var connectTimeoutSeconds: Int?
+        }
+
+        var database: String?
+        var postgres: Postgres?
         var keys: [Key]?
         var limits: Limits?
         var workers: Int?
@@ -64,6 +77,9 @@ extension GatewayConfiguration {
     ///              "clientCA": "ca.pem"},
     ///   "admin": {"listen": "127.0.0.1:9797"},
     ///   "database": "/var/lib/rouse-gateway/gateway.sqlite",
+    ///   (or "database": "postgresql://rouse@db.example/rouse", or "postgres": {"host": "db.example",
+    ///    "port": 5432, "database": "rouse", "user": "rouse", "passwordFile": "pg-password",
+    ///    "sslmode": "verify-full", "poolSize": 4})
     ///   "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "apns-key.pub.pem",
     ///             "topics": ["com.example.rouse"]}],
     ///   "limits": {"defaultExpirationSeconds": 2592000, "maxExpirationSeconds": 2592000, "window": 64}
@@ -102,9 +118,36 @@ extension GatewayConfiguration {
                 listen: l.listen, certificateFile: resolve(l.certificate), privateKeyFile: resolve(l.privateKey),
                 clientCAFile: resolve(l.clientCA))
         }
+        let database = file.database ?? ""
+        let isURL = PostgresSettings.isURL(database)
         var configuration = GatewayConfiguration(
             provider: listener(file.provider), device: listener(file.device), admin: file.admin.map(listener),
-            databasePath: resolve(file.database) ?? file.database)
+            databasePath: isURL ? database : resolve(database) ?? database)
+        switch (file.database, file.postgres) {
+        case (nil, nil):
+            throw .badConfiguration("\(source): $.database: missing (a SQLite file, or postgresql://…)")
+        case (.some, .some) where !isURL:
+            throw .badConfiguration(
+                "\(source): $.database is a SQLite file and $.postgres is set: give one store (or a postgresql:// URL)")
+        case (_, let postgres?):
+            var settings = PostgresSettings(
+                url: isURL ? database : nil, host: postgres.host, port: postgres.port, database: postgres.database,
+                user: postgres.user, passwordFile: resolve(postgres.passwordFile), sslmode: postgres.sslmode)
+            settings.poolSize = postgres.poolSize ?? settings.poolSize
+            settings.connectTimeoutSeconds = postgres.connectTimeoutSeconds ?? settings.connectTimeoutSeconds
+            configuration.postgres = settings
+        case (_, nil) where isURL:
+            configuration.postgres = PostgresSettings(url: database)
+        case (_, nil):
+            break
+        }
+        if let postgres = configuration.postgres {
+            do {
+                try postgres.validate(readingFiles: false)
+            } catch {
+                throw .badConfiguration("\(source): \(error.detail)")
+            }
+        }
         if let name = file.environment {
             guard let environment = APNsEnvironment(rawValue: name) else {
                 throw .badConfiguration("\(source): environment '\(name)' is not sandbox or production")
@@ -159,7 +202,8 @@ extension GatewayConfiguration {
             limits.maxConnectionsPerAddress = l.maxConnectionsPerAddress ?? limits.maxConnectionsPerAddress
             limits.deviceMaxStreams = l.deviceMaxStreams ?? limits.deviceMaxStreams
             limits.requestTimeoutSeconds = l.requestTimeoutSeconds ?? limits.requestTimeoutSeconds
-            limits.unauthenticatedIdleSeconds = l.unauthenticatedIdleSeconds ?? limits.unauthenticatedIdleSeconds
+            limits.authenticationTimeoutSeconds = l.authenticationTimeoutSeconds ?? limits.authenticationTimeoutSeconds
+            limits.deviceIdleTimeoutSeconds = l.deviceIdleTimeoutSeconds ?? limits.deviceIdleTimeoutSeconds
             let positive: [(String, Int64)] = [
                 ("defaultExpirationSeconds", limits.defaultExpirationSeconds),
                 ("maxExpirationSeconds", limits.maxExpirationSeconds), ("window", Int64(limits.window)),
@@ -175,7 +219,8 @@ extension GatewayConfiguration {
                 ("maxConnectionsPerAddress", Int64(limits.maxConnectionsPerAddress)),
                 ("deviceMaxStreams", Int64(limits.deviceMaxStreams)),
                 ("requestTimeoutSeconds", Int64(limits.requestTimeoutSeconds)),
-                ("unauthenticatedIdleSeconds", Int64(limits.unauthenticatedIdleSeconds)),
+                ("authenticationTimeoutSeconds", Int64(limits.authenticationTimeoutSeconds)),
+                ("deviceIdleTimeoutSeconds", Int64(limits.deviceIdleTimeoutSeconds)),
             ]
             for (name, value) in positive where value < 1 {
                 throw .badConfiguration("\(source): limits.\(name) must be at least 1")
@@ -197,7 +242,10 @@ extension GatewayConfiguration {
     }
 
     private static let knownMembers: [String: Set<String>] = [
-        "$": ["environment", "provider", "device", "admin", "database", "keys", "limits", "workers"],
+        "$": ["environment", "provider", "device", "admin", "database", "postgres", "keys", "limits", "workers"],
+        "postgres": [
+            "host", "port", "database", "user", "passwordFile", "sslmode", "poolSize", "connectTimeoutSeconds",
+        ],
         "provider": ["listen", "certificate", "privateKey", "clientCA", "certificateTopics"],
         "listener": ["listen", "certificate", "privateKey", "clientCA"],
         "key": ["keyID", "teamID", "publicKey", "topics"],
@@ -207,7 +255,7 @@ extension GatewayConfiguration {
             "maxBatch", "heartbeatSeconds", "sweepIntervalSeconds", "maxAckIDs", "maxDeviceRequestsInProgress",
             "maxTokensPerDevice", "maxPendingPushesPerToken", "maxPendingBytesPerToken", "maxPendingPushesPerDevice",
             "maxPendingBytesPerDevice", "oneStreamUntilToken", "maxConnections", "maxConnectionsPerAddress",
-            "deviceMaxStreams", "requestTimeoutSeconds", "unauthenticatedIdleSeconds",
+            "deviceMaxStreams", "requestTimeoutSeconds", "authenticationTimeoutSeconds", "deviceIdleTimeoutSeconds",
         ],
     ]
 
@@ -225,6 +273,7 @@ extension GatewayConfiguration {
             if let found = check(root[name], kind: "listener", path: "$.\(name)") { return found }
         }
         if let found = check(root["limits"], kind: "limits", path: "$.limits") { return found }
+        if let found = check(root["postgres"], kind: "postgres", path: "$.postgres") { return found }
         for (index, key) in ((root["keys"] as? [Any]) ?? []).enumerated() {
             if let found = check(key, kind: "key", path: "$.keys[\(index)]") { return found }
         }

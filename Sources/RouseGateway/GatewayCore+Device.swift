@@ -5,7 +5,7 @@ import RouseHTTP2
 extension GatewayCore {
     /// Queues an authenticated device request: `body` runs on the store thread with the device's record and
     /// returns the reply (or `nil` when it answers by itself, as the channel does). `reply` gets 503 when the
-    /// queue is full and 500 when the store fails.
+    /// queue is full or the database unreachable, and 500 when the store fails.
     func submitDevice(
         _ credential: DeviceCredential,
         reply: @escaping @Sendable (DeviceReply) -> Void,
@@ -28,7 +28,13 @@ extension GatewayCore {
             run: { context in
                 if let answer = try body(&context) { context.effects.append { reply(answer) } }
             },
-            fail: { error in reply(.error(500, "storage", "the gateway could not store the request")) },
+            fail: { error in
+                if error.isUnavailable {
+                    reply(.error(503, "storeUnavailable", "the gateway's database is unreachable; retry later"))
+                } else {
+                    reply(.error(500, "storage", "the gateway could not store the request"))
+                }
+            },
             isDeviceRequest: true)
         if !submit(job) { reply(.error(503, "overloaded", "the gateway is overloaded or stopping; retry later")) }
     }

@@ -19,9 +19,11 @@ extension GatewayCore {
         let apnsID = submission.apnsID
         let job = Job(
             run: { context in try context.ingest(submission, stream: stream) },
-            fail: { _ in
-                metrics.pushIn(type: type, outcome: APNsReason.internalServerError.rawValue)
-                ProviderResponse.reject(stream, reason: .internalServerError, apnsID: apnsID)
+            fail: { error in
+                // The store unreachable (PostgreSQL down): 503, retry later; any other failure: 500. Never 200.
+                let reason: APNsReason = error.isUnavailable ? .serviceUnavailable : .internalServerError
+                metrics.pushIn(type: type, outcome: reason.rawValue)
+                ProviderResponse.reject(stream, reason: reason, apnsID: apnsID)
             })
         if !submit(job) {
             metrics.pushIn(type: type, outcome: APNsReason.serviceUnavailable.rawValue)

@@ -140,7 +140,8 @@ public final class GatewayCore: Sendable {
             let before = clock()
             var due = nextSweep - before
             if limits.heartbeatSeconds > 0 { due = min(due, nextHeartbeat - before) }
-            let wait = Int(min(max(due, 0), Int64(limits.sweepIntervalSeconds) * 1000))
+            // At least 10 ms: a due time that never moves (a stopped test clock, an interval of 0) cannot spin.
+            let wait = Int(min(max(due, 10), Int64(max(limits.sweepIntervalSeconds, 1)) * 1000))
             _ = wakeup.wait(timeout: .now() + .milliseconds(wait))
             while true {
                 let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
@@ -162,7 +163,7 @@ public final class GatewayCore: Sendable {
             }
             let now = clock()
             if now >= nextSweep {
-                nextSweep = now + Int64(limits.sweepIntervalSeconds) * 1000
+                nextSweep = now + Int64(max(limits.sweepIntervalSeconds, 1)) * 1000
                 runBatch([sweepJob()])
             }
             if limits.heartbeatSeconds > 0, now >= nextHeartbeat {
@@ -181,8 +182,14 @@ public final class GatewayCore: Sendable {
             for effect in effects { effect() }
             return
         } catch {
+            let failure = error as? GatewayError ?? .storage("\(error)")
+            // The store is unreachable: no job of the batch can succeed alone either; fail them all at once.
+            if failure.isUnavailable {
+                logger.error("store unavailable", metadata: ["error": "\(failure)", "jobs": "\(jobs.count)"])
+                for job in jobs { job.fail(failure) }
+                return
+            }
             guard jobs.count > 1 else {
-                let failure = error as? GatewayError ?? .storage("\(error)")
                 logger.error("store transaction failed", metadata: ["error": "\(failure)"])
                 jobs[0].fail(failure)
                 return

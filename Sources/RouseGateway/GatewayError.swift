@@ -5,6 +5,7 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
         case storage
         case badRequest
         case startup
+        case unavailable
     }
 
     private let code: Code
@@ -24,6 +25,13 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     public static func badRequest(_ detail: String) -> GatewayError { GatewayError(.badRequest, detail) }
     /// A listener or a file could not be set up.
     public static func startup(_ detail: String) -> GatewayError { GatewayError(.startup, detail) }
+
+    /// The store cannot be reached now (PostgreSQL down, restarting, or the connection broke): providers get 503
+    /// `ServiceUnavailable` and retry; the store reconnects by itself.
+    public static func unavailable(_ detail: String) -> GatewayError { GatewayError(.unavailable, detail) }
+
+    /// True when the store was unreachable (nothing was committed, or the outcome of COMMIT is unknown).
+    public var isUnavailable: Bool { code == .unavailable }
 
     public var description: String { "\(code.rawValue): \(detail)" }
 }

@@ -67,13 +67,13 @@ public final class GatewayMetrics: Sendable {
 
     /// Brings `rouse_gateway_limit_hits_total{listener,limit}` up to a listener's budget-hit counts: connections
     /// refused (in total, per address), accept pauses (EMFILE), streams refused (buffer budget), request
-    /// timeouts, idle closes of connections that never authenticated. An attack shows here.
+    /// timeouts, connections that did not authenticate in time. An attack shows here.
     public func recordLimitCounts(listener: String, _ counts: HTTP2ServerLimitCounts) {
         let values: [(String, UInt64)] = [
             ("connections-refused", counts.connectionsRefused),
             ("connections-refused-per-address", counts.connectionsRefusedPerAddress),
             ("accept-paused", counts.acceptPauses), ("streams-refused-buffer", counts.streamsRefusedBufferBudget),
-            ("request-timeout", counts.requestTimeouts), ("unauthenticated-idle", counts.unauthenticatedIdleCloses),
+            ("request-timeout", counts.requestTimeouts), ("authentication-timeout", counts.authenticationTimeouts),
         ]
         for (limit, value) in values {
             let key = "\(listener)|\(limit)"
@@ -96,14 +96,19 @@ public final class GatewayMetrics: Sendable {
         add("limit/\(listener)/\(limit)", 1)
     }
 
-    /// The `rouse_gateway_limit_hits_total{listener,limit}` counter, made on first use.
+    /// The `rouse_gateway_limit_hits_total{listener,limit}` counter.
     private func limitCounter(listener: String, limit: String) -> Counter {
+        counter(
+            key: "limit_hits|\(listener)|\(limit)",
+            descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
+            labels: [("listener", listener), ("limit", limit)])
+    }
+
+    /// The counter registered under `key`, made on first use.
+    private func counter(key: String, descriptor: MetricNameDescriptor, labels: [(String, String)]) -> Counter {
         counters.withLock { counters -> Counter in
-            let key = "\(listener)|\(limit)"
             if let counter = counters[key] { return counter }
-            let counter = registry.makeCounter(
-                descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
-                labels: [("listener", listener), ("limit", limit)])
+            let counter = registry.makeCounter(descriptor: descriptor, labels: labels)
             counters[key] = counter
             return counter
         }
@@ -124,17 +129,11 @@ public final class GatewayMetrics: Sendable {
 
     private func count(_ name: String, type: String, outcome: String) {
         let label = name == "rouse_gateway_dropped_total" ? "reason" : "outcome"
-        let key = "\(name)|\(type)|\(outcome)"
-        let counter = counters.withLock { counters -> Counter in
-            if let counter = counters[key] { return counter }
-            let base = name.dropFirst("rouse_gateway_".count).dropLast("_total".count)
-            let counter = registry.makeCounter(
-                descriptor: Self.name(String(base), "total", Self.help[String(base)] ?? String(base)),
-                labels: [("type", type), (label, outcome)])
-            counters[key] = counter
-            return counter
-        }
-        counter.increment()
+        let base = String(name.dropFirst("rouse_gateway_".count).dropLast("_total".count))
+        counter(
+            key: "\(name)|\(type)|\(outcome)", descriptor: Self.name(base, "total", Self.help[base] ?? base),
+            labels: [("type", type), (label, outcome)]
+        ).increment()
         let short = name.replacingOccurrences(of: "rouse_gateway_", with: "").replacingOccurrences(
             of: "_total", with: "")
         add("\(short)/\(outcome)", 1)

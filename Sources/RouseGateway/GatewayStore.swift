@@ -29,9 +29,9 @@ public protocol GatewayStoreTransaction {
     func deleteExpired(now: Int64) throws -> Int
     /// Pending pushes (all devices, or one), oldest first, at most `limit`.
     func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush]
-    /// Pending pushes per device.
+    /// Pending pushes per device (from the kept totals).
     func pendingCounts() throws -> [String: Int]
-    /// Pending pushes of these devices (from the kept totals: one lookup each).
+    /// Pending pushes of these devices (from the kept totals).
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int]
     /// Pending pushes in all (from the kept totals).
     func pendingTotal() throws -> Int
@@ -65,6 +65,8 @@ public protocol GatewayStoreTransaction {
     func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws
     /// The handler reports of one device (or all), by device and topic.
     func handlerReports(deviceID: String?) throws -> [HandlerReport]
+    /// The handler reports of these devices, by device and topic (one page of the admin list).
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport]
 
     // MARK: Tokens
 
@@ -74,8 +76,9 @@ public protocol GatewayStoreTransaction {
     func insertToken(_ token: TokenRecord) throws
     /// The tokens of one device (or all), revoked ones included, by creation time.
     func tokens(deviceID: String?) throws -> [TokenRecord]
-    /// At most `limit` tokens after `after`, by token (one page of a list).
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord]
+    /// At most `limit` tokens from position `offset`, by token (one page of a list; the position, not the token, is
+    /// the cursor, so a page link never shows a token).
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord]
     /// Marks a device's token revoked (410 Unregistered from then on) and drops its pending pushes; returns their
     /// ids, or `nil` if the device has no such live token.
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]?

@@ -39,19 +39,19 @@ final class ProviderHandler: HTTP2ConnectionHandler {
         let now = core.clock()
         let headers = request.headers.map { (name: $0.name, value: $0.value) }
         let echoed = APNsRequestValidator.echoedID(headers)
-        // A key revoked since this connection bound it: APNs asks providers to "close all connections" then;
-        // until they do, every push on the connection is refused.
-        if let keyID = auth.boundKeyID, !keys.isActive(keyID) {
+        // The active keys as of at most a second ago, once per request. A key revoked since this connection bound it:
+        // APNs asks providers to "close all connections" then; until they do, every push on it is refused.
+        let active = keys.registry()
+        if let keyID = auth.boundKeyID, active[keyID] == nil {
             core.metrics.pushIn(
                 type: request.header("apns-push-type"), outcome: APNsReason.invalidProviderToken.rawValue)
             return ProviderResponse.reject(stream, reason: .invalidProviderToken, apnsID: echoed)
         }
         // Any other key a request uses (a later key of the same team, the current one) is checked too.
-        let keys = self.keys
         let result = APNsRequestValidator.validate(
             method: request.method, path: request.path, headers: headers,
             duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, bodyLength: request.bodyLength,
-            auth: &auth, now: APNsTime(milliseconds: now), isKeyActive: { keys.isActive($0) })
+            auth: &auth, now: APNsTime(milliseconds: now), isKeyActive: { active[$0] != nil })
         let desired = auth.maxConcurrentStreams(configured: configuredStreams)
         if oneStreamUntilToken, desired != advertisedStreams {
             advertisedStreams = desired
@@ -62,7 +62,7 @@ final class ProviderHandler: HTTP2ConnectionHandler {
             core.metrics.pushIn(type: request.header("apns-push-type"), outcome: reason.rawValue)
             ProviderResponse.reject(stream, reason: reason, apnsID: echoed)
         case .success(let accepted):
-            // A valid token or certificate: the connection gets the ordinary idle limit.
+            // A valid token or certificate: the authentication deadline no longer applies.
             connection.markAuthenticated()
             let submission = PushSubmission(
                 token: accepted.deviceToken.lowercased(), headers: accepted.headers, payload: request.body,

@@ -13,6 +13,8 @@ public final class SQLiteGatewayStore: GatewayStore {
     private let pool: DatabasePool
     /// The database file.
     public let path: String
+    /// What opening the store did to the schema.
+    public let migration: GatewaySchema.Migration
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     public init(path: String) throws(GatewayError) {
@@ -24,10 +26,36 @@ public final class SQLiteGatewayStore: GatewayStore {
             // GRDB sets NORMAL when it enables WAL on the writer connection; the pool keeps that one connection
             // for every write, so FULL set here stays in force.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Self.migrator.migrate(pool)
         } catch {
             throw .storage("\(path): \(error)")
         }
+        migration = try Self.migrate(pool, path: path)
+    }
+
+    /// Refuses a database newer than this build, then runs GRDB's migrations (the version is one of them).
+    private static func migrate(_ pool: DatabasePool, path: String) throws(GatewayError) -> GatewaySchema.Migration {
+        let found: Int
+        do {
+            found = try pool.read { db -> Int in
+                if try db.tableExists("schema_version") {
+                    return try Int.fetchOne(db, sql: "SELECT max(version) FROM schema_version") ?? 0
+                }
+                // Before version 4 the version is the number of GRDB migrations applied.
+                if try db.tableExists("grdb_migrations") {
+                    return try Int.fetchOne(db, sql: "SELECT count(*) FROM grdb_migrations") ?? 0
+                }
+                return 0
+            }
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+        if found > GatewaySchema.version { throw GatewaySchema.tooNew(found, in: path) }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            throw .storage("\(path): \(error)")
+        }
+        return GatewaySchema.Migration(from: found, to: GatewaySchema.version)
     }
 
     public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
@@ -159,6 +187,14 @@ public final class SQLiteGatewayStore: GatewayStore {
                     END;
                     """)
         }
+        // The version in a table of its own, shared with the PostgreSQL store (`GatewaySchema`).
+        migrator.registerMigration("v4-schema-version") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE schema_version(version INTEGER NOT NULL);
+                    INSERT INTO schema_version VALUES (4);
+                    """)
+        }
         return migrator
     }
 }
@@ -253,12 +289,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for id in deviceIDs {
-            counts[id] =
-                try Int.fetchOne(db, sql: "SELECT pushes FROM device_backlog WHERE device_id = ?", arguments: [id])
-        }
-        return counts
+        guard !deviceIDs.isEmpty else { return [:] }
+        let marks = Array(repeating: "?", count: deviceIDs.count).joined(separator: ",")
+        return Self.counts(
+            try Row.fetchAll(
+                db, sql: "SELECT device_id, pushes FROM device_backlog WHERE device_id IN (\(marks))",
+                arguments: StatementArguments(deviceIDs)))
     }
 
     func pendingTotal() throws -> Int {
@@ -266,10 +302,12 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func pendingCounts() throws -> [String: Int] {
+        Self.counts(try Row.fetchAll(db, sql: "SELECT device_id, pushes FROM device_backlog"))
+    }
+
+    private static func counts(_ rows: [Row]) -> [String: Int] {
         var counts: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT device_id, count(*) AS n FROM pushes GROUP BY device_id") {
-            counts[row["device_id"]] = row["n"]
-        }
+        for row in rows { counts[row["device_id"]] = row["pushes"] }
         return counts
     }
 
@@ -425,9 +463,9 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
     }
 
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM tokens WHERE token > ? ORDER BY token LIMIT ?", arguments: [after ?? "", limit]
+            db, sql: "SELECT * FROM tokens ORDER BY token LIMIT ? OFFSET ?", arguments: [limit, offset]
         ).map(Self.token)
     }
 
@@ -461,7 +499,20 @@ struct SQLiteTransaction: GatewayStoreTransaction {
             } else {
                 try Row.fetchAll(db, sql: "SELECT * FROM handler_reports ORDER BY device_id, topic")
             }
-        return rows.map { row in
+        return Self.handlerReports(rows)
+    }
+
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
+        guard !deviceIDs.isEmpty else { return [] }
+        let marks = Array(repeating: "?", count: deviceIDs.count).joined(separator: ",")
+        return Self.handlerReports(
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM handler_reports WHERE device_id IN (\(marks)) ORDER BY device_id, topic",
+                arguments: StatementArguments(deviceIDs)))
+    }
+
+    private static func handlerReports(_ rows: [Row]) -> [HandlerReport] {
+        rows.map { row in
             HandlerReport(
                 deviceID: row["device_id"], topic: row["topic"], strikes: row["strikes"],
                 voipBlocked: row["voip_blocked"], reportedAt: row["reported_at"])

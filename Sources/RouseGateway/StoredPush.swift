@@ -169,5 +169,5 @@ public struct ProviderKeyRecord: Sendable, Hashable {
     public var grantsEveryTopic: Bool { topics == [GatewayConfiguration.anyTopic] }
 
     /// The bundle IDs the APNs rules check pushes against: `nil` for every topic, none without topics.
-    var bundleIDs: Set<String>? { grantsEveryTopic ? nil : Set(topics ?? []) }
+    var bundleIDs: Set<String>? { GatewayConfiguration.bundleIDs(forTopics: topics) }
 }

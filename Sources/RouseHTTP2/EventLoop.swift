@@ -65,7 +65,9 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
             queue.append(work)
             return queue.count == 1
         }
-        if wasEmpty { Sys.eventFDSignal(wakeFD) }
+        // From the loop itself the queue is drained before it sleeps again: no need to wake it (a wake-up saved
+        // for every job an executor on this loop enqueues).
+        if wasEmpty && !inLoop { Sys.eventFDSignal(wakeFD) }
     }
 
     /// Stops the loop after the current iteration and waits for its thread to end (not from the loop itself).
@@ -127,6 +129,8 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
             }
             runPending()
             for body in timers.takeDue(now: MonotonicClock.now()) { body() }
+            // What the timers queued (they run on the loop: `execute` did not wake it).
+            runPending()
         }
     }
 
@@ -156,8 +160,9 @@ package enum MonotonicClock {
 extension Duration {
     /// The duration in whole nanoseconds (clamped at 0).
     package var nanoseconds: UInt64 {
+        // Negative durations (a deadline already past) are 0; -0.5 s is (0 s, -5e17 as): seconds alone cannot tell.
+        guard self > .zero else { return 0 }
         let (seconds, attoseconds) = components
-        if seconds < 0 { return 0 }
         return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
 }

@@ -38,8 +38,8 @@ public struct HTTP2Connection: Sendable {
         ref.run { $0.setMaxConcurrentStreams(value) }
     }
 
-    /// The peer proved who it is (a valid provider token, a device credential): the connection is held to the
-    /// ordinary idle limit from now on instead of `unauthenticatedIdleTimeout`.
+    /// The peer proved who it is (a valid provider token, a device credential): the authentication deadline
+    /// (`authenticationTimeout`, counted from accept) no longer applies.
     public func markAuthenticated() {
         ref.run { $0.markAuthenticated() }
     }

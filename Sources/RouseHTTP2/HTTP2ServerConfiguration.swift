@@ -53,9 +53,11 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// A request must end (END_STREAM) within this long after its HEADERS, or its stream is reset (CANCEL):
     /// half-open streams cannot hold memory or keep a connection from its idle limit. `nil`: no deadline.
     public var requestTimeout: Duration? = .seconds(10)
-    /// A connection that was never marked authenticated (`HTTP2Connection.markAuthenticated()`) is closed after
-    /// this long without streams, instead of `idleTimeout`. `nil`: `idleTimeout` for everyone.
-    public var unauthenticatedIdleTimeout: Duration?
+    /// A connection must be marked authenticated (`HTTP2Connection.markAuthenticated()`: a valid token, a device
+    /// credential) within this long of being accepted, or it gets GOAWAY and is closed: activity (PINGs, requests
+    /// that fail authentication, a stream whose response the peer never lets through) does not extend it, so
+    /// strangers cannot hold connection slots. `nil`: no deadline.
+    public var authenticationTimeout: Duration?
     /// When accepting fails for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), the listener stops
     /// polling for this long instead of spinning on a socket that stays readable.
     public var acceptPause: Duration = .milliseconds(100)

@@ -29,7 +29,7 @@ final class Listener: EventLoopFDHandler {
                 return
             }
             guard let (client, peer) = accepted else { return }
-            let host = peer.host
+            let host = Self.admissionKey(peer)
             guard shared.admit(host: host) else {
                 Sys.close(client)
                 continue
@@ -83,6 +83,18 @@ final class Listener: EventLoopFDHandler {
             self.loop.modify(self.fd, events: EPOLLIN.rawValue)
             self.handleEvents(EPOLLIN.rawValue)
         }
+    }
+
+    /// What the per-address cap counts by: the IPv4 address, or the /64 of an IPv6 address (one host usually holds a
+    /// whole /64, so counting single addresses would cap nothing).
+    static func admissionKey(_ peer: SocketAddress) -> String {
+        guard peer.family == AF_INET6 else { return peer.host }
+        let bytes = withUnsafeBytes(of: peer.storage) { raw in Array(raw[8..<24]) }
+        // IPv4-mapped (::ffff:a.b.c.d): the IPv4 address.
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        return bytes[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
     }
 
     func close() {

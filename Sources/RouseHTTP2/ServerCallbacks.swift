@@ -81,20 +81,21 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
         guard let c = connection(userData) else { return 0 }
         guard let stream = c.streams[streamID], let data, !stream.refused else {
             // Nothing keeps these bytes: their window goes back at once.
-            if let session = c.session { _ = nghttp2_session_consume_connection(session, length) }
+            c.consume(length)
             return 0
         }
         stream.bodyLength += length
+        // The stream's window comes back at once; the connection's once the bytes leave the buffer.
+        if let session = c.session { _ = nghttp2_session_consume_stream(session, streamID, length) }
         let limit = c.shared.configuration.maxRequestBodySize
         var take = stream.body.count < limit ? min(length, limit - stream.body.count) : 0
         if take > 0 && !c.chargeRequestBytes(stream, take) { take = 0 }
         if take > 0 {
             stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: take))
-            stream.unconsumedBytes += take
         }
         if take < length {
             if !stream.refused { stream.bodyTruncated = true }
-            c.consume(stream, length - take)
+            c.consume(length - take)
         }
         return 0
     }

@@ -18,7 +18,8 @@ final class ServerConnection: H2Connection {
     var headerStream: ServerStream?
     private var idleTimer: UInt64?
     private var requestTimer: UInt64?
-    /// Set by the application once the peer proved who it is (ends the shorter unauthenticated idle limit).
+    private var authenticationTimer: UInt64?
+    /// Set by the application once the peer proved who it is (cancels the authentication deadline).
     private(set) var authenticated = false
     /// Request header and body bytes held by streams not yet handed to the application.
     var bufferedRequestBytes = 0
@@ -47,6 +48,9 @@ final class ServerConnection: H2Connection {
     /// Registers the socket and starts the TLS handshake (or the HTTP/2 session for h2c).
     func start() throws {
         armIdleTimer()
+        if let deadline = shared.configuration.authenticationTimeout {
+            authenticationTimer = loop.schedule(after: deadline) { [weak self] in self?.authenticationDeadline() }
+        }
         loop.schedule(after: shared.configuration.handshakeTimeout) { [weak self] in
             guard let self, self.phase == .handshaking || self.phase == .connecting else { return }
             self.close(reason: "handshake timeout")
@@ -60,6 +64,11 @@ final class ServerConnection: H2Connection {
             &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option)
         guard rv == 0, let s else { return false }
         session = s
+        // The connection window is more than twice the request-buffer budget: bytes parked in unfinished requests
+        // (at most the budget, given back when the application takes them) can never leave a client without
+        // window, since nghttp2 returns window once half of it was consumed. Streams get their window back at once.
+        let window = Int32(clamping: 2 * shared.configuration.maxBufferedRequestBytes + 65536)
+        _ = nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, window)
         var connectionInfo = info
         connectionInfo.tlsVersion = transport.tlsVersion
         connectionInfo.peerCertificate = transport.peerCertificate()
@@ -90,10 +99,7 @@ final class ServerConnection: H2Connection {
 
     // MARK: idle
 
-    private var idleTimeout: Duration? {
-        if !authenticated, let short = shared.configuration.unauthenticatedIdleTimeout { return short }
-        return shared.configuration.idleTimeout
-    }
+    private var idleTimeout: Duration? { shared.configuration.idleTimeout }
 
     private func armIdleTimer() {
         guard let timeout = idleTimeout else { return }
@@ -118,24 +124,35 @@ final class ServerConnection: H2Connection {
             idleTimer = loop.schedule(after: timeout) { [weak self] in self?.idleCheck() }
             return
         }
-        logger.debug("idle timeout", metadata: ["authenticated": "\(authenticated)"])
-        if !authenticated && shared.configuration.unauthenticatedIdleTimeout != nil {
-            shared.counters.unauthenticatedIdleCloses.add(1, ordering: .relaxed)
-        }
+        logger.debug("idle timeout")
+        closeWithGoAway(reason: "idle")
+    }
+
+    /// The authentication deadline passed: a connection that never proved who it is goes, whatever it did.
+    private func authenticationDeadline() {
+        authenticationTimer = nil
+        guard phase != .closed, !authenticated else { return }
+        logger.debug("authentication timeout")
+        shared.counters.authenticationTimeouts.add(1, ordering: .relaxed)
+        closeWithGoAway(reason: "authentication timeout")
+    }
+
+    private func closeWithGoAway(reason: String) {
         if phase == .active {
             goAway(code: .noError, lastStreamID: nil, debugData: shared.configuration.idleGoAwayDebugData)
             closeAfterFlush = true
             flush()
         } else {
-            close(reason: "idle")
+            close(reason: reason)
         }
     }
 
-    /// The application vouches for the peer: the ordinary idle limit applies from now on.
+    /// The application vouches for the peer: the authentication deadline no longer applies.
     func markAuthenticated() {
         guard !authenticated else { return }
         authenticated = true
-        if idleTimer == nil && phase != .closed { armIdleTimer() }
+        if let authenticationTimer { loop.cancelTimer(authenticationTimer) }
+        authenticationTimer = nil
     }
 
     // MARK: request budgets
@@ -202,18 +219,15 @@ final class ServerConnection: H2Connection {
         bufferedRequestBytes -= stream.bufferedBytes
         stream.bufferedBytes = 0
         stream.headers = []
+        consume(stream.body.count)
         stream.body = []
-        consume(stream, stream.unconsumedBytes)
-        stream.unconsumedBytes = 0
     }
 
-    /// Returns `count` bytes of flow-control window to the peer (WINDOW_UPDATE once enough has been consumed).
-    func consume(_ stream: ServerStream, _ count: Int) {
+    /// Returns `count` bytes of connection window to the peer (WINDOW_UPDATE once enough has been consumed); a
+    /// stream's own window is given back when its bytes arrive.
+    func consume(_ count: Int) {
         guard count > 0, let session else { return }
-        if nghttp2_session_consume(session, stream.id, count) != 0 {
-            // The stream is gone already: its bytes still count against the connection's window.
-            _ = nghttp2_session_consume_connection(session, count)
-        }
+        _ = nghttp2_session_consume_connection(session, count)
     }
 
     // MARK: close
@@ -221,6 +235,7 @@ final class ServerConnection: H2Connection {
     override func didClose(reason: String) {
         if let idleTimer { loop.cancelTimer(idleTimer) }
         if let requestTimer { loop.cancelTimer(requestTimer) }
+        if let authenticationTimer { loop.cancelTimer(authenticationTimer) }
         streams.removeAll()
         let h = handler
         handler = nil
@@ -252,9 +267,12 @@ final class ServerConnection: H2Connection {
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, d.baseAddress, d.count)
         }
         if code != .noError { closeAfterFlush = true }
-        // Streams above `last` will never be answered; drop them so the connection can finish.
-        for (id, _) in streams where id > last {
+        // Streams above `last` will never be answered; drop them so the connection can finish (their buffers and
+        // window go back, and the application forgets them).
+        for (id, stream) in streams where id > last {
+            releaseBuffers(stream)
             streams[id] = nil
+            handler?.streamClosed(id)
         }
         flushSoon()
     }

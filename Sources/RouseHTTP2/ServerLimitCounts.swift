@@ -12,8 +12,8 @@ public struct HTTP2ServerLimitCounts: Sendable, Equatable {
     public var streamsRefusedBufferBudget: UInt64 = 0
     /// Streams reset because their request did not end within `requestTimeout`.
     public var requestTimeouts: UInt64 = 0
-    /// Connections closed by the idle limit of connections that never authenticated.
-    public var unauthenticatedIdleCloses: UInt64 = 0
+    /// Connections closed because they did not authenticate within `authenticationTimeout` of accept.
+    public var authenticationTimeouts: UInt64 = 0
 
     public init() {}
 }
@@ -25,7 +25,7 @@ final class ServerLimitCounters: Sendable {
     let acceptPauses = Atomic<UInt64>(0)
     let streamsRefusedBufferBudget = Atomic<UInt64>(0)
     let requestTimeouts = Atomic<UInt64>(0)
-    let unauthenticatedIdleCloses = Atomic<UInt64>(0)
+    let authenticationTimeouts = Atomic<UInt64>(0)
 
     var snapshot: HTTP2ServerLimitCounts {
         var s = HTTP2ServerLimitCounts()
@@ -34,7 +34,7 @@ final class ServerLimitCounters: Sendable {
         s.acceptPauses = acceptPauses.load(ordering: .relaxed)
         s.streamsRefusedBufferBudget = streamsRefusedBufferBudget.load(ordering: .relaxed)
         s.requestTimeouts = requestTimeouts.load(ordering: .relaxed)
-        s.unauthenticatedIdleCloses = unauthenticatedIdleCloses.load(ordering: .relaxed)
+        s.authenticationTimeouts = authenticationTimeouts.load(ordering: .relaxed)
         return s
     }
 }

@@ -19,8 +19,6 @@ final class ServerStream {
     var openedAt: UInt64 = 0
     /// Header and body bytes charged to the connection's buffer budget.
     var bufferedBytes = 0
-    /// Body bytes received and buffered whose flow-control window has not been given back yet.
-    var unconsumedBytes = 0
     /// Reset by the server (budget or deadline): everything else it sends is dropped.
     var refused = false
 

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// A decoded `RTM_NEWADDR`/`RTM_DELADDR`: `ifaddrmsg` plus its addresses.
 public struct AddressMessage: Sendable, Equatable, Hashable {

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// Bounds-checked reads of host-order integers from a byte slice. Every read names what it reads
 /// so a short buffer fails with a precise `NetlinkError`.

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// A decoded `RTM_NEWLINK`/`RTM_DELLINK`: `ifinfomsg` plus the attributes Rouse uses.
 public struct LinkMessage: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// One netlink message: the `nlmsghdr` fields and the payload after the header.
 public struct NetlinkMessage: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// Encodes rtnetlink requests: dumps, `RTM_GETROUTE` lookups, and the few changes the benchmark
 /// and tests make (link up/down, route add/delete). Pure bytes; sending is `NetlinkSocket`'s job.

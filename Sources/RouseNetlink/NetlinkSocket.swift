@@ -1,5 +1,6 @@
-import CRouseShim
+import CRouseSys
 import Glibc
+import RouseSystem
 
 // The one file of RouseNetlink that calls the kernel. Each wrapper reads errno at once.
 //
@@ -252,6 +253,96 @@ public enum NetlinkSystem {
         var spec = timespec()
         guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec) == 0 else { return 0 }
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    /// Starts a detached thread running `body`, named `name` (at most 15 bytes are kept). A plain
+    /// `pthread`: no Foundation, and nothing of libdispatch's worker pool (whose monitor timer, once
+    /// started, wakes the process every second).
+    public static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
+        final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
+            let name: String
+            let body: @Sendable () -> Void
+            init(name: String, body: @escaping @Sendable () -> Void) {
+                self.name = name
+                self.body = body
+            }
+        }
+        let start = Unmanaged.passRetained(Start(name: name, body: body))
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                guard let argument else { return nil }
+                let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
+                _ = rouse_set_thread_name(start.name)
+                start.body()
+                return nil
+            }, start.toOpaque())
+        guard result == 0 else {
+            start.release()
+            throw NetlinkError(.syscall, "pthread_create", errno: result)
+        }
+        pthread_detach(thread)
+    }
+
+    /// Sleeps the calling thread (`nanosleep`, resumed after signals).
+    public static func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+
+    /// The wall clock (`CLOCK_REALTIME`), in seconds since 1970 with microsecond resolution.
+    public static func wallClockSeconds() -> Double {
+        var spec = timespec()
+        guard clock_gettime(CLOCK_REALTIME, &spec) == 0 else { return 0 }
+        return Double(spec.tv_sec) + Double(spec.tv_nsec / 1000) / 1_000_000
+    }
+
+    /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, `USER_HZ`): the unit of `rta_expires`.
+    public static let clockTicksPerSecond: Double = {
+        let ticks = sysconf(Int32(_SC_CLK_TCK))
+        return ticks > 0 ? Double(ticks) : 100
+    }()
+
+    /// What `connect(2)` of an unbound UDP socket toward a destination decided.
+    public enum ConnectOutcome: Sendable, Equatable {
+        /// The kernel found a route; this is the source address it bound.
+        case source(IPAddress)
+        /// `connect` failed with this errno (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, …).
+        case failed(errno: Int32)
+    }
+
+    /// Connects an unbound UDP socket toward `destination` (port 9; nothing is sent) and reports the
+    /// source the kernel chose, or why it refused: the kernel's own route-and-source algorithm for a
+    /// new connection (`ip_route_connect`, `ip6_dst_lookup_tail`), which `RTM_GETROUTE` alone does not
+    /// run (IPv6 retries a failed lookup with the source it would pick). The socket lives in the calling
+    /// thread's network namespace. Errors of `socket` itself are reported as `.failed` too.
+    public static func connectOutcome(toward destination: IPAddress) -> ConnectOutcome {
+        let family = destination.family == .v4 ? AF_INET : AF_INET6
+        guard let address = SocketAddress(ip: destination.description, port: 9) else {
+            return .failed(errno: EINVAL)
+        }
+        let fd: Int32
+        do {
+            fd = try Sys.socket(family: family, type: Int32(SOCK_DGRAM.rawValue))
+        } catch {
+            return .failed(errno: error.errno)
+        }
+        defer { Sys.close(fd) }
+        let local: SocketAddress
+        do {
+            _ = try Sys.connect(fd, address)
+            local = try Sys.localAddress(fd)
+        } catch {
+            return .failed(errno: error.errno)
+        }
+        let source = withUnsafeBytes(of: local.storage) { raw in
+            family == AF_INET ? IPAddress(bytes: raw[4..<8]) : IPAddress(bytes: raw[8..<24])
+        }
+        guard let source else { return .failed(errno: EAFNOSUPPORT) }
+        return .source(source)
     }
 
     /// CPU time of the calling thread, in nanoseconds.

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// One nexthop of a route (`struct rtnexthop` in `RTA_MULTIPATH`, or the route's single path).
 public struct RouteNexthop: Sendable, Equatable, Hashable {
@@ -57,13 +57,21 @@ public struct RouteMessage: Sendable, Equatable {
     public var priority: UInt32?
     /// `RTA_MULTIPATH`, decoded; empty for a single-path route.
     public var multipath: [RouteNexthop]
+    /// `RTA_NH_ID`: the nexthop object (or group) the route refers to (`ip route … nhid N`).
+    public var nexthopID: UInt32?
+    /// `rta_expires` of `RTA_CACHEINFO`: clock ticks (`sysconf(_SC_CLK_TCK)`) until an expiring IPv6
+    /// route (`RTF_EXPIRES`: `ip -6 route … expires N`, router-advertised routes) stops matching; nil
+    /// when the route does not expire. The kernel skips an expired route at once but announces its
+    /// deletion only when its garbage collector runs, up to `gc_interval` (30 s) later.
+    public var expiresTicks: Int32?
 
     /// Creates a route description (for tests and decoders).
     public init(
         family: UInt8, destinationLength: UInt8 = 0, sourceLength: UInt8 = 0, table: UInt32 = 254,
         routeProtocol: UInt8 = 0, scope: UInt8 = 0, type: UInt8 = 1, flags: UInt32 = 0,
         destination: IPAddress? = nil, outputInterface: Int32? = nil, gateway: IPAddress? = nil,
-        preferredSource: IPAddress? = nil, priority: UInt32? = nil, multipath: [RouteNexthop] = []
+        preferredSource: IPAddress? = nil, priority: UInt32? = nil, multipath: [RouteNexthop] = [],
+        nexthopID: UInt32? = nil, expiresTicks: Int32? = nil
     ) {
         self.family = family
         self.destinationLength = destinationLength
@@ -79,6 +87,8 @@ public struct RouteMessage: Sendable, Equatable {
         self.preferredSource = preferredSource
         self.priority = priority
         self.multipath = multipath
+        self.nexthopID = nexthopID
+        self.expiresTicks = expiresTicks
     }
 
     /// The route's kind, from `rtm_type`.
@@ -141,6 +151,11 @@ public struct RouteMessage: Sendable, Equatable {
             case RTNL.rtaPriority: route.priority = try attribute.integer(UInt32.self, "RTA_PRIORITY")
             case RTNL.rtaTable: route.table = try attribute.integer(UInt32.self, "RTA_TABLE")
             case RTNL.rtaMultipath: route.multipath = try decodeMultipath(attribute.payload)
+            case RTNL.rtaNexthopID: route.nexthopID = try attribute.integer(UInt32.self, "RTA_NH_ID")
+            case RTNL.rtaCacheinfo:
+                // `struct rta_cacheinfo`: rta_clntref, rta_lastuse, then rta_expires (signed clock ticks).
+                let expires = try ByteReader(attribute.payload).integer(Int32.self, at: 8, "rta_expires")
+                route.expiresTicks = expires == 0 ? nil : expires
             default: break
             }
         }

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 
 /// Kernel constants from `<linux/rtnetlink.h>` and friends, converted once to the widths the wire
@@ -17,6 +17,10 @@ package enum RTNL {
     package static let newRule = UInt16(RTM_NEWRULE)
     package static let delRule = UInt16(RTM_DELRULE)
     package static let getRule = UInt16(RTM_GETRULE)
+    package static let newNexthop = UInt16(RTM_NEWNEXTHOP)
+    package static let delNexthop = UInt16(RTM_DELNEXTHOP)
+    package static let newNetconf = UInt16(RTM_NEWNETCONF)
+    package static let delNetconf = UInt16(RTM_DELNETCONF)
     package static let done = UInt16(NLMSG_DONE)
     package static let error = UInt16(NLMSG_ERROR)
     package static let noop = UInt16(NLMSG_NOOP)
@@ -31,11 +35,17 @@ package enum RTNL {
     package static let create = UInt16(NLM_F_CREATE)
     package static let excl = UInt16(NLM_F_EXCL)
 
-    // Multicast groups (the legacy bitmask form for bind).
+    // Multicast groups (the legacy bitmask form for bind: group N is bit N − 1, so groups 1…32 fit).
+    /// The bind bit of an `RTNLGRP_*` group.
+    static func bit(_ group: rtnetlink_groups) -> UInt32 { 1 << (UInt32(group.rawValue) - 1) }
+    /// Links, addresses, routes and policy rules of both families; nexthop objects (`RTNLGRP_NEXTHOP`:
+    /// deleting one removes its IPv4 routes with no `RTM_DELROUTE`); and the per-device configuration
+    /// (`RTNLGRP_IPV4_NETCONF`/`IPV6_NETCONF`: `ignore_routes_with_linkdown` and `forwarding` change the
+    /// lookup without any route or link message).
     package static let groups: UInt32 =
-        UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
-        | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE) | UInt32(RTMGRP_IPV4_RULE)
-        | (1 << (UInt32(RTNLGRP_IPV6_RULE.rawValue) - 1))
+        bit(RTNLGRP_LINK) | bit(RTNLGRP_IPV4_IFADDR) | bit(RTNLGRP_IPV6_IFADDR) | bit(RTNLGRP_IPV4_ROUTE)
+        | bit(RTNLGRP_IPV6_ROUTE) | bit(RTNLGRP_IPV4_RULE) | bit(RTNLGRP_IPV6_RULE) | bit(RTNLGRP_NEXTHOP)
+        | bit(RTNLGRP_IPV4_NETCONF) | bit(RTNLGRP_IPV6_NETCONF)
     /// Link events only (used by the benchmark's floor comparison).
     package static let linkAndRouteGroups: UInt32 =
         UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
@@ -66,6 +76,20 @@ package enum RTNL {
     package static let rtaMultipath = UInt16(RTA_MULTIPATH.rawValue)
     package static let rtaTable = UInt16(RTA_TABLE.rawValue)
     package static let rtaVia = UInt16(RTA_VIA.rawValue)
+    package static let rtaCacheinfo = UInt16(RTA_CACHEINFO.rawValue)
+    package static let rtaNexthopID = UInt16(RTA_NH_ID.rawValue)
+
+    // Nexthop object attributes.
+    package static let nhaID = UInt16(NHA_ID)
+    package static let nhaGroup = UInt16(NHA_GROUP)
+    package static let nhaBlackhole = UInt16(NHA_BLACKHOLE)
+    package static let nhaOif = UInt16(NHA_OIF)
+    package static let nhaGateway = UInt16(NHA_GATEWAY)
+
+    // Per-device configuration attributes.
+    package static let netconfaIfindex = UInt16(NETCONFA_IFINDEX)
+    package static let netconfaForwarding = UInt16(NETCONFA_FORWARDING)
+    package static let netconfaIgnoreRoutesWithLinkdown = UInt16(NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN)
 
     // Rule attributes.
     package static let fraDst = UInt16(FRA_DST)
@@ -126,6 +150,7 @@ package enum RTNL {
     package static let hostUnreachable = EHOSTUNREACH
     package static let invalidArgument = EINVAL
     package static let addressNotAvailable = EADDRNOTAVAIL
+    package static let permissionDenied = EACCES
 
     // Families.
     package static let afInet = UInt8(AF_INET)

@@ -14,6 +14,10 @@ public enum RouteNetlinkEvent: Sendable, Equatable {
     case deleteRoute(RouteMessage)
     /// `RTM_NEWRULE` / `RTM_DELRULE`.
     case rule(RuleMessage, deleted: Bool)
+    /// `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`.
+    case nexthop(NexthopMessage, deleted: Bool)
+    /// `RTM_NEWNETCONF` / `RTM_DELNETCONF`.
+    case netconf(NetconfMessage)
     /// `NLMSG_DONE`: the end of a dump with this sequence number.
     case done(sequence: UInt32)
     /// `NLMSG_ERROR`: errno 0 is an acknowledgement.
@@ -32,6 +36,9 @@ public enum RouteNetlinkEvent: Sendable, Equatable {
         case RTNL.delRoute: return .deleteRoute(try RouteMessage.decode(message.payload))
         case RTNL.newRule: return .rule(try RuleMessage.decode(message.payload), deleted: false)
         case RTNL.delRule: return .rule(try RuleMessage.decode(message.payload), deleted: true)
+        case RTNL.newNexthop: return .nexthop(try NexthopMessage.decode(message.payload), deleted: false)
+        case RTNL.delNexthop: return .nexthop(try NexthopMessage.decode(message.payload), deleted: true)
+        case RTNL.newNetconf, RTNL.delNetconf: return .netconf(try NetconfMessage.decode(message.payload))
         case RTNL.done: return .done(sequence: message.sequence)
         case RTNL.error: return .error(errno: try message.errorCode(), sequence: message.sequence)
         default: return .other(type: message.type)

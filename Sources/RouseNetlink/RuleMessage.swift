@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 
 /// A decoded `RTM_NEWRULE`/`RTM_DELRULE` (`struct fib_rule_hdr` plus attributes).
 public struct RuleMessage: Sendable, Equatable {

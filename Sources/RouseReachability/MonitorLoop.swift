@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Logging
 import RouseNetlink
 
@@ -44,7 +43,7 @@ final class MonitorLoop {
             let readable: [Bool]
             var timeout: Int32 = -1
             if let deadline = evaluator.nextDeadline {
-                let milliseconds = ((deadline - Date().timeIntervalSince1970) * 1000).rounded(.up)
+                let milliseconds = ((deadline - NetlinkSystem.wallClockSeconds()) * 1000).rounded(.up)
                 timeout = Int32(max(0, min(milliseconds, Double(Int32.max))))
             }
             do {
@@ -59,8 +58,8 @@ final class MonitorLoop {
                 NetlinkSystem.drain(eventDescriptor: eventDescriptor)
                 stopping = processCommands()
             }
-            let holdExpired = evaluator.nextDeadline.map { Date().timeIntervalSince1970 >= $0 } ?? false
-            if !stopping && (evaluator.needsEvaluation || holdExpired) { evaluate() }
+            let deadlinePassed = evaluator.nextDeadline.map { NetlinkSystem.wallClockSeconds() >= $0 } ?? false
+            if !stopping && (evaluator.needsEvaluation || deadlinePassed) { evaluate() }
             publishStatistics()
             for barrier in barriers { barrier.signal() }
             barriers = []
@@ -132,6 +131,9 @@ final class MonitorLoop {
             do {
                 try dumpAll()
                 pendingDump = false
+                let overflow = ReachabilityOverflow(
+                    overruns: statistics.overruns, timestamp: NetlinkSystem.wallClockSeconds())
+                deliverSynchronously(.overflow(overflow), to: monitor.shared.withLock { $0.synchronousHandlers })
             } catch {
                 // Still churning: the next burst retries.
                 pendingDump = true
@@ -182,6 +184,7 @@ final class MonitorLoop {
                 evaluator.resolved(host: host, generation: generation, addresses: addresses)
             case .refreshNames: actions += evaluator.refreshNames()
             case .barrier(let semaphore): barriers.append(semaphore)
+            case .subscribe(let id): subscribe(id)
             }
         }
         perform(actions)
@@ -191,33 +194,11 @@ final class MonitorLoop {
     private func evaluate() {
         guard let query else { return }
         statistics.evaluations += 1
-        let now = Date().timeIntervalSince1970
-        let model = evaluator.model
-        let deleted = evaluator.deletedRoutes
-        let deletedAddresses = evaluator.deletedAddresses
-        let linksWentDown = evaluator.linksWentDown
-        let actions = evaluator.evaluate(now: now) { request in
-            var answer = lookup(request, query: query)
-            // A kernel answer that contradicts events already received is retried briefly: the kernel
-            // announces some changes just before applying them.
-            for _ in 0..<Self.staleRetries {
-                guard case .route(let route) = answer,
-                    let suspicion = StaleAnswer.suspicion(
-                        of: route, for: request, model: model, deletedRoutes: deleted,
-                        deletedAddresses: deletedAddresses, linksWentDown: linksWentDown)
-                else { break }
-                if case .maybeDeleted(let gone) = suspicion,
-                    case .route(let entry) = lookup(request, query: query, fibMatch: true),
-                    !StaleAnswer.isDeletedEntry(entry, gone)
-                {
-                    break  // another route with the same nexthop legitimately matches
-                }
-                statistics.staleRetries += 1
-                Thread.sleep(forTimeInterval: Self.staleRetryPause)
-                answer = lookup(request, query: query)
-            }
-            return answer
-        }
+        let oracle = KernelOracle(socket: query, logger: logger, evaluator: evaluator)
+        let actions = evaluator.evaluate(now: NetlinkSystem.wallClockSeconds(), oracle: oracle)
+        statistics.routeLookups += oracle.routeLookups
+        statistics.staleRetries += oracle.staleRetries
+        statistics.connectProbes += oracle.connectProbes
         perform(actions)
         let targets = evaluator.watchedTargets
         let results = evaluator.results
@@ -228,25 +209,26 @@ final class MonitorLoop {
         }
     }
 
-    /// At most this many re-asks, this far apart, for an answer that contradicts received events
-    /// (the kernel finishes within microseconds; the bound keeps a persistent contradiction cheap).
-    static let staleRetries = 50
-    static let staleRetryPause = 0.00002
-
-    private func lookup(_ request: RouteQuery, query: NetlinkSocket, fibMatch: Bool = false) -> RouteLookup {
-        statistics.routeLookups += 1
-        do throws(NetlinkError) {
-            let replies = try query.exchange(
-                .routeLookup(
-                    to: request.destination, from: request.source, fibMatch: fibMatch, sequence: query.makeSequence()))
-            for case .newRoute(let route) in replies { return .route(route) }
-            return .failed(errno: PathDecision.enetunreach)
-        } catch {
-            if error.code == .kernel, let code = error.errno { return .failed(errno: code) }
-            logger.warning(
-                "route lookup failed", metadata: ["error": "\(error)", "destination": "\(request.destination)"])
-            return .failed(errno: PathDecision.enetunreach)
+    /// A synchronous handler added with `addSynchronousHandler`: replays the current value of every
+    /// target on this thread, then activates it, so it sees every later event in order.
+    private func subscribe(_ id: UInt64) {
+        guard case .synchronous(let handler, active: false)? = monitor.shared.withLock({ $0.subscribers[id] }) else {
+            return
         }
+        for target in evaluator.watchedTargets {
+            guard let result = evaluator.result(for: target) else { continue }
+            handler(.event(.changed(ReachabilityMonitor.initial(target, result))))
+        }
+        monitor.shared.withLock { state in
+            if state.subscribers[id] != nil { state.subscribers[id] = .synchronous(handler, active: true) }
+        }
+    }
+
+    /// Calls synchronous handlers on this thread, outside the lock (they may call back into the monitor).
+    private func deliverSynchronously(
+        _ notice: ReachabilityNotice, to handlers: [@Sendable (ReachabilityNotice) -> Void]
+    ) {
+        for handler in handlers { handler(notice) }
     }
 
     private func perform(_ actions: [ReachabilityEvaluator.Action]) {
@@ -263,7 +245,7 @@ final class MonitorLoop {
                         ])
                 }
                 let targets = evaluator.watchedTargets
-                monitor.shared.withLock { state in
+                let synchronous = monitor.shared.withLock { state in
                     if case .changed(let change) = event { state.results[change.target] = change.result }
                     if case .sourceAddressChanged(let change) = event, var result = state.results[change.target] {
                         result.path.sourceAddress = change.current
@@ -274,15 +256,25 @@ final class MonitorLoop {
                         switch subscriber {
                         case .stream(let continuation): continuation.yield(event)
                         case .handler(let queue, let handler): queue.async { handler(event) }
+                        case .synchronous: break
                         }
                     }
+                    return state.synchronousHandlers
                 }
+                deliverSynchronously(.event(event), to: synchronous)
             case .resolve(let host, let generation):
                 let resolver = monitor.configuration.resolver
                 let monitor = self.monitor
-                DispatchQueue.global().async {
-                    let addresses = try? resolver.resolve(host)
-                    monitor.post(.resolved(host: host, generation: generation, addresses: addresses))
+                // A short-lived thread, not a global dispatch queue: libdispatch's worker pool, once
+                // started, keeps a 1 Hz monitor timer running for the life of the process.
+                do {
+                    try NetlinkSystem.startThread(name: "rouse-resolve") {
+                        let addresses = try? resolver.resolve(host)
+                        monitor.post(.resolved(host: host, generation: generation, addresses: addresses))
+                    }
+                } catch {
+                    logger.warning("cannot start a resolver thread", metadata: ["error": "\(error)"])
+                    monitor.post(.resolved(host: host, generation: generation, addresses: nil))
                 }
             }
         }

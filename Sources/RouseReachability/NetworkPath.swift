@@ -127,19 +127,30 @@ public struct ReachabilityResult: Hashable, Sendable, CustomStringConvertible {
     /// Reachable and no connection needed first.
     public var isUsable: Bool { flags.isUsable }
 
-    /// Equal for notification purposes: equal in everything but the source address (which has its own
-    /// event); and any two unsatisfied results with the same flags are equal, whatever their reason or
-    /// interface (a link going down is seen as "link down" or, once the kernel has flushed its routes,
-    /// "no route": one change, not two). The latest reason is still what `result(for:)` returns.
-    public func isSameReachability(as other: ReachabilityResult) -> Bool {
-        if case .unsatisfied = path.status, case .unsatisfied = other.path.status, flags == other.flags {
-            return true
+    /// Whether going from `old` to this result warrants a notification, and of which kind; nil when it
+    /// does not (unrelated churn). Any two unsatisfied results with the same flags count as equal,
+    /// whatever their reason or interface (a link going down is seen as "link down" or, once the kernel
+    /// has flushed its routes, "no route": one change, not two). With the same status, another egress
+    /// interface, gateway or source is a path change, even if the flags moved with it; otherwise a change
+    /// of status or flags is a reachability change. `familySupportMatters` (the any-network target) makes
+    /// a change of `supportsIPv4`/`supportsIPv6` a reachability change; for a single destination they
+    /// describe the egress interface's addresses and are refreshed silently, like the other attributes.
+    public func changeKind(from old: ReachabilityResult?, familySupportMatters: Bool = false)
+        -> ReachabilityChange.Kind?
+    {
+        guard let old else { return .initial }
+        if case .unsatisfied = path.status, case .unsatisfied = old.path.status, flags == old.flags { return nil }
+        let samePath =
+            path.interface == old.path.interface && path.gateway == old.path.gateway
+            && path.sourceAddress == old.path.sourceAddress
+        if path.status == old.path.status && !samePath { return .path }
+        if path.status != old.path.status || flags != old.flags { return .reachability }
+        if familySupportMatters
+            && (path.supportsIPv4 != old.path.supportsIPv4 || path.supportsIPv6 != old.path.supportsIPv6)
+        {
+            return .reachability
         }
-        var left = self
-        var right = other
-        left.path.sourceAddress = nil
-        right.path.sourceAddress = nil
-        return left == right
+        return nil
     }
 
     public var description: String {

@@ -25,16 +25,19 @@ public enum RouteLookup: Sendable, Equatable {
 /// The decision for one destination: the kernel's chosen route, checked against the mirrored state
 /// of the chosen interface (up, carrier), the nexthop flags and the source address.
 public enum PathDecision {
-    /// errno values, from the C headers through the binding.
-    static let enetunreach = RTNL.networkUnreachable
+    /// `ENETUNREACH` (from the C headers through the binding): no route.
+    public static let enetunreach = RTNL.networkUnreachable
     static let einval = RTNL.invalidArgument
     static let eaddrnotavail = RTNL.addressNotAvailable
+    static let eacces = RTNL.permissionDenied
 
-    /// Decides the result for `query` from the kernel's `lookup` answer and the model.
+    /// Decides the result for `query` (the target's own question) from the kernel's answer, asked the
+    /// way `connect()` asks it (`KernelPath`), and the model.
     public static func decide(
-        _ query: RouteQuery, _ lookup: RouteLookup, model: NetworkModel, expensiveInterfaces: Set<String>
+        _ query: RouteQuery, _ kernel: KernelPath, model: NetworkModel, expensiveInterfaces: Set<String>
     ) -> ReachabilityResult {
         let destination = query.destination
+        let lookup = kernel.lookup
         func unsatisfied(_ reason: NetworkPath.UnsatisfiedReason, _ interface: NetworkInterface? = nil)
             -> ReachabilityResult
         {
@@ -48,9 +51,11 @@ public enum PathDecision {
         let route: RouteMessage
         switch lookup {
         case .failed(let code):
-            if query.source != nil && (code == einval || code == eaddrnotavail) {
-                return unsatisfied(.localAddressNotAvailable)
-            }
+            // What the kernel answers for reject routes and rules: blackhole EINVAL, prohibit EACCES,
+            // unreachable EHOSTUNREACH, no route ENETUNREACH (fib_props in net/ipv4/fib_semantics.c).
+            if query.source != nil && code == eaddrnotavail { return unsatisfied(.localAddressNotAvailable) }
+            if code == einval { return unsatisfied(.blackhole) }
+            if code == eacces { return unsatisfied(.prohibited) }
             return unsatisfied(.noRoute)
         case .route(let found):
             route = found
@@ -64,7 +69,8 @@ public enum PathDecision {
             let path = NetworkPath(
                 status: .satisfied, interface: interface, supportsIPv4: destination.family == .v4,
                 supportsIPv6: destination.family == .v6, supportsDNS: true,
-                sourceAddress: query.source ?? route.preferredSource ?? destination, remoteAddress: destination)
+                sourceAddress: query.source ?? kernel.chosenSource ?? route.preferredSource ?? destination,
+                remoteAddress: destination)
             return ReachabilityResult(flags: [.reachable, .isLocalAddress, .isDirect], path: path)
         case .unicast:
             break
@@ -83,7 +89,7 @@ public enum PathDecision {
             let path = NetworkPath(status: .requiresConnection, interface: interface, remoteAddress: destination)
             return ReachabilityResult(flags: [.reachable, .connectionRequired, .transientConnection], path: path)
         }
-        guard let source = query.source ?? route.preferredSource,
+        guard let source = query.source ?? kernel.chosenSource ?? route.preferredSource,
             !(source.isLinkLocal && !destination.isLinkLocal)
         else {
             return unsatisfied(.noSourceAddress, interface)
@@ -117,6 +123,9 @@ public enum PathDecision {
             if oldName != newName { return "egress moved from \(oldName ?? "?") to \(newName ?? "?")" }
             if old.path.gateway != new.path.gateway {
                 return "gateway changed to \(new.path.gateway?.description ?? "none")"
+            }
+            if let before = old.path.sourceAddress, let after = new.path.sourceAddress, before != after {
+                return "source changed from \(before) to \(after)"
             }
             return "path attributes changed on \(newName ?? "?")"
         case .requiresConnection:

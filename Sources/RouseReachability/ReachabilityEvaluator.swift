@@ -49,6 +49,8 @@ public struct ReachabilityEvaluator: Sendable {
         var generation = 0
         var result: ReachabilityResult?
         var recoveringSince: Double?
+        /// When the expiring IPv6 route the target's path uses stops matching (same clock as `now`).
+        var routeExpiresAt: Double?
     }
 
     /// The mirrored links and addresses.
@@ -68,17 +70,30 @@ public struct ReachabilityEvaluator: Sendable {
     /// Links that went administratively down since the last evaluation (the kernel announces it
     /// before flushing their routes).
     public private(set) var linksWentDown: Set<Int32> = []
+    /// Nexthop objects deleted since the last evaluation: the kernel announces `RTM_DELNEXTHOP` before
+    /// it flushes the routes that use it (IPv4 ones silently), so a lookup racing it may still match.
+    public private(set) var deletedNexthops: Set<UInt32> = []
 
     /// Creates an evaluator.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
-    /// When a held recovery (flap damping) is due: the shell evaluates again at this time (same clock
-    /// as `evaluate(now:)`). Nil when nothing is held, so the monitor sleeps until the kernel speaks.
+    /// When the shell must evaluate again although the kernel says nothing (same clock as
+    /// `evaluate(now:)`): a held recovery (flap damping) is due, or an expiring IPv6 route that a target
+    /// uses stops matching (the kernel announces that only when it garbage-collects the route, up to
+    /// 30 s later). Nil when neither, so the monitor sleeps until the kernel speaks.
     public var nextDeadline: Double? {
-        guard let hold = configuration.recoveryHoldDown else { return nil }
-        return targets.values.compactMap { $0.recoveringSince.map { $0 + hold } }.min()
+        let hold = configuration.recoveryHoldDown
+        return targets.values.compactMap { state -> Double? in
+            let recovery = hold.flatMap { hold in state.recoveringSince.map { $0 + hold } }
+            switch (recovery, state.routeExpiresAt) {
+            case (let recovery?, let expiry?): return min(recovery, expiry)
+            case (let recovery?, nil): return recovery
+            case (nil, let expiry?): return expiry
+            case (nil, nil): return nil
+            }
+        }.min()
     }
 
     /// The watched targets, in the order they were added.
@@ -124,8 +139,9 @@ public struct ReachabilityEvaluator: Sendable {
         model.apply(event) { classifier.classify($0) }
         if case .deleteRoute(let route) = event, route.kind == .unicast { deletedRoutes.append(route) }
         if case .deleteAddress(let address) = event { deletedAddresses.insert(address.address) }
+        if case .nexthop(let nexthop, deleted: true) = event { deletedNexthops.insert(nexthop.id) }
         switch event {
-        case .newLink, .deleteLink, .newAddress, .deleteAddress, .newRoute, .deleteRoute, .rule:
+        case .newLink, .deleteLink, .newAddress, .deleteAddress, .newRoute, .deleteRoute, .rule, .nexthop, .netconf:
             needsEvaluation = true
         case .done, .error, .other:
             break
@@ -160,15 +176,17 @@ public struct ReachabilityEvaluator: Sendable {
         return actions
     }
 
-    /// Evaluates every target once, asking `lookup` for each destination's route; returns one
-    /// `.changed` per target whose result changed (none for unrelated churn), a `.sourceAddressChanged`
-    /// when the preferred source changed under a still-satisfied path, and name re-resolutions when the
-    /// links or global addresses changed.
-    public mutating func evaluate(now: Double, lookup: (RouteQuery) -> RouteLookup) -> [Action] {
+    /// Evaluates every target once, asking `oracle` for each destination's route the way `connect()`
+    /// would (`KernelPath`); returns one `.changed` per target whose result changed (of kind
+    /// `.reachability` or `.path`; none for unrelated churn), a `.sourceAddressChanged` after it when
+    /// the preferred source changed under a still-satisfied path, and name re-resolutions when the links
+    /// or global addresses changed.
+    public mutating func evaluate(now: Double, oracle: some RouteOracle) -> [Action] {
         needsEvaluation = false
         var actions: [Action] = []
         for target in order {
-            guard var state = targets[target], let new = compute(target, state, lookup) else { continue }
+            guard var state = targets[target], let (new, expiresIn) = compute(target, state, oracle) else { continue }
+            state.routeExpiresAt = expiresIn.map { now + $0 + Self.expiryMargin }
             let old = state.result
             if let hold = configuration.recoveryHoldDown, let old, !old.isUsable, new.isUsable {
                 let since = state.recoveringSince ?? now
@@ -181,15 +199,14 @@ public struct ReachabilityEvaluator: Sendable {
             state.recoveringSince = nil
             state.result = new
             targets[target] = state
-            if let old, old.isSameReachability(as: new) {
-                // Same reachability; maybe a new source address.
-            } else {
+            if let kind = new.changeKind(from: old, familySupportMatters: target == .anyNetwork) {
                 let reason = PathDecision.reason(from: old, to: new, model: model)
                 actions.append(
                     .emit(
                         .changed(
                             ReachabilityChange(
-                                target: target, result: new, previous: old, reason: reason, timestamp: now))))
+                                target: target, result: new, previous: old, reason: reason, timestamp: now,
+                                kind: kind))))
             }
             if let before = old?.path.sourceAddress, let after = new.path.sourceAddress, before != after,
                 old?.path.status == .satisfied, new.path.status == .satisfied
@@ -203,24 +220,41 @@ public struct ReachabilityEvaluator: Sendable {
         deletedRoutes = []
         deletedAddresses = []
         linksWentDown = []
+        deletedNexthops = []
         let newSignature = model.resolutionSignature
         if let signature, signature != newSignature { actions += refreshNames() }
         signature = newSignature
         return actions
     }
 
-    private func compute(_ target: ReachabilityTarget, _ state: TargetState, _ lookup: (RouteQuery) -> RouteLookup)
-        -> ReachabilityResult?
+    /// `evaluate(now:oracle:)` with route lookups only (`ClosureRouteOracle`: no FIB entries, and a
+    /// failing `connect`).
+    public mutating func evaluate(now: Double, lookup: @escaping (RouteQuery) -> RouteLookup) -> [Action] {
+        evaluate(now: now, oracle: ClosureRouteOracle(route: lookup))
+    }
+
+    /// Past an expiring route's announced expiry (`rta_expires` counts whole clock ticks, rounded down),
+    /// wait this much longer before asking again, so the kernel's jiffies have passed it too.
+    static let expiryMargin = 0.011
+
+    private func compute(_ target: ReachabilityTarget, _ state: TargetState, _ oracle: some RouteOracle)
+        -> (ReachabilityResult, Double?)?
     {
         let expensive = configuration.expensiveInterfaces
+        var expiresIn: Double?
         func decide(_ query: RouteQuery) -> ReachabilityResult {
-            PathDecision.decide(query, lookup(query), model: model, expensiveInterfaces: expensive)
+            let kernel = KernelPath.resolve(query, oracle: oracle)
+            let result = PathDecision.decide(query, kernel, model: model, expensiveInterfaces: expensive)
+            if let seconds = kernel.secondsUntilExpiry(oracle: oracle) {
+                expiresIn = min(expiresIn ?? seconds, seconds)
+            }
+            return result
         }
         switch target {
         case .address(let address):
-            return decide(RouteQuery(destination: address))
+            return (decide(RouteQuery(destination: address)), expiresIn)
         case .addressPair(let local, let remote):
-            return decide(RouteQuery(destination: remote, source: local))
+            return (decide(RouteQuery(destination: remote, source: local)), expiresIn)
         case .anyNetwork:
             let results = configuration.anyNetworkProbes.map { decide(RouteQuery(destination: $0)) }
             guard var best = Self.best(results) else { return nil }
@@ -231,13 +265,14 @@ public struct ReachabilityEvaluator: Sendable {
                 $0.path.status == .satisfied && $0.path.remoteAddress?.family == .v6
             }
             best.path.remoteAddress = nil
-            return best
+            return (best, expiresIn)
         case .host:
             guard let addresses = state.addresses else { return nil }
             if state.resolutionFailed || addresses.isEmpty {
-                return ReachabilityResult(flags: [], path: NetworkPath(status: .unsatisfied(.nameNotResolved)))
+                return (ReachabilityResult(flags: [], path: NetworkPath(status: .unsatisfied(.nameNotResolved))), nil)
             }
-            return Self.best(addresses.map { decide(RouteQuery(destination: $0)) })
+            guard let best = Self.best(addresses.map { decide(RouteQuery(destination: $0)) }) else { return nil }
+            return (best, expiresIn)
         }
     }
 

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Logging
 import RouseNetlink
 import Synchronization
@@ -41,12 +40,15 @@ public final class ReachabilityMonitor: Sendable {
         case resolved(host: String, generation: Int, addresses: [IPAddress]?)
         case refreshNames
         case barrier(DispatchSemaphore)
+        case subscribe(UInt64)
         case stop
     }
 
     enum Subscriber: Sendable {
         case stream(AsyncStream<ReachabilityEvent>.Continuation)
         case handler(DispatchQueue, @Sendable (ReachabilityEvent) -> Void)
+        /// Called on the monitor thread; active once the monitor thread replayed the current values.
+        case synchronous(@Sendable (ReachabilityNotice) -> Void, active: Bool)
     }
 
     enum Phase: Sendable {
@@ -65,6 +67,14 @@ public final class ReachabilityMonitor: Sendable {
         var statistics = ReachabilityStatistics()
         var model = NetworkModel()
         var startError: ReachabilityError?
+
+        /// The active synchronous handlers, in subscription order.
+        var synchronousHandlers: [@Sendable (ReachabilityNotice) -> Void] {
+            subscribers.keys.sorted().compactMap { id in
+                if case .synchronous(let handler, active: true)? = subscribers[id] { return handler }
+                return nil
+            }
+        }
     }
 
     let configuration: Configuration
@@ -97,14 +107,18 @@ public final class ReachabilityMonitor: Sendable {
             throw ReachabilityError(.notRunning, "start() called twice")
         }
         let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            let loop = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor)
-            loop.run(ready: ready)
+        do {
+            try NetlinkSystem.startThread(name: "rouse-reach") { [self] in
+                let loop = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor)
+                loop.run(ready: ready)
+                NetlinkSystem.close(eventDescriptor)
+                exited.signal()
+            }
+        } catch {
             NetlinkSystem.close(eventDescriptor)
-            exited.signal()
+            shared.withLock { $0.phase = .stopped }
+            throw ReachabilityError(.startFailed, "monitor thread", underlying: error)
         }
-        thread.name = "rouse-reachability"
-        thread.start()
         ready.wait()
         if let error = shared.withLock({ $0.startError }) {
             exited.wait()
@@ -235,7 +249,24 @@ public final class ReachabilityMonitor: Sendable {
         }
     }
 
-    /// Removes a handler added with `addHandler(on:_:)`.
+    /// Calls `handler` on the monitor thread itself, with no queue or task hop: first the current value
+    /// of every target, then every event as soon as it is decided, and an `.overflow` notice after each
+    /// `ENOBUFS` re-dump. The handler must return quickly and must not block (it delays the monitor); it
+    /// may call the monitor's read accessors. This is the cheapest form (`rouse reach watch` prints from
+    /// it). Returns a token for `removeHandler(_:)`.
+    @discardableResult
+    public func addSynchronousHandler(_ handler: @escaping @Sendable (ReachabilityNotice) -> Void) -> UInt64 {
+        let id = shared.withLock { state in
+            let id = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[id] = .synchronous(handler, active: false)
+            return id
+        }
+        post(.subscribe(id))
+        return id
+    }
+
+    /// Removes a handler added with `addHandler(on:_:)` or `addSynchronousHandler(_:)`.
     public func removeHandler(_ token: UInt64) {
         _ = shared.withLock { $0.subscribers.removeValue(forKey: token) }
     }
@@ -243,6 +274,6 @@ public final class ReachabilityMonitor: Sendable {
     static func initial(_ target: ReachabilityTarget, _ result: ReachabilityResult) -> ReachabilityChange {
         ReachabilityChange(
             target: target, result: result, previous: nil, reason: "current value",
-            timestamp: Date().timeIntervalSince1970)
+            timestamp: NetlinkSystem.wallClockSeconds(), kind: .initial)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import RouseNetlink
 import Synchronization
 
@@ -11,7 +11,7 @@ public enum ReachabilitySnapshot {
         guard let networkNamespacePath else { return try dumpDefaultRoutes() }
         let outcome = Mutex<Result<[RouteMessage], ReachabilityError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
+        let body: @Sendable () -> Void = {
             defer { done.signal() }
             let result: Result<[RouteMessage], ReachabilityError>
             do throws(ReachabilityError) {
@@ -26,7 +26,11 @@ public enum ReachabilitySnapshot {
             }
             outcome.withLock { $0 = result }
         }
-        thread.start()
+        do throws(NetlinkError) {
+            try NetlinkSystem.startThread(name: "rouse-snapshot", body)
+        } catch {
+            throw ReachabilityError(.netlink, "starting a thread", underlying: error)
+        }
         done.wait()
         switch outcome.withLock({ $0 }) {
         case .success(let routes): return routes

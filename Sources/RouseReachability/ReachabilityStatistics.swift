@@ -20,6 +20,8 @@ public struct ReachabilityStatistics: Sendable, Equatable {
     public var cpuNanoseconds: UInt64 = 0
     /// Lookups re-asked because the answer contradicted events already received (kernel races).
     public var staleRetries = 0
+    /// UDP `connect` probes (the kernel's source choice for an IPv6 destination whose plain lookup failed).
+    public var connectProbes = 0
     /// Malformed kernel messages skipped (each followed by a re-dump).
     public var malformedMessages = 0
 

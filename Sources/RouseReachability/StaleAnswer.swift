@@ -46,6 +46,12 @@ public enum StaleAnswer {
             && (fibMatch.priority ?? 0) == (deleted.priority ?? 0)
     }
 
+    /// True when the FIB entry the kernel matched (`fibMatch`) refers to a nexthop object deleted since the
+    /// last evaluation: `RTM_DELNEXTHOP` is sent before the routes using it are flushed.
+    public static func usesDeletedNexthop(_ fibMatch: RouteMessage, _ deleted: Set<UInt32>) -> Bool {
+        fibMatch.nexthopID.map { deleted.contains($0) } ?? false
+    }
+
     static func matches(_ deleted: RouteMessage, _ route: RouteMessage, _ query: RouteQuery) -> Bool {
         guard deleted.family == route.family, deleted.table == route.table else { return false }
         if let destination = deleted.destination {

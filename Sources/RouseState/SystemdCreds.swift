@@ -35,35 +35,20 @@ struct SystemdCreds: Sendable {
     }
 
     private func run(_ arguments: [String], input: [UInt8], name: String) throws(StateError) -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
+        let result: (status: Int32, output: [UInt8], errors: [UInt8])
         do {
-            try process.run()
+            result = try ShortChild.run(program, arguments, input: input)
         } catch {
             throw StateError(.credentialsUnavailable("cannot run \(program): \(error)"), file: name)
         }
-        // Inputs and outputs are a few hundred bytes: well within pipe buffers, no deadlock.
-        stdin.fileHandleForWriting.write(Data(input))
-        try? stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: errors, as: UTF8.self)
+        guard result.status == 0 else {
+            let message = String(decoding: result.errors, as: UTF8.self)
                 .split(separator: "\n").filter { !$0.contains("not located on encrypted media") }
                 .joined(separator: "; ")
             throw StateError(
-                .credentialsUnavailable(
-                    "systemd-creds \(arguments[0]) exited \(process.terminationStatus): \(message)"),
+                .credentialsUnavailable("systemd-creds \(arguments[0]) exited \(result.status): \(message)"),
                 file: name)
         }
-        return Array(output)
+        return result.output
     }
 }

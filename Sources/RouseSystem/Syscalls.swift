@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 
 // The only file of RouseSystem that calls libc for file descriptors and sockets.
@@ -186,6 +186,21 @@ public enum Sys {
         if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
         if e == EBADF { preconditionFailure("send on a descriptor we do not own (EBADF)") }
         throw SystemError(call: "send", errno: e)
+    }
+
+    /// `write(2)` of every byte to a blocking descriptor (stdout, a pipe): short writes continue, EINTR
+    /// retries; EPIPE and the rest are thrown.
+    public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) {
+        var offset = 0
+        while offset < buffer.count {
+            let n = retrying { Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset) }
+            if n < 0 {
+                let e = Glibc.errno
+                if e == EBADF { preconditionFailure("write on a descriptor we do not own (EBADF)") }
+                throw SystemError(call: "write", errno: e)
+            }
+            offset += n
+        }
     }
 
     /// `shutdown(2)` of both directions; errors ignored (the peer may be gone).

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 import RouseAgent
@@ -8,8 +7,7 @@ import RouseDaemon
 import RouseState
 import ServiceLifecycle
 
-/// `rouse-agent`: the device-side service (see docs/agent.md).
-@main
+/// `rouse-agent`: the device-side service (see docs/agent.md); started by `main.swift`.
 struct RouseAgentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rouse-agent", abstract: "Keeps the device channel to rouse-gateway and wakes handlers.",
@@ -21,16 +19,32 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "File holding the one-time enrollment secret.") var enrollSecretFile: String?
     @Option(help: "Device certificate (PEM) instead of a secret.") var deviceCert: String?
     @Option(help: "Device certificate key (PEM).") var deviceKey: String?
-    @Option(help: "Handler configuration directory.") var handlers = "/etc/rouse/handlers.d"
+    @Flag(
+        help: ArgumentHelp(
+            "Per-user mode: a systemd user service of the logged-in user (deploy/rouse-agent-user.service).",
+            discussion:
+                "Defaults become $XDG_CONFIG_HOME/rouse/handlers.d, $XDG_STATE_HOME/rouse, "
+                + "$XDG_RUNTIME_DIR/rouse/agent.sock (mode 0600), the key-file backend; handlers run as the user "
+                + "in the session's environment (display, audio server, session bus)."))
+    var user = false
+    @Option(help: "Handler configuration directory (default /etc/rouse/handlers.d; --user: see above).")
+    var handlers: String?
     @Option(help: "State directory: secrets/ (credential, durable state), state/ (preserved state), sealed.")
-    var stateDir = "/var/lib/rouse"
+    var stateDir: String?
     @Option(help: "Data key directory (default: <state-dir>/keys).") var keyDir: String?
-    @Option(help: "Data key backend: auto, systemd-credential or key-file.") var keyBackend = "auto"
+    @Option(help: "Data key backend: auto, systemd-credential or key-file (--user: key-file).") var keyBackend: String?
     @Option(help: "Seconds to wait for a handler's preserve answer before suspending or terminating it.")
     var preserveTimeoutSeconds = 1.0
     @Option(help: "Seconds a launch must stay up to count as finished (crash-loop protection).")
     var restorationGraceSeconds = 10.0
-    @Option(help: "IPC socket path.") var socket = "/run/rouse/agent.sock"
+    @Option(
+        help: ArgumentHelp(
+            "User that handlers without user = run as when the agent is root.",
+            discussion: "Never root: a handler that must run as root says allow-root = true in its file."))
+    var handlerUser = "rouse-handler"
+    @Option(help: "Group whose members may send admin requests (status, start, stop, …) besides root.")
+    var adminGroup: String?
+    @Option(help: "IPC socket path (default /run/rouse/agent.sock; --user: see above).") var socket: String?
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
     @Option(
@@ -60,12 +74,18 @@ struct RouseAgentCommand: AsyncParsableCommand {
             secret = try String(contentsOfFile: enrollSecretFile, encoding: .utf8).trimmingCharacters(
                 in: .whitespacesAndNewlines)
         }
+        let paths = try AgentPaths(user: user, environment: ProcessInfo.processInfo.environment)
+        let handlers = self.handlers ?? paths.handlers
+        let stateDir = self.stateDir ?? paths.state
+        let socket = self.socket ?? paths.socket
+        let keyBackend = self.keyBackend ?? (user ? "key-file" : "auto")
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: handlers, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ValidationError("handler directory \(handlers) does not exist")
         }
         let handlerConfigurations = try HandlerConfiguration.load(directory: handlers)
-        try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: stateDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         guard let preference = KeyBackendPreference(rawValue: keyBackend) else {
             throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
         }
@@ -73,10 +93,20 @@ struct RouseAgentCommand: AsyncParsableCommand {
             stateDirectory: stateDir, keyDirectory: keyDir ?? stateDir + "/keys", preference: preference,
             logger: logger)
         let socketDirectory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: socketDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: user ? 0o700 : 0o755])
         var configuration = AgentConfiguration(
             endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
+        if user {
+            configuration.mode = .user
+            // The session's display, audio server and bus as the user manager knows them now (a session that
+            // started after the agent exported them there), at every launch.
+            configuration.sessionEnvironment = { UserManager.environment() }
+        }
         configuration.reachabilityTarget = reachabilityTarget
+        configuration.handlerUser = handlerUser
+        configuration.adminGroup = adminGroup
         configuration.assumeReachable = assumeReachable
         if let activationHook {
             guard FileManager.default.isExecutableFile(atPath: activationHook) else {
@@ -92,9 +122,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
         let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)
         let runner = AgentRunner(agent: agent, handlersDirectory: handlers, socket: socket, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: runner)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // No signals for ServiceLifecycle to trap: it would do so with libdispatch sources. main.swift takes them.
+        let group = ServiceGroup(configuration: .init(services: [.init(service: runner)], logger: logger))
+        for signal in [SIGTERM, SIGINT] {
+            AgentSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
+        }
         try await group.run()
     }
 }
@@ -112,9 +144,7 @@ struct AgentRunner: Service {
         SystemdNotifier.notify("READY=1")
         // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a running agent.
         try? FileHandle.standardOutput.write(contentsOf: Data("rouse-agent ready socket=\(socket)\n".utf8))
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        hangup.setEventHandler { [agent, handlersDirectory, logger] in
+        AgentSignals.on(SIGHUP) { [agent, handlersDirectory, logger] in
             Task {
                 do {
                     let handlers = try HandlerConfiguration.load(directory: handlersDirectory)
@@ -124,7 +154,6 @@ struct AgentRunner: Service {
                 }
             }
         }
-        hangup.resume()
         let watchdog = Task {
             guard let text = ProcessInfo.processInfo.environment["WATCHDOG_USEC"], let usec = Int64(text), usec > 0
             else { return }
@@ -136,7 +165,6 @@ struct AgentRunner: Service {
         try? await gracefulShutdown()
         SystemdNotifier.notify("STOPPING=1")
         watchdog.cancel()
-        hangup.cancel()
         await agent.shutdown()
     }
 }

@@ -36,13 +36,14 @@ extension ActivationBench {
         var rules = HandlerRules()
         rules.suspendAfter = .seconds(3600)
         let handlers = [
-            HandlerConfiguration(name: "bench", topic: "com.example.bench", command: [me], rules: rules),
+            HandlerConfiguration(
+                name: "bench", topic: "com.example.bench", command: [me], allowRoot: true, rules: rules),
             HandlerConfiguration(
                 name: "phone", topic: "com.example.phone",
                 command: [
                     try GatewayBench.sibling("rouse-example-handler"), "--mode", "report", "--commands", fifo,
                     "--quiet",
-                ], rules: rules),
+                ], allowRoot: true, rules: rules),
         ]
         let socket = directory + "/agent.sock"
         var logger = Logger(label: "rouse.activation.bench")
@@ -55,14 +56,14 @@ extension ActivationBench {
         let client = try AgentClient(socketPath: socket)
         defer { client.close() }
         var messages = client.messages.makeAsyncIterator()
-        func next(_ what: String, _ matches: (AgentMessage) -> Bool) async throws {
+        func next(_ what: String, _ matches: (AgentEvent) -> Bool) async throws {
             while let message = await messages.next() {
                 if matches(message) { return }
             }
             throw BenchError(description: "the agent closed the connection while waiting for \(what)")
         }
         try client.register(handler: "bench")
-        try await next("registered") { $0.kind == .registered }
+        try await next("registered") { if case .registered = $0 { true } else { false } }
         try client.setState("active")
         let music = try SessionConfiguration(category: .playback)
 
@@ -82,10 +83,7 @@ extension ActivationBench {
         var deathTimes: [Double] = []
         for round in 0..<deaths {
             let admin = try AgentClient(socketPath: socket)
-            var start = AgentMessage(type: .userControl)
-            start.handler = "phone"
-            start.state = "started"
-            _ = try await admin.request(start)
+            _ = try await admin.request(.userControl(.init(handler: "phone", state: "started")))
             admin.close()
             var pid: Int32?
             let deadline = ContinuousClock.now + .seconds(10)
@@ -97,10 +95,10 @@ extension ActivationBench {
             let pipe = try FileHandle(forWritingTo: URL(fileURLWithPath: fifo))
             try pipe.write(contentsOf: Data("call c\(round)\n".utf8))
             try pipe.close()
-            try await next("interruptionBegan") { $0.session == "music" && $0.event == "interruptionBegan" }
+            try await next("interruptionBegan") { Self.isMusic($0, "interruptionBegan") }
             let killed = ContinuousClock.now
             kill(pid, SIGKILL)
-            try await next("interruptionEnded") { $0.session == "music" && $0.event == "interruptionEnded" }
+            try await next("interruptionEnded") { Self.isMusic($0, "interruptionEnded") }
             deathTimes.append(microseconds(ContinuousClock.now - killed) / 1000)
             while await agent.status().handlers.first(where: { $0.name == "phone" })?.state != "notRunning" {
                 try await Task.sleep(for: .milliseconds(1))
@@ -116,6 +114,12 @@ extension ActivationBench {
 
     private static func microseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+    }
+
+    /// Whether `message` is activation event `event` for the session `music`.
+    static func isMusic(_ message: AgentEvent, _ event: String) -> Bool {
+        guard case .activation(let activation) = message else { return false }
+        return activation.session == "music" && activation.event == event
     }
 }
 

@@ -59,7 +59,12 @@ enum AgentBench {
         }
         let gateway = try await ChildGateway.start(
             executable: try GatewayBench.sibling("rouse-gateway"), directory: directory, database: database,
-            certs: certs)
+            certs: certs,
+            // The channel's keepalive as deployed (240 s), for the idle figures.
+            limits: ChildGateway.benchLimits.replacingOccurrences(
+                of: #""heartbeatSeconds": 0"#, with: #""heartbeatSeconds": 240"#),
+            // The ten handlers' topics (com.example.h0 … h9).
+            keyTopics: #"["*"]"#)
         defer { gateway.stop() }
 
         var results: [(String, String)] = []
@@ -78,6 +83,7 @@ enum AgentBench {
                 topic = "com.example.h\(n)"
                 command = ["\(example)", "--mode", "report", "--log", "\(log)"]
                 push-types = ["voip"]
+                allow-root = true
                 \(limits)
                 """
             try Data(file.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/h\(n).toml"))
@@ -97,9 +103,10 @@ enum AgentBench {
         func status() async throws -> AgentStatus? {
             guard let client = try? AgentClient(socketPath: socket) else { return nil }
             defer { client.close() }
-            try client.send(AgentMessage(type: .status))
+            try client.send(.status)
             for await reply in client.messages {
-                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
+                guard case .statusReply(let status) = reply else { return nil }
+                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
             }
             return nil
         }
@@ -115,10 +122,7 @@ enum AgentBench {
         func admin(_ handler: String, _ state: String) async throws {
             let client = try AgentClient(socketPath: socket)
             defer { client.close() }
-            var message = AgentMessage(type: .userControl)
-            message.handler = handler
-            message.state = state
-            try client.send(message)
+            try client.send(.userControl(.init(handler: handler, state: state)))
             for await _ in client.messages { break }
         }
         try await until("agent channel open") { try await status()?.channel == "open" }
@@ -146,8 +150,9 @@ enum AgentBench {
                     HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true), HTTP2Header("apns-topic", topic),
                     HTTP2Header("apns-push-type", "voip"),
                 ], body: Array(String(format: #"{"sentAt":%.3f}"#, sentAt).utf8))
-            guard case .response(200, _, _) = await provider.send(request) else {
-                throw GatewayBench.BenchError(description: "push refused")
+            let answer = await provider.send(request)
+            guard case .response(200, _, _) = answer else {
+                throw GatewayBench.BenchError(description: "push refused: \(answer)")
             }
         }
         func latencies(_ n: Int) -> [Double] {
@@ -181,29 +186,41 @@ enum AgentBench {
                 format: "p50 %.2f, p99 %.2f (n=%d)", GatewayBench.percentile(launched, 0.5),
                 GatewayBench.percentile(launched, 0.99), launched.count))
 
-        // Idle: 10 handlers registered (h0 running, the rest suspended), no traffic.
-        try await Task.sleep(for: .seconds(2))
-        let pid = agent.processIdentifier
-        let before = contextSwitches(pid: pid)
-        try await Task.sleep(for: .seconds(options.idleSeconds))
-        let after = contextSwitches(pid: pid)
-        report(
-            "agent idle wakeups",
-            String(
-                format: "%.1f per minute (voluntary context switches of all threads over %d s)",
-                Double(wakeups(from: before, to: after)) * 60 / Double(options.idleSeconds), options.idleSeconds))
-        var byThread: [String: Int] = [:]
-        for (task, count) in after {
-            let name =
-                (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? task
-            byThread[name, default: 0] += count - (before[task] ?? 0)
+        // Idle (issue 15): the channel open with its keepalive (the gateway's heartbeat, 240 s), 10 handlers
+        // configured and none running, no traffic; counted once what the benchmark caused has settled.
+        try await admin("h0", "stopped")
+        try await until("no handler running") {
+            try await status()?.handlers.allSatisfy { $0.state == "notRunning" || $0.state == "suspended" } == true
         }
+        for n in 0..<10 { try await admin("h\(n)", "stopped") }
+        let pid = agent.processIdentifier
+        try await settle(pid: pid)
+        let idle = try await measureIdle(pids: [pid, gateway.process.processIdentifier], seconds: options.idleSeconds)
+        report("agent idle (channel open, 10 handlers, none running, \(options.idleSeconds) s)", idle[0].summary)
         report(
-            "agent idle wakeups by thread",
-            byThread.filter { $0.value > 0 }.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }
-                .joined(separator: ", "))
-        report("agent RSS, 10 registered handlers", "\(Bench.memoryKiB(pid: pid, field: "VmRSS")) KiB")
+            "agent idle wake-ups by thread",
+            idle[0].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        report("gateway idle (that channel, heartbeat 240 s, \(options.idleSeconds) s)", idle[1].summary)
+        report(
+            "gateway idle wake-ups by thread",
+            idle[1].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        // The same agent (state, handlers) with the network down: stopped here, started again without a route.
+        agent.terminate()
+        agent.waitUntilExit()
+        switch try await networkDownIdle(
+            arguments: [
+                "--gateway", "https://10.213.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--handlers",
+                directory + "/handlers", "--state-dir", directory + "/state", "--socket", socket, "--log-level",
+                "error",
+            ], seconds: options.idleSeconds)
+        {
+        case .success(let down):
+            report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+            report(
+                "agent idle, network down, wake-ups by thread",
+                down.byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        case .failure(let error): report("agent idle, network down", "not measured: \(error.description)")
+        }
 
         // Network back → channel open, in process (the agent's reaction: close, reconnect, TLS, hello).
         var logger = Logger(label: "rouse.agent.bench")
@@ -253,24 +270,5 @@ enum AgentBench {
     }
 
     /// Voluntary context switches of each thread of `pid`, by thread id.
-    static func contextSwitches(pid: Int32) -> [String: Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var result: [String: Int] = [:]
-        for task in tasks {
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
-                continue
-            }
-            // Voluntary switches: each is a sleep, so a wakeup follows; involuntary ones are preemptions.
-            for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches") {
-                result[task, default: 0] +=
-                    Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
-            }
-        }
-        return result
-    }
-
-    /// Wakeups between two samples: per-thread deltas, new threads counted in full, gone threads ignored.
-    static func wakeups(from before: [String: Int], to after: [String: Int]) -> Int {
-        after.reduce(0) { total, entry in total + entry.value - (before[entry.key] ?? 0) }
-    }
+    static func contextSwitches(pid: Int32) -> [String: Int] { ProcessProbe.switches(pid, voluntaryOnly: true) }
 }

@@ -92,10 +92,10 @@ enum AgentNetworkBench {
         func channel() async -> String? {
             guard let client = try? AgentClient(socketPath: socket) else { return nil }
             defer { client.close() }
-            guard (try? client.send(AgentMessage(type: .status))) != nil else { return nil }
+            guard (try? client.send(.status)) != nil else { return nil }
             for await reply in client.messages {
-                guard let detail = reply.detail,
-                    let status = try? JSONDecoder().decode(AgentStatus.self, from: Data(detail.utf8))
+                guard case .statusReply(let answer) = reply,
+                    let status = try? JSONDecoder().decode(AgentStatus.self, from: Data(answer.detail.utf8))
                 else { return nil }
                 return status.channel
             }

@@ -29,25 +29,13 @@ enum Bench {
         return path
     }
 
-    /// CPU time (user+system) of a process so far, from /proc/PID/stat.
+    /// CPU time (user+system) of a process so far.
     static func cpuSeconds(pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // fields[0] is state (field 3); utime is field 14, stime field 15.
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        Double(ProcessProbe.cpuTicks(pid) ?? 0) / Double(ProcessProbe.ticksPerSecond)
     }
 
     /// A `VmHWM`/`VmRSS` figure of a process in KiB.
-    static func memoryKiB(pid: Int32, field: String) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        return 0
-    }
+    static func memoryKiB(pid: Int32, field: String) -> Int { ProcessProbe.statusKiB(pid, field) ?? 0 }
 
     /// Runs a program to completion and returns its stdout.
     static func run(_ path: String, _ args: [String]) throws -> String {

@@ -15,21 +15,29 @@ final class ChildGateway: Sendable {
         self.adminPort = adminPort
     }
 
-    static func start(executable: String, directory: String, database: String, certs: String) async throws
-        -> ChildGateway
-    {
+    /// The benchmark's limits: no heartbeats, every push stored (quotas out of the way), many streams at once on
+    /// a provider connection before its first token (h2load opens them all).
+    static let benchLimits = """
+        {"heartbeatSeconds": 0, "oneStreamUntilToken": false,
+         "maxPendingPushesPerToken": 1000000000, "maxPendingBytesPerToken": 1000000000000,
+         "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}
+        """
+
+    /// Starts the gateway with `limits` (a JSON object: the configuration's `limits`) and waits for its ready line.
+    static func start(
+        executable: String, directory: String, database: String, certs: String, limits: String = benchLimits,
+        name: String = "gateway", keyTopics: String = #"["com.example.rouse"]"#
+    ) async throws -> ChildGateway {
         let config = """
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "device": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "admin": {"listen": "127.0.0.1:0"},
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
-                       "topics": ["com.example.rouse"]}],
-             "limits": {"heartbeatSeconds": 0, "oneStreamUntilToken": false,
-                        "maxPendingPushesPerToken": 1000000000, "maxPendingBytesPerToken": 1000000000000,
-                        "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}}
+                       "topics": \(keyTopics)}],
+             "limits": \(limits)}
             """
-        let path = directory + "/gateway.json"
+        let path = directory + "/\(name).json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))
         let process = try ChildProcess.start(
             executable, ["--config", path, "--log-level", "warning"], stdout: .lines, stderr: .inherit)
@@ -52,11 +60,7 @@ final class ChildGateway: Sendable {
     }
 
     /// Resident set size in KiB (`VmRSS`).
-    func rssKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-    }
+    func rssKiB() -> Int { ProcessProbe.statusKiB(process.processIdentifier, "VmRSS") ?? 0 }
 
     func stop() {
         guard process.isRunning else { return }

@@ -19,6 +19,11 @@ enum GatewayBench {
         var json = false
         var gateway: String?
         var h2load = "/usr/bin/h2load"
+        /// `--attack`: the gateway under attack instead (see `GatewayAttackBench`).
+        var attack = false
+        var attackSizes = GatewayAttackBench.Sizes()
+        /// A PostgreSQL URL (an empty database) instead of a fresh SQLite file.
+        var database: String?
     }
 
     typealias BenchError = Bench.Failure
@@ -26,19 +31,30 @@ enum GatewayBench {
     static let usage = """
         usage: rouse-bench gateway [--pushes N] [--connections N] [--streams N] [--latency-samples N]
                                    [--channels N] [--gateway PATH] [--h2load PATH] [--json]
+                                   [--database postgresql://…]   (an empty PostgreSQL database instead of SQLite)
+               rouse-bench gateway --attack [--pushes N] [--attack-connections N] [--attack-streams N]
+                                   [--attack-body BYTES] [--provider-samples N] [--flood-seconds N]
+                                   [--flood-connections N] [--flood-streams N] [--quiet-channels N]
+                                   [--half-open N] [--heartbeat SECONDS] [--idle-timeout SECONDS]
+                                   [--idle-window SECONDS] [--phases abcd] [--python PATH] [--gateway PATH]
+                                   [--h2load PATH] [--json]
         """
 
     static func run(arguments: [String]) async throws {
         let options = try parse(arguments)
+        if options.attack {
+            try await GatewayAttackBench.run(options)
+            return
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-gateway-bench-\(UUID())")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certs = try certsDirectory()
-        let database = directory + "/bench.sqlite"
+        let database = options.database ?? directory + "/bench.sqlite"
 
         // Devices and tokens are provisioned before the gateway starts.
-        let store = try SQLiteGatewayStore(path: database)
+        let store = try GatewayConfiguration.openStore(database: database)
         let now = Gateway.systemMilliseconds()
         let ids = (0..<(options.channels + 2)).map { "bench-\($0)" }
         let credentials = try Gateway.provisionDevices(store: store, ids: ids, now: now)
@@ -61,7 +77,11 @@ enum GatewayBench {
             if !options.json { print("\(name): \(value)") }
         }
         report("machine", machine())
-        report("durability", "SQLite WAL, synchronous=FULL, 200 after COMMIT")
+        report(
+            "durability",
+            options.database == nil
+                ? "SQLite WAL, synchronous=FULL, 200 after COMMIT"
+                : "PostgreSQL, synchronous_commit=on, 200 after COMMIT")
 
         // 1. Ingest with h2load.
         let h2 = try await h2loadIngest(
@@ -218,11 +238,26 @@ enum GatewayBench {
         _ options: Options, gateway: ChildGateway, credentials: [String], loop: EventLoop, certs: String
     ) async throws -> (open: Int, before: Int, after: Int) {
         let before = gateway.rssKiB()
-        let loops = try (0..<2).map { index -> EventLoop in
+        let loops = try channelLoops()
+        let clients = try await openChannels(port: gateway.devicePort, credentials: credentials, loops: loops)
+        let open = try await waitForConnectedDevices(credentials.count, gateway: gateway, loop: loop)
+        let after = gateway.rssKiB()
+        for client in clients { client.abort() }
+        return (open, before, after)
+    }
+
+    /// Two client event loops for many channel connections.
+    static func channelLoops() throws -> [EventLoop] {
+        try (0..<2).map { index -> EventLoop in
             let loop = try EventLoop(name: "bench-channels-\(index)")
             loop.start()
             return loop
         }
+    }
+
+    /// Opens one channel per credential, each on a TLS connection of its own (200 at a time); the clients hold them
+    /// until aborted.
+    static func openChannels(port: UInt16, credentials: [String], loops: [EventLoop]) async throws -> [HTTP2Client] {
         var clients: [HTTP2Client] = []
         var index = 0
         while index < credentials.count {
@@ -230,7 +265,7 @@ enum GatewayBench {
             let connected = try await withThrowingTaskGroup(of: HTTP2Client.self) { group in
                 for (offset, credential) in batch.enumerated() {
                     group.addTask {
-                        let client = try await connect(port: gateway.devicePort, loop: loops[offset % loops.count])
+                        let client = try await connect(port: port, loop: loops[offset % loops.count])
                         client.send(
                             HTTP2ClientRequest(
                                 method: "GET", path: "/device/v1/channel", authority: "localhost",
@@ -246,29 +281,32 @@ enum GatewayBench {
             clients += connected
             index += batch.count
         }
-        // Wait until the gateway counts them all (admin metrics), up to a minute.
+        return clients
+    }
+
+    /// A sample of the gateway's admin `/metrics` (the first line starting with `name `), or nil.
+    static func adminMetric(_ name: String, gateway: ChildGateway, loop: EventLoop) async throws -> Double? {
         let admin = try await HTTP2Client.connect(
             HTTP2ClientConfiguration(host: "127.0.0.1", port: gateway.adminPort, tls: nil), on: loop)
+        defer { admin.close() }
+        guard
+            case .response(200, _, let body) = await admin.send(
+                HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
+        else { return nil }
+        let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    /// Waits until the gateway counts `count` connected devices (admin metrics), up to a minute; the count seen.
+    static func waitForConnectedDevices(_ count: Int, gateway: ChildGateway, loop: EventLoop) async throws -> Int {
         let deadline = ContinuousClock.now + .seconds(60)
         var open = 0
         while ContinuousClock.now < deadline {
-            if case .response(200, _, let body) = await admin.send(
-                HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
-            {
-                let text = String(decoding: body, as: UTF8.self)
-                if let line = text.split(separator: "\n").first(where: {
-                    $0.hasPrefix("rouse_gateway_connected_devices ")
-                }) {
-                    open = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
-                }
-            }
-            if open >= credentials.count { break }
+            open = Int(try await adminMetric("rouse_gateway_connected_devices", gateway: gateway, loop: loop) ?? 0)
+            if open >= count { break }
             try await Task.sleep(for: .milliseconds(200))
         }
-        let after = gateway.rssKiB()
-        admin.close()
-        for client in clients { client.abort() }
-        return (open, before, after)
+        return open
     }
 
     // MARK: Helpers
@@ -310,7 +348,28 @@ enum GatewayBench {
             case "--channels": options.channels = try number()
             case "--gateway": options.gateway = try value()
             case "--h2load": options.h2load = try value()
+            case "--database": options.database = try value()
             case "--json": options.json = true
+            case "--attack": options.attack = true
+            case "--attack-connections": options.attackSizes.connections = max(try number(), 1)
+            case "--attack-streams": options.attackSizes.streams = max(try number(), 1)
+            case "--attack-body": options.attackSizes.bodyBytes = try number()
+            case "--provider-samples": options.attackSizes.providerSamples = max(try number(), 1)
+            case "--flood-seconds": options.attackSizes.floodSeconds = max(try number(), 3)
+            case "--flood-connections": options.attackSizes.floodConnections = max(try number(), 1)
+            case "--flood-streams": options.attackSizes.floodStreams = max(try number(), 1)
+            case "--quiet-channels": options.attackSizes.quietChannels = try number()
+            case "--half-open": options.attackSizes.halfOpenStreams = try number()
+            case "--heartbeat": options.attackSizes.heartbeatSeconds = max(try number(), 1)
+            case "--idle-timeout": options.attackSizes.idleSeconds = max(try number(), 1)
+            case "--idle-window": options.attackSizes.idleWindowSeconds = max(try number(), 1)
+            case "--python": options.attackSizes.python = try value()
+            case "--phases":
+                let phases = Set(try value())
+                guard !phases.isEmpty, phases.isSubset(of: ["a", "b", "c", "d"]) else {
+                    throw BenchError(description: "--phases takes letters of abcd\n\(usage)")
+                }
+                options.attackSizes.phases = phases
             case "-h", "--help":
                 print(usage)
                 return options

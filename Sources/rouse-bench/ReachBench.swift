@@ -6,7 +6,8 @@ import RouseNetlink
 import RouseReachability
 import Synchronization
 
-/// `rouse-bench reach [--iterations N] [--idle-seconds S] [--json]`: in a fresh network namespace with a
+/// `rouse-bench reach [--iterations N] [--idle-seconds S] [--json]` (`--cli [--rouse PATH]…`: the command-line
+/// watcher instead, see `ReachBench+CLI.swift`): in a fresh network namespace with a
 /// veth pair, toggles the egress link and adds/removes the default route N times (4 result changes per
 /// iteration: link down, default route added after the link is back, removed, added), and measures the
 /// monitor against `ip monitor link route` in the same run: change-to-notification latency p50/p99,
@@ -16,6 +17,10 @@ enum ReachBench {
         var iterations = 1000
         var idleSeconds = 60.0
         var json = false
+        /// Measure `rouse reach watch` as a child process instead of the library in this process.
+        var cli = false
+        /// `rouse` executables to compare (`--rouse PATH`, repeatable; default: the one next to this).
+        var rousePaths: [String] = []
     }
 
     typealias BenchError = Bench.Failure
@@ -36,8 +41,15 @@ enum ReachBench {
                         after: "--idle-seconds", from: &iterator, "a number ≥ 0", where: { value in value >= 0 })
                     as Double
             case "--json": options.json = true
+            case "--cli": options.cli = true
+            case "--rouse":
+                options.rousePaths.append(
+                    try Bench.value(after: "--rouse", from: &iterator, "a rouse executable", where: { _ in true })
+                        as String)
             default:
-                throw BenchError(description: "unknown argument \(argument) (--iterations N, --idle-seconds S, --json)")
+                throw BenchError(
+                    description:
+                        "unknown argument \(argument) (--iterations N, --idle-seconds S, --json, --cli, --rouse PATH)")
             }
         }
         return options
@@ -46,32 +58,29 @@ enum ReachBench {
     static func run(arguments: [String]) async throws {
         let options = try parse(arguments)
         // Everything blocking (child processes, waits) runs on a dedicated thread, off the main actor.
-        let report = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<Report, any Error>) in
+        let text = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<String, any Error>) in
             Thread {
                 do {
-                    continuation.resume(returning: try runBlocking(options))
+                    if options.cli {
+                        let report = try runCLI(options)
+                        continuation.resume(returning: options.json ? report.json : report.text)
+                    } else {
+                        let report = try runBlocking(options)
+                        continuation.resume(returning: options.json ? report.json : report.text)
+                    }
                 } catch {
                     continuation.resume(throwing: error)
                 }
             }.start()
         }
-        print(options.json ? report.json : report.text)
+        print(text)
     }
 
     static func runBlocking(_ options: Options) throws -> Report {
         let namespace = "rz-bench-\(getpid())"
-        try ip(["netns", "add", namespace])
+        try makeNamespace(namespace)
         defer { _ = try? ip(["netns", "del", namespace]) }
-        for command in [
-            "link set lo up", "link add veth0 type veth peer name veth1",
-            // No IPv6 autoconfiguration: its late DAD events would land in the idle window.
-            "link set veth0 addrgenmode none", "link set veth1 addrgenmode none", "link set veth1 up",
-            "link set veth0 up",
-            "addr add 10.1.0.2/24 dev veth0", "route add default via 10.1.0.1",
-        ] {
-            try ip(["-n", namespace] + command.split(separator: " ").map(String.init))
-        }
         let floor = try LineMonitor(arguments: ["-n", namespace, "monitor", "link", "route"])
         defer { floor.stop() }
 
@@ -91,14 +100,39 @@ enum ReachBench {
         notifications.waitForCount(1, timeout: 5)
 
         // The changes are made from a thread inside the namespace.
-        let outcome = Mutex<Result<Report, any Error>?>(nil)
+        return try inNamespace(namespace) {
+            try measure(monitor: monitor, notifications: notifications, floor: floor, options: options)
+        }
+    }
+
+    /// A namespace with veth0 (10.1.0.2/24, default route via 10.1.0.1) ↔ veth1, both up; deleted by the caller.
+    static func makeNamespace(_ namespace: String) throws {
+        try ip(["netns", "add", namespace])
+        for command in [
+            "link set lo up", "link add veth0 type veth peer name veth1",
+            // No IPv6 autoconfiguration: its late DAD events would land in the idle window.
+            "link set veth0 addrgenmode none", "link set veth1 addrgenmode none", "link set veth1 up",
+            "link set veth0 up", "addr add 10.1.0.2/24 dev veth0", "route add default via 10.1.0.1",
+        ] {
+            do {
+                try ip(["-n", namespace] + command.split(separator: " ").map(String.init))
+            } catch {
+                _ = try? ip(["netns", "del", namespace])
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a thread that entered the namespace, and waits for it.
+    static func inNamespace<T: Sendable>(_ namespace: String, _ body: @escaping @Sendable () throws -> T) throws -> T {
+        let outcome = Mutex<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
             defer { done.signal() }
             do {
                 try NetlinkSystem.enterNetworkNamespace(path: "/run/netns/\(namespace)")
-                let report = try measure(monitor: monitor, notifications: notifications, floor: floor, options: options)
-                outcome.withLock { $0 = .success(report) }
+                let value = try body()
+                outcome.withLock { $0 = .success(value) }
             } catch {
                 outcome.withLock { $0 = .failure(error) }
             }
@@ -212,8 +246,8 @@ enum ReachBench {
             overruns: endStatistics.overruns - startStatistics.overruns, anomalies: anomalies,
             idleSeconds: options.idleSeconds,
             idleWakeups: idleWakeups, idleMessages: idleMessages, floorIdleWakeups: floorIdleWakeups,
-            rssKiB: rss("self"),
-            floorRSSKiB: rss("\(floor.processID)"))
+            rssKiB: ProcessProbe.statusKiB(getpid(), "VmRSS") ?? 0,
+            floorRSSKiB: ProcessProbe.statusKiB(floor.processID, "VmRSS") ?? 0)
     }
 
     static func percentile(_ values: [UInt64], _ fraction: Double) -> Double {
@@ -221,14 +255,6 @@ enum ReachBench {
         let sorted = values.sorted()
         let index = min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)
         return Double(sorted[max(index, 0)]) / 1_000_000
-    }
-
-    static func rss(_ pid: String) -> Int {
-        guard let status = NetlinkSystem.readSmallFile("/proc/\(pid)/status", maxBytes: 8192) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        return 0
     }
 
     @discardableResult

@@ -35,7 +35,8 @@ final class NotificationClock: Sendable {
     }
 }
 
-/// `ip … monitor …` as the floor: each output line timestamped when read.
+/// A line-printing monitor read from a pipe (`ip … monitor …`, the floor; or `rouse reach watch`), each
+/// output line timestamped when read.
 final class LineMonitor: Sendable {
     private let process: RunningChild
     private let stamps = Stamps()
@@ -47,18 +48,28 @@ final class LineMonitor: Sendable {
         let arrived = DispatchSemaphore(value: 0)
     }
 
-    init(arguments: [String]) throws {
-        let ip = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
+    static let ipPath = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
+
+    /// Starts `executable` (`ip` by default). With `readyLines` it is ready once that many lines were read
+    /// (a watcher prints its targets' current values); otherwise (`ip monitor` prints nothing until
+    /// something changes) after a moment to bind its socket.
+    init(executable: String = LineMonitor.ipPath, arguments: [String], readyLines: Int = 0) throws {
         // Each line is stamped on the reader thread, as soon as it was read.
         let stamps = stamps
-        process = try ChildProcess.start(ip, arguments, stdout: .lines, stderr: .inherit) { _ in
+        process = try ChildProcess.start(executable, arguments, stdout: .lines, stderr: .inherit) { _ in
             let now = DispatchTime.now().uptimeNanoseconds
             stamps.lines.withLock { $0.append(now) }
             stamps.arrived.signal()
         }
         processID = process.processIdentifier
-        // `ip monitor` is ready once it has bound its socket; give it a moment to start.
-        Thread.sleep(forTimeInterval: 0.2)
+        if readyLines > 0 {
+            guard waitForLine(after: readyLines - 1, timeout: 10) != nil else {
+                process.kill()
+                throw Bench.Failure(description: "\(executable) printed no first line within 10 s")
+            }
+        } else {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
     }
 
     var lineCount: Int { stamps.lines.withLock { $0.count } }
@@ -77,28 +88,104 @@ final class LineMonitor: Sendable {
     /// Lets trailing lines of the last change arrive.
     func settle() { Thread.sleep(forTimeInterval: 0.1) }
 
-    /// utime + stime of the `ip monitor` process, in clock ticks.
-    var cpuTicks: Int {
-        guard let stat = NetlinkSystem.readSmallFile("/proc/\(processID)/stat"),
-            let close = stat.lastIndex(of: ")")
-        else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
-        return user + system
-    }
+    /// utime + stime of the process, in clock ticks.
+    var cpuTicks: Int { ProcessProbe.cpuTicks(processID) ?? 0 }
 
-    /// Voluntary + involuntary context switches of the `ip monitor` process (its wake-ups).
-    var contextSwitches: Int {
-        guard let status = NetlinkSystem.readSmallFile("/proc/\(processID)/status", maxBytes: 8192) else { return 0 }
-        var total = 0
-        for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
-            total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
-        }
-        return total
+    /// Voluntary + involuntary context switches of each thread of the process now, by thread id.
+    var contextSwitchesByThread: [String: Int] { ProcessProbe.switches(processID) }
+
+    /// Voluntary + involuntary context switches of the thread group leader (`ip monitor` has no other).
+    var contextSwitches: Int { contextSwitchesByThread["\(processID)"] ?? 0 }
+
+    /// Threads of the process.
+    var threadCount: Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(processID)/task")) ?? []).count
     }
 
     /// Kills the child (SIGKILL) and waits until it is gone.
     func stop() { process.kill() }
+}
+
+/// Wake-ups of every thread of some processes over a window: each thread's context switches, sampled
+/// twice a second so threads that come and go (a thread pool's workers) are counted too.
+struct WakeupCounter {
+    private var last: [Int: [String: Int]] = [:]
+    private(set) var totals: [Int: Int] = [:]
+
+    /// Takes one sample of each monitor; the first sample sets the baseline.
+    mutating func sample(_ monitors: [LineMonitor]) {
+        for (position, monitor) in monitors.enumerated() {
+            let now = monitor.contextSwitchesByThread
+            if let before = last[position] {
+                for (thread, count) in now { totals[position, default: 0] += count - (before[thread] ?? 0) }
+            } else {
+                totals[position] = 0
+            }
+            last[position] = now
+        }
+    }
+
+    /// Samples every half second for `seconds`.
+    mutating func watch(_ monitors: [LineMonitor], seconds: Double) {
+        sample(monitors)
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            Thread.sleep(forTimeInterval: min(0.5, max(0, end.timeIntervalSinceNow)))
+            sample(monitors)
+        }
+    }
+}
+
+/// Where a process's resident memory is, from `/proc/PID/smaps`: the Swift runtime's libraries,
+/// Foundation's (with ICU), the executable itself, other shared libraries, and anonymous memory.
+struct ResidentMemory: Sendable {
+    var totalKiB = 0
+    var swiftRuntimeKiB = 0
+    var foundationKiB = 0
+    var executableKiB = 0
+    var otherLibrariesKiB = 0
+    var anonymousKiB = 0
+
+    init(processID: Int32) {
+        // /proc files have no size: read until the end (Foundation's file reading may stop at a page).
+        guard let smaps = NetlinkSystem.readSmallFile("/proc/\(processID)/smaps", maxBytes: 16 << 20) else { return }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(processID)/exe")) ?? "?"
+        var mapping = ""
+        for line in smaps.split(separator: "\n", omittingEmptySubsequences: false) {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let first = fields.first, first.contains("-"), first.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+                mapping = fields.count >= 6 ? String(fields[5]) : ""
+                continue
+            }
+            guard line.hasPrefix("Rss:"), fields.count >= 2, let kib = Int(fields[1]) else { continue }
+            totalKiB += kib
+            let name = mapping.split(separator: "/").last.map(String.init) ?? ""
+            if mapping == executable {
+                executableKiB += kib
+            } else if name.hasPrefix("libFoundation") || name.hasPrefix("lib_FoundationICU") {
+                foundationKiB += kib
+            } else if name.hasPrefix("libswift") || name.hasPrefix("libdispatch") || name.hasPrefix("libBlocksRuntime")
+            {
+                swiftRuntimeKiB += kib
+            } else if mapping.hasPrefix("/") {
+                otherLibrariesKiB += kib
+            } else {
+                anonymousKiB += kib
+            }
+        }
+    }
+
+    var text: String {
+        "\(totalKiB) KiB (Swift runtime \(swiftRuntimeKiB), Foundation \(foundationKiB), executable \(executableKiB), "
+            + "other libraries \(otherLibrariesKiB), anonymous \(anonymousKiB))"
+    }
+
+    var object: [String: Int] {
+        [
+            "totalKiB": totalKiB, "swiftRuntimeKiB": swiftRuntimeKiB, "foundationKiB": foundationKiB,
+            "executableKiB": executableKiB, "otherLibrariesKiB": otherLibrariesKiB, "anonymousKiB": anonymousKiB,
+        ]
+    }
 }
 
 /// The figures of one benchmark run.

@@ -29,7 +29,7 @@ enum AgentStateBench {
                     "--piece-bytes",
                     "\(options.pieceBytes)",
                 ],
-                pushTypes: ["voip"], rules: HandlerRules())
+                pushTypes: ["voip"], allowRoot: true, rules: HandlerRules())
         }
         var configuration = AgentConfiguration(
             endpoint: GatewayEndpoint(baseURL: "https://127.0.0.1:9", caFile: nil), socketPath: root + "/agent.sock",
@@ -50,11 +50,8 @@ enum AgentStateBench {
         let clock = ContinuousClock()
         func admin(_ state: String) async throws {
             for handler in handlers {
-                var message = AgentMessage(type: .userControl)
-                message.handler = handler.name
-                message.state = state
                 let client = try AgentClient(socketPath: configuration.socketPath)
-                try client.send(message)
+                try client.send(.userControl(.init(handler: handler.name, state: state)))
                 for await _ in client.messages { break }
                 client.close()
             }

@@ -3,8 +3,10 @@ import Foundation
 // rouse-bench: one benchmark per capability. Each prints its figures (and JSON lines with --json).
 //   rouse-bench send [--pushes N] [--json]          rouse send's engines vs h2load on the mock, VoIP under bulk
 //   rouse-bench mock-apns [--requests N] [--json]   h2load against rouse mock-apns vs nghttpd (TLS)
-//   rouse-bench reach [--iterations N] [--json]     netlink monitor vs ip monitor in a namespace (root)
+//   rouse-bench reach [--iterations N] [--json]     netlink monitor vs ip monitor in a namespace (root);
+//                     [--cli [--rouse PATH]…]        rouse reach watch read from a pipe vs ip monitor
 //   rouse-bench gateway [--pushes N] [--json]       durable ingest, provider → device latency, channel memory
+//   rouse-bench gateway --attack [--json]           half-open streams, bogus-bearer flood, idle wake-ups, ingest
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 //   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS

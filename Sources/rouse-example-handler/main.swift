@@ -1,6 +1,7 @@
 import Foundation
 import RouseActivation
 import RouseAgentClient
+import RouseWire
 
 // An example handler: registers, reports a call for every VoIP push that must be reported, completes
 // background pushes, and writes one line per event to stdout (and to `--log FILE` when given), e.g.
@@ -29,6 +30,24 @@ import RouseAgentClient
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 
 let arguments = CommandLine.arguments
+
+/// `--describe`: the descriptors open at start (read before this program opens any) and the names of the
+/// environment variables, written as `fds 0 1 2 3` and `environment HOME PATH …` after `registered` (tests).
+let startDescriptors: [Int32] = arguments.contains("--describe") ? openDescriptors() : []
+
+func openDescriptors() -> [Int32] {
+    guard let directory = opendir("/proc/self/fd") else { return [] }
+    defer { closedir(directory) }
+    let own = dirfd(directory)
+    var result: [Int32] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if let fd = Int32(name), fd != own { result.append(fd) }
+    }
+    return result.sorted()
+}
 func option(_ name: String) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
     return arguments[index + 1]
@@ -86,25 +105,30 @@ do {
     if mode == "task" || mode == "leak" { try client.beginTask(name: "upload") }
     if let commandsPath { try readCommands(commandsPath, client: client) }
     for await message in client.messages {
-        switch message.kind {
-        case .registered:
-            emit("registered launchReason=\(message.launchReason ?? "-") uid=\(getuid()) gid=\(getgid())")
-        case .credentials:
-            emit("credentials topic=\(message.topic ?? "-") token=\(message.token ?? "-")")
-        case .push:
-            let payload = Data(base64Encoded: message.payload ?? "").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        switch message {
+        case .registered(let registered):
+            emit("registered launchReason=\(registered.launchReason) uid=\(getuid()) gid=\(getgid())")
+            if arguments.contains("--describe") {
+                emit("fds " + startDescriptors.map(String.init).joined(separator: " "))
+                emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
+            }
+            if let other = option("--try-admin") { Task { await tryAdmin(client, other: other) } }
+        case .credentials(let credentials):
+            emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
+        case .push(let push):
+            let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) } ?? ""
             var latency = ""
             if let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
                 let sent = object["sentAt"] as? Double
             {
                 latency = String(format: " latencyMs=%.3f", Date().timeIntervalSince1970 * 1000 - sent)
             }
-            let id = message.pushID ?? "-"
+            let id = push.pushID
             emit(
-                "push id=\(id) type=\(message.pushType ?? "-") mustReport=\(message.mustReport.map { "\($0)" } ?? "-") "
+                "push id=\(id) type=\(push.pushType) mustReport=\(push.mustReport.map { "\($0)" } ?? "-") "
                     + "payload=\(payload)\(latency)")
             let ignored = option("--ignore-payload").map { payload.contains($0) } ?? false
-            if message.pushType == "voip", message.mustReport == true, mode != "ignore", !ignored {
+            if push.pushType == "voip", push.mustReport == true, mode != "ignore", !ignored {
                 try client.reportCall(pushID: id, callID: "call-\(id)")
                 emit("reported id=\(id) call=call-\(id)")
                 if mode != "keepcall" { try client.callEnded(callID: "call-\(id)") }
@@ -112,34 +136,31 @@ do {
                 if arguments.contains("--bad-preserve") {
                     // Malformed on purpose: a path with "..", then data that is not base64.
                     try client.preserve(pieces: ["calls/../ui": []], version: stateVersion)
-                    var message = AgentMessage(type: .preserve)
-                    message.pieces = ["settings": "not base64!"]
-                    message.version = stateVersion
-                    try client.send(message)
+                    try client.send(.preserve(.init(pieces: ["settings": "not base64!"], version: stateVersion)))
                 } else if preserves {
                     try client.preserve(pieces: pieces(), version: stateVersion)
                 }
             }
-            if message.pushType == "background", mode != "overrun" {
+            if push.pushType == "background", mode != "overrun" {
                 try client.complete(pushID: id, result: .newData)
                 emit("completed id=\(id) result=newData")
             }
-        case .taskBegun:
-            emit("taskBegun id=\(message.taskID ?? -1) name=\(message.taskName ?? "-")")
-        case .taskExpiring:
-            emit("taskExpiring id=\(message.taskID ?? -1) seconds=\(message.seconds ?? 0)")
-            if mode == "task", let id = message.taskID {
-                try client.endTask(id: id)
-                emit("taskEnded id=\(id)")
+        case .taskBegun(let task):
+            emit("taskBegun id=\(task.taskID) name=\(task.taskName)")
+        case .taskExpiring(let task):
+            emit("taskExpiring id=\(task.taskID) seconds=\(task.seconds)")
+            if mode == "task" {
+                try client.endTask(id: task.taskID)
+                emit("taskEnded id=\(task.taskID)")
             }
-        case .lifecycle:
-            emit("lifecycle state=\(message.state ?? "-")")
-        case .activation:
-            emit("activation " + describe(message))
-        case .reachability:
-            emit("reachability reachable=\(message.reachable ?? false)")
-        case .restoration:
-            guard let offer = OfferedRestoration(message) else {
+        case .lifecycle(let lifecycle):
+            emit("lifecycle state=\(lifecycle.state)")
+        case .activation(let activation):
+            emit("activation " + describe(activation))
+        case .reachability(let reachability):
+            emit("reachability reachable=\(reachability.reachable)")
+        case .restoration(let restoration):
+            guard let offer = OfferedRestoration(restoration) else {
                 emit("restoration malformed")
                 continue
             }
@@ -172,14 +193,14 @@ do {
             emit(
                 "restoration done restored=\(result.restored.count) skipped=\(result.skipped.count) "
                     + "failedAt=\(result.failedAt ?? "-")")
-        case .preserveRequest:
-            emit("preserveRequest reason=\(message.state ?? "-")")
+        case .preserveRequest(let request):
+            emit("preserveRequest reason=\(request.reason)")
             try client.preserve(pieces: pieces(), version: stateVersion)
-        case .preserved:
-            emit("preserved \(message.detail ?? "")")
-        case .error:
-            emit("error \(message.error ?? "-"): \(message.detail ?? "")")
-        default:
+        case .preserved(let preserved):
+            emit("preserved \(preserved.detail)")
+        case .error(let failure):
+            emit("error \(failure.code): \(failure.detail)")
+        case .statusReply, .sessionsReply, .ok, .unknown:
             emit("message type=\(message.type)")
         }
     }
@@ -190,15 +211,45 @@ do {
 }
 
 /// `session=… event=… [reason=…] [shouldResume=…]`.
-func describe(_ message: AgentMessage) -> String {
-    var text = "session=\(message.session ?? "-") event=\(message.event ?? "-")"
-    if let reason = message.reason { text += " reason=\(reason)" }
-    if let shouldResume = message.shouldResume { text += " shouldResume=\(shouldResume)" }
+func describe(_ activation: AgentEvent.Activation) -> String {
+    var text = "session=\(activation.session) event=\(activation.event)"
+    if let reason = activation.reason { text += " reason=\(reason)" }
+    if let shouldResume = activation.shouldResume { text += " shouldResume=\(shouldResume)" }
     return text
 }
 
 /// Reads commands (one per line) from the named pipe at `path`, opened read-write so that writers come and go
 /// without an end of file, and runs each in order.
+/// `--try-admin OTHER` (tests): what a handler gets when it asks for the status on its own connection, and when it
+/// asks to stop handler OTHER, on its own connection and on a second one through the socket path. Writes
+///   askedStatus handlers=NAME,… device=ID|-     admin own=CODE     admin socket=CODE
+func tryAdmin(_ client: AgentClient, other: String) async {
+    func answer(_ client: AgentClient, _ request: AgentRequest) async -> (AgentEvent?, String) {
+        do {
+            let event = try await client.request(request)
+            return (event, event.type)
+        } catch let error as AgentRequestError {
+            return (nil, error.code)
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+    if case (.statusReply(let reply)?, _) = await answer(client, .status) {
+        let object = (try? JSONSerialization.jsonObject(with: Data(reply.detail.utf8))) as? [String: Any] ?? [:]
+        let names = (object["handlers"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        emit("askedStatus handlers=\(names.joined(separator: ",")) device=\(object["deviceID"] as? String ?? "-")")
+    }
+    let stop = AgentRequest.userControl(.init(handler: other, state: "stopped"))
+    emit("admin own=" + (await answer(client, stop)).1)
+    let path = ProcessInfo.processInfo.environment["ROUSE_AGENT_SOCKET"] ?? AgentClient.defaultSocketPath
+    guard let second = try? AgentClient(socketPath: path) else {
+        emit("admin socket=connectFailed")
+        return
+    }
+    emit("admin socket=" + (await answer(second, stop)).1)
+    second.close()
+}
+
 func readCommands(_ path: String, client: AgentClient) throws {
     guard let handle = FileHandle(forUpdatingAtPath: path) else {
         throw AgentRequestError(code: "commands", detail: "cannot open \(path)")
@@ -240,17 +291,18 @@ func run(_ words: [String], client: AgentClient) async throws {
     case "state":
         try client.setState(words[1])
     case "activate":
-        var message = AgentMessage(type: .activate)
-        message.session = words[1]
-        message.category = words[2]
-        message.mode = named["mode"]
-        message.options = named["options"].map { $0.split(separator: ",").map(String.init) }
-        message.role = named["role"]
-        message.acceptsDelay = named["delay"] != nil
+        let request = AgentRequest.Activate(
+            session: words[1], category: words[2], mode: named["mode"],
+            options: named["options"].map { $0.split(separator: ",").map(String.init) }, role: named["role"],
+            acceptsDelay: named["delay"] != nil)
         // The raw request, so that a test can send what the typed API would refuse to build.
         do {
-            let answer = try await client.request(message)
-            emit("answer " + describe(answer))
+            let answer = try await client.request(.activate(request))
+            if case .activation(let activation) = answer {
+                emit("answer " + describe(activation))
+            } else {
+                emit("answer session=\(words[1]) type=\(answer.type)")
+            }
         } catch let error as AgentRequestError {
             emit("answer session=\(words[1]) error=\(error.code)")
         }

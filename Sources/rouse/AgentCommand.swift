@@ -17,11 +17,11 @@ struct AgentCommand: AsyncParsableCommand {
     }
 
     /// Sends one admin request and waits (5 s at most) for the answer.
-    static func request(_ message: AgentMessage, socket: String) async throws -> AgentMessage {
+    static func request(_ message: AgentRequest, socket: String) async throws -> AgentEvent {
         let client = try AgentClient(socketPath: socket)
         defer { client.close() }
         try client.send(message)
-        let answer = try await withThrowingTaskGroup(of: AgentMessage?.self) { group in
+        let answer = try await withThrowingTaskGroup(of: AgentEvent?.self) { group in
             group.addTask {
                 for await reply in client.messages { return reply }
                 return nil
@@ -35,26 +35,19 @@ struct AgentCommand: AsyncParsableCommand {
             return first
         }
         guard let answer else { throw ValidationError("no answer from the agent at \(socket)") }
-        if answer.kind == .error {
-            throw ValidationError("agent: \(answer.error ?? "error"): \(answer.detail ?? "")")
-        }
+        if case .error(let failure) = answer { throw ValidationError("agent: \(failure.code): \(failure.detail)") }
         return answer
     }
 
-    /// Sends an admin request naming `handler` (and `state`) and prints `ok` once the agent accepted it.
-    static func expectOK(
-        _ type: AgentMessageType, handler: String, state: String? = nil, socket: String
-    ) async throws {
-        var message = AgentMessage(type: type)
-        message.handler = handler
-        message.state = state
-        try await expectOK(message, socket: socket)
-    }
-
     /// Sends `message` and prints `ok` once the agent accepted it.
-    static func expectOK(_ message: AgentMessage, socket: String) async throws {
+    static func expectOK(_ message: AgentRequest, socket: String) async throws {
         _ = try await request(message, socket: socket)
         print("ok")
+    }
+
+    /// An answer that is not the one the request asks for.
+    static func unexpected(_ answer: AgentEvent) -> ValidationError {
+        ValidationError("the agent answered with \(answer.type)")
     }
 
     /// `rouse agent status [--json]`.
@@ -66,8 +59,9 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Print the status document as JSON.") var json = false
 
         func run() async throws {
-            let reply = try await AgentCommand.request(AgentMessage(type: .status), socket: options.socket)
-            let text = reply.detail ?? "{}"
+            let answer = try await AgentCommand.request(.status, socket: options.socket)
+            guard case .statusReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
+            let text = reply.detail
             if json {
                 print(text)
                 return
@@ -107,8 +101,9 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Print the snapshot as JSON.") var json = false
 
         func run() async throws {
-            let reply = try await AgentCommand.request(AgentMessage(type: .sessions), socket: options.socket)
-            let text = reply.detail ?? "{}"
+            let answer = try await AgentCommand.request(.sessions, socket: options.socket)
+            guard case .sessionsReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
+            let text = reply.detail
             if json {
                 print(text)
                 return
@@ -132,9 +127,7 @@ struct AgentCommand: AsyncParsableCommand {
         @Argument(help: "newDeviceAvailable, oldDeviceUnavailable, categoryChange, override, wakeFromSleep, …")
         var reason: String
         func run() async throws {
-            var message = AgentMessage(type: .routeChanged)
-            message.reason = reason
-            try await AgentCommand.expectOK(message, socket: options.socket)
+            try await AgentCommand.expectOK(.routeChanged(.init(reason: reason)), socket: options.socket)
         }
     }
 
@@ -145,7 +138,7 @@ struct AgentCommand: AsyncParsableCommand {
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            try await AgentCommand.expectOK(.reregister, handler: handler, socket: options.socket)
+            try await AgentCommand.expectOK(.reregister(.init(handler: handler)), socket: options.socket)
         }
     }
 
@@ -156,7 +149,8 @@ struct AgentCommand: AsyncParsableCommand {
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            try await AgentCommand.expectOK(.userControl, handler: handler, state: "started", socket: options.socket)
+            try await AgentCommand.expectOK(
+                .userControl(.init(handler: handler, state: "started")), socket: options.socket)
         }
     }
 
@@ -167,7 +161,8 @@ struct AgentCommand: AsyncParsableCommand {
         @OptionGroup var options: SocketOption
         @Argument var handler: String
         func run() async throws {
-            try await AgentCommand.expectOK(.userControl, handler: handler, state: "stopped", socket: options.socket)
+            try await AgentCommand.expectOK(
+                .userControl(.init(handler: handler, state: "stopped")), socket: options.socket)
         }
     }
 }

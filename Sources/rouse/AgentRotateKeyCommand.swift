@@ -12,7 +12,8 @@ extension AgentCommand {
         @Flag(help: "Print {\"keyID\": …} as JSON.") var json = false
 
         func run() async throws {
-            let reply = try await AgentCommand.request(AgentMessage(type: .rotateKey), socket: options.socket)
+            let answer = try await AgentCommand.request(.rotateKey, socket: options.socket)
+            guard case .ok(let reply) = answer else { throw AgentCommand.unexpected(answer) }
             let id = reply.detail ?? "-"
             print(json ? #"{"keyID":"\#(id)"}"# : "data key rotated: new key id \(id)")
         }

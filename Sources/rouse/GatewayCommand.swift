@@ -10,11 +10,11 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Administer a rouse-gateway: provider keys, devices, tokens.",
-        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self])
+        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self, Migrate.self])
 
     /// Where the database is: `--database` or the gateway's `--config`.
     struct Location: ParsableArguments {
-        @Option(name: .long, help: "The gateway's SQLite file.")
+        @Option(name: .long, help: "The gateway's SQLite file, or its PostgreSQL URL (postgresql://…).")
         var database: String?
 
         @Option(name: .long, help: "The gateway's configuration file (its database is used).")
@@ -23,12 +23,10 @@ struct GatewayCommand: AsyncParsableCommand {
         @Flag(name: .long, help: "Print JSON.")
         var json = false
 
-        func store() throws -> SQLiteGatewayStore {
-            if let database { return try SQLiteGatewayStore(path: database) }
-            if let config {
-                return try SQLiteGatewayStore(path: try GatewayConfiguration.load(path: config).databasePath)
-            }
-            throw ValidationError("give --database FILE or --config FILE")
+        func store() throws -> any GatewayStore {
+            if let database { return try GatewayConfiguration.openStore(database: database) }
+            if let config { return try GatewayConfiguration.load(path: config).openStore() }
+            throw ValidationError("give --database FILE|URL or --config FILE")
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Glibc
 import Logging
 import RouseNetlink
 import RouseReachability
@@ -10,15 +11,19 @@ struct ReachCommand: AsyncParsableCommand {
         commandName: "reach", abstract: "Network reachability.", subcommands: [Watch.self, Status.self])
 
     /// `rouse reach watch TARGET… [--json]`: prints each change with a timestamp and the reason.
-    struct Watch: AsyncParsableCommand {
+    ///
+    /// Synchronous on purpose (see `RouseMain`): the lines are printed on the monitor's thread by a
+    /// synchronous handler, and the main thread only waits for a signal, so an idle watcher sleeps in
+    /// `poll` with nothing else scheduled.
+    struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "watch",
-            abstract: "Print every reachability change of the targets (host, IP, LOCAL,REMOTE, or 0.0.0.0).")
+            abstract: "Print every reachability or path change of the targets (host, IP, LOCAL,REMOTE, or 0.0.0.0).")
 
         @Argument(help: "Targets: a host name, an IP address, an address pair LOCAL,REMOTE, or 0.0.0.0 / :: / any.")
         var targets: [String]
 
-        @Flag(help: "One JSON object per line.")
+        @Flag(help: "One JSON object per line (timestamps in microseconds).")
         var json = false
 
         @Option(help: "Monitor the network namespace at this path (e.g. /run/netns/NAME).")
@@ -29,11 +34,14 @@ struct ReachCommand: AsyncParsableCommand {
             _ = try parsedTargets(targets)
         }
 
-        func run() async throws {
-            let monitor = try startMonitor(targets: try parsedTargets(targets), netns: netns)
-            defer { monitor.stop() }
-            for await event in monitor.events() {
-                StandardOutput.write((json ? ReachOutput.json(event) : ReachOutput.line(event)) + "\n")
+        func run() throws {
+            let json = json
+            let monitor = try startMonitor(targets: try parsedTargets(targets), netns: netns) { monitor in
+                monitor.addSynchronousHandler { ReachabilityLines.print($0, json: json) }
+            }
+            withExtendedLifetime(monitor) {
+                // Until SIGINT/SIGTERM (default action) or a closed stdout ends the process.
+                while true { pause() }
             }
         }
     }
@@ -95,11 +103,14 @@ private func parsedTargets(_ texts: [String]) throws -> [ReachabilityTarget] {
     return targets
 }
 
-private func startMonitor(targets: [ReachabilityTarget], netns: String?) throws -> ReachabilityMonitor {
+private func startMonitor(
+    targets: [ReachabilityTarget], netns: String?, subscribe: (ReachabilityMonitor) -> Void = { _ in }
+) throws -> ReachabilityMonitor {
     var logger = Logger(label: "rouse.reach")
     logger.logLevel = .notice
     let monitor = ReachabilityMonitor(configuration: .init(networkNamespacePath: netns), logger: logger)
     for target in targets { monitor.watch(target) }
+    subscribe(monitor)
     do {
         try monitor.start()
     } catch {
@@ -110,23 +121,6 @@ private func startMonitor(targets: [ReachabilityTarget], netns: String?) throws 
 
 /// Text and JSON renderings for `rouse reach`.
 enum ReachOutput {
-    static func timestamp(_ seconds: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
-    }
-
-    static func line(_ event: ReachabilityEvent) -> String {
-        switch event {
-        case .changed(let change):
-            return "\(timestamp(change.timestamp)) \(change.target) \(change.result) usable=\(change.result.isUsable)"
-                + " — \(change.reason)"
-        case .sourceAddressChanged(let change):
-            return
-                "\(timestamp(change.timestamp)) \(change.target) source address \(change.previous) → \(change.current)"
-        }
-    }
-
     static func resultObject(_ result: ReachabilityResult) -> [String: Any] {
         var object: [String: Any] = [
             "status": "\(result.path.status)",
@@ -153,22 +147,6 @@ enum ReachOutput {
             return "{}"
         }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    static func json(_ event: ReachabilityEvent) -> String {
-        switch event {
-        case .changed(let change):
-            return encode([
-                "time": timestamp(change.timestamp), "event": "changed", "target": change.target.description,
-                "reason": change.reason, "result": resultObject(change.result),
-            ])
-        case .sourceAddressChanged(let change):
-            return encode([
-                "time": timestamp(change.timestamp), "event": "sourceAddressChanged",
-                "target": change.target.description,
-                "previous": change.previous.description, "current": change.current.description,
-            ])
-        }
     }
 
     /// Default routes (all tables), dumped from the kernel in the monitor's namespace.

@@ -25,9 +25,14 @@ struct HookScriptTests {
             *) echo "$*" ;;
             esac
             """
-        let path = directory.appendingPathComponent("pactl").path
-        try body.write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        // Written as a template, then copied by cp: a file this process wrote can still be open for writing in a
+        // child that another test forked meanwhile, and executing it then fails with ETXTBSY (the hook would
+        // see no pactl). cp's descriptor is gone when cp has exited.
+        let template = directory.appendingPathComponent("pactl.template").path
+        try body.write(toFile: template, atomically: false, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: template)
+        let copy = try ChildProcess.runSync("/bin/cp", [template, directory.appendingPathComponent("pactl").path])
+        guard copy.status == 0 else { throw ChildProcess.Failure(description: "cp: \(copy.stderr)") }
         return directory
     }
 

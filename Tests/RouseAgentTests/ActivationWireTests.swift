@@ -14,26 +14,28 @@ struct ActivationWireTests {
 
     @Test(arguments: events)
     func everyEventSurvivesAFrame(event: ActivationMessage) throws {
-        let message = AgentMessage(activation: event, session: "music", requestID: 7)
-        var decoder = FrameDecoder()
-        decoder.append(FrameCodec.encode(message))
+        let message = AgentEvent.activation(.init(event, session: "music"))
+        var decoder = FrameDecoder<AgentEvent>()
+        decoder.append(FrameCodec.encode(message, requestID: 7))
         let decoded = try #require(try decoder.next())
-        #expect(decoded.kind == .activation)
-        #expect(decoded.session == "music")
+        guard case .activation(let activation) = decoded.message else {
+            Issue.record("decoded as \(decoded.message.type)")
+            return
+        }
+        #expect(activation.session == "music")
         #expect(decoded.requestID == 7)
-        #expect(decoded.activationEvent == event)
+        #expect(activation.activationMessage == event)
     }
 
     @Test func unknownEventIsNotGuessed() {
-        var message = AgentMessage(type: .activation)
-        message.event = "exploded"
-        #expect(message.activationEvent == nil)
+        var message = AgentEvent.Activation(session: "music", event: "exploded")
+        #expect(message.activationMessage == nil)
         message.event = "denied"  // without its reason
-        #expect(message.activationEvent == nil)
+        #expect(message.activationMessage == nil)
     }
 
     @Test func configurationIsValidatedWithPreciseErrors() throws {
-        var message = AgentMessage(type: .activate)
+        var message = AgentRequest.Activate(session: "music", category: nil)
         #expect(try message.sessionConfiguration() == nil)
         message.category = "playback"
         message.options = ["duckOthers"]
@@ -50,10 +52,7 @@ struct ActivationWireTests {
             ("playback", "voiceChat", nil, "incompatible-mode", "voiceChat with playback"),
         ]
         for (category, mode, options, code, detail) in cases {
-            var bad = AgentMessage(type: .activate)
-            bad.category = category
-            bad.mode = mode
-            bad.options = options
+            let bad = AgentRequest.Activate(session: "music", category: category, mode: mode, options: options)
             do {
                 _ = try bad.sessionConfiguration()
                 Issue.record("\(String(describing: category)) \(String(describing: mode)) accepted")
@@ -66,8 +65,9 @@ struct ActivationWireTests {
 
     @Test func activateRequestCarriesTheConfiguration() throws {
         let configuration = try SessionConfiguration(category: .playAndRecord, mode: .voiceChat, options: [.duckOthers])
-        let message = AgentMessage(activate: "talk", configuration: configuration, role: .assistant, acceptsDelay: true)
-        #expect(message.kind == .activate)
+        let message = AgentRequest.Activate(
+            session: "talk", configuration: configuration, role: .assistant, acceptsDelay: true)
+        #expect(message.session == "talk")
         #expect(message.role == "assistant")
         #expect(message.acceptsDelay == true)
         #expect(try message.sessionConfiguration() == configuration)

@@ -24,7 +24,7 @@ extension AgentHarness {
     /// The user starts handler `name`; waits until it registered (and, with `foreground`, declared itself active).
     func startHandler(_ name: String, foreground: Bool = false) async throws {
         let registrations = lines(name, "registered").count
-        try await admin(.userControl, handler: name, state: "started")
+        try await admin(.userControl(.init(handler: name, state: "started")))
         try await waitForLine(name, "registered", count: registrations + 1)
         guard foreground else { return }
         try command(name, "state active")
@@ -439,16 +439,15 @@ struct AgentActivationRestartTests {
             try handle.write(contentsOf: Data((line + "\n").utf8))
         }
         func sessions() async throws -> ActivationSnapshot {
-            let reply = try await rig.admin(AgentMessage(type: .sessions))
-            return try JSONDecoder().decode(ActivationSnapshot.self, from: Data((reply.detail ?? "").utf8))
+            guard case .sessionsReply(let reply) = try await rig.admin(.sessions) else {
+                throw FixtureError("sessions: no sessionsReply")
+            }
+            return try JSONDecoder().decode(ActivationSnapshot.self, from: Data(reply.detail.utf8))
         }
         let music = SessionID(handler: HandlerID("voip"), name: "music")
 
         let first = try await rig.agent(1)
-        var start = AgentMessage(type: .userControl)
-        start.handler = "voip"
-        start.state = "started"
-        _ = try await rig.admin(start)
+        _ = try await rig.admin(.userControl(.init(handler: "voip", state: "started")))
         try await rig.waitForHandler("registered")
         try command("state active")
         try await eventually("active") { try await rig.status().handlers.first?.state == "active" }

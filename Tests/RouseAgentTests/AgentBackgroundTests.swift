@@ -38,11 +38,11 @@ struct AgentBackgroundTests {
         let harness = try await AgentHarness {
             try [AgentHarness.handler("fetch", mode: "complete", directory: $0, pushTypes: ["background"])]
         }
-        try await harness.admin(.userControl, handler: "fetch", state: "stopped")
+        try await harness.admin(.userControl(.init(handler: "fetch", state: "stopped")))
         try await harness.push("fetch", type: "background", payload: #"{"n":1}"#)
         try await eventually("held") { await harness.handlerStatus("fetch")?.heldPush != nil }
         #expect(harness.log("fetch").isEmpty)
-        try await harness.admin(.userControl, handler: "fetch", state: "started")
+        try await harness.admin(.userControl(.init(handler: "fetch", state: "started")))
         try await harness.waitForLine("fetch", "completed id=")
         #expect(harness.log("fetch").first?.hasPrefix("registered launchReason=user") == true)
     }
@@ -78,7 +78,7 @@ struct AgentBackgroundTests {
                 }
             ]
         }
-        try await harness.admin(.userControl, handler: "worker", state: "started")
+        try await harness.admin(.userControl(.init(handler: "worker", state: "started")))
         try await harness.waitForLine("worker", "taskBegun id=1 name=upload")
         try await harness.waitForLine("worker", "taskExpiring id=1")
         if mode == "task" {

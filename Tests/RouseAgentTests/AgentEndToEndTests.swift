@@ -19,6 +19,25 @@ struct AgentEndToEndTests {
         #expect(await harness.handlerStatus("voip")?.strikes == 0)
     }
 
+    /// Issue 15, defect 6: the `apns-id` is the provider's choice; the same id on another provider's topic is
+    /// another push, not a duplicate. On the same topic it is one (handed once).
+    @Test func theSameApnsIDOnAnotherTopicIsNotADuplicate() async throws {
+        let harness = try await AgentHarness {
+            try [
+                AgentHarness.handler("alpha", mode: "report", directory: $0, pushTypes: ["voip"]),
+                AgentHarness.handler("beta", mode: "report", directory: $0, pushTypes: ["voip"]),
+            ]
+        }
+        let id = "6d1a7c1e-0000-4000-8000-000000000015"
+        try await harness.push("alpha", type: "voip", payload: #"{"n":1}"#, apnsID: id)
+        try await harness.waitForLine("alpha", "reported id=")
+        try await harness.push("beta", type: "voip", payload: #"{"n":2}"#, apnsID: id)
+        try await harness.waitForLine("beta", "reported id=")
+        try await harness.push("alpha", type: "voip", payload: #"{"n":3}"#, apnsID: id)
+        try await eventually("all acknowledged") { try harness.pending() == 0 }
+        #expect(harness.log("alpha").filter { $0.hasPrefix("push id=") }.count == 1)
+    }
+
     @Test func missedReportsKillStrikeBlockAndReregistrationResumes() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "ignore", directory: $0)] }
         for round in 1...3 {
@@ -41,7 +60,7 @@ struct AgentEndToEndTests {
         try await eventually("fourth push consumed") { try harness.pending() == 0 }
         #expect(harness.log("voip").filter { $0.hasPrefix("push id=") }.count == 3)
         // Registered again: VoIP launches resume.
-        try await harness.admin(.reregister, handler: "voip")
+        try await harness.admin(.reregister(.init(handler: "voip")))
         #expect(await harness.handlerStatus("voip")?.voipBlocked == false)
         try await eventually("gateway admin view shows the strikes cleared") {
             let reported = try await harness.gatewayHandler()
@@ -54,7 +73,7 @@ struct AgentEndToEndTests {
     @Test func foregroundHandlerOwesNoReport() async throws {
         let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "foreground", directory: $0)] }
         // The user starts it; it declares itself active (a handler launched for a push is in the background).
-        try await harness.admin(.userControl, handler: "voip", state: "started")
+        try await harness.admin(.userControl(.init(handler: "voip", state: "started")))
         try await eventually("handler active") { await harness.handlerStatus("voip")?.state == "active" }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "push id=")
@@ -156,19 +175,25 @@ struct AgentEndToEndTests {
         // This test process is not the handler's executable.
         let impostor = try AgentClient(socketPath: harness.socketPath)
         try impostor.register(handler: "voip")
-        var answers: [AgentMessage] = []
+        var answers: [AgentEvent] = []
         for await answer in impostor.messages { answers.append(answer) }
-        #expect(answers.first?.kind == .error)
-        #expect(answers.first?.error == "notAuthorized")
+        guard case .error(let refusal) = answers.first else {
+            Issue.record("impostor answered \(answers)")
+            return
+        }
+        #expect(refusal.code == "notAuthorized")
         // Garbage: a clear error frame, then the connection is closed.
         let raw = try RawSocket(path: harness.socketPath)
         raw.write([0, 0, 0, 5] + Array("hello".utf8))
         let reply = raw.readAll()
-        var decoder = FrameDecoder()
+        var decoder = FrameDecoder<AgentEvent>()
         decoder.append(reply)
-        let error = try decoder.next()
-        #expect(error?.kind == .error)
-        #expect(error?.error == "malformedFrame")
+        let error = try decoder.next()?.message
+        guard case .error(let malformed) = error else {
+            Issue.record("garbage answered \(String(describing: error))")
+            return
+        }
+        #expect(malformed.code == "malformedFrame")
         // The real handler still works.
         try await harness.push("voip", type: "voip", payload: #"{"n":2}"#)
         try await harness.waitForLine("voip", "reported id=", count: 2)

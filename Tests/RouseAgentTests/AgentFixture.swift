@@ -54,8 +54,9 @@ struct Provider: Sendable {
     }
 
     /// Sends a push; returns the HTTP status.
-    func push(token: String, topic: String, type: String, payload: String) async -> Int {
+    func push(token: String, topic: String, type: String, payload: String, apnsID: String? = nil) async -> Int {
         var headers = [HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true)]
+        if let apnsID { headers.append(HTTP2Header("apns-id", apnsID)) }
         headers.append(HTTP2Header("apns-topic", topic))
         headers.append(HTTP2Header("apns-push-type", type))
         if type == "background" { headers.append(HTTP2Header("apns-priority", "5")) }
@@ -110,6 +111,9 @@ final class AgentHarness: Sendable {
         ]
         configuration.providerCertificateTopics = ["*"]
         configuration.limits.heartbeatSeconds = 0
+        // The test provider connects once and may push first minutes later on a loaded machine (it does not reconnect
+        // after a GOAWAY as a real client does).
+        configuration.limits.authenticationTimeoutSeconds = 600
         return configuration
     }
 
@@ -127,7 +131,9 @@ final class AgentHarness: Sendable {
             name: name, topic: name == "voip" ? bundleID : "com.example.\(name)",
             command: [try Products.path("rouse-example-handler"), "--mode", mode, "--log", "\(directory)/\(name).log"]
                 + arguments,
-            pushTypes: pushTypes, rules: rules)
+            // The rules tests run the handler as the (root) test process; who handlers run as by default, and
+            // what they are given, is AgentPrivilegeTests' subject.
+            pushTypes: pushTypes, allowRoot: true, rules: rules)
     }
 
     init(
@@ -189,9 +195,10 @@ final class AgentHarness: Sendable {
     }
 
     /// Sends a push for handler `name`'s topic.
-    func push(_ name: String, type: String, payload: String = #"{"n":1}"#) async throws {
+    func push(_ name: String, type: String, payload: String = #"{"n":1}"#, apnsID: String? = nil) async throws {
         let topic = (name == "voip" ? Self.bundleID : "com.example.\(name)") + (type == "voip" ? ".voip" : "")
-        let status = await provider.push(token: try await token(topic), topic: topic, type: type, payload: payload)
+        let status = await provider.push(
+            token: try await token(topic), topic: topic, type: type, payload: payload, apnsID: apnsID)
         guard status == 200 else { throw FixtureError("provider got \(status)") }
     }
 
@@ -216,19 +223,16 @@ final class AgentHarness: Sendable {
     }
 
     /// Sends an admin request and expects `ok`.
-    func admin(_ type: AgentMessageType, handler: String, state: String? = nil) async throws {
-        var message = AgentMessage(type: type)
-        message.handler = handler
-        message.state = state
+    func admin(_ message: AgentRequest) async throws {
         let client = try AgentClient(socketPath: socketPath)
         defer { client.close() }
         try client.send(message)
-        var reply: AgentMessage?
+        var reply: AgentEvent?
         for await answer in client.messages {
             reply = answer
             break
         }
-        guard reply?.kind == .ok else { throw FixtureError("admin \(type): \(String(describing: reply))") }
+        guard case .ok = reply else { throw FixtureError("admin \(message.type): \(String(describing: reply))") }
     }
 
     /// What the gateway's admin view (`/v1/devices`) shows of the agent's handler for `topic`.

@@ -99,10 +99,10 @@ struct AgentNetworkTests {
     static func status(socket: String) async throws -> AgentStatus {
         let client = try AgentClient(socketPath: socket)
         defer { client.close() }
-        try client.send(AgentMessage(type: .status))
+        try client.send(.status)
         for await reply in client.messages {
-            guard let detail = reply.detail else { break }
-            return try JSONDecoder().decode(AgentStatus.self, from: Data(detail.utf8))
+            guard case .statusReply(let status) = reply else { throw FixtureError("status answered \(reply)") }
+            return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
         }
         throw FixtureError("no status from the agent")
     }
@@ -127,6 +127,7 @@ struct AgentNetworkTests {
             topic = "com.example.rouse"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
             push-types = ["voip"]
+            allow-root = true
             """
         try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
         let socket = directory + "/agent.sock"

@@ -53,6 +53,7 @@ struct AgentOperationTests {
                 topic = "com.example.\(name)"
                 command = ["\(example)", "--mode", "report"]
                 push-types = ["voip"]
+                allow-root = true
                 """
             try Data(text.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/\(name).toml"))
         }

@@ -86,6 +86,7 @@ final class PreservationRig: Sendable {
             topic = "com.example.rouse"
             command = [\(command.map { "\"\($0)\"" }.joined(separator: ", "))]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             suspend-after-seconds = \(suspendAfter)
             voip-deadline-seconds = 2
@@ -159,7 +160,7 @@ final class PreservationRig: Sendable {
     }
 
     /// Sends an admin request; the answer.
-    func admin(_ message: AgentMessage) async throws -> AgentMessage {
+    func admin(_ message: AgentRequest) async throws -> AgentEvent {
         let client = try AgentClient(socketPath: socket)
         defer { client.close() }
         try client.send(message)
@@ -306,15 +307,10 @@ struct AgentPreservationTests {
         let agent = try await rig.agentWithPreservedHandler()
         defer { PreservationRig.kill(agent) }
         #expect(FileManager.default.fileExists(atPath: rig.state + "/state/voip.state"))
-        var stop = AgentMessage(type: .userControl)
-        stop.handler = "voip"
-        stop.state = "stopped"
-        #expect(try await rig.admin(stop).kind == .ok)
+        #expect(try await rig.admin(.userControl(.init(handler: "voip", state: "stopped"))) == .ok(.init()))
         try await eventually("handler stopped") { try await rig.status().handlers.first?.pid == nil }
         #expect(!FileManager.default.fileExists(atPath: rig.state + "/state/voip.state"))
-        var start = stop
-        start.state = "started"
-        #expect(try await rig.admin(start).kind == .ok)
+        #expect(try await rig.admin(.userControl(.init(handler: "voip", state: "started"))) == .ok(.init()))
         try await rig.push(#"{"n":2}"#)
         try await rig.waitForHandler("push id=", count: 2)
         #expect(rig.handlerLines("restoration offered").isEmpty)
@@ -478,6 +474,7 @@ struct AgentPreservationTests {
             topic = "com.example.fetch"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "complete", "--log", "\(rig.handlerLog)"]
             push-types = ["background"]
+            allow-root = true
             [limits]
             background-burst = 2
             background-per-hour = 0.01
@@ -545,6 +542,7 @@ struct AgentPreservationTests {
             topic = "com.example.rouse"
             command = ["\(copy)", "--mode", "report", "--log", "\(rig.handlerLog)"]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             suspend-after-seconds = 30
             """

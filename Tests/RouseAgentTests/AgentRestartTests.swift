@@ -47,6 +47,7 @@ struct AgentRestartTests {
             topic = "com.example.rouse"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "ignore", "--log", "\(log)"]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             voip-deadline-seconds = 60
             """
@@ -105,6 +106,7 @@ struct AgentRestartTests {
             topic = "com.example.rouse"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report"]
             push-types = ["voip"]
+            allow-root = true
             [limits]
             suspend-after-seconds = 0.2
             """
@@ -116,22 +118,11 @@ struct AgentRestartTests {
             "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
         ]
         let first = try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent1.stderr")
-        var admin = AgentMessage(type: .userControl)
-        admin.handler = "voip"
-        admin.state = "started"
         let client = try AgentClient(socketPath: socket)
-        try client.send(admin)
+        try client.send(.userControl(.init(handler: "voip", state: "started")))
         for await _ in client.messages { break }
         client.close()
-        @Sendable func status() async throws -> AgentStatus? {
-            let client = try AgentClient(socketPath: socket)
-            defer { client.close() }
-            try client.send(AgentMessage(type: .status))
-            for await reply in client.messages {
-                return try reply.detail.map { try JSONDecoder().decode(AgentStatus.self, from: Data($0.utf8)) }
-            }
-            return nil
-        }
+        @Sendable func status() async throws -> AgentStatus? { try await AgentNetworkTests.status(socket: socket) }
         try await eventually("handler suspended") { try await status()?.handlers.first?.state == "suspended" }
         let pid = try #require(try await status()?.handlers.first?.pid)
         let mechanism = try await status()?.suspendMechanism

@@ -13,6 +13,17 @@ struct ChannelStateMachineTests {
         #expect(machine.reachability(true) == [.cancelTimer, .connect])
     }
 
+    /// A heartbeat no gateway would send (a day at most is accepted) fails the channel instead of trapping.
+    @Test(arguments: [Int.max, Int(Int32.max), 86_401, -1])
+    func anOutOfRangeHeartbeatFailsTheChannel(_ heartbeat: Int) {
+        var machine = ChannelStateMachine()
+        _ = machine.reachability(true)
+        let actions = machine.opened(heartbeatSeconds: heartbeat)
+        #expect(actions.first == .close && machine.state == .backingOff, "\(actions)")
+        _ = machine.timerFired()
+        #expect(machine.opened(heartbeatSeconds: 86_400) == [.armTimer(.seconds(86_400 * 2 + 10))])
+    }
+
     @Test func failuresBackOffWithJitterAndNetworkBackSkipsBackoff() {
         var machine = ChannelStateMachine()
         _ = machine.reachability(true)

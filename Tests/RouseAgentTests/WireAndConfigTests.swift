@@ -1,3 +1,4 @@
+import Foundation
 import RouseAgent
 import RouseAgentClient
 import Testing
@@ -5,21 +6,21 @@ import Testing
 @Suite("IPC frames, de-duplication window, handler files", .timeLimit(.minutes(1)))
 struct WireAndConfigTests {
     @Test func framesRoundTripInPieces() throws {
-        var message = AgentMessage(type: .push)
-        message.pushID = "7"
-        message.mustReport = true
-        let bytes = FrameCodec.encode(message) + FrameCodec.encode(AgentMessage(type: .ok))
-        var decoder = FrameDecoder()
-        var out: [AgentMessage] = []
+        let message = AgentEvent.push(
+            .init(
+                pushID: "7", pushType: "voip", topic: "t", payload: "", apnsID: "a", mustReport: true, seconds: 5))
+        let bytes = FrameCodec.encode(message) + FrameCodec.encode(AgentEvent.ok(.init()))
+        var decoder = FrameDecoder<AgentEvent>()
+        var out: [AgentEvent] = []
         for byte in bytes {
             decoder.append([byte])
-            while let next = try decoder.next() { out.append(next) }
+            while let next = try decoder.next() { out.append(next.message) }
         }
-        #expect(out == [message, AgentMessage(type: .ok)])
+        #expect(out == [message, .ok(.init())])
     }
 
-    static func decode(_ bytes: [UInt8]) throws -> AgentMessage? {
-        var decoder = FrameDecoder()
+    static func decode(_ bytes: [UInt8]) throws -> IPCFrame<AgentEvent>? {
+        var decoder = FrameDecoder<AgentEvent>()
         decoder.append(bytes)
         return try decoder.next()
     }
@@ -56,6 +57,12 @@ struct WireAndConfigTests {
         #expect(handler.topics == ["com.example.rouse.voip", "com.example.rouse"])
         #expect(handler.rules.voipDeadline == .milliseconds(1500))
         #expect(handler.rules.strikeLimit == 2)
+        #expect(!handler.allowRoot && handler.environment.isEmpty)
+        let privileged = try HandlerConfiguration.parse(
+            text.replacingOccurrences(
+                of: "[limits]", with: "allow-root = true\nenvironment = [\"TZ\", \"A=b=c\"]\n[limits]"),
+            name: "example", file: "example.toml")
+        #expect(privileged.allowRoot && privileged.environment == ["TZ", "A=b=c"])
     }
 
     @Test(arguments: [
@@ -63,6 +70,28 @@ struct WireAndConfigTests {
         ("topic = \"a\"\ncommand = [\"rel\"]", "example.toml: command[0] must be an absolute path"),
         ("topic = \"a\"\nbogus = 1", "example.toml: unknown key bogus"),
         ("topic = \"a\"\ntopic = \"b\"", "example.toml:2: duplicate key topic"),
+        // Numbers that would overflow the deadline arithmetic (issue 15), and input nested past the parser's depth.
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nvoip-deadline-seconds = 1e300",
+            "example.toml: limits.voip-deadline-seconds must be a number from 0 to 31622400"
+        ),
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nstrikes = 9223372036854775807",
+            "example.toml: limits.strikes must be a number from 0 to 1000000"
+        ),
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nbackground-burst = -1",
+            "example.toml: limits.background-burst must be a number from 0 to 1000000"
+        ),
+        (
+            "topic = " + String(repeating: "[", count: 100_000),
+            "example.toml:1: arrays nested more than 8 deep at column 18"
+        ),
+        ("topic = \"a\"\ncommand = [\"/x\"]\nallow-root = 1", "example.toml: allow-root must be true or false"),
+        (
+            "topic = \"a\"\ncommand = [\"/x\"]\nenvironment = [\"A B=1\"]",
+            "example.toml: environment: each entry is NAME or NAME=value (NAME: A-Z, a-z, 0-9, _)"
+        ),
     ])
     func handlerFileErrorsArePrecise(_ text: String, _ expected: String) {
         do {

@@ -97,6 +97,7 @@ struct AdminAccessTests {
             )
         }
         var seen: [String] = []
+        var links: [String] = []
         var path: String? = "/v1/tokens?limit=2&reveal=tokens"
         var pages = 0
         while let current = path, pages < 10 {
@@ -105,12 +106,17 @@ struct AdminAccessTests {
             #expect(items.count <= 2)
             seen += items.compactMap { $0["token"] as? String }
             path = next
+            links += next.map { [$0] } ?? []
             pages += 1
         }
+        // Paging without reveal must not show a token either, not even in the next-page link.
+        let redactedLink = try await get("/v1/tokens?limit=1").next ?? ""
         let redacted = try await get("/v1/tokens?limit=1000").body
         let bad = try await Self.curl(["--http2-prior-knowledge", "http://127.0.0.1:\(port)/v1/tokens?limit=5000"])
         await h.stop()
         #expect(seen == tokens.sorted(), "every token once, in order, over \(pages) pages")
+        #expect(!tokens.contains { token in (links + [redactedLink]).contains { $0.contains(token.prefix(8)) } })
+        #expect(redactedLink.hasPrefix("/v1/tokens?limit=1&after="), "\(redactedLink)")
         #expect(pages == 3)
         #expect(!tokens.contains { redacted.contains($0) })
         #expect(tokens.allSatisfy { redacted.contains(String($0.prefix(8)) + "…") })

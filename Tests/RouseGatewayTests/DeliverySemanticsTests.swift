@@ -1,14 +1,15 @@
 import Foundation
 import RouseGateway
+import RouseTestSupport
 import Testing
 
 /// Each test ends with a sentinel push that must be the next record: what should not arrive provably did not.
-@Suite("Gateway delivery semantics", .timeLimit(.minutes(2)))
+@Suite("Gateway delivery semantics", .timeLimit(.minutes(5)), .stopsWhatItStarts)
 struct DeliverySemanticsTests {
-    @Test("a stored push is dropped at its expiration; the storage time is capped")
-    func expiration() async throws {
+    @Test("a stored push is dropped at its expiration; the storage time is capped", arguments: StoreBackend.allCases)
+    func expiration(backend: StoreBackend) async throws {
         let clock = ManualWallClock()
-        let h = try await Harness.start(clock: clock) { $0.limits.maxExpirationSeconds = 3600 }
+        let h = try await Harness.start(backend: backend, clock: clock) { $0.limits.maxExpirationSeconds = 3600 }
         let now = clock.now / 1000
         await h.push(1, expiration: now + 60)
         await h.push(2, expiration: now + 10 * 86_400)  // capped at one hour
@@ -22,9 +23,9 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("a push already past its apns-expiration is accepted and dropped")
-    func pastExpiration() async throws {
-        let h = try await Harness.start()
+    @Test("a push already past its apns-expiration is accepted and dropped", arguments: StoreBackend.allCases)
+    func pastExpiration(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         await h.push(1, expiration: 1)  // 1970
         await h.push(2)
         let channel = try await h.channel()
@@ -33,9 +34,9 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("the same apns-collapse-id replaces the pending push")
-    func collapse() async throws {
-        let h = try await Harness.start()
+    @Test("the same apns-collapse-id replaces the pending push", arguments: StoreBackend.allCases)
+    func collapse(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         await h.push(1, collapseID: "score")
         await h.push(2, collapseID: "other")
         await h.push(3, collapseID: "score")
@@ -46,9 +47,11 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("offline: only the newest background push per topic is kept; online: all are delivered")
-    func backgroundSingleSlot() async throws {
-        let h = try await Harness.start()
+    @Test(
+        "offline: only the newest background push per topic is kept; online: all are delivered",
+        arguments: StoreBackend.allCases)
+    func backgroundSingleSlot(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         await h.push(1, type: "background")
         await h.push(2, type: "background")
         await h.push(3)
@@ -63,9 +66,11 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("VoIP with apns-expiration 0: delivered when connected, dropped (counted) when not")
-    func voipExpirationZero() async throws {
-        let h = try await Harness.start()
+    @Test(
+        "VoIP with apns-expiration 0: delivered when connected, dropped (counted) when not",
+        arguments: StoreBackend.allCases)
+    func voipExpirationZero(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         let voip = try await h.device.token(topic: GatewayFixture.voipTopic)
         await h.push(1, token: voip, topic: GatewayFixture.voipTopic, type: "voip", expiration: 0)
         #expect(h.gateway.metrics.total("dropped/expiration-zero-offline") == 1)
@@ -84,9 +89,9 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("order: arrival order, VoIP first, offline and online")
-    func ordering() async throws {
-        let h = try await Harness.start { $0.limits.window = 2 }
+    @Test("order: arrival order, VoIP first, offline and online", arguments: StoreBackend.allCases)
+    func ordering(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend) { $0.limits.window = 2 }
         let voip = try await h.device.token(topic: GatewayFixture.voipTopic)
         await h.push(1)
         await h.push(2)
@@ -112,9 +117,9 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("a dropped token answers 410 Unregistered with the drop time as timestamp")
-    func tokenRevocation() async throws {
-        let h = try await Harness.start()
+    @Test("a dropped token answers 410 Unregistered with the drop time as timestamp", arguments: StoreBackend.allCases)
+    func tokenRevocation(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         await h.push(1)
         let (status, json) = try await h.device.call("DELETE", "/device/v1/tokens/\(h.token)")
         #expect(status == 200)
@@ -132,9 +137,9 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("a newer channel replaces the older one")
-    func staleChannelReplaced() async throws {
-        let h = try await Harness.start()
+    @Test("a newer channel replaces the older one", arguments: StoreBackend.allCases)
+    func staleChannelReplaced(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         let old = try await h.channel()
         let new = try await h.channel()
         #expect(try await old.next()["type"] == "replaced")
@@ -144,9 +149,9 @@ struct DeliverySemanticsTests {
         await h.stop()
     }
 
-    @Test("a channel closed by the device is no longer counted as connected")
-    func channelClosed() async throws {
-        let h = try await Harness.start()
+    @Test("a channel closed by the device is no longer counted as connected", arguments: StoreBackend.allCases)
+    func channelClosed(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend)
         let channel = try await h.channel()
         channel.close()
         // Expiration 0 is the probe: dropped once the gateway saw the close.

@@ -60,6 +60,10 @@ enum GatewayFixture {
         configuration.keys = [try key()]
         configuration.providerCertificateTopics = [bundleID]
         configuration.limits.heartbeatSeconds = 0
+        // The test providers connect at the start and may push first minutes later on a loaded machine; they do not
+        // reconnect after a GOAWAY as real clients do (the deadline itself is tested in PublicLimitsTests and
+        // BudgetTests).
+        configuration.limits.authenticationTimeoutSeconds = 600
         configure(&configuration)
         return configuration
     }
@@ -77,6 +81,25 @@ enum GatewayFixture {
         }
         return try Gateway(configuration: configuration, store: store, logger: logger)
     }
+}
+
+/// The value of the gateway's admin `/metrics` sample line that starts with `sample` (0 when there is none),
+/// read over h2c from the admin port.
+func adminMetric(port: UInt16?, _ sample: String) async throws -> Int {
+    let port = try #require(port)
+    let admin = try await HTTP2Client.connect(
+        HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
+    defer { admin.close() }
+    let response = await admin.send(
+        HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
+    guard case .response(200, _, let body) = response else { throw FixtureError("metrics: \(response)") }
+    let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+    return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
+}
+
+/// The sample name of `rouse_gateway_limit_hits_total` for one listener and limit.
+func limitHits(_ listener: String, _ limit: String) -> String {
+    #"rouse_gateway_limit_hits_total{listener="\#(listener)",limit="\#(limit)"}"#
 }
 
 /// One shared client event loop for provider connections.
@@ -150,14 +173,19 @@ struct Harness: Sendable {
     let token: String
     let provider: Provider
 
-    /// `store(directory)` gives the gateway's store (default: SQLite in the directory, as configured).
+    /// `store(directory)` gives the gateway's store (default: SQLite in the directory, as configured, or a fresh
+    /// PostgreSQL cluster for `.postgres`).
     static func start(
-        clock: ManualWallClock? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in },
+        backend: StoreBackend = .sqlite, clock: ManualWallClock? = nil,
+        configure: (inout GatewayConfiguration) -> Void = { _ in },
         store: ((TemporaryDirectory) throws -> any GatewayStore)? = nil
     ) async throws -> Harness {
         let directory = try TemporaryDirectory()
-        let gateway = try GatewayFixture.start(
-            in: directory, clock: clock, store: try store?(directory), configure: configure)
+        let postgres = try await backend.settings()
+        let gateway = try GatewayFixture.start(in: directory, clock: clock, store: try store?(directory)) {
+            $0.postgres = postgres
+            configure(&$0)
+        }
         let curl = try CurlHTTPClient()
         let device = try await DeviceClient.enroll(
             curl: curl, port: gateway.devicePort, secret: try gateway.makeEnrollmentSecret())

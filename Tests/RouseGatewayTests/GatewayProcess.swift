@@ -37,11 +37,16 @@ final class GatewayProcess: Sendable {
     }
 
     /// Writes a configuration for `database` into `directory` and starts the gateway; returns once it printed
-    /// its ready line (ports), or throws after `timeout`.
-    static func start(directory: TemporaryDirectory, database: String, timeout: Duration = .seconds(30)) async throws
-        -> GatewayProcess
-    {
+    /// its ready line (ports), or throws after `timeout`. `limits` go into the configuration's `limits` (heartbeats
+    /// are off unless set there).
+    static func start(
+        directory: TemporaryDirectory, database: String, limits: [String: Int] = [:], timeout: Duration = .seconds(30)
+    ) async throws -> GatewayProcess {
         let certs = Repository.root + "/certs"
+        let limitsJSON = ["heartbeatSeconds": 0, "authenticationTimeoutSeconds": 600].merging(limits) { $1 }.sorted {
+            $0.key < $1.key
+        }
+        .map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ")
         let config = """
             {"environment": "production",
              "provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem",
@@ -53,7 +58,7 @@ final class GatewayProcess: Sendable {
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": ["com.example.rouse", "com.example.rouse.voip"]}],
-             "limits": {"heartbeatSeconds": 0}}
+             "limits": {\(limitsJSON)}}
             """
         let configPath = directory.path + "/gateway.json"
         try Data(config.utf8).write(to: URL(fileURLWithPath: configPath))

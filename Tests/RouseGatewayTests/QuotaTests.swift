@@ -1,18 +1,21 @@
 import Foundation
 import RouseGateway
+import RouseTestSupport
 import Testing
 
 /// Each test ends by reading what the device gets: the oldest pushes beyond a quota provably went.
-@Suite("Gateway storage quotas per token and per device", .timeLimit(.minutes(2)))
+@Suite("Gateway storage quotas per token and per device", .timeLimit(.minutes(5)), .stopsWhatItStarts)
 struct QuotaTests {
     /// A payload of about `size` bytes carrying `{"n":…}`.
     static func payload(_ n: Int, size: Int) -> String {
         #"{"n":\#(n),"pad":""# + String(repeating: "x", count: max(size - 20, 0)) + #""}"#
     }
 
-    @Test("an offline token keeps its newest pushes within the push quota; the oldest go, counted")
-    func tokenPushQuota() async throws {
-        let h = try await Harness.start { $0.limits.maxPendingPushesPerToken = 3 }
+    @Test(
+        "an offline token keeps its newest pushes within the push quota; the oldest go, counted",
+        arguments: StoreBackend.allCases)
+    func tokenPushQuota(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend) { $0.limits.maxPendingPushesPerToken = 3 }
         for n in 1...5 { await h.push(n) }
         #expect(h.gateway.metrics.total("dropped/token-quota") == 2)
         #expect(h.gateway.metrics.total("dropped/alert/token-quota") == 2)
@@ -23,9 +26,9 @@ struct QuotaTests {
         await h.stop()
     }
 
-    @Test("an offline token keeps its newest pushes within the byte quota")
-    func tokenByteQuota() async throws {
-        let h = try await Harness.start { $0.limits.maxPendingBytesPerToken = 5120 }
+    @Test("an offline token keeps its newest pushes within the byte quota", arguments: StoreBackend.allCases)
+    func tokenByteQuota(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend) { $0.limits.maxPendingBytesPerToken = 5120 }
         for n in 1...4 {
             let answer = await h.provider.push(token: h.token, payload: Self.payload(n, size: 2000))
             #expect(answer.status == 200)
@@ -38,9 +41,10 @@ struct QuotaTests {
         await h.stop()
     }
 
-    @Test("a device's tokens share the device quota: its oldest push goes, VoIP or not")
-    func devicePushQuota() async throws {
-        let h = try await Harness.start { $0.limits.maxPendingPushesPerDevice = 3 }
+    @Test(
+        "a device's tokens share the device quota: its oldest push goes, VoIP or not", arguments: StoreBackend.allCases)
+    func devicePushQuota(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend) { $0.limits.maxPendingPushesPerDevice = 3 }
         let voip = try await h.device.token(topic: GatewayFixture.voipTopic)
         await h.push(1, token: voip, topic: GatewayFixture.voipTopic, type: "voip")
         await h.push(2)
@@ -56,9 +60,11 @@ struct QuotaTests {
         await h.stop()
     }
 
-    @Test("online without acknowledgements: a quota drop frees the window and the next pending push follows")
-    func quotaOnAConnectedDevice() async throws {
-        let h = try await Harness.start {
+    @Test(
+        "online without acknowledgements: a quota drop frees the window and the next pending push follows",
+        arguments: StoreBackend.allCases)
+    func quotaOnAConnectedDevice(backend: StoreBackend) async throws {
+        let h = try await Harness.start(backend: backend) {
             $0.limits.window = 2
             $0.limits.maxPendingPushesPerToken = 3
         }
@@ -75,15 +81,16 @@ struct QuotaTests {
         await h.stop()
     }
 
-    @Test("the store's totals follow every delete: acknowledgement, expiry, token and device revocation")
-    func totalsFollowDeletes() throws {
-        let directory = try TemporaryDirectory()
-        let store = try SQLiteGatewayStore(path: directory.path + "/store.sqlite")
+    @Test(
+        "the store's totals follow every delete: acknowledgement, expiry, token and device revocation",
+        arguments: StoreBackend.allCases)
+    func totalsFollowDeletes(backend: StoreBackend) async throws {
+        let opened = try await backend.open()
+        let store = opened.store
         func push(_ token: String, _ device: String, type: String?, expiresAt: Int64 = 10_000) -> StoredPush {
-            StoredPush(
-                id: 0, deviceID: device, token: token, topic: "t", pushType: type, priority: 10,
-                apnsID: "0a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d", collapseID: nil, expiration: nil,
-                expiresAt: expiresAt, receivedAt: 1, payload: [UInt8](repeating: 1, count: 100))
+            StoreContractTests.push(
+                device: device, token: token, type: type, expiresAt: expiresAt,
+                payload: [UInt8](repeating: 1, count: 100))
         }
         try store.write { t in
             for token in ["a", "b"] {

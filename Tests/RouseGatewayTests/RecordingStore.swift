@@ -76,14 +76,17 @@ struct RecordingTransaction: GatewayStoreTransaction {
     func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws {
         try on { try base.replaceHandlerReports(deviceID: deviceID, reports) }
     }
+    func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
+        try on { try base.handlerReports(deviceIDs: deviceIDs) }
+    }
     func handlerReports(deviceID: String?) throws -> [HandlerReport] {
         try on { try base.handlerReports(deviceID: deviceID) }
     }
     func token(_ token: String) throws -> TokenRecord? { try on { try base.token(token) } }
     func insertToken(_ token: TokenRecord) throws { try on { try base.insertToken(token) } }
     func tokens(deviceID: String?) throws -> [TokenRecord] { try on { try base.tokens(deviceID: deviceID) } }
-    func tokens(after: String?, limit: Int) throws -> [TokenRecord] {
-        try on { try base.tokens(after: after, limit: limit) }
+    func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
+        try on { try base.tokens(offset: offset, limit: limit) }
     }
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
         try on { try base.revokeToken(token, deviceID: deviceID, at: time) }

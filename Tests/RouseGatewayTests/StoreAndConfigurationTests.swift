@@ -42,7 +42,10 @@ struct StoreAndConfigurationTests {
     @Test(
         "bad configurations are refused with the member at fault",
         arguments: [
-            (#"{"provider":{"listen":"x"},"device":{"listen":"y"}}"#, "$.database: missing"),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"}}"#,
+                "$.database: missing (a SQLite file, or postgresql://…)"
+            ),
             (#"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","typo":1}"#, "unknown member $.typo"),
             (
                 #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","environment":"dev"}"#,

@@ -30,6 +30,11 @@ struct ResilienceScenarioTests {
         let target = ReachabilityTarget.address(address("198.51.100.7"))
         let (monitor, recorder) = try startMonitor(in: ns, targets: [target], receiveBufferSize: 1)
         defer { monitor.stop() }
+        // A synchronous handler sees the overflow notice too (added after start: the current value first).
+        let notices = Mutex<[ReachabilityNotice]>([])
+        monitor.addSynchronousHandler { notice in notices.withLock { $0.append(notice) } }
+        #expect(monitor.sync())
+        #expect(notices.withLock { $0.count } == 1)
 
         // One `ip -batch` makes hundreds of messages faster than the monitor can drain a ~2 KiB buffer,
         // and ends with the egress going down.
@@ -48,6 +53,19 @@ struct ResilienceScenarioTests {
         #expect(monitor.sync())
         #expect(monitor.statistics.overruns >= 1)
         #expect(monitor.statistics.dumps >= 2)
+        let seen = notices.withLock { $0 }
+        let overflows = seen.compactMap { notice -> ReachabilityOverflow? in
+            if case .overflow(let overflow) = notice { return overflow }
+            return nil
+        }
+        #expect(!overflows.isEmpty)
+        #expect(overflows.last?.overruns == monitor.statistics.overruns)
+        let changes = seen.compactMap { notice -> ReachabilityChange? in
+            if case .event(.changed(let change)) = notice { return change }
+            return nil
+        }
+        #expect(changes.count == 2)
+        #expect(changes.last.map { linkIsGone($0.result) } == true)
         #expect(recorder.changes(target).count == 2)
         #expect(monitor.model.links.count >= 300)
 

@@ -129,7 +129,7 @@ struct RouteScenarioTests {
         #expect(recorder.changes(plain).count == 1)
     }
 
-    @Test("Preferred source address change: one source-address event, no reachability change")
+    @Test("Preferred source address change: one path change and its source-address companion, same reachability")
     func preferredSourceChange() throws {
         let ns = try NetworkNamespaceFixture("src")
         defer { ns.delete() }
@@ -148,7 +148,9 @@ struct RouteScenarioTests {
         #expect(sources.count == 1)
         #expect(sources.first?.previous == address("10.1.0.2"))
         #expect(sources.first?.current == address("10.1.0.3"))
-        #expect(recorder.changes(target).count == 1)
+        #expect(recorder.changes(target).count == 2)
+        #expect(recorder.changes(target).last?.kind == .path)
+        #expect(recorder.changes(target).last?.result.flags == [.reachable])
         #expect(monitor.result(for: target)?.path.sourceAddress == address("10.1.0.3"))
     }
 

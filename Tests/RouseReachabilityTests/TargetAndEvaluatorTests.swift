@@ -66,16 +66,20 @@ struct TargetAndEvaluatorTests {
         #expect(actions.count == 1)
         #expect(evaluator.result(for: target)?.path.status == .unsatisfied(.noCarrier))
 
-        // Back, and with a new source address: one change and one source event.
+        // Back, and with a new source address: one path change, then its source-address companion.
         evaluator.apply(.newLink(Self.eth))
         _ = evaluator.evaluate(now: 3) { _ in answer }
         answer = .route(Self.route(via: "10.0.0.1", source: "10.0.0.3"))
         actions = evaluator.evaluate(now: 4) { _ in answer }
-        #expect(actions.count == 1)
-        guard case .emit(.sourceAddressChanged(let change)) = actions.first else {
-            Issue.record("expected a source change, got \(actions)")
+        #expect(actions.count == 2)
+        guard case .emit(.changed(let path)) = actions.first,
+            case .emit(.sourceAddressChanged(let change)) = actions.last
+        else {
+            Issue.record("expected a path change and a source change, got \(actions)")
             return
         }
+        #expect(path.kind == .path)
+        #expect(path.reason == "source changed from 10.0.0.2 to 10.0.0.3")
         #expect(change.current == IPAddress("10.0.0.3"))
 
         // No route.
@@ -83,6 +87,8 @@ struct TargetAndEvaluatorTests {
         actions = evaluator.evaluate(now: 5) { _ in answer }
         #expect(evaluator.result(for: target)?.path.status == .unsatisfied(.noRoute))
         #expect(actions.count == 1)
+        guard case .emit(.changed(let lost)) = actions.first else { return }
+        #expect(lost.kind == .reachability)
     }
 
     @Test("Interface types come from kind, hardware type and sysfs, not names")

@@ -2,7 +2,7 @@ import Foundation
 
 /// A deliberately dumb HTTP/2 peer over plain TCP (h2c, prior knowledge) for tests that need exact frames:
 /// malformed input, PING, idle timeouts. Blocking socket with a receive deadline.
-public final class RawH2Client {
+public final class RawH2Client: @unchecked Sendable {  // used by one thread at a time
     public let fd: Int32
     private var buffer: [UInt8] = []
 

@@ -3,16 +3,17 @@
 #define ROUSE_AGENT_H
 #include <sys/types.h>
 
-/// Spawns `argv[0]` (a path) with `envp` in a new process group, with `channel_fd` as fd 3 in the child
-/// (every other descriptor is close-on-exec in the agent). Returns 0 and the pid, or an errno value.
+/// Spawns `argv[0]` (a path) with `envp` in a new process group, with `channel_fd` as fd 3 in the child (-1:
+/// none) and every descriptor above it closed in the child (posix_spawn_file_actions_addclosefrom_np), whether
+/// close-on-exec or not. Returns 0 and the pid, or an errno value.
 int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, pid_t *pid);
 
-/// Like rouse_agent_spawn, but the child runs as `uid`/`gid` (supplementary groups: just `gid`). glibc's
-/// posix_spawn has no credential attribute, so this forks and, in the child, only makes async-signal-safe
-/// calls (setpgid, sigaction, dup2, setgroups, setgid, setuid, execve). Returns 0 and the pid, or an errno
-/// value; a child that cannot switch identity exits with 126.
+/// Like rouse_agent_spawn, but the child runs as `uid`/`gid` with the supplementary `groups` (none given: just
+/// `gid`). glibc's posix_spawn has no credential attribute, so this forks and, in the child, only makes
+/// async-signal-safe calls (setpgid, sigaction, dup2, close_range, setgroups, setgid, setuid, execve).
+/// Returns 0 and the pid, or an errno value; a child that cannot switch identity exits with 126.
 int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
-                         gid_t gid, pid_t *pid);
+                         gid_t gid, const gid_t *groups, int group_count, pid_t *pid);
 
 /// pidfd_open(2); -1 with errno on failure.
 int rouse_agent_pidfd_open(pid_t pid);
@@ -34,6 +35,10 @@ int rouse_agent_peer_pidfd(int fd);
 
 /// The pid a pidfd refers to (from /proc/self/fdinfo), or -1 when it exited or cannot be read.
 pid_t rouse_agent_pidfd_pid(int pidfd);
+
+/// SO_PEERGROUPS (Linux 4.13+): the supplementary groups of a connected Unix socket's peer at connect time.
+/// `*count` is the capacity on entry, the number filled on return; -1 with errno (ERANGE: too small).
+int rouse_agent_peer_groups(int fd, gid_t *groups, int *count);
 
 /// accept4(fd, NULL, NULL, SOCK_CLOEXEC); -1 with errno on failure.
 int rouse_agent_accept(int fd);

@@ -22,4 +22,7 @@ int rouse_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
 /// Sets a `struct curl_blob` option (CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB, CURLOPT_CAINFO_BLOB …) with
 /// CURL_BLOB_COPY, so libcurl keeps its own copy of the bytes.
 CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length);
+/// Makes the handle open its sockets with SOCK_CLOEXEC (CURLOPT_OPENSOCKETFUNCTION), so no program started by
+/// the process inherits a connection.
+CURLcode rouse_curl_easy_cloexec_sockets(CURL *handle);
 #endif

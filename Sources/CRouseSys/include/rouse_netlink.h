@@ -7,6 +7,8 @@
 #include <linux/if_link.h>
 #include <linux/if_addr.h>
 #include <linux/fib_rules.h>
+#include <linux/netconf.h>
+#include <linux/nexthop.h>
 #include <net/if_arp.h>
 #include <net/if.h>
 #include <stddef.h>
@@ -31,6 +33,15 @@ int rouse_setns_net(int fd);
 int rouse_so_rcvbufforce(void);
 /// `O_RDONLY | O_CLOEXEC` for opening namespace and sysfs files.
 int rouse_open_rdonly_cloexec(void);
+/// `pthread_setname_np(pthread_self(), name)` (a GNU extension Swift's Glibc module does not show): names
+/// the calling thread, truncated to the kernel's 15 bytes.
+int rouse_set_thread_name(const char *name);
+/// `ioctl(fd, request, argument)` with a pointer argument (the libc function is variadic); returns -1 and
+/// sets errno on failure. The reachability tests attach to a `tun` device with it (`TUNSETIFF`).
+int rouse_ioctl_pointer(int fd, unsigned long request, void *argument);
+/// `TUNSETIFF`, `IFF_TUN` and `IFF_NO_PI` from <linux/if_tun.h>.
+unsigned long rouse_tunsetiff(void);
+short rouse_iff_tun_no_pi(void);
 /// `IFF_LOWER_UP` and the `IF_OPER_*` states live in <linux/if.h>, which cannot share a module with
 /// <net/if.h>; netlink.c includes it alone and returns the header's values.
 uint32_t rouse_iff_lower_up(void);

@@ -1,0 +1,132 @@
+import Foundation
+
+/// The PostgreSQL store, through libpq: one connection for writes (the store thread's batches, and the few writes
+/// made elsewhere, serialized by a lock) and up to `poolSize - 1` for reads.
+///
+/// Durability argument: every connection runs with `synchronous_commit = on` (set by the gateway, whatever the
+/// server's default), so COMMIT returns only after the transaction's WAL is flushed on the server (and on
+/// synchronous standbys, if configured). The gateway answers 200 only after that COMMIT returned. A connection
+/// that breaks mid-transaction fails the batch with `GatewayError.unavailable`: its providers get 503
+/// `ServiceUnavailable`, never 200 (if COMMIT was sent and the answer was lost, the pushes may be stored; the
+/// provider's retry then stores them twice, and the agent de-duplicates by `apns-id`). The next batch reconnects,
+/// at most one attempt per `reconnectInterval`, so an outage costs each push one fast 503 rather than a timeout.
+public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  // writer and readers: under `lock`
+    /// Where the store connects (for logs; no password).
+    public let displayName: String
+    /// What opening the store did to the schema.
+    public let migration: GatewaySchema.Migration
+    private let settings: PostgresSettings
+    private let lock = NSLock()
+    private let writeLock = NSLock()
+    private var writer: PostgresConnection?
+    private var lastWriterAttempt: ContinuousClock.Instant?
+    private var idleReaders: [PostgresConnection] = []
+    private let readerPermits: DispatchSemaphore
+    private static let reconnectInterval = Duration.milliseconds(250)
+
+    /// Connects (a failure names the setting at fault), then brings the schema up to date.
+    public init(settings: PostgresSettings) throws(GatewayError) {
+        try settings.validate()
+        self.settings = settings
+        displayName = settings.displayName
+        readerPermits = DispatchSemaphore(value: settings.poolSize - 1)
+        let connection: PostgresConnection
+        do {
+            connection = try Self.connect(settings)
+        } catch {
+            // At start a connection failure is a configuration problem until shown otherwise.
+            throw .badConfiguration(error.detail)
+        }
+        writer = connection
+        migration = try Self.migrate(connection, name: settings.displayName)
+    }
+
+    private static func connect(_ settings: PostgresSettings) throws(GatewayError) -> PostgresConnection {
+        let connection = try PostgresConnection(settings: settings)
+        // 200 means durable: never let a server or role default weaken COMMIT.
+        try connection.execute("SET synchronous_commit = on")
+        return connection
+    }
+
+    /// Applies the migrations newer than the database's version, in one transaction under an advisory lock (nodes
+    /// starting together migrate once).
+    private static func migrate(_ connection: PostgresConnection, name: String) throws(GatewayError)
+        -> GatewaySchema.Migration
+    {
+        try connection.execute("BEGIN")
+        do throws(GatewayError) {
+            try connection.execute("SELECT pg_advisory_xact_lock(7239016430921)")
+            let exists = try connection.query("SELECT to_regclass('schema_version') IS NOT NULL").bool(0, 0)
+            var found = 0
+            if exists {
+                found = try connection.query("SELECT coalesce(max(version), 0) FROM schema_version").int(0, 0) ?? 0
+            } else {
+                try connection.execute("CREATE TABLE schema_version(version integer NOT NULL)")
+                try connection.execute("INSERT INTO schema_version VALUES (0)")
+            }
+            if found > GatewaySchema.version { throw GatewaySchema.tooNew(found, in: name) }
+            for migration in GatewaySchema.postgresMigrations where migration.version > found {
+                try connection.execute(migration.sql)
+                try connection.query("UPDATE schema_version SET version = $1", [PostgresValue(migration.version)])
+            }
+            try connection.execute("COMMIT")
+            return GatewaySchema.Migration(from: found, to: max(found, GatewaySchema.version))
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The writer, reconnected when it broke (at most one attempt per `reconnectInterval`).
+    private func readyWriter() throws(GatewayError) -> PostgresConnection {
+        if let writer, writer.isHealthy { return writer }
+        writer = nil
+        let now = ContinuousClock.now
+        if let last = lastWriterAttempt, now - last < Self.reconnectInterval {
+            throw .unavailable("postgres: \(displayName): reconnecting")
+        }
+        lastWriterAttempt = now
+        let connection = try Self.connect(settings)
+        writer = connection
+        return connection
+    }
+
+    public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+        try writeLock.withLock {
+            let connection = try readyWriter()
+            return try Self.transaction(connection, begin: "BEGIN", body)
+        }
+    }
+
+    public func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+        guard readerPermits.wait(timeout: .now() + .seconds(10)) == .success else {
+            throw GatewayError.unavailable("postgres: \(displayName): every read connection is busy")
+        }
+        defer { readerPermits.signal() }
+        var connection = lock.withLock { idleReaders.popLast() }
+        if connection?.isHealthy != true { connection = try Self.connect(settings) }
+        guard let connection else { throw GatewayError.unavailable("postgres: \(displayName): no connection") }
+        let value = try Self.transaction(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+        if connection.isHealthy { lock.withLock { idleReaders.append(connection) } }
+        return value
+    }
+
+    private static func transaction<T>(
+        _ connection: PostgresConnection, begin: String, _ body: (any GatewayStoreTransaction) throws -> T
+    ) throws -> T {
+        try connection.execute(begin)
+        do {
+            let value = try body(PostgresTransaction(connection: connection))
+            try connection.execute("COMMIT")
+            return value
+        } catch {
+            if connection.isHealthy { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// `synchronous_commit` as the writer connection sees it (`on`), for checks.
+    public func synchronousCommit() throws -> String {
+        try writeLock.withLock { try readyWriter().query("SHOW synchronous_commit").string(0, 0) ?? "" }
+    }
+}

@@ -1,0 +1,121 @@
+/// A message from the agent (IPC protocol version 1): notices to a handler and answers to requests. On the
+/// wire it is the frame's flat JSON object (``IPCFrame``): `"type"` names the case and the payload's members
+/// sit beside it (docs/agent.md). The agent always sends the members that are not optional. A `type` this
+/// version does not know decodes as ``unknown(type:)``.
+public enum AgentEvent: IPCMessage {
+    /// Registration accepted.
+    case registered(Registered)
+    /// A push token for a topic (new or changed).
+    case credentials(Credentials)
+    /// A push.
+    case push(Push)
+    /// Answer to `beginTask`.
+    case taskBegun(TaskBegun)
+    /// The background budget ends soon: end the task.
+    case taskExpiring(TaskExpiring)
+    /// The handler's lifecycle changed.
+    case lifecycle(Lifecycle)
+    /// Gateway reachability changed (coalesced while suspended).
+    case reachability(Reachability)
+    /// Answer to `status`.
+    case statusReply(StatusReply)
+    /// An audio session event (an answer to `activate` carries its `requestID`).
+    case activation(Activation)
+    /// Answer to `sessions`.
+    case sessionsReply(SessionsReply)
+    /// Preserve now; answer with `preserve`.
+    case preserveRequest(PreserveRequest)
+    /// Answer to `preserve`: the state is stored.
+    case preserved(Preserved)
+    /// Once per launch, after `registered`: the state preserved last time; answer with `restoreReply`.
+    case restoration(Restoration)
+    /// A success answer (`deactivate`, admin requests).
+    case ok(OK)
+    /// Something was wrong. A protocol error closes the connection after it.
+    case error(Failure)
+
+    /// A `type` this version does not know.
+    case unknown(type: String)
+
+    /// The `type`s this version knows.
+    package enum Kind: String, CaseIterable {
+        case registered, credentials, push, taskBegun, taskExpiring, lifecycle, reachability, statusReply
+        case activation, sessionsReply, preserveRequest, preserved, restoration, ok, error
+    }
+
+    /// The `type` member.
+    public var type: String {
+        let kind: Kind
+        switch self {
+        case .registered: kind = .registered
+        case .credentials: kind = .credentials
+        case .push: kind = .push
+        case .taskBegun: kind = .taskBegun
+        case .taskExpiring: kind = .taskExpiring
+        case .lifecycle: kind = .lifecycle
+        case .reachability: kind = .reachability
+        case .statusReply: kind = .statusReply
+        case .activation: kind = .activation
+        case .sessionsReply: kind = .sessionsReply
+        case .preserveRequest: kind = .preserveRequest
+        case .preserved: kind = .preserved
+        case .restoration: kind = .restoration
+        case .ok: kind = .ok
+        case .error: kind = .error
+        case .unknown(let type): return type
+        }
+        return kind.rawValue
+    }
+
+    private enum TypeKey: String, CodingKey { case type }
+
+    /// Decodes the message from the frame's object.
+    public init(from decoder: any Decoder) throws {
+        let type = try decoder.container(keyedBy: TypeKey.self).decode(String.self, forKey: .type)
+        guard let kind = Kind(rawValue: type) else {
+            self = .unknown(type: type)
+            return
+        }
+        switch kind {
+        case .registered: self = .registered(try Registered(from: decoder))
+        case .credentials: self = .credentials(try Credentials(from: decoder))
+        case .push: self = .push(try Push(from: decoder))
+        case .taskBegun: self = .taskBegun(try TaskBegun(from: decoder))
+        case .taskExpiring: self = .taskExpiring(try TaskExpiring(from: decoder))
+        case .lifecycle: self = .lifecycle(try Lifecycle(from: decoder))
+        case .reachability: self = .reachability(try Reachability(from: decoder))
+        case .statusReply: self = .statusReply(try StatusReply(from: decoder))
+        case .activation: self = .activation(try Activation(from: decoder))
+        case .sessionsReply: self = .sessionsReply(try SessionsReply(from: decoder))
+        case .preserveRequest: self = .preserveRequest(try PreserveRequest(from: decoder))
+        case .preserved: self = .preserved(try Preserved(from: decoder))
+        case .restoration: self = .restoration(try Restoration(from: decoder))
+        case .ok: self = .ok(try OK(from: decoder))
+        case .error: self = .error(try Failure(from: decoder))
+        }
+    }
+
+    /// Encodes `type` and the payload's members into the frame's object.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: TypeKey.self)
+        try container.encode(type, forKey: .type)
+        switch self {
+        case .registered(let payload): try payload.encode(to: encoder)
+        case .credentials(let payload): try payload.encode(to: encoder)
+        case .push(let payload): try payload.encode(to: encoder)
+        case .taskBegun(let payload): try payload.encode(to: encoder)
+        case .taskExpiring(let payload): try payload.encode(to: encoder)
+        case .lifecycle(let payload): try payload.encode(to: encoder)
+        case .reachability(let payload): try payload.encode(to: encoder)
+        case .statusReply(let payload): try payload.encode(to: encoder)
+        case .activation(let payload): try payload.encode(to: encoder)
+        case .sessionsReply(let payload): try payload.encode(to: encoder)
+        case .preserveRequest(let payload): try payload.encode(to: encoder)
+        case .preserved(let payload): try payload.encode(to: encoder)
+        case .restoration(let payload): try payload.encode(to: encoder)
+        case .ok(let payload): try payload.encode(to: encoder)
+        case .error(let payload): try payload.encode(to: encoder)
+        case .unknown: break
+        }
+    }
+}

@@ -1,0 +1,132 @@
+/// A message to the agent (IPC protocol version 1): from a handler, or from an admin tool (`rouse agent …`).
+/// On the wire it is the frame's flat JSON object (``IPCFrame``): `"type"` names the case and the payload's
+/// members sit beside it (docs/agent.md). Members a peer may leave out are optional: the agent answers their
+/// absence with a precise `error` frame, as version 1 always did. A `type` this version does not know decodes
+/// as ``unknown(type:)``.
+public enum AgentRequest: IPCMessage {
+    // Handler → agent.
+    /// First message on a connection: who the handler is.
+    case register(Register)
+    /// The incoming call for a VoIP push is reported (or an outgoing call, with no push).
+    case reportCall(ReportCall)
+    /// A call ended.
+    case callEnded(CallEnded)
+    /// A background push is processed.
+    case complete(Complete)
+    /// Begin a background task; answered with `taskBegun`.
+    case beginTask(BeginTask)
+    /// End a background task.
+    case endTask(EndTask)
+    /// The handler declares its state (foreground or background).
+    case setState(SetState)
+    /// Activate an audio session; answered with `activation` (`granted`, `denied`, `delayed`).
+    case activate(Activate)
+    /// Deactivate an audio session; answered with `ok`.
+    case deactivate(Deactivate)
+    /// State to preserve (answer to `preserveRequest`, or at any time); answered with `preserved`.
+    case preserve(Preserve)
+    /// Answer to `restoration`.
+    case restoreReply(RestoreReply)
+
+    // Admin → agent.
+    /// The agent's status; answered with `statusReply`.
+    case status
+    /// Who holds which audio session; answered with `sessionsReply`.
+    case sessions
+    /// Re-seal every file the agent stores under a new data key; answered with `ok` (`detail`: the key id).
+    case rotateKey
+    /// Register a handler again (clears its strikes); answered with `ok`.
+    case reregister(Reregister)
+    /// The user starts or stops a handler; answered with `ok`.
+    case userControl(UserControl)
+    /// The audio route changed (an external route source); answered with `ok`.
+    case routeChanged(RouteChange)
+
+    /// A `type` this version does not know.
+    case unknown(type: String)
+
+    /// The `type`s this version knows.
+    package enum Kind: String, CaseIterable {
+        case register, reportCall, callEnded, complete, beginTask, endTask, setState, activate, deactivate
+        case preserve, restoreReply, status, sessions, rotateKey, reregister, userControl, routeChanged
+    }
+
+    /// The `type` member.
+    public var type: String {
+        let kind: Kind
+        switch self {
+        case .register: kind = .register
+        case .reportCall: kind = .reportCall
+        case .callEnded: kind = .callEnded
+        case .complete: kind = .complete
+        case .beginTask: kind = .beginTask
+        case .endTask: kind = .endTask
+        case .setState: kind = .setState
+        case .activate: kind = .activate
+        case .deactivate: kind = .deactivate
+        case .preserve: kind = .preserve
+        case .restoreReply: kind = .restoreReply
+        case .status: kind = .status
+        case .sessions: kind = .sessions
+        case .rotateKey: kind = .rotateKey
+        case .reregister: kind = .reregister
+        case .userControl: kind = .userControl
+        case .routeChanged: kind = .routeChanged
+        case .unknown(let type): return type
+        }
+        return kind.rawValue
+    }
+
+    private enum TypeKey: String, CodingKey { case type }
+
+    /// Decodes the message from the frame's object.
+    public init(from decoder: any Decoder) throws {
+        let type = try decoder.container(keyedBy: TypeKey.self).decode(String.self, forKey: .type)
+        guard let kind = Kind(rawValue: type) else {
+            self = .unknown(type: type)
+            return
+        }
+        switch kind {
+        case .register: self = .register(try Register(from: decoder))
+        case .reportCall: self = .reportCall(try ReportCall(from: decoder))
+        case .callEnded: self = .callEnded(try CallEnded(from: decoder))
+        case .complete: self = .complete(try Complete(from: decoder))
+        case .beginTask: self = .beginTask(try BeginTask(from: decoder))
+        case .endTask: self = .endTask(try EndTask(from: decoder))
+        case .setState: self = .setState(try SetState(from: decoder))
+        case .activate: self = .activate(try Activate(from: decoder))
+        case .deactivate: self = .deactivate(try Deactivate(from: decoder))
+        case .preserve: self = .preserve(try Preserve(from: decoder))
+        case .restoreReply: self = .restoreReply(try RestoreReply(from: decoder))
+        case .status: self = .status
+        case .sessions: self = .sessions
+        case .rotateKey: self = .rotateKey
+        case .reregister: self = .reregister(try Reregister(from: decoder))
+        case .userControl: self = .userControl(try UserControl(from: decoder))
+        case .routeChanged: self = .routeChanged(try RouteChange(from: decoder))
+        }
+    }
+
+    /// Encodes `type` and the payload's members into the frame's object.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: TypeKey.self)
+        try container.encode(type, forKey: .type)
+        switch self {
+        case .register(let payload): try payload.encode(to: encoder)
+        case .reportCall(let payload): try payload.encode(to: encoder)
+        case .callEnded(let payload): try payload.encode(to: encoder)
+        case .complete(let payload): try payload.encode(to: encoder)
+        case .beginTask(let payload): try payload.encode(to: encoder)
+        case .endTask(let payload): try payload.encode(to: encoder)
+        case .setState(let payload): try payload.encode(to: encoder)
+        case .activate(let payload): try payload.encode(to: encoder)
+        case .deactivate(let payload): try payload.encode(to: encoder)
+        case .preserve(let payload): try payload.encode(to: encoder)
+        case .restoreReply(let payload): try payload.encode(to: encoder)
+        case .reregister(let payload): try payload.encode(to: encoder)
+        case .userControl(let payload): try payload.encode(to: encoder)
+        case .routeChanged(let payload): try payload.encode(to: encoder)
+        case .status, .sessions, .rotateKey, .unknown: break
+        }
+    }
+}

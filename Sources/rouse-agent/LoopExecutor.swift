@@ -1,0 +1,67 @@
+import Dispatch
+import Glibc
+import RouseHTTP2
+@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+
+/// Swift concurrency's executors (main and default) for the whole rouse-agent process: one epoll ``EventLoop``
+/// thread runs every task, actor and `Task.sleep`, and sleeps in `epoll_wait` until work or a timer is due.
+///
+/// Why: on Linux the default executor is libdispatch's, and once one of its worker threads has run, libdispatch
+/// arms a timer that wakes its manager thread every second for the life of the process
+/// (`_dispatch_workq_monitor_pools`): about 60 wake-ups a minute in an agent that has nothing to do. Installed
+/// with `_createExecutors(factory:)` (Swift 6.3, SPI `ExperimentalCustomExecutors`) before any task exists; its
+/// scheduling side (`SchedulingExecutor`) catches every `Task.sleep`, which would otherwise go to libdispatch's
+/// timers. The agent's blocking work (process waits, IPC reads, libcurl, netlink) has threads of its own, so
+/// one thread is enough for the rest; nothing may block it.
+final class LoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, @unchecked Sendable {
+    // `loop` is thread-safe through `execute`; timers are created on the loop thread only.
+    let loop: EventLoop
+    private let finished = DispatchSemaphore(value: 0)
+
+    private init(loop: EventLoop) { self.loop = loop }
+
+    /// The installed executor (nil until ``install()``).
+    nonisolated(unsafe) private(set) static var shared: LoopExecutor?
+
+    /// Creates the loop, starts its thread and makes it Swift concurrency's main and default executor. Call once,
+    /// first thing in `main`, before any task or actor is used.
+    static func install() throws -> LoopExecutor {
+        let executor = LoopExecutor(loop: try EventLoop(name: "rouse-agent-loop"))
+        shared = executor
+        _createExecutors(factory: Factory.self)
+        executor.loop.start()
+        return executor
+    }
+
+    private struct Factory: ExecutorFactory {
+        static var mainExecutor: any MainExecutor { LoopExecutor.shared! }
+        static var defaultExecutor: any TaskExecutor { LoopExecutor.shared! }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { [self] in run(job) }
+    }
+
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+        let job = UnownedJob(job)
+        // The continuous and suspending clocks (all the agent uses) measure in `Duration`; the loop's timers run on
+        // CLOCK_MONOTONIC.
+        let wait = max(.zero, (delay as? Duration) ?? .zero)  // a deadline already past: now
+        loop.execute { [self] in
+            loop.schedule(after: wait) { [self] in run(job) }
+        }
+    }
+
+    private func run(_ job: UnownedJob) {
+        job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+    }
+
+    /// One thread: it is the main executor as well.
+    var isMainExecutor: Bool { true }
+
+    /// The loop runs on its own thread from ``install()``: this only waits until ``stop()``.
+    func run() throws { finished.wait() }
+
+    func stop() { finished.signal() }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+import RouseGateway
+
+extension GatewayCommand {
+    /// `rouse gateway migrate`: brings the store's schema to this build's version (the gateway also does it when it
+    /// starts); refuses a database newer than this build.
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create or upgrade the gateway's database schema (SQLite or PostgreSQL).")
+        @OptionGroup var location: GatewayCommand.Location
+
+        func run() async throws {
+            let store = try location.store()
+            guard let migration = store.schemaMigration else { throw ValidationError("unknown store") }
+            if location.json {
+                print("{\"from\":\(migration.from),\"to\":\(migration.to)}")
+            } else if migration.from == migration.to {
+                print("schema version \(migration.to): up to date")
+            } else {
+                print("schema version \(migration.from) -> \(migration.to)")
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import RouseCurl
+import RouseGateway
+import RouseHTTP2
+import RouseTestSupport
+import Testing
+
+/// An attacker without credentials, over real TLS, against the real `rouse-gateway` process, with an HTTP/2 client
+/// we did not write (`Tests/Interop/h2_attack.py`, Python h2). Issue 13, defects 1 and 2.
+@Suite("Gateway under attack: half-open streams and idle timers (Python h2 over TLS)", .timeLimit(.minutes(3)))
+struct AttackTests {
+    static let mebibyte = 1024  // in KiB, as /proc shows memory
+
+    @Test("20 connections × 1000 half-open streams × 64 KiB on each port: RSS bounded, streams refused or cancelled")
+    func halfOpenStreams() async throws {
+        let directory = try TemporaryDirectory()
+        let gateway = try await GatewayProcess.start(directory: directory, database: directory.path + "/g.sqlite")
+        defer { gateway.kill() }
+        let rssBefore = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        let socketsBefore = ProcessProbe.sockets(gateway.pid)
+        let (connections, streams) = (20, 1000)
+        async let onDevice = HalfOpenAttack.start(
+            port: gateway.devicePort, path: "/device/v1/tokens", connections: connections, streams: streams,
+            directory: directory)
+        async let onProvider = HalfOpenAttack.start(
+            port: gateway.providerPort, path: "/3/device/" + String(repeating: "ab", count: 32),
+            connections: connections, streams: streams, directory: directory)
+        let (device, provider) = try await (onDevice, onProvider)
+
+        // Everything sent and read by the gateway (a PING answered after it): its memory holds what it kept.
+        let deviceHolding = try await device.phase("holding", timeout: .seconds(90))
+        let providerHolding = try await provider.phase("holding", timeout: .seconds(90))
+        let peak = try #require(ProcessProbe.statusKiB(gateway.pid, "VmHWM"))
+        // Before the budgets: 40 such connections took the gateway from 40 MB to 2.8 GB (the device port took all
+        // 1000 streams of each connection and nghttp2 handed back every window at once).
+        #expect(peak < 200 * Self.mebibyte, "peak RSS \(peak / Self.mebibyte) MiB")
+        for report in [deviceHolding, providerHolding] {
+            #expect(report.connections == connections && report.streams == connections * streams, "\(report)")
+            #expect(report.goAways.isEmpty && report.closedByPeer == 0, "the connections are kept: \(report)")
+        }
+        // The pressure was real: what the attacker sent is not what the gateway keeps. The device port alone took
+        // at least the bodies of 15 admitted streams per connection (a refused stream's bytes are dropped as they
+        // arrive, its window coming back at once); what it parked stays within the 1 MiB buffer budget per
+        // connection, which the RSS bound above checks.
+        #expect(deviceHolding.bodyBytes >= connections * 15 * 65536, "\(deviceHolding)")
+
+        // The device port admits 16 streams per connection, the provider port 1 until a valid token: the rest are
+        // refused at once; the admitted ones did not end within requestTimeoutSeconds (10) and are cancelled.
+        let deviceSettled = try await device.phase("settled", timeout: .seconds(30))
+        let providerSettled = try await provider.phase("settled", timeout: .seconds(30))
+        // On the device port, 16 × 64 KiB bodies and their headers are a little over the 1 MiB buffer budget: the
+        // last admitted stream of a connection may be refused for the budget instead of cancelled at the deadline.
+        let deviceCancels = deviceSettled.resets["CANCEL"] ?? 0
+        #expect((connections * 15...connections * 16).contains(deviceCancels), "\(deviceSettled.resets)")
+        #expect(deviceSettled.resets["REFUSED_STREAM"] == connections * streams - deviceCancels)
+        #expect(providerSettled.resets == ["REFUSED_STREAM": connections * (streams - 1), "CANCEL": connections])
+        #expect(try await adminMetric(port: gateway.adminPort, limitHits("device", "request-timeout")) == deviceCancels)
+        #expect(try await adminMetric(port: gateway.adminPort, limitHits("provider", "request-timeout")) == connections)
+
+        // The attacker leaves: once the gateway closed its side of every connection, the memory is given back.
+        _ = try await (device.stop(), provider.stop())
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ProcessProbe.sockets(gateway.pid) > socketsBefore, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(ProcessProbe.sockets(gateway.pid) <= socketsBefore, "connections closed")
+        let rssAfter = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        #expect(
+            rssAfter < rssBefore + 32 * Self.mebibyte,
+            "RSS \(rssBefore / Self.mebibyte) MiB before, \(rssAfter / Self.mebibyte) MiB after (2.6 GB stayed before)")
+    }
+
+    @Test("a quiet channel (heartbeats off) and half-open streams held past the idle limit: no 1 kHz timer loop")
+    func idleTimersDoNotSpin() async throws {
+        let directory = try TemporaryDirectory()
+        let database = directory.path + "/g.sqlite"
+        // Device connections have a 1 s idle limit here; the half-open streams outlive it (their deadline is a
+        // minute, and the authentication deadline an hour); nothing else is due: no heartbeats, no sweep.
+        let gateway = try await GatewayProcess.start(
+            directory: directory, database: database,
+            limits: [
+                "deviceIdleTimeoutSeconds": 1, "authenticationTimeoutSeconds": 3600, "requestTimeoutSeconds": 60,
+                "sweepIntervalSeconds": 3600,
+            ])
+        defer { gateway.kill() }
+        let store = try SQLiteGatewayStore(path: database)
+        let secret = try Gateway.makeEnrollmentSecret(
+            store: store, now: Gateway.systemMilliseconds(), validity: .seconds(600))
+        let curl = try CurlHTTPClient()
+        let client = try await DeviceClient.enroll(curl: curl, port: gateway.devicePort, secret: secret)
+        let channel = try await client.channel()
+        #expect(try await channel.next()["type"] == "hello")
+
+        async let onDevice = HalfOpenAttack.start(
+            port: gateway.devicePort, path: "/device/v1/tokens", connections: 1, streams: 1, directory: directory)
+        async let onProvider = HalfOpenAttack.start(
+            port: gateway.providerPort, path: "/3/device/" + String(repeating: "ab", count: 32), connections: 1,
+            streams: 1, directory: directory)
+        let (device, provider) = try await (onDevice, onProvider)
+        _ = try await (device.phase("holding", timeout: .seconds(30)), provider.phase("holding", timeout: .seconds(30)))
+        // Past the 1 s idle limit with a stream open: the old idle timer re-armed every millisecond from here on.
+        try await Task.sleep(for: .milliseconds(1500))
+        let wakeUps = try await ProcessProbe.wakeUps(gateway.pid, over: .seconds(3))
+        // Now: each half-open connection is looked at once a second (about 6 in 3 s); the timer loop made ~6000.
+        #expect(wakeUps < 60, "\(wakeUps) wake-ups of the gateway's threads in 3 s")
+        let (deviceDone, providerDone) = try await (device.stop(), provider.stop())
+        for report in [deviceDone, providerDone] {
+            #expect(report.openStreams == 1 && report.closedByPeer == 0, "the half-open stream was kept: \(report)")
+        }
+        try await channel.expectNoPush(within: .milliseconds(100))
+        channel.close()
+        await curl.shutdown()
+        #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
+    }
+}

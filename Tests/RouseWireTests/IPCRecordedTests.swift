@@ -1,0 +1,320 @@
+import Foundation
+import RouseWire
+import Testing
+
+/// The agent's IPC frames as the previous version wrote them (one `AgentMessage` struct, recorded from
+/// `FrameCodec.encode` at each place that built one), with the typed value each one is. Handlers built against
+/// the previous client and agents of the previous version must keep understanding ours, byte for byte.
+@Suite("IPC messages: one typed model, the recorded JSON of version 1")
+struct IPCRecordedTests {
+    static let requests: [(json: String, frame: IPCFrame<AgentRequest>)] = [
+        (#"{"handler":"voip","type":"register","v":1}"#, .init(.register(.init(handler: "voip")))),
+        (
+            #"{"handler":"voip","preserves":true,"type":"register","v":1}"#,
+            .init(.register(.init(handler: "voip", preserves: true)))
+        ),
+        (
+            #"{"callID":"call-12","pushID":"12","type":"reportCall","v":1}"#,
+            .init(.reportCall(.init(pushID: "12", callID: "call-12")))
+        ),
+        (
+            #"{"callID":"out-1","category":"playAndRecord","mode":"voiceChat","options":["mixWithOthers","duckOthers"],"#
+                + #""type":"reportCall","v":1}"#,
+            .init(
+                .reportCall(
+                    .init(
+                        pushID: nil, callID: "out-1", category: "playAndRecord", mode: "voiceChat",
+                        options: ["mixWithOthers", "duckOthers"])))
+        ),
+        (
+            #"{"callID":"call-12","notifyOthers":true,"type":"callEnded","v":1}"#,
+            .init(.callEnded(.init(callID: "call-12", notifyOthers: true)))
+        ),
+        (
+            #"{"callID":"call-12","notifyOthers":false,"type":"callEnded","v":1}"#,
+            .init(.callEnded(.init(callID: "call-12", notifyOthers: false)))
+        ),
+        (
+            #"{"pushID":"13","result":"newData","type":"complete","v":1}"#,
+            .init(.complete(.init(pushID: "13", result: "newData")))
+        ),
+        (#"{"taskName":"upload","type":"beginTask","v":1}"#, .init(.beginTask(.init(taskName: "upload")))),
+        (#"{"taskID":3,"type":"endTask","v":1}"#, .init(.endTask(.init(taskID: 3)))),
+        (#"{"state":"active","type":"setState","v":1}"#, .init(.setState(.init(state: "active")))),
+        (
+            #"{"acceptsDelay":false,"category":"playback","mode":"spokenAudio","options":["mixWithOthers"],"#
+                + #""requestID":1,"role":"media","session":"music","type":"activate","v":1}"#,
+            .init(
+                .activate(
+                    .init(
+                        session: "music", category: "playback", mode: "spokenAudio", options: ["mixWithOthers"],
+                        role: "media", acceptsDelay: false)), requestID: 1)
+        ),
+        (
+            #"{"acceptsDelay":true,"category":"record","options":["duckOthers"],"requestID":2,"role":"assistant","#
+                + #""session":"talk","type":"activate","v":1}"#,
+            .init(
+                .activate(
+                    .init(
+                        session: "talk", category: "record", options: ["duckOthers"], role: "assistant",
+                        acceptsDelay: true)), requestID: 2)
+        ),
+        (
+            #"{"notifyOthers":true,"requestID":3,"session":"music","type":"deactivate","v":1}"#,
+            .init(.deactivate(.init(session: "music", notifyOthers: true)), requestID: 3)
+        ),
+        (
+            #"{"pieces":{"calls":"","calls\/call-1\/ui":"dWkgb2YgImNhbGwtMSI=","settings\/editor":"Zm9udD1tb25v"},"#
+                + #""type":"preserve","v":1,"version":"example\/1"}"#,
+            .init(
+                .preserve(
+                    .init(
+                        pieces: [
+                            "calls": "", "calls/call-1/ui": "dWkgb2YgImNhbGwtMSI=", "settings/editor": "Zm9udD1tb25v",
+                        ], version: "example/1")))
+        ),
+        (#"{"accepted":true,"type":"restoreReply","v":1}"#, .init(.restoreReply(.init(accepted: true)))),
+        (
+            #"{"accepted":true,"failedAt":"settings\/editor","skipped":["calls\/call-1","calls\/call-1\/ui"],"#
+                + #""type":"restoreReply","v":1}"#,
+            .init(
+                .restoreReply(
+                    .init(
+                        accepted: true, skipped: ["calls/call-1", "calls/call-1/ui"], failedAt: "settings/editor")))
+        ),
+        (#"{"accepted":false,"type":"restoreReply","v":1}"#, .init(.restoreReply(.init(accepted: false)))),
+        (#"{"type":"status","v":1}"#, .init(.status)),
+        (#"{"requestID":4,"type":"status","v":1}"#, .init(.status, requestID: 4)),
+        (#"{"type":"sessions","v":1}"#, .init(.sessions)),
+        (#"{"type":"rotateKey","v":1}"#, .init(.rotateKey)),
+        (#"{"handler":"voip","type":"reregister","v":1}"#, .init(.reregister(.init(handler: "voip")))),
+        (
+            #"{"handler":"voip","state":"started","type":"userControl","v":1}"#,
+            .init(.userControl(.init(handler: "voip", state: "started")))
+        ),
+        (
+            #"{"handler":"voip","state":"stopped","type":"userControl","v":1}"#,
+            .init(.userControl(.init(handler: "voip", state: "stopped")))
+        ),
+        (
+            #"{"reason":"oldDeviceUnavailable","type":"routeChanged","v":1}"#,
+            .init(.routeChanged(.init(reason: "oldDeviceUnavailable")))
+        ),
+    ]
+
+    static let events: [(json: String, frame: IPCFrame<AgentEvent>)] = [
+        (
+            #"{"handler":"voip","launchReason":"voipPush","type":"registered","v":1}"#,
+            .init(.registered(.init(handler: "voip", launchReason: "voipPush")))
+        ),
+        (
+            #"{"token":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08","#
+                + #""topic":"com.example.rouse.voip","type":"credentials","v":1}"#,
+            .init(
+                .credentials(
+                    .init(
+                        topic: "com.example.rouse.voip",
+                        token: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")))
+        ),
+        (
+            #"{"apnsID":"3E1D5B0C-7C56-4D8E-9C2B-6A1E0E2A5F10","mustReport":true,"payload":"eyJjYWxsIjoiYWxpY2UvMSJ9","#
+                + #""pushID":"12","pushType":"voip","seconds":5,"topic":"com.example.rouse.voip","type":"push","v":1}"#,
+            .init(
+                .push(
+                    .init(
+                        pushID: "12", pushType: "voip", topic: "com.example.rouse.voip",
+                        payload: "eyJjYWxsIjoiYWxpY2UvMSJ9", apnsID: "3E1D5B0C-7C56-4D8E-9C2B-6A1E0E2A5F10",
+                        mustReport: true, seconds: 5)))
+        ),
+        (
+            #"{"apnsID":"13","payload":"eyJhcHMiOnsiY29udGVudC1hdmFpbGFibGUiOjF9fQ==","pushID":"13","#
+                + #""pushType":"background","seconds":29.5,"topic":"com.example.rouse","type":"push","v":1}"#,
+            .init(
+                .push(
+                    .init(
+                        pushID: "13", pushType: "background", topic: "com.example.rouse",
+                        payload: "eyJhcHMiOnsiY29udGVudC1hdmFpbGFibGUiOjF9fQ==", apnsID: "13", mustReport: nil,
+                        seconds: 29.5)))
+        ),
+        (
+            #"{"taskID":1,"taskName":"upload","type":"taskBegun","v":1}"#,
+            .init(.taskBegun(.init(taskID: 1, taskName: "upload")))
+        ),
+        (
+            #"{"seconds":4.25,"taskID":1,"taskName":"upload","type":"taskExpiring","v":1}"#,
+            .init(.taskExpiring(.init(taskID: 1, taskName: "upload", seconds: 4.25)))
+        ),
+        (#"{"state":"background","type":"lifecycle","v":1}"#, .init(.lifecycle(.init(state: "background")))),
+        (#"{"reachable":true,"type":"reachability","v":1}"#, .init(.reachability(.init(reachable: true)))),
+        (#"{"reachable":false,"type":"reachability","v":1}"#, .init(.reachability(.init(reachable: false)))),
+        (
+            #"{"detail":"{\"channel\":\"open\",\"handlers\":[{\"name\":\"voip\",\"command\":\"\/usr\/bin\/x\"}]}","#
+                + #""requestID":4,"type":"statusReply","v":1}"#,
+            .init(
+                .statusReply(.init(detail: #"{"channel":"open","handlers":[{"name":"voip","command":"/usr/bin/x"}]}"#)),
+                requestID: 4)
+        ),
+        (#"{"detail":"{}","type":"statusReply","v":1}"#, .init(.statusReply(.init(detail: "{}")))),
+        (
+            #"{"event":"granted","requestID":1,"session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "granted")), requestID: 1)
+        ),
+        (
+            #"{"event":"denied","reason":"insufficientPriority","requestID":2,"session":"music","type":"activation","v":1}"#,
+            .init(
+                .activation(.init(session: "music", event: "denied", reason: "insufficientPriority")), requestID: 2)
+        ),
+        (
+            #"{"event":"delayed","requestID":3,"session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "delayed")), requestID: 3)
+        ),
+        (
+            #"{"event":"interruptionBegan","reason":"preempted","session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "interruptionBegan", reason: "preempted")))
+        ),
+        (
+            #"{"event":"interruptionEnded","session":"music","shouldResume":true,"type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "interruptionEnded", shouldResume: true)))
+        ),
+        (
+            #"{"event":"interruptionEnded","session":"music","shouldResume":false,"type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "interruptionEnded", shouldResume: false)))
+        ),
+        (
+            #"{"event":"duckBegan","session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "duckBegan")))
+        ),
+        (
+            #"{"event":"duckEnded","session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "duckEnded")))
+        ),
+        (
+            #"{"event":"routeChanged","reason":"oldDeviceUnavailable","session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "routeChanged", reason: "oldDeviceUnavailable")))
+        ),
+        (
+            #"{"event":"routeChanged","reason":"someVendorReason","session":"music","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "music", event: "routeChanged", reason: "someVendorReason")))
+        ),
+        (
+            #"{"event":"callActivated","session":"call","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "call", event: "callActivated")))
+        ),
+        (
+            #"{"event":"callDeactivated","session":"call","type":"activation","v":1}"#,
+            .init(.activation(.init(session: "call", event: "callDeactivated")))
+        ),
+        (
+            #"{"detail":"{\"handlers\":[],\"sessions\":[]}","type":"sessionsReply","v":1}"#,
+            .init(.sessionsReply(.init(detail: #"{"handlers":[],"sessions":[]}"#)))
+        ),
+        (#"{"state":"suspend","type":"preserveRequest","v":1}"#, .init(.preserveRequest(.init(reason: "suspend")))),
+        (
+            #"{"detail":"3 pieces preserved; dropped (parent not preserved): [\"orphan\/x\"]","type":"preserved","v":1}"#,
+            .init(.preserved(.init(detail: #"3 pieces preserved; dropped (parent not preserved): ["orphan/x"]"#)))
+        ),
+        (
+            #"{"agentVersion":"0.1.0","pieces":{"calls":"","calls\/call-1\/ui":"dWkgb2YgY2FsbC0x","settings":""},"#
+                + #""type":"restoration","v":1,"version":"example\/1"}"#,
+            .init(
+                .restoration(
+                    .init(
+                        pieces: ["calls": "", "calls/call-1/ui": "dWkgb2YgY2FsbC0x", "settings": ""],
+                        version: "example/1", agentVersion: "0.1.0")))
+        ),
+        (
+            #"{"requestID":3,"session":"music","type":"ok","v":1}"#,
+            .init(.ok(.init(session: "music")), requestID: 3)
+        ),
+        (#"{"requestID":5,"type":"ok","v":1}"#, .init(.ok(.init()), requestID: 5)),
+        (#"{"type":"ok","v":1}"#, .init(.ok(.init()))),
+        (#"{"detail":"5f2c","requestID":6,"type":"ok","v":1}"#, .init(.ok(.init(detail: "5f2c")), requestID: 6)),
+        (
+            #"{"detail":"uid 1000 is not the handler's uid 0","error":"notAuthorized","requestID":7,"type":"error","v":1}"#,
+            .init(.error(.init(code: "notAuthorized", detail: "uid 1000 is not the handler's uid 0")), requestID: 7)
+        ),
+        (
+            #"{"detail":"frame length 0 not in 1...65536","error":"malformedFrame","type":"error","v":1}"#,
+            .init(.error(.init(code: "malformedFrame", detail: "frame length 0 not in 1...65536")))
+        ),
+    ]
+
+    static func frame(_ json: String) -> [UInt8] {
+        let body = Array(json.utf8)
+        let length = UInt32(body.count)
+        return [UInt8(length >> 24), UInt8((length >> 16) & 0xFF), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF)]
+            + body
+    }
+
+    static func decode<Message>(_ json: String, as: Message.Type) throws(FrameError) -> IPCFrame<Message>? {
+        var decoder = FrameDecoder<Message>()
+        decoder.append(frame(json))
+        return try decoder.next()
+    }
+
+    @Test func everyMessageKindIsRecorded() {
+        #expect(Set(AgentRequest.Kind.allCases.map(\.rawValue)) == Set(Self.requests.map(\.frame.message.type)))
+        #expect(Set(AgentEvent.Kind.allCases.map(\.rawValue)) == Set(Self.events.map(\.frame.message.type)))
+    }
+
+    @Test(arguments: requests.indices)
+    func requestsReadAndWriteAsVersion1Did(index: Int) throws {
+        let (json, frame) = Self.requests[index]
+        #expect(try Self.decode(json, as: AgentRequest.self) == frame)
+        #expect(FrameCodec.encode(frame) == Self.frame(json))
+    }
+
+    @Test(arguments: events.indices)
+    func eventsReadAndWriteAsVersion1Did(index: Int) throws {
+        let (json, frame) = Self.events[index]
+        #expect(try Self.decode(json, as: AgentEvent.self) == frame)
+        #expect(FrameCodec.encode(frame) == Self.frame(json))
+    }
+
+    @Test func unknownTypesSurviveInBothDirections() throws {
+        let json = #"{"requestID":9,"type":"teleport","v":1,"where":"moon"}"#
+        #expect(try Self.decode(json, as: AgentRequest.self) == .init(.unknown(type: "teleport"), requestID: 9))
+        #expect(try Self.decode(json, as: AgentEvent.self) == .init(.unknown(type: "teleport"), requestID: 9))
+        #expect(FrameCodec.encode(AgentEvent.unknown(type: "teleport")) == Self.frame(#"{"type":"teleport","v":1}"#))
+        // A message of the other direction is unknown here, not malformed: the agent answers `unknownType`.
+        #expect(try Self.decode(#"{"type":"ok","v":1}"#, as: AgentRequest.self)?.message == .unknown(type: "ok"))
+        #expect(try Self.decode(#"{"type":"status","v":1}"#, as: AgentEvent.self)?.message == .unknown(type: "status"))
+    }
+
+    @Test func membersOfOtherMessagesAreIgnored() throws {
+        let json = #"{"type":"status","v":1,"taskID":"not a number","handler":7}"#
+        #expect(try Self.decode(json, as: AgentRequest.self) == .init(.status))
+    }
+
+    @Test func missingRequestMembersAreLeftToTheAgent() throws {
+        // The agent answers these with a precise `error` and keeps the connection: they must decode.
+        #expect(
+            try Self.decode(#"{"type":"complete","v":1}"#, as: AgentRequest.self)?.message
+                == .complete(.init(pushID: nil, result: nil)))
+        #expect(
+            try Self.decode(#"{"type":"register","v":1}"#, as: AgentRequest.self)?.message
+                == .register(.init(handler: nil)))
+    }
+
+    @Test(arguments: [
+        (#"{"type":"endTask","v":1,"taskID":"three"}"#, "malformedFrame"),
+        (#"{"type":"status"}"#, "malformedFrame"),
+        (#"{"v":1}"#, "malformedFrame"),
+        (#"{"v":2,"type":"status"}"#, "unsupportedVersion"),
+    ])
+    func malformedRequestsAreFrameErrors(json: String, code: String) {
+        do {
+            _ = try Self.decode(json, as: AgentRequest.self)
+            Issue.record("decoded \(json)")
+        } catch {
+            #expect(error.code == code)
+        }
+    }
+
+    @Test func eventsMissingWhatTheAgentAlwaysSendsAreFrameErrors() {
+        #expect(throws: FrameError.self) {
+            _ = try Self.decode(#"{"type":"push","v":1,"pushID":"1"}"#, as: AgentEvent.self)
+        }
+        #expect(throws: FrameError.self) { _ = try Self.decode(#"{"type":"error","v":1}"#, as: AgentEvent.self) }
+    }
+}
