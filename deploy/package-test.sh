@@ -2,14 +2,17 @@
 # The installation test (issue 18), run by deploy/test.sh: builds the Debian packages (deploy/package.sh, lintian
 # included), installs them with apt (chroot) into a clean Debian 12 minbase root that has no Swift toolchain, boots
 # that root with systemd-nspawn (systemd as PID 1, loopback-only network) and runs deploy/debian/root-test.sh in
-# it: --version, ldd, mock-apns + send, a closed pipe, the units enabled but not started, gateway init +
-# systemctl start + a push to a device channel, agent enroll + handlers + systemctl enable --now + a push to a
-# handler, systemd-analyze verify, idle RSS, purge.
+# it: --version, ldd, the examples in /etc/rouse against the parsers, mock-apns + send, a closed pipe, the units
+# enabled but not started, gateway init + migrate + systemctl start + a push to a device channel, agent enroll +
+# handlers + systemctl enable --now + a push to a handler, the same in the per-user mode (a user's own systemd
+# manager, enroll --user), systemd-analyze verify (system and user units), idle RSS, purge.
 #
-# The minbase root is created once with mmdebstrap from this machine's apt sources and kept as a tarball in
-# $ROUSE_PACKAGE_CACHE (default ~/.cache/rouse-package, with the release build and apt's downloaded packages);
-# each run unpacks it afresh under .build/package-root. Needs root and Debian's mirror: without them it fails,
-# saying why (it never skips).
+# The minbase root (plus what the test needs that the packages do not: systemd to boot it, dbus and
+# libpam-systemd for users' managers, netbase) is created once with mmdebstrap from this machine's apt sources and
+# kept as a tarball in $ROUSE_PACKAGE_CACHE (default ~/.cache/rouse-package, with the release build and apt's
+# downloaded packages), named by a hash of the sources and that package list, so a change to either makes a new
+# one; each run unpacks it afresh under .build/package-root and lets apt resolve the packages' own dependencies.
+# Needs root and Debian's mirror: without them it fails, saying why (it never skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -30,7 +33,16 @@ debs_dir="$repo/.build/debs"
 mapfile -t debs < <(deploy/package.sh --out "$debs_dir" --lintian)
 [ ${#debs[@]} -eq 3 ] || fail "deploy/package.sh made ${#debs[@]} packages, expected 3"
 built=$SECONDS
-for deb in "${debs[@]}"; do echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB" >&2; done
+for deb in "${debs[@]}"; do
+    echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB, installed $(dpkg-deb -f "$deb" Installed-Size) KiB," \
+        "Depends: $(dpkg-deb -f "$deb" Depends)" >&2
+done
+# The libraries the issue names, from dpkg-shlibdeps (apt must bring them: the root does not have them).
+gateway_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse-gateway_')
+for library in libcurl4 libnghttp2-14 libssl3 libsqlite3-0 libpq5; do
+    dpkg-deb -f "$gateway_deb" Depends | grep -q -E "(^|, )$library( |,|$)" ||
+        fail "rouse-gateway does not depend on $library: $(dpkg-deb -f "$gateway_deb" Depends)"
+done
 version=$(dpkg-deb -f "${debs[0]}" Version)
 commit=$(git rev-parse HEAD)
 [ -z "$(git status --porcelain --untracked-files=normal)" ] || commit="$commit-dirty"
@@ -43,12 +55,18 @@ done
 [ ${#sources[@]} -gt 0 ] || fail "no apt sources on this machine to build the Debian 12 root from"
 grep -q -E '(^|[[:space:]])bookworm([[:space:]]|$)' "${sources[@]}" ||
     fail "this machine's apt sources have no bookworm suite: the test root must be Debian 12"
-key=$(cat "${sources[@]}" | sha256sum | cut -c1-12)
+# Not the packages' dependencies (none of Rouse's libraries is among them or theirs): systemd, to boot the root
+# (and for systemd-analyze, systemd-creds, systemd-sysusers); dbus, libpam-systemd and dbus-user-session, which
+# a desktop has and a user's systemd manager needs (logind, loginctl enable-linger); netbase, the /etc/hosts that
+# every installed Debian has (minbase has none: "localhost" would not resolve).
+root_packages=systemd,dbus,libpam-systemd,dbus-user-session,netbase
+key=$({ cat "${sources[@]}"; echo "$root_packages"; } | sha256sum | cut -c1-12)
 tarball="$cache/debian12-minbase-$key.tar"
 if [ ! -f "$tarball" ]; then
     echo "== package-test: creating the Debian 12 minbase root (once; cached in $tarball)" >&2
     root_started=$SECONDS
-    mmdebstrap --variant=minbase --mode=root --format=tar --quiet bookworm "$tarball.new" "${sources[@]}" ||
+    mmdebstrap --variant=minbase --mode=root --format=tar --quiet --include="$root_packages" bookworm \
+        "$tarball.new" "${sources[@]}" ||
         fail "mmdebstrap could not create the Debian 12 root (is Debian's mirror reachable?)"
     mv "$tarball.new" "$tarball"
     echo "package-test: root created in $((SECONDS - root_started)) s" >&2
@@ -99,10 +117,6 @@ for deb in "${debs[@]}"; do debs_in_root+=("/root/debs/$(basename "$deb")"); don
 in_root apt-get install -y -q "${debs_in_root[@]}" >"$root/tmp/apt.log" 2>&1 ||
     fail "apt-get install of the packages: $(tail -20 "$root/tmp/apt.log")"
 grep -E "^(Setting up rouse|rouse-)" "$root/tmp/apt.log" >&2 || true
-# Not the packages' dependencies: systemd, to boot the root (and for systemd-analyze and systemd-creds), and
-# netbase, the /etc/hosts that every installed Debian has (minbase has none: "localhost" would not resolve).
-in_root apt-get install -y -q --no-install-recommends systemd netbase >"$root/tmp/apt.log" 2>&1 ||
-    fail "apt-get install systemd: $(tail -20 "$root/tmp/apt.log")"
 installed=$SECONDS
 release_root
 

@@ -2,9 +2,10 @@
 # Builds the Debian packages of this checkout: rouse (the CLI with the mock), rouse-gateway and rouse-agent (with
 # the example handler and the client library's documentation). Release binaries with the Swift runtime linked
 # statically (--static-swift-stdlib), so the machines they are installed on need no Swift toolchain; their
-# dependencies are Debian 12's libraries, computed by dpkg-shlibdeps. Units under /lib/systemd/system (enabled
-# at installation, started once `rouse gateway init` / `rouse agent enroll` configured them), man pages and
-# bash/zsh/fish completions generated from the argument parsers.
+# dependencies are Debian 12's libraries, computed by dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store).
+# Units under /lib/systemd/system (enabled at installation, started once `rouse gateway init` / `rouse agent enroll`
+# configured them) and the agent's per-user unit under /usr/lib/systemd/user (started by each user who enrolled
+# with `rouse agent enroll --user`), man pages and bash/zsh/fish completions generated from the argument parsers.
 #
 #   deploy/package.sh [--out DIR] [--lintian]
 #
@@ -81,7 +82,11 @@ EOF
 cmp -s "$cache/BuildStamp.swift" "$src/$stamp_file" || cp "$cache/BuildStamp.swift" "$src/$stamp_file"
 
 # --- release build ---------------------------------------------------------------------------------------------
-build=(swift build -c release --static-swift-stdlib --package-path "$src" --scratch-path "$cache/build")
+# -z now: every symbol bound at start, so the GOT is read-only after relocation (full RELRO with -z relro, the
+# linker's default here); lintian's hardening-no-bindnow. The static Swift runtime resolves nothing lazily that
+# this would break (the package test runs every binary).
+build=(swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now --package-path "$src"
+    --scratch-path "$cache/build")
 products=(rouse rouse-gateway rouse-agent rouse-example-handler)
 for product in "${products[@]}"; do
     echo "package.sh: building $product (release, static Swift runtime)" >&2
@@ -111,7 +116,8 @@ key=$( {
     echo "$version $commit_text $arch"
     sha256sum "$bin"/rouse "$bin"/rouse-gateway "$bin"/rouse-agent "$bin"/rouse-example-handler "$manual_tool"
     git ls-files -z --cached --others --exclude-standard -- deploy/package.sh deploy/debian deploy/hooks \
-        deploy/rouse-gateway.json 'deploy/*.service' docs README.md Sources/rouse-example-handler \
+        deploy/rouse-gateway.json 'deploy/*.service' deploy/rouse-agent.sysusers.conf docs README.md \
+        Sources/rouse-example-handler \
         ':(exclude)deploy/debian/root-test.sh' |
         xargs -0 sha256sum
     echo "lintian=$run_lintian"
@@ -190,6 +196,16 @@ install_binary rouse rouse /usr/bin/rouse
 install_interface rouse rouse
 install_docs rouse README.md docs/send.md docs/mock-apns.md
 
+# install_user_unit PACKAGE NAME SOURCE: a systemd user unit (/usr/lib/systemd/user) and the package's drop-in.
+install_user_unit() {
+    local package=$1 name=$2 source=$3
+    install -d "$work/$package/usr/lib/systemd/user/$name.service.d"
+    sed -e "s|/usr/local/bin/|/usr/bin/|g" -e "s|file:///usr/share/doc/rouse/|file:///usr/share/doc/$package/|g" \
+        "$source" >"$work/$package/usr/lib/systemd/user/$name.service"
+    install -m 0644 "deploy/debian/units/$name-user.conf" \
+        "$work/$package/usr/lib/systemd/user/$name.service.d/debian.conf"
+}
+
 install_binary rouse-gateway rouse-gateway /usr/bin/rouse-gateway
 install_interface rouse-gateway rouse-gateway
 install_docs rouse-gateway docs/gateway.md
@@ -208,6 +224,9 @@ install -m 0644 Sources/rouse-example-handler/main.swift \
 install -m 0755 deploy/hooks/pactl-roles.sh "$work/rouse-agent/usr/share/doc/rouse-agent/examples/pactl-roles.sh"
 install -D -m 0644 deploy/debian/example.toml.example "$work/rouse-agent/etc/rouse/handlers.d/example.toml.example"
 install_unit rouse-agent rouse-agent
+install_user_unit rouse-agent rouse-agent deploy/rouse-agent-user.service
+# The system agent's --handler-user, created by the postinst with systemd-sysusers.
+install -D -m 0644 deploy/rouse-agent.sysusers.conf "$work/rouse-agent/usr/lib/sysusers.d/rouse-agent.conf"
 
 # --- dependencies: dpkg-shlibdeps over every ELF file of each package ------------------------------------------
 shlibs_depends() {
@@ -270,11 +289,13 @@ debs+=("$(build_deb rouse "$rouse_depends" "openssl, curl" \
     "rouse sends VoIP, background and alert pushes to Apple's APNs or anything speaking its provider API (token or certificate authentication, HTTP/2), runs a mock APNs endpoint that checks what Apple checks (rouse mock-apns), watches network reachability with SCNetworkReachability semantics (rouse reach), and sets up and administers rouse-gateway (rouse gateway init, keys, devices, tokens) and rouse-agent (rouse agent enroll, handlers, status).")")
 debs+=("$(build_deb rouse-gateway "$gateway_depends, adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)" "openssl" \
     "APNs-compatible push gateway for Linux devices" \
-    "rouse-gateway accepts pushes from VoIP backends with the APNs provider API (same requests, JWT keys or client certificates, same reasons), stores them durably in SQLite and delivers them to Linux devices running rouse-agent over one long-lived HTTP/2 device channel. The unit is enabled at installation and starts once 'rouse gateway init' has written /etc/rouse/gateway.json.")")
+    "rouse-gateway accepts pushes from VoIP backends with the APNs provider API (same requests, JWT keys or client certificates, same reasons), stores them durably (SQLite, or PostgreSQL shared by several gateways) and delivers them to Linux devices running rouse-agent over one long-lived HTTP/2 device channel. The unit is enabled at installation and starts once 'rouse gateway init' has written /etc/rouse/gateway.json.")")
 # procps: the agent unit's ExecReload= is /bin/kill -HUP (handler files reloaded on SIGHUP).
-debs+=("$(build_deb rouse-agent "$agent_depends, debconf (>= 0.5) | debconf-2.0, procps, rouse (= $version)" "" \
+# systemd | systemd-sysusers: the postinst creates the handler user from sysusers.d (as debhelper's
+# dh_installsysusers does).
+debs+=("$(build_deb rouse-agent "$agent_depends, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
-    "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler and the client library's documentation. The unit is enabled at installation and starts once 'rouse agent enroll' has enrolled the device.")")
+    "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler and the client library's documentation. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
 if [ "$run_lintian" = 1 ]; then
     echo "package.sh: lintian" >&2
     # Tags that remain are overridden in the packages, each with its reason (deploy/debian/lintian/PACKAGE).

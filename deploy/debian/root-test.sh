@@ -52,6 +52,10 @@ for program in rouse rouse-gateway rouse-agent; do
     esac
 done
 
+step "the handler user from sysusers.d"
+getent passwd rouse-handler >/dev/null || fail "no user rouse-handler (the agent's --handler-user)"
+echo "rouse-handler: $(getent passwd rouse-handler)"
+
 step "man pages and shell completions installed"
 for program in rouse rouse-gateway rouse-agent; do
     page=/usr/share/man/man1/$program.1.gz
@@ -79,6 +83,29 @@ for package in rouse rouse-gateway rouse-agent; do
     done < <(dpkg -L "$package")
     echo "$package links: $(printf '%s\n' "${libraries[@]}" | sort -u | tr '\n' ' ')"
 done
+
+step "the commented examples in /etc/rouse pass the installed parsers"
+# gateway.json.example without its // comments, its files made to exist under /tmp/example, migrated there (the
+# gateway's own parser; unknown or mistyped members fail). Tests/RouseFirstRunTests checks that it shows every
+# member and the defaults.
+mkdir -p /tmp/example
+cp $C/server.pem $C/server.key /tmp/example/
+cp $C/ca.pem /tmp/example/provider-ca.pem
+cp $C/apns-key.pub.pem /tmp/example/ABCDE12345.pub.pem
+sed -E -e 's@(^|[[:space:]])//.*$@\1@' -e 's@/etc/rouse/gateway/@/tmp/example/@g' \
+    -e 's@/var/lib/rouse-gateway/@/tmp/example/@g' /etc/rouse/gateway.json.example >/tmp/example/gateway.json
+rouse gateway migrate --config /tmp/example/gateway.json >/tmp/example.out 2>&1 ||
+    fail "gateway.json.example: $(cat /tmp/example.out)"
+grep -q -E '^schema version 0 -> [1-9]' /tmp/example.out || fail "migrate of a new database said: $(cat /tmp/example.out)"
+echo "gateway.json.example parsed; $(cat /tmp/example.out)"
+# The handler example as shipped, then with every commented key line taken in.
+handler_example=/etc/rouse/handlers.d/example.toml.example
+cp $handler_example /tmp/example/example.toml
+rouse agent handlers check /tmp/example/example.toml || fail "example.toml.example does not pass handlers check"
+sed -E 's/^# ([a-z-]+ = |\[limits\])/\1/' $handler_example >/tmp/example/all.toml
+grep -q '^allow-root = ' /tmp/example/all.toml && grep -q '^voip-deadline-seconds = ' /tmp/example/all.toml ||
+    fail "the uncommented handler example lacks keys: $(cat /tmp/example/all.toml)"
+rouse agent handlers check /tmp/example/all.toml || fail "example.toml.example with every key does not pass"
 
 step "rouse mock-apns and rouse send, end to end"
 rouse mock-apns --listen 127.0.0.1:2197 --cert $C/server.pem --key $C/server.key --keys $C/keys.json \
@@ -123,6 +150,13 @@ cat /tmp/init.out
 if rouse gateway init --hostname localhost --self-signed >/tmp/again.out 2>&1; then fail "a second init overwrote"; fi
 rouse gateway keys add --config /etc/rouse/gateway.json --key-id ROUSEKEY01 --team-id ROUSETEAM1 \
     --public-key $C/apns-key.pub.pem --topic com.example.rouse
+# The schema is this build's (init created it); migrate says so, as root and as the service user.
+rouse gateway migrate --config /etc/rouse/gateway.json >/tmp/migrate.out 2>&1 || fail "migrate: $(cat /tmp/migrate.out)"
+grep -q -E '^schema version [1-9][0-9]*: up to date$' /tmp/migrate.out || fail "migrate said: $(cat /tmp/migrate.out)"
+runuser -u rouse-gateway -- rouse gateway migrate --config /etc/rouse/gateway.json --json >/tmp/migrate.out 2>&1 ||
+    fail "migrate as rouse-gateway: $(cat /tmp/migrate.out)"
+grep -q -E '^\{"from":([1-9][0-9]*),"to":\1\}$' /tmp/migrate.out || fail "migrate --json said: $(cat /tmp/migrate.out)"
+echo "rouse gateway migrate: $(cat /tmp/migrate.out)"
 systemctl start rouse-gateway.service || fail "systemctl start rouse-gateway: $(journalctl -u rouse-gateway | tail)"
 [ "$(systemctl show -P User rouse-gateway.service)" = rouse-gateway ] || fail "the gateway does not run as rouse-gateway"
 admin=(curl -sf --unix-socket /run/rouse-gateway/admin.sock --http2-prior-knowledge)
@@ -189,17 +223,80 @@ journalctl -u rouse-agent -o cat | grep -E "^(push|reported) " || true
 rouse agent status
 agent=$(systemctl show -P MainPID rouse-agent.service)
 
+step "per-user mode: alice enrolls (rouse agent enroll --user), her user manager runs rouse-agent --user, her handler reports a push"
+useradd --create-home --shell /bin/bash alice
+uid=$(id -u alice)
+# Her user manager without a login (a desktop session starts it at login); its runtime directory with it.
+loginctl enable-linger alice
+deadline=$((SECONDS + 30))
+until systemctl -q is-active "user@$uid.service" && [ -S "/run/user/$uid/systemd/private" ]; do
+    [ $SECONDS -lt $deadline ] || fail "alice's user manager did not start: $(systemctl status user@$uid.service)"
+    sleep 0.2
+done
+as_alice() {
+    runuser -u alice -- /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/home/alice USER=alice \
+        LOGNAME=alice XDG_RUNTIME_DIR=/run/user/$uid "$@"
+}
+as_alice systemctl --user start rouse-agent.service
+[ "$(as_alice systemctl --user show -P ConditionResult rouse-agent.service)" = no ] &&
+    ! as_alice systemctl --user -q is-active rouse-agent.service || fail "alice's agent started before she enrolled"
+rouse gateway devices enroll-secret --config /etc/rouse/gateway.json >/home/alice/enroll-secret
+chown alice: /home/alice/enroll-secret
+as_alice rouse agent enroll --user --gateway https://localhost:2298 --ca /etc/rouse/gateway/server.pem \
+    --secret-file /home/alice/enroll-secret >/tmp/enroll-user.out 2>&1 || fail "enroll --user: $(cat /tmp/enroll-user.out)"
+cat /tmp/enroll-user.out
+user_dropin=/home/alice/.config/systemd/user/rouse-agent.service.d/enrollment.conf
+[ -f "$user_dropin" ] || fail "no drop-in $user_dropin"
+keys=$(find /home/alice/.local/state/rouse/keys -type f -printf '%u %m\n' | sort -u)
+[ "$keys" = "alice 600" ] || fail "alice's data key files: '$keys' (expected alice 600)"
+as_alice rouse agent handlers add example --directory /home/alice/.config/rouse/handlers.d \
+    --topic com.example.rouse --command /usr/libexec/rouse/rouse-example-handler --mode report
+as_alice rouse agent handlers check /home/alice/.config/rouse/handlers.d
+as_alice systemctl --user enable --now rouse-agent.service ||
+    fail "systemctl --user enable --now rouse-agent: $(journalctl _SYSTEMD_USER_UNIT=rouse-agent.service | tail)"
+user_socket=/run/user/$uid/rouse/agent.sock
+deadline=$((SECONDS + 20))
+until as_alice rouse agent status --json --socket "$user_socket" >/tmp/status-user.out 2>&1 &&
+    grep -q '"channel":"open"' /tmp/status-user.out &&
+    alice_voip=$(json_string com.example.rouse.voip </tmp/status-user.out) && [ -n "$alice_voip" ]; do
+    [ $SECONDS -lt $deadline ] || fail "alice's agent: no open channel or no token: $(cat /tmp/status-user.out;
+        journalctl _SYSTEMD_USER_UNIT=rouse-agent.service | tail)"
+    sleep 0.2
+done
+[ "$alice_voip" != "$voip" ] || fail "alice's agent has the system agent's token"
+user_agent=$(as_alice systemctl --user show -P MainPID rouse-agent.service)
+[ "$(stat -c %U "/proc/$user_agent")" = alice ] || fail "the per-user agent does not run as alice"
+acks=$("${admin[@]}" http://localhost/metrics | sed -n 's/^rouse_gateway_acks_total //p')
+rouse send voip --token "$alice_voip" --payload '{"call":"carol"}' "${gateway_send[@]}" >/tmp/send-user.out 2>&1 ||
+    fail "rouse send to alice's token: $(cat /tmp/send-user.out)"
+deadline=$((SECONDS + 20))
+until [ "$("${admin[@]}" http://localhost/metrics | sed -n 's/^rouse_gateway_acks_total //p')" -gt "$acks" ]; do
+    [ $SECONDS -lt $deadline ] ||
+        fail "alice's handler never reported the call: $(journalctl _SYSTEMD_USER_UNIT=rouse-agent.service | tail -20)"
+    sleep 0.2
+done
+as_alice rouse agent status --socket "$user_socket"
+echo "alice's rouse-agent --user (pid $user_agent) woke her handler; the push was acknowledged"
+
 step "systemd-analyze verify on the installed units (with the package's and enroll's drop-ins)"
 systemd-analyze verify /lib/systemd/system/rouse-gateway.service /lib/systemd/system/rouse-agent.service \
     >/tmp/verify.out 2>&1 || fail "systemd-analyze verify: $(cat /tmp/verify.out)"
 if grep -E "rouse-(gateway|agent)" /tmp/verify.out; then fail "systemd-analyze verify warned"; fi
+as_alice systemd-analyze verify --user /usr/lib/systemd/user/rouse-agent.service >/tmp/verify.out 2>&1 ||
+    fail "systemd-analyze verify --user: $(cat /tmp/verify.out)"
+if grep -E "rouse-agent" /tmp/verify.out; then fail "systemd-analyze verify --user warned"; fi
+as_alice systemctl --user cat rouse-agent.service |
+    grep -q "^ExecStart=/usr/bin/rouse-agent --user --gateway https://localhost:2298 --ca /home/alice/" ||
+    fail "alice's agent unit does not run the enrolled command line: $(as_alice systemctl --user cat rouse-agent.service)"
 systemctl cat rouse-agent.service | grep -q "^ExecStart=/usr/bin/rouse-agent .*--gateway https://localhost:2298" ||
     fail "the agent unit does not run the enrolled command line"
 echo "verified"
 
 step "idle RSS (10 s after the last push)"
 sleep 10
-echo "rouse-gateway $(rss "$gateway"), rouse-agent $(rss "$agent") (channel open, one suspended handler)"
+echo "rouse-gateway $(rss "$gateway"), rouse-agent $(rss "$agent"), rouse-agent --user $(rss "$user_agent")" \
+    "(channels open, one suspended handler each)"
+as_alice systemctl --user disable --now rouse-agent.service
 
 step "purge keeps the state unless asked"
 export DEBIAN_FRONTEND=noninteractive
