@@ -28,6 +28,9 @@ done
 cache=${ROUSE_PACKAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rouse-package}
 mkdir -p "$cache"
 
+# The commit the packages are built from (package.sh reads it as it starts, as here).
+commit=$(git rev-parse HEAD)
+[ -z "$(git status --porcelain --untracked-files=normal)" ] || commit="$commit-dirty"
 echo "== package-test: packages (deploy/package.sh --lintian)" >&2
 debs_dir="$repo/.build/debs"
 mapfile -t debs < <(deploy/package.sh --out "$debs_dir" --lintian)
@@ -44,8 +47,6 @@ for library in libcurl4 libnghttp2-14 libssl3 libsqlite3-0 libpq5; do
         fail "rouse-gateway does not depend on $library: $(dpkg-deb -f "$gateway_deb" Depends)"
 done
 version=$(dpkg-deb -f "${debs[0]}" Version)
-commit=$(git rev-parse HEAD)
-[ -z "$(git status --porcelain --untracked-files=normal)" ] || commit="$commit-dirty"
 
 # --- the clean root ---------------------------------------------------------------------------------------------
 sources=()
