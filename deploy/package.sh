@@ -50,6 +50,7 @@ commit_epoch=$(git log -1 --format=%ct HEAD)
 export SOURCE_DATE_EPOCH=$commit_epoch
 arch=$(dpkg --print-architecture)
 echo "package.sh: version $version ($arch)" >&2
+started=$SECONDS
 
 # --- the tree, copied file by file where it changed ------------------------------------------------------------
 src="$cache/src"
@@ -97,6 +98,7 @@ for product in "${products[@]}"; do
     fi
 done
 bin=$("${build[@]}" --show-bin-path)
+built=$SECONDS
 
 # --- man pages: swift-argument-parser's generate-manual, compiled against the ArgumentParser just built ---------
 manual_tool="$cache/generate-manual"
@@ -135,6 +137,7 @@ if [ -f "$stored/complete" ]; then
 fi
 
 # --- package trees ---------------------------------------------------------------------------------------------
+manual=$SECONDS
 work="$cache/trees"
 rm -rf "$work"
 mkdir -p "$work" "$out"
@@ -296,11 +299,14 @@ debs+=("$(build_deb rouse-gateway "$gateway_depends, adduser, debconf (>= 0.5) |
 debs+=("$(build_deb rouse-agent "$agent_depends, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
     "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler and the client library's documentation. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
+packaged=$SECONDS
 if [ "$run_lintian" = 1 ]; then
     echo "package.sh: lintian" >&2
     # Tags that remain are overridden in the packages, each with its reason (deploy/debian/lintian/PACKAGE).
     lintian --fail-on error,warning --display-info --show-overrides "${debs[@]}" >&2
 fi
+echo "package.sh: release build $((built - started)) s, man page tool $((manual - built)) s, packages" \
+    "$((packaged - manual)) s, lintian $((SECONDS - packaged)) s" >&2
 rm -rf "$cache/debs" # only the newest set is kept
 mkdir -p "$stored"
 cp "${debs[@]}" "$stored/"
