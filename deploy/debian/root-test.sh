@@ -250,7 +250,9 @@ user_dropin=/home/alice/.config/systemd/user/rouse-agent.service.d/enrollment.co
 keys=$(find /home/alice/.local/state/rouse/keys -type f -printf '%u %m\n' | sort -u)
 [ "$keys" = "alice 600" ] || fail "alice's data key files: '$keys' (expected alice 600)"
 as_alice rouse agent handlers add example --directory /home/alice/.config/rouse/handlers.d \
-    --topic com.example.rouse --command /usr/libexec/rouse/rouse-example-handler --mode report
+    --topic com.example.rouse --command /usr/libexec/rouse/rouse-example-handler --mode report >/tmp/add-user.out
+cat /tmp/add-user.out
+grep -q "systemctl --user reload rouse-agent" /tmp/add-user.out || fail "handlers add named the system agent's reload"
 as_alice rouse agent handlers check /home/alice/.config/rouse/handlers.d
 as_alice systemctl --user enable --now rouse-agent.service ||
     fail "systemctl --user enable --now rouse-agent: $(journalctl _SYSTEMD_USER_UNIT=rouse-agent.service | tail)"
