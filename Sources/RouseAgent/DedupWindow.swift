@@ -3,11 +3,18 @@
 public struct DedupWindow: Sendable, Codable, Equatable {
     /// Most keys kept.
     public let capacity: Int
-    private(set) var order: [String] = []
+    /// The keys in insertion order from `head` on; those before `head` were evicted and are dropped in one move
+    /// once there are `capacity` of them, so an insert costs O(1) amortized (removing the first of an array
+    /// moved every other key on each push).
+    private var keys: [String] = []
+    private var head = 0
     private var members: Set<String> = []
 
     /// An empty window of `capacity` keys.
     public init(capacity: Int = 4096) { self.capacity = capacity }
+
+    /// The kept keys, oldest first.
+    public var order: ArraySlice<String> { keys[head...] }
 
     /// Whether `key` was seen.
     public func contains(_ key: String) -> Bool { members.contains(key) }
@@ -16,24 +23,32 @@ public struct DedupWindow: Sendable, Codable, Equatable {
     @discardableResult
     public mutating func insert(_ key: String) -> Bool {
         guard members.insert(key).inserted else { return false }
-        order.append(key)
-        if order.count > capacity {
-            let evicted = order.removeFirst()
-            members.remove(evicted)
+        keys.append(key)
+        if keys.count - head > capacity {
+            members.remove(keys[head])
+            head += 1
+            if head >= max(capacity, 1) {
+                keys.removeFirst(head)
+                head = 0
+            }
         }
         return true
+    }
+
+    public static func == (lhs: DedupWindow, rhs: DedupWindow) -> Bool {
+        lhs.capacity == rhs.capacity && lhs.order == rhs.order
     }
 
     enum CodingKeys: String, CodingKey { case capacity, order }
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         capacity = try container.decode(Int.self, forKey: .capacity)
-        order = try container.decode([String].self, forKey: .order)
-        members = Set(order)
+        keys = try container.decode([String].self, forKey: .order)
+        members = Set(keys)
     }
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(capacity, forKey: .capacity)
-        try container.encode(order, forKey: .order)
+        try container.encode(Array(order), forKey: .order)
     }
 }

@@ -4,7 +4,15 @@ import RouseHTTP2
 import Synchronization
 
 /// The gateway's store thread: it owns the store connection and every device's delivery state, and runs the
-/// jobs that the provider and device handlers submit, in order.
+/// jobs that the provider and device handlers submit, in order: provider jobs among themselves, device requests
+/// and channel closes among themselves, with at most `deviceJobsPerBatch` device jobs in one batch.
+///
+/// A batch runs its provider jobs first, then its device jobs. This moves a device request after pushes that
+/// arrived later, which no client can tell from an arrival-order run: neither had its answer when the other
+/// arrived, so either order is one the two could have met in. What must keep its order does: a device's requests
+/// and its connection's close share one lane (an open is never overtaken by its own close). A push written to a
+/// channel whose close is still queued is what happens with any close the gateway has not seen yet: a stored
+/// push stays pending until acknowledged; an `apns-expiration: 0` push was tried once, as APNs does.
 ///
 /// Jobs queued while a transaction runs are taken together and run in one transaction (one fsync for many
 /// pushes). Their effects — responses, channel writes, metrics — run only after COMMIT returned: a provider
@@ -24,11 +32,19 @@ public final class GatewayCore: Sendable {
     }
 
     private struct Queue {
+        /// Provider pushes and the other jobs, in order.
         var jobs: [Job] = []
-        /// How many of `jobs` are device requests.
-        var deviceJobs = 0
+        /// Device requests and the channel closes of device connections, in order among themselves. Each batch
+        /// takes at most `deviceJobsPerBatch` of them besides the pushes: checking a flood of bogus credentials
+        /// must not hold a provider's push back for long.
+        var deviceJobs: [Job] = []
+        /// How many of `deviceJobs` are device requests (the device budget).
+        var deviceRequests = 0
         var stopping = false
     }
+
+    /// Device jobs in one batch at most (each checks a credential: tens of microseconds).
+    static let deviceJobsPerBatch = 16
 
     let store: any GatewayStore
     let limits: GatewayConfiguration.Limits
@@ -90,12 +106,13 @@ public final class GatewayCore: Sendable {
         let accepted = queue.withLock { queue -> Bool in
             guard !queue.stopping else { return false }
             if job.isDeviceRequest {
-                guard queue.deviceJobs < limits.maxQueuedDeviceRequests else { return false }
-                queue.deviceJobs += 1
+                guard queue.deviceRequests < limits.maxQueuedDeviceRequests else { return false }
+                queue.deviceRequests += 1
+                queue.deviceJobs.append(job)
             } else {
-                guard queue.jobs.count - queue.deviceJobs < limits.maxQueuedJobs else { return false }
+                guard queue.jobs.count < limits.maxQueuedJobs else { return false }
+                queue.jobs.append(job)
             }
-            queue.jobs.append(job)
             return true
         }
         if accepted {
@@ -106,11 +123,12 @@ public final class GatewayCore: Sendable {
         return accepted
     }
 
-    /// Queues a job that must not be refused (channel closes: bounded by the number of connections).
+    /// Queues a job that must not be refused (channel closes: bounded by the number of connections), in order with
+    /// the device requests.
     func submitControl(_ job: Job) {
         let accepted = queue.withLock { queue -> Bool in
             guard !queue.stopping else { return false }
-            queue.jobs.append(job)
+            queue.deviceJobs.append(job)
             return true
         }
         if accepted { wakeup.signal() }
@@ -146,9 +164,11 @@ public final class GatewayCore: Sendable {
             while true {
                 let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
                     let count = min(queue.jobs.count, limits.maxBatch)
-                    let taken = Array(queue.jobs.prefix(count))
+                    let deviceCount = min(queue.deviceJobs.count, Self.deviceJobsPerBatch)
+                    let taken = Array(queue.jobs.prefix(count)) + queue.deviceJobs.prefix(deviceCount)
                     queue.jobs.removeFirst(count)
-                    queue.deviceJobs -= taken.reduce(0) { $0 + ($1.isDeviceRequest ? 1 : 0) }
+                    queue.deviceJobs.removeFirst(deviceCount)
+                    queue.deviceRequests -= taken.reduce(0) { $0 + ($1.isDeviceRequest ? 1 : 0) }
                     return (taken, queue.stopping)
                 }
                 if jobs.isEmpty {

@@ -203,6 +203,14 @@ public final class SQLiteGatewayStore: GatewayStore {
 struct SQLiteTransaction: GatewayStoreTransaction {
     let db: Database
 
+    /// `sql` compiled once per connection (GRDB's statement cache) instead of at every call: on the push path,
+    /// compiling an insert with the backlog triggers cost more than running it. Only for SQL that does not vary;
+    /// lists of ids go in one JSON array argument (`json_each`) so their statements stay the same too.
+    private func statement(_ sql: String) throws -> Statement { try db.cachedStatement(sql: sql) }
+
+    /// `ids` as one JSON array argument for `json_each(?)`.
+    private static func jsonArray(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
+
     private static let pushColumns =
         "seq, device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration, expires_at, "
         + "received_at, payload"
@@ -217,61 +225,50 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func insertPush(_ push: StoredPush) throws -> Int64 {
-        try db.execute(
-            sql: """
-                INSERT INTO pushes(device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration,
-                    expires_at, received_at, is_voip, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
-                """,
-            arguments: [
-                push.deviceID, push.token, push.topic, push.pushType, push.priority, push.apnsID, push.collapseID,
-                push.expiration, push.expiresAt, push.receivedAt, push.isVoIP ? 1 : 0, Data(push.payload),
-            ])
+        try statement(
+            """
+            INSERT INTO pushes(device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration,
+                expires_at, received_at, is_voip, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+            """
+        ).execute(arguments: [
+            push.deviceID, push.token, push.topic, push.pushType, push.priority, push.apnsID, push.collapseID,
+            push.expiration, push.expiresAt, push.receivedAt, push.isVoIP ? 1 : 0, Data(push.payload),
+        ])
         return db.lastInsertedRowID
     }
 
     func deletePending(deviceID: String, topic: String, collapseID: String) throws -> [Int64] {
         try Int64.fetchAll(
-            db, sql: "DELETE FROM pushes WHERE device_id = ? AND topic = ? AND collapse_id = ? RETURNING seq",
+            statement("DELETE FROM pushes WHERE device_id = ? AND topic = ? AND collapse_id = ? RETURNING seq"),
             arguments: [deviceID, topic, collapseID])
     }
 
     func deletePendingBackground(deviceID: String, topic: String) throws -> [Int64] {
         try Int64.fetchAll(
-            db,
-            sql: "DELETE FROM pushes WHERE device_id = ? AND topic = ? AND push_type = 'background' RETURNING seq",
+            statement(
+                "DELETE FROM pushes WHERE device_id = ? AND topic = ? AND push_type = 'background' RETURNING seq"),
             arguments: [deviceID, topic])
     }
 
     func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
         guard limit > 0 else { return [] }
-        var arguments: [(any DatabaseValueConvertible)?] = [deviceID, now]
-        var exclusion = ""
-        if !excluding.isEmpty {
-            exclusion = " AND seq NOT IN (" + Array(repeating: "?", count: excluding.count).joined(separator: ",") + ")"
-            arguments.append(contentsOf: excluding.sorted().map { $0 as (any DatabaseValueConvertible)? })
-        }
-        arguments.append(limit)
         let rows = try Row.fetchAll(
-            db,
-            sql: "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? AND expires_at > ?\(exclusion) "
-                + "ORDER BY is_voip DESC, seq LIMIT ?",
-            arguments: StatementArguments(arguments))
+            statement(
+                "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? AND expires_at > ? "
+                    + "AND seq NOT IN (SELECT value FROM json_each(?)) ORDER BY is_voip DESC, seq LIMIT ?"),
+            arguments: [deviceID, now, Self.jsonArray(excluding.sorted()), limit])
         return rows.map(Self.push)
     }
 
     func acknowledge(deviceID: String, ids: [Int64]) throws -> Int {
         guard !ids.isEmpty else { return 0 }
-        var arguments: [(any DatabaseValueConvertible)?] = [deviceID]
-        arguments.append(contentsOf: ids.map { $0 as (any DatabaseValueConvertible)? })
-        try db.execute(
-            sql: "DELETE FROM pushes WHERE device_id = ? AND seq IN ("
-                + Array(repeating: "?", count: ids.count).joined(separator: ",") + ")",
-            arguments: StatementArguments(arguments))
+        try statement("DELETE FROM pushes WHERE device_id = ? AND seq IN (SELECT value FROM json_each(?))")
+            .execute(arguments: [deviceID, Self.jsonArray(ids)])
         return db.changesCount
     }
 
     func deleteExpired(now: Int64) throws -> Int {
-        try db.execute(sql: "DELETE FROM pushes WHERE expires_at <= ?", arguments: [now])
+        try statement("DELETE FROM pushes WHERE expires_at <= ?").execute(arguments: [now])
         return db.changesCount
     }
 
@@ -279,11 +276,11 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         let rows: [Row]
         if let deviceID {
             rows = try Row.fetchAll(
-                db, sql: "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? ORDER BY seq LIMIT ?",
+                statement("SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? ORDER BY seq LIMIT ?"),
                 arguments: [deviceID, limit])
         } else {
             rows = try Row.fetchAll(
-                db, sql: "SELECT \(Self.pushColumns) FROM pushes ORDER BY seq LIMIT ?", arguments: [limit])
+                statement("SELECT \(Self.pushColumns) FROM pushes ORDER BY seq LIMIT ?"), arguments: [limit])
         }
         return rows.map(Self.push)
     }
@@ -298,11 +295,11 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func pendingTotal() throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT coalesce(sum(pushes), 0) FROM device_backlog") ?? 0
+        try Int.fetchOne(statement("SELECT coalesce(sum(pushes), 0) FROM device_backlog")) ?? 0
     }
 
     func pendingCounts() throws -> [String: Int] {
-        Self.counts(try Row.fetchAll(db, sql: "SELECT device_id, pushes FROM device_backlog"))
+        Self.counts(try Row.fetchAll(statement("SELECT device_id, pushes FROM device_backlog")))
     }
 
     private static func counts(_ rows: [Row]) -> [String: Int] {
@@ -317,10 +314,11 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         let totals =
             switch owner {
             case .token(let token):
-                try Row.fetchOne(db, sql: "SELECT pushes, bytes FROM token_backlog WHERE token = ?", arguments: [token])
+                try Row.fetchOne(
+                    statement("SELECT pushes, bytes FROM token_backlog WHERE token = ?"), arguments: [token])
             case .device(let deviceID):
                 try Row.fetchOne(
-                    db, sql: "SELECT pushes, bytes FROM device_backlog WHERE device_id = ?", arguments: [deviceID])
+                    statement("SELECT pushes, bytes FROM device_backlog WHERE device_id = ?"), arguments: [deviceID])
             }
         guard let totals else { return [] }
         var pushes: Int = totals["pushes"]
@@ -337,15 +335,9 @@ struct SQLiteTransaction: GatewayStoreTransaction {
                 bytes -= row["size"] as Int
             }
         }
-        var start = 0
-        while start < dropped.count {
-            let chunk = dropped[start..<min(start + 500, dropped.count)]
-            try db.execute(
-                sql: "DELETE FROM pushes WHERE seq IN ("
-                    + Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                    + ")",
-                arguments: StatementArguments(chunk.map(\.id)))
-            start += chunk.count
+        if !dropped.isEmpty {
+            try statement("DELETE FROM pushes WHERE seq IN (SELECT value FROM json_each(?))")
+                .execute(arguments: [Self.jsonArray(dropped.map(\.id))])
         }
         return dropped
     }
@@ -357,15 +349,15 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         switch owner {
         case .token(let token):
             return try Row.fetchAll(
-                db, sql: "SELECT \(columns) FROM pushes WHERE token = ? AND seq > ? ORDER BY seq LIMIT ?",
+                statement("SELECT \(columns) FROM pushes WHERE token = ? AND seq > ? ORDER BY seq LIMIT ?"),
                 arguments: [token, seq, limit])
         case .device(let deviceID):
             var rows: [Row] = []
             for isVoIP in [0, 1] {
                 rows += try Row.fetchAll(
-                    db,
-                    sql: "SELECT \(columns) FROM pushes WHERE device_id = ? AND is_voip = ? AND seq > ? "
-                        + "ORDER BY seq LIMIT ?",
+                    statement(
+                        "SELECT \(columns) FROM pushes WHERE device_id = ? AND is_voip = ? AND seq > ? ORDER BY seq LIMIT ?"
+                    ),
                     arguments: [deviceID, isVoIP, seq, limit])
             }
             rows.sort { ($0["seq"] as Int64) < ($1["seq"] as Int64) }
@@ -384,55 +376,55 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func device(_ id: String) throws -> DeviceRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device)
+        try Row.fetchOne(statement("SELECT * FROM devices WHERE id = ?"), arguments: [id]).map(Self.device)
     }
 
     func insertDevice(_ device: DeviceRecord) throws {
-        try db.execute(
-            sql: "INSERT INTO devices(id, authentication, credential_hash, created_at, revoked_at) VALUES (?,?,?,?,?)",
-            arguments: [
-                device.id, device.authentication.rawValue, device.credentialHash.map { Data($0) }, device.createdAt,
-                device.revokedAt,
-            ])
+        try statement(
+            "INSERT INTO devices(id, authentication, credential_hash, created_at, revoked_at) VALUES (?,?,?,?,?)"
+        ).execute(arguments: [
+            device.id, device.authentication.rawValue, device.credentialHash.map { Data($0) }, device.createdAt,
+            device.revokedAt,
+        ])
     }
 
     func revokeDevice(_ id: String, at time: Int64) throws -> Bool {
-        try db.execute(
-            sql: "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [time, id])
+        try statement("UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").execute(arguments: [
+            time, id,
+        ])
         guard db.changesCount > 0 else { return false }
-        try db.execute(
-            sql: "UPDATE tokens SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", arguments: [time, id])
-        try db.execute(sql: "DELETE FROM pushes WHERE device_id = ?", arguments: [id])
+        try statement("UPDATE tokens SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL").execute(
+            arguments: [time, id])
+        try statement("DELETE FROM pushes WHERE device_id = ?").execute(arguments: [id])
         return true
     }
 
     func devices() throws -> [DeviceRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM devices ORDER BY id").map(Self.device)
+        try Row.fetchAll(statement("SELECT * FROM devices ORDER BY id")).map(Self.device)
     }
 
     func devices(after: String?, limit: Int) throws -> [DeviceRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM devices WHERE id > ? ORDER BY id LIMIT ?", arguments: [after ?? "", limit]
+            statement("SELECT * FROM devices WHERE id > ? ORDER BY id LIMIT ?"), arguments: [after ?? "", limit]
         ).map(Self.device)
     }
 
     func devicesRevoked(since time: Int64) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT id FROM devices WHERE revoked_at >= ?", arguments: [time])
+        try String.fetchAll(statement("SELECT id FROM devices WHERE revoked_at >= ?"), arguments: [time])
     }
 
     func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws {
-        try db.execute(
-            sql: "INSERT INTO enrollment_secrets(hash, created_at, expires_at) VALUES (?,?,?)",
+        try statement("INSERT INTO enrollment_secrets(hash, created_at, expires_at) VALUES (?,?,?)").execute(
             arguments: [Data(hash), createdAt, expiresAt])
     }
 
     func consumeEnrollmentSecret(hash: [UInt8], deviceID: String, now: Int64) throws -> Bool {
-        try db.execute(
-            sql: """
-                UPDATE enrollment_secrets SET used_at = ?, device_id = ?
-                WHERE hash = ? AND used_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
-                """,
-            arguments: [now, deviceID, Data(hash), now])
+        try statement(
+            """
+            UPDATE enrollment_secrets SET used_at = ?, device_id = ?
+            WHERE hash = ? AND used_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
+            """
+        ).execute(arguments: [now, deviceID, Data(hash), now])
         return db.changesCount > 0
     }
 
@@ -445,49 +437,47 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func token(_ token: String) throws -> TokenRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM tokens WHERE token = ?", arguments: [token]).map(Self.token)
+        try Row.fetchOne(statement("SELECT * FROM tokens WHERE token = ?"), arguments: [token]).map(Self.token)
     }
 
     func insertToken(_ token: TokenRecord) throws {
-        try db.execute(
-            sql: "INSERT INTO tokens(token, device_id, topic, created_at, revoked_at) VALUES (?,?,?,?,?)",
+        try statement("INSERT INTO tokens(token, device_id, topic, created_at, revoked_at) VALUES (?,?,?,?,?)").execute(
             arguments: [token.token, token.deviceID, token.topic, token.createdAt, token.revokedAt])
     }
 
     func tokens(deviceID: String?) throws -> [TokenRecord] {
         if let deviceID {
             return try Row.fetchAll(
-                db, sql: "SELECT * FROM tokens WHERE device_id = ? ORDER BY created_at, token", arguments: [deviceID]
+                statement("SELECT * FROM tokens WHERE device_id = ? ORDER BY created_at, token"), arguments: [deviceID]
             ).map(Self.token)
         }
-        return try Row.fetchAll(db, sql: "SELECT * FROM tokens ORDER BY created_at, token").map(Self.token)
+        return try Row.fetchAll(statement("SELECT * FROM tokens ORDER BY created_at, token")).map(Self.token)
     }
 
     func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM tokens ORDER BY token LIMIT ? OFFSET ?", arguments: [limit, offset]
+            statement("SELECT * FROM tokens ORDER BY token LIMIT ? OFFSET ?"), arguments: [limit, offset]
         ).map(Self.token)
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
-        try db.execute(
-            sql: "UPDATE tokens SET revoked_at = ? WHERE token = ? AND device_id = ? AND revoked_at IS NULL",
-            arguments: [time, token, deviceID])
+        try statement("UPDATE tokens SET revoked_at = ? WHERE token = ? AND device_id = ? AND revoked_at IS NULL")
+            .execute(arguments: [time, token, deviceID])
         guard db.changesCount > 0 else { return nil }
-        return try Int64.fetchAll(db, sql: "DELETE FROM pushes WHERE token = ? RETURNING seq", arguments: [token])
+        return try Int64.fetchAll(statement("DELETE FROM pushes WHERE token = ? RETURNING seq"), arguments: [token])
     }
 
     // MARK: Handler reports
 
     func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws {
-        try db.execute(sql: "DELETE FROM handler_reports WHERE device_id = ?", arguments: [deviceID])
+        try statement("DELETE FROM handler_reports WHERE device_id = ?").execute(arguments: [deviceID])
         for report in reports {
-            try db.execute(
-                sql: """
-                    INSERT INTO handler_reports(device_id, topic, strikes, voip_blocked, reported_at)
-                    VALUES (?,?,?,?,?)
-                    """,
-                arguments: [deviceID, report.topic, report.strikes, report.voipBlocked, report.reportedAt])
+            try statement(
+                """
+                INSERT INTO handler_reports(device_id, topic, strikes, voip_blocked, reported_at)
+                VALUES (?,?,?,?,?)
+                """
+            ).execute(arguments: [deviceID, report.topic, report.strikes, report.voipBlocked, report.reportedAt])
         }
     }
 
@@ -495,9 +485,10 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         let rows =
             if let deviceID {
                 try Row.fetchAll(
-                    db, sql: "SELECT * FROM handler_reports WHERE device_id = ? ORDER BY topic", arguments: [deviceID])
+                    statement("SELECT * FROM handler_reports WHERE device_id = ? ORDER BY topic"), arguments: [deviceID]
+                )
             } else {
-                try Row.fetchAll(db, sql: "SELECT * FROM handler_reports ORDER BY device_id, topic")
+                try Row.fetchAll(statement("SELECT * FROM handler_reports ORDER BY device_id, topic"))
             }
         return Self.handlerReports(rows)
     }
@@ -536,28 +527,26 @@ struct SQLiteTransaction: GatewayStoreTransaction {
     }
 
     func upsertProviderKey(_ key: ProviderKeyRecord) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO provider_keys(key_id, team_id, public_key_pem, topics, created_at, revoked_at)
-                VALUES (?,?,?,?,?,NULL)
-                ON CONFLICT(key_id) DO UPDATE SET team_id = excluded.team_id,
-                    public_key_pem = excluded.public_key_pem, topics = excluded.topics
-                """,
-            arguments: [
-                key.keyID, key.teamID, key.publicKeyPEM, key.topics?.joined(separator: ","), key.createdAt,
-            ])
+        try statement(
+            """
+            INSERT INTO provider_keys(key_id, team_id, public_key_pem, topics, created_at, revoked_at)
+            VALUES (?,?,?,?,?,NULL)
+            ON CONFLICT(key_id) DO UPDATE SET team_id = excluded.team_id,
+                public_key_pem = excluded.public_key_pem, topics = excluded.topics
+            """
+        ).execute(arguments: [
+            key.keyID, key.teamID, key.publicKeyPEM, key.topics?.joined(separator: ","), key.createdAt,
+        ])
     }
 
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool {
-        try db.execute(
-            sql: "UPDATE provider_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+        try statement("UPDATE provider_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL").execute(
             arguments: [time, keyID])
         return db.changesCount > 0
     }
 
     func unrevokeProviderKey(_ keyID: String) throws -> Bool {
-        try db.execute(
-            sql: "UPDATE provider_keys SET revoked_at = NULL WHERE key_id = ? AND revoked_at IS NOT NULL",
+        try statement("UPDATE provider_keys SET revoked_at = NULL WHERE key_id = ? AND revoked_at IS NOT NULL").execute(
             arguments: [keyID])
         return db.changesCount > 0
     }

@@ -41,6 +41,10 @@ enum GatewayBench {
         """
 
     static func run(arguments: [String]) async throws {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(usage)
+            return
+        }
         let options = try parse(arguments)
         if options.attack {
             try await GatewayAttackBench.run(options)
@@ -370,9 +374,6 @@ enum GatewayBench {
                     throw BenchError(description: "--phases takes letters of abcd\n\(usage)")
                 }
                 options.attackSizes.phases = phases
-            case "-h", "--help":
-                print(usage)
-                return options
             default: throw BenchError(description: "unknown argument \(arguments[index])\n\(usage)")
             }
             index += 1

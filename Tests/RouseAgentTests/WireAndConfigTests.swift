@@ -43,6 +43,21 @@ struct WireAndConfigTests {
         #expect(!window.contains("a") && window.contains("b") && window.contains("c"))
     }
 
+    @Test("the dedup window keeps the newest keys across its compactions and round-trips through JSON")
+    func dedupWindowOverManyInserts() throws {
+        var window = DedupWindow(capacity: 3)
+        for index in 0..<10 { window.insert("k\(index)") }
+        #expect(Array(window.order) == ["k7", "k8", "k9"])
+        #expect(!window.contains("k6") && window.contains("k7"))
+        let again = window.insert("k8")
+        #expect(!again)
+        let decoded = try JSONDecoder().decode(DedupWindow.self, from: JSONEncoder().encode(window))
+        #expect(decoded == window)
+        var fresh = DedupWindow(capacity: 3)
+        for key in ["k7", "k8", "k9"] { fresh.insert(key) }
+        #expect(fresh == window)
+    }
+
     @Test func handlerFileParses() throws {
         let text = """
             # example
