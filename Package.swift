@@ -270,7 +270,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.
-        .testTarget(name: "RouseFirstRunTests", dependencies: ["RouseTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RouseFirstRunTests", dependencies: ["RouseAgent", "RouseGateway", "RouseTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",
             dependencies: [

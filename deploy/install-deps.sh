@@ -21,6 +21,11 @@ packages=(
     procps               # ps, used by benchmarks for RSS
     python3-venv         # the interop tests' venv with third-party APNs clients (aioapns, kalyke-apns from PyPI)
     systemd              # systemd-analyze verify (unit tests), systemd-creds (the agent's state key)
+    dpkg-dev             # dpkg-shlibdeps: the Debian packages' library dependencies (deploy/package.sh)
+    lintian              # checks the Debian packages
+    mmdebstrap           # the clean Debian 12 root the packages are installed into (deploy/package-test.sh)
+    systemd-container    # systemd-nspawn boots that root, so the units run under systemd
+    hyperfine            # one-shot `rouse send` vs `curl --http2` (deploy/package-bench.sh)
 )
 
 missing=()
