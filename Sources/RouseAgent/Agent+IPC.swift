@@ -108,6 +108,18 @@ extension Agent {
         return peer.gid == group || peer.groups.contains(group)
     }
 
+    /// Whether `connection` may send the admin request `request`; when not, answers `notAuthorized` naming who may.
+    private func requireAdmin(_ connection: IPCConnection, _ request: String, requestID: Int?) -> Bool {
+        guard isAdmin(connection) else {
+            let group = configuration.adminGroup.map { ", members of group \($0)" } ?? ""
+            connection.sendError(
+                "notAuthorized", "\(request) is for root, the agent's user\(group) (never a handler)",
+                requestID: requestID)
+            return false
+        }
+        return true
+    }
+
     /// Whether the peer is one of our handlers or something a handler started. Read from `/proc`, then checked
     /// against the peer's pidfd: a peer that is gone (its pid perhaps reused) counts as a handler (refused).
     private func isHandlerProcess(_ peer: IPCConnection.Peer) -> Bool {
@@ -151,23 +163,13 @@ extension Agent {
             transfersRegistered(name)
             sendFetch(name)
         case .status:
-            guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "status is for the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "status", requestID: requestID) else { return }
             connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
         case .sessions:
-            guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "sessions is for the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "sessions", requestID: requestID) else { return }
             connection.send(.sessionsReply(.init(detail: arbiter.snapshot.json())), requestID: requestID)
         case .routeChanged(let change):
-            guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "route changes come from the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "routeChanged", requestID: requestID) else { return }
             guard let reason = change.reason, !reason.isEmpty else {
                 connection.sendError("badRequest", "routeChanged needs reason", requestID: requestID)
                 return
@@ -175,11 +177,15 @@ extension Agent {
             routeChanged(reason)
             connection.send(.ok(.init()), requestID: requestID)
         case .reregister(let request):
-            guard let name = adminTarget(connection, request.handler, requestID: requestID) else { return }
+            guard let name = adminTarget(connection, "reregister", request.handler, requestID: requestID) else {
+                return
+            }
             apply(name, slots[name]!.machine.reregister())
             connection.send(.ok(.init()), requestID: requestID)
         case .userControl(let control):
-            guard let name = adminTarget(connection, control.handler, requestID: requestID) else { return }
+            guard let name = adminTarget(connection, "userControl", control.handler, requestID: requestID) else {
+                return
+            }
             if control.state == "stopped" {
                 quitByUser(name)
                 transfersUserStopped(name)
@@ -189,10 +195,7 @@ extension Agent {
             }
             connection.send(.ok(.init()), requestID: requestID)
         case .rotateKey:
-            guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "rotateKey is for the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "rotateKey", requestID: requestID) else { return }
             rotateKey(connection, requestID: requestID)
         case .transfers:
             guard isAdmin(connection) else {
@@ -207,13 +210,15 @@ extension Agent {
         }
     }
 
-    /// The configured handler an admin request names, nil (answered `notAuthorized`) when the peer is not an
-    /// admin or names no configured handler.
-    private func adminTarget(_ connection: IPCConnection, _ handler: String?, requestID: Int?) -> String? {
-        guard isAdmin(connection), let name = handler, slots[name] != nil else {
+    /// The configured handler an admin request names; nil when the peer is not an admin (answered
+    /// `notAuthorized`) or names no configured handler (answered `unknownHandler`).
+    private func adminTarget(
+        _ connection: IPCConnection, _ request: String, _ handler: String?, requestID: Int?
+    ) -> String? {
+        guard requireAdmin(connection, request, requestID: requestID) else { return nil }
+        guard let name = handler, slots[name] != nil else {
             connection.sendError(
-                "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
-                requestID: requestID)
+                "unknownHandler", "\(request): no handler named \(handler ?? "(none)")", requestID: requestID)
             return nil
         }
         return name

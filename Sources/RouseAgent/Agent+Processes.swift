@@ -24,8 +24,7 @@ extension Agent {
         }
         do {
             let (mine, theirs) = try AgentSyscalls.socketPair()
-            let session: [String: String]? =
-                configuration.mode == .user ? (configuration.sessionEnvironment?() ?? [:]) : nil
+            let session = configuration.mode == .user ? sessionEnvironment : nil
             var environment = identity.environment(
                 for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment,
                 session: session)

@@ -25,6 +25,9 @@ public actor Agent: Service {
     }
 
     let configuration: AgentConfiguration
+    /// Per-user mode: the session's environment launches use (``AgentConfiguration/sessionEnvironment`` until a
+    /// reload replaces it).
+    var sessionEnvironment: [String: String]
     let logger: Logger
     let store: any AgentStateStore
     var state: AgentState
@@ -93,6 +96,7 @@ public actor Agent: Service {
         logger: Logger
     ) throws {
         self.configuration = configuration
+        self.sessionEnvironment = configuration.sessionEnvironment
         self.persistence = persistence
         self.logger = logger
         self.store = store

@@ -10,9 +10,9 @@ public enum AgentMode: String, Sendable {
 public struct AgentConfiguration: Sendable {
     /// System service or per-user service.
     public var mode = AgentMode.system
-    /// Per-user mode: the session's current environment (the user manager's), read at each launch; nil: the
-    /// agent's own.
-    public var sessionEnvironment: (@Sendable () -> [String: String])?
+    /// Per-user mode: the session's environment (the user manager's) as read at start; ``Agent/reload(sessionEnvironment:)``
+    /// replaces it (rouse-agent reads it again on SIGHUP). Launches use it as it is, without asking anyone.
+    public var sessionEnvironment: [String: String] = [:]
     /// The gateway's device API.
     public var endpoint: GatewayEndpoint
     /// One-time enrollment secret (used once; the credential is kept in the state store).

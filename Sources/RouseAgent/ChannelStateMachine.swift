@@ -2,7 +2,9 @@
 /// records and timers; outputs are ``ChannelStateMachine/Action``s for the libcurl shell.
 ///
 /// Rules: unreachable ⇒ close at once and stop every timer; reachable again ⇒ connect at once (no backoff);
-/// any other failure ⇒ jittered exponential backoff; preferred source address change ⇒ reconnect; while
+/// any other failure ⇒ jittered exponential backoff, towards the next gateway node when several are given (the
+/// node is unreachable or ended the channel; the network is not at fault); preferred source address change ⇒
+/// reconnect; while
 /// open, a record must arrive within the heartbeat deadline (`2 × heartbeat + slack`) or the channel is
 /// deemed dead (libcurl 7.88 cannot send HTTP/2 PINGs on multi handles, so the gateway's `heartbeat`
 /// records plus TCP keepalive are the liveness probes).
@@ -59,11 +61,16 @@ public struct ChannelStateMachine: Sendable {
     public private(set) var failures = 0
     /// Heartbeat deadline while open (nil = none).
     public private(set) var heartbeatDeadline: Duration?
+    /// The gateway node to connect to, among `gateways`.
+    public private(set) var gateway = 0
+    /// Gateway nodes to choose from (several nodes sharing a PostgreSQL store; 1: one gateway).
+    public let gateways: Int
     private let backoff: Backoff
     private var random: SplitMix64
 
     /// A machine waiting for the first reachability answer; `seed` makes the jitter reproducible.
-    public init(backoff: Backoff = Backoff(), seed: UInt64 = 0x5EED) {
+    public init(backoff: Backoff = Backoff(), seed: UInt64 = 0x5EED, gateways: Int = 1) {
+        self.gateways = max(gateways, 1)
         self.backoff = backoff
         self.random = SplitMix64(seed: seed)
     }
@@ -143,6 +150,8 @@ public struct ChannelStateMachine: Sendable {
         state = .backingOff
         let delay = nextDelay()
         failures += 1
+        // The next attempt goes to the next node, after the same backoff.
+        gateway = (gateway + 1) % gateways
         return [.close, .armTimer(delay)]
     }
 

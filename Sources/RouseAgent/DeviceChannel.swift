@@ -35,7 +35,8 @@ actor DeviceChannel {
         self.credential = credential
         self.logger = logger
         self.events = events
-        self.machine = ChannelStateMachine(backoff: backoff, seed: UInt64.random(in: 1...UInt64.max))
+        self.machine = ChannelStateMachine(
+            backoff: backoff, seed: UInt64.random(in: 1...UInt64.max), gateways: api.endpoint.baseURLs.count)
     }
 
     var state: ChannelStateMachine.State { machine.state }
@@ -135,6 +136,7 @@ actor DeviceChannel {
         generation += 1
         let current = generation
         connection?.cancel()
+        api.choice.index = machine.gateway
         let api = api
         let credential = credential
         connection = Task {

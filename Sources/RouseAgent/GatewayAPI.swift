@@ -1,10 +1,14 @@
 import Foundation
 import RouseCurl
+import Synchronization
 
 /// How the agent reaches the gateway's device API and proves who it is.
 public struct GatewayEndpoint: Sendable {
     /// Base URL, e.g. `https://gateway.example:2198`.
     public var baseURL: String
+    /// Other gateway nodes sharing the first one's store (several nodes on PostgreSQL): the channel moves to the
+    /// next one, in turn, when its node is unreachable or ends the channel.
+    public var otherBaseURLs: [String] = []
     /// CA bundle for the gateway's certificate (nil: the system store).
     public var caFile: String?
     /// Device certificate and key (PEM) instead of a bearer credential.
@@ -18,6 +22,9 @@ public struct GatewayEndpoint: Sendable {
         self.caFile = caFile
         self.clientCertificate = clientCertificate
     }
+
+    /// Every node's base URL, the first one first.
+    public var baseURLs: [String] { [baseURL] + otherBaseURLs }
 
     /// The host part of the URL (the reachability target).
     public var host: String {
@@ -33,6 +40,8 @@ public struct GatewayEndpoint: Sendable {
 struct GatewayAPI: Sendable {
     let endpoint: GatewayEndpoint
     let curl: CurlHTTPClient
+    /// Which of `endpoint.baseURLs` requests go to (the channel's state machine chooses).
+    let choice = GatewayChoice()
 
     func request(_ method: String, _ path: String, credential: String?, body: String? = nil, stream: Bool = false)
         -> CurlRequest
@@ -46,7 +55,8 @@ struct GatewayAPI: Sendable {
         }
         if body != nil { headers.append((name: "content-type", value: "application/json")) }
         return CurlRequest(
-            method: method, url: endpoint.baseURL + path, headers: headers, body: Array((body ?? "").utf8),
+            method: method, url: endpoint.baseURLs[choice.index % endpoint.baseURLs.count] + path, headers: headers,
+            body: Array((body ?? "").utf8),
             connectTimeout: .seconds(10),
             // A channel lives until closed; libcurl needs a finite bound (one day), the state machine closes earlier.
             timeout: stream ? .seconds(86400) : .seconds(15), tls: tls,
@@ -59,7 +69,10 @@ struct GatewayAPI: Sendable {
 
     /// Enrolls with a one-time secret (or a certificate: empty body); returns (deviceID, credential).
     func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
-        let body = secret.map { #"{"secret":"\#($0)"}"# } ?? ""
+        // Encoded, not interpolated: a secret is text from a file or a command line.
+        let body = try secret.map {
+            String(decoding: try JSONSerialization.data(withJSONObject: ["secret": $0]), as: UTF8.self)
+        }
         let response = try await curl.send(request("POST", "/device/v1/enroll", credential: nil, body: body))
         let object = json(response)
         guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
@@ -96,5 +109,32 @@ struct GatewayAPI: Sendable {
             throw AgentError.gateway(
                 "handlers: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
+    }
+}
+
+extension GatewayEndpoint {
+    /// Enrolls a device once, outside a running agent (`rouse agent enroll`): the same request as the agent's
+    /// first start, with a one-time `secret` or the endpoint's client certificate. Throws ``AgentError`` when the
+    /// gateway refused, the transport's error when it could not be reached.
+    public func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
+        let curl = try CurlHTTPClient()
+        do {
+            let result = try await GatewayAPI(endpoint: self, curl: curl).enroll(secret: secret)
+            await curl.shutdown()
+            return result
+        } catch {
+            await curl.shutdown()
+            throw error
+        }
+    }
+}
+
+/// The gateway node the agent talks to now, an index into `GatewayEndpoint.baseURLs` (shared by the channel and the
+/// other requests).
+final class GatewayChoice: Sendable {
+    private let value = Atomic<Int>(0)
+    var index: Int {
+        get { value.load(ordering: .relaxed) }
+        set { value.store(newValue, ordering: .relaxed) }
     }
 }

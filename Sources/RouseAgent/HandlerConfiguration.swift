@@ -122,7 +122,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             guard case .string(let text) = value else { throw .configuration("\(file): group must be a string") }
             group = text
         }
-        if let user, AgentSyscalls.user(named: user) == nil {
+        if let user, AgentSyscalls.account(named: user) == nil {
             throw .configuration("\(file): unknown user \(user)")
         }
         if let group, AgentSyscalls.group(named: group) == nil {

@@ -8,7 +8,11 @@
 /// - VoIP pushes jump the queue: sent at once while fewer than `window + voipAllowance` are in flight;
 /// - once anything waits in the store (`backlog`), a new non-VoIP push waits too, so order is kept: the store
 ///   returns pending pushes VoIP first, then in arrival order;
-/// - acknowledgements free the window; a refill asks the store for the next pushes.
+/// - acknowledgements free the window; a refill asks the store for the next pushes;
+/// - several nodes (PostgreSQL): each push carries the device's sequence number, taken in commit order. A push
+///   whose number does not follow the last one this channel accounted for means another node committed the ones
+///   between: the store may hold pushes older than this one, so it is not sent from memory; the channel loads
+///   what the store holds, in order (in the same transaction, which sees every push committed before it).
 public struct DeviceDelivery: Sendable, Hashable {
     /// What to do after an event.
     public enum Action: Sendable, Hashable {
@@ -30,19 +34,34 @@ public struct DeviceDelivery: Sendable, Hashable {
     public private(set) var inFlight: Set<Int64> = []
     /// Whether the store may hold pushes not yet sent on this channel.
     public private(set) var backlog = true
+    /// Several nodes: the device's sequence number up to which every push is in flight, gone, or covered by
+    /// `backlog` (`nil`: unknown, or one node, where sequence numbers are not used).
+    public private(set) var lastSeq: Int64?
 
-    /// A new channel: everything pending in the store is still to be sent.
-    public init(channelID: UInt64, window: Int, voipAllowance: Int) {
+    /// A new channel: everything pending in the store is still to be sent. `lastSeq`: the device's last
+    /// sequence number when the channel opened (several nodes), read under the device's row lock.
+    public init(channelID: UInt64, window: Int, voipAllowance: Int, lastSeq: Int64? = nil) {
         self.channelID = channelID
         self.window = max(window, 1)
         self.voipAllowance = max(voipAllowance, 0)
+        self.lastSeq = lastSeq
     }
 
     /// The first action of a new channel: load the backlog.
     public var start: Action { .refill(limit: window) }
 
-    /// A push was committed for this device (or, with `apns-expiration: 0`, is to be delivered now).
-    public mutating func offer(id: Int64, isVoIP: Bool) -> Action {
+    /// A push was committed for this device (or, with `apns-expiration: 0`, is to be delivered now). `seq`: the
+    /// device's sequence number for it (several nodes).
+    public mutating func offer(id: Int64, isVoIP: Bool, seq: Int64? = nil) -> Action {
+        if let seq {
+            let follows = lastSeq.map { seq == $0 + 1 } ?? false
+            lastSeq = max(lastSeq ?? seq, seq)
+            if !follows {
+                // Another node committed pushes in between: they go first, from the store.
+                backlog = true
+                return refillIfRoom()
+            }
+        }
         if isVoIP {
             guard inFlight.count < window + voipAllowance else {
                 backlog = true
@@ -83,6 +102,14 @@ public struct DeviceDelivery: Sendable, Hashable {
     /// Pushes left the store without an acknowledgement (collapsed, expired, token dropped).
     public mutating func removed(_ ids: some Sequence<Int64>) -> Action {
         acknowledged(ids)
+    }
+
+    /// Another node committed pushes for this device, up to sequence number `seq` (`nil`: maybe, after news from
+    /// other nodes were lost): the store may hold more.
+    public mutating func storedElsewhere(seq: Int64?) -> Action {
+        if let seq { lastSeq = max(lastSeq ?? seq, seq) }
+        backlog = true
+        return refillIfRoom()
     }
 
     private func refillIfRoom() -> Action {

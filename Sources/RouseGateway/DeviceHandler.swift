@@ -203,7 +203,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
 
     private func closeChannel(_ channel: (deviceID: String, channelID: UInt64)) {
         let job = GatewayCore.Job(
-            run: { context in context.closeChannel(deviceID: channel.deviceID, channelID: channel.channelID) },
+            run: { context in try context.closeChannel(deviceID: channel.deviceID, channelID: channel.channelID) },
             fail: { _ in })
         core.submitControl(job)
     }

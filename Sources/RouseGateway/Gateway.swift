@@ -15,6 +15,8 @@ public final class Gateway: Sendable {
     /// Its metrics.
     public let metrics: GatewayMetrics
     let core: GatewayCore
+    /// Messages from the other nodes sharing a PostgreSQL store.
+    private let listener: PostgresNotifications?
     private let provider: HTTP2Server
     private let device: HTTP2Server
     private let admin: HTTP2Server?
@@ -69,11 +71,19 @@ public final class Gateway: Sendable {
             }
         }
         let core = GatewayCore(
-            store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock)
+            store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock,
+            node: configuration.node)
         self.core = core
         let keys = ProviderKeyCache(store: store, logger: logger)
         self.keys = keys
         core.start()
+        if let postgres = store as? PostgresGatewayStore {
+            listener = try PostgresNotifications(
+                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger
+            ) { messages in core.received(messages) }
+        } else {
+            listener = nil
+        }
 
         let environment = configuration.environment
         var providerConfiguration = try Self.serverConfiguration(configuration.provider, workers: configuration.workers)
@@ -133,6 +143,7 @@ public final class Gateway: Sendable {
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
         await provider.shutdown(gracePeriod: gracePeriod)
         await core.stop()
+        await listener?.stop()
         await device.shutdown(gracePeriod: gracePeriod)
         await admin?.shutdown(gracePeriod: .seconds(1))
         logger.info("gateway stopped")

@@ -132,6 +132,34 @@ public struct GatewayConfiguration: Sendable {
     public var limits = Limits()
     /// HTTP/2 event-loop threads per listener.
     public var workers: Int = 1
+    /// This node's id among the gateway nodes sharing one PostgreSQL store (letters, digits, `.`, `-`, `_`; at most
+    /// 40): stable across restarts, unique among the nodes (two live nodes with one id would take each other's
+    /// messages). Default: the host name.
+    public var node: String = GatewayConfiguration.defaultNode
+
+    /// The default node id: the host name (`gethostname`, no DNS lookup), cut to a valid id.
+    public static let defaultNode: String = {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let ok = buffer.withUnsafeMutableBufferPointer { raw in
+            raw.withMemoryRebound(to: CChar.self) { chars in
+                chars.baseAddress.map { gethostname($0, chars.count - 1) == 0 } ?? false
+            }
+        }
+        let host = ok ? String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self) : ""
+        let name = String(host.filter { nodeCharacters.contains($0) }.prefix(40))
+        return name.isEmpty ? "node" : name
+    }()
+
+    static let nodeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+
+    /// What is wrong with a node id, if anything.
+    public static func nodeProblem(_ node: String) -> String? {
+        if node.isEmpty || node.count > 40 { return "'\(node)': 1 to 40 characters" }
+        if !node.allSatisfy({ nodeCharacters.contains($0) }) {
+            return "'\(node)': only letters, digits, '.', '-' and '_'"
+        }
+        return nil
+    }
 
     /// A configuration.
     public init(provider: Listener, device: Listener, admin: Listener?, databasePath: String) {

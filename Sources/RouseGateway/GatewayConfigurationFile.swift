@@ -64,6 +64,7 @@ extension GatewayConfiguration {
         var keys: [Key]?
         var limits: Limits?
         var workers: Int?
+        var node: String?
     }
 
     /// Reads a configuration file (JSON):
@@ -82,7 +83,8 @@ extension GatewayConfiguration {
     ///    "sslmode": "verify-full", "poolSize": 4})
     ///   "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "apns-key.pub.pem",
     ///             "topics": ["com.example.rouse"]}],
-    ///   "limits": {"defaultExpirationSeconds": 2592000, "maxExpirationSeconds": 2592000, "window": 64}
+    ///   "limits": {"defaultExpirationSeconds": 2592000, "maxExpirationSeconds": 2592000, "window": 64},
+    ///   "node": "gw-1"   (several nodes on one PostgreSQL: each its own id; default: the host name)
     /// }
     /// ```
     /// `publicKey` is a PEM file name or PEM text. Every key names its `topics` (`["*"]`: every topic), and
@@ -175,6 +177,12 @@ extension GatewayConfiguration {
         } catch {
             throw .badConfiguration("\(source): \(error.detail)")
         }
+        if let node = file.node {
+            if let problem = GatewayConfiguration.nodeProblem(node) {
+                throw .badConfiguration("\(source): $.node: \(problem)")
+            }
+            configuration.node = node
+        }
         if let workers = file.workers {
             guard workers >= 1 else { throw .badConfiguration("\(source): workers must be at least 1") }
             configuration.workers = workers
@@ -242,7 +250,9 @@ extension GatewayConfiguration {
     }
 
     private static let knownMembers: [String: Set<String>] = [
-        "$": ["environment", "provider", "device", "admin", "database", "postgres", "keys", "limits", "workers"],
+        "$": [
+            "environment", "provider", "device", "admin", "database", "postgres", "keys", "limits", "workers", "node",
+        ],
         "postgres": [
             "host", "port", "database", "user", "passwordFile", "sslmode", "poolSize", "connectTimeoutSeconds",
         ],

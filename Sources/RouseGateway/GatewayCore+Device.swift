@@ -157,6 +157,12 @@ extension CoreContext {
     /// Makes `stream` the device's channel (replacing an older one) and sends the backlog.
     mutating func openChannel(device: DeviceRecord, channelID: UInt64, stream: HTTP2Stream) throws {
         let metrics = core.metrics
+        // Several nodes: this channel holds the device from now on; the older one, on another node, is closed there.
+        let claim = try transaction.claimChannel(
+            deviceID: device.id, owner: ChannelOwner(node: core.node, channelID: channelID))
+        if let previous = claim?.previous, previous.node != core.node {
+            tell(previous.node, .replaced(deviceID: device.id, channelID: previous.channelID))
+        }
         if let old = state.channels[device.id] {
             let lost = old.delivery.inFlight.filter { $0 >= StoredPush.ephemeralIDBase }.count
             effects.append {
@@ -168,7 +174,9 @@ extension CoreContext {
         let limits = core.limits
         var slot = ChannelSlot(
             deviceID: device.id, stream: stream,
-            delivery: DeviceDelivery(channelID: channelID, window: limits.window, voipAllowance: limits.voipAllowance))
+            delivery: DeviceDelivery(
+                channelID: channelID, window: limits.window, voipAllowance: limits.voipAllowance,
+                lastSeq: claim?.lastSeq))
         let hello = ChannelFrame.hello(
             deviceID: device.id, channelID: channelID, heartbeatSeconds: limits.heartbeatSeconds, window: limits.window)
         effects.append {
@@ -186,9 +194,10 @@ extension CoreContext {
     }
 
     /// The channel's stream or connection closed.
-    mutating func closeChannel(deviceID: String, channelID: UInt64) {
+    mutating func closeChannel(deviceID: String, channelID: UInt64) throws {
         guard let slot = state.channels[deviceID], slot.delivery.channelID == channelID else { return }
         state.channels[deviceID] = nil
+        try transaction.releaseChannel(deviceID: deviceID, owner: ChannelOwner(node: core.node, channelID: channelID))
         let lost = slot.delivery.inFlight.filter { $0 >= StoredPush.ephemeralIDBase }.count
         let metrics = core.metrics
         let count = state.channels.count

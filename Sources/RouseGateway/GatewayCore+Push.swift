@@ -80,18 +80,31 @@ extension CoreContext {
             expiresAt: expiresAt, receivedAt: submission.receivedAt, payload: submission.payload)
         var slot = state.channels[token.deviceID]
 
-        if submission.headers.expiration == 0 {
+        if submission.headers.expiration == 0, let online = slot {
             // "attempts to deliver the notification only once and doesn't store it" [SEND].
-            if var online = slot, online.delivery.canSendEphemeral(isVoIP: push.isVoIP) {
-                push.id = state.nextEphemeralID
-                state.nextEphemeralID += 1
-                online.delivery.sentEphemeral(id: push.id)
-                state.channels[token.deviceID] = online
-                send(push, on: online.stream)
-                return accept("delivered-now")
+            return accept(sendEphemeral(push, on: online))
+        }
+        // Several nodes: the device's row stays locked until COMMIT, so its pushes commit in sequence order, and
+        // the node holding its channel is known.
+        let sequence = try transaction.nextDeviceSequence(deviceID: push.deviceID)
+        var elsewhere: ChannelOwner?
+        if let sequence {
+            push.deviceSeq = sequence.seq
+            if let online = slot, sequence.owner != ChannelOwner(node: core.node, channelID: online.delivery.channelID)
+            {
+                // A newer channel took the device on another node (its message may still be on its way).
+                endChannel(deviceID: push.deviceID, frame: ChannelFrame.replaced)
+                slot = nil
             }
-            effects.append { metrics.dropped(type: type, reason: "expiration-zero-offline") }
-            return accept("dropped-offline")
+            if slot == nil { elsewhere = sequence.owner }
+        }
+        if submission.headers.expiration == 0 {
+            guard elsewhere != nil else {
+                effects.append { metrics.dropped(type: type, reason: "expiration-zero-offline") }
+                return accept("dropped-offline")
+            }
+            // The channel is on another node: stored for a moment only, and that node sends it now.
+            push.expiresAt = now + Self.relayMilliseconds
         }
 
         var replaced: [Int64] = []
@@ -102,7 +115,7 @@ extension CoreContext {
                 effects.append { metrics.dropped(type: type, reason: "collapsed", count: count) }
             }
         }
-        if push.isBackground, slot == nil {
+        if push.isBackground, slot == nil, elsewhere == nil {
             // APNs keeps one notification per app for an offline device; we keep the newest background push
             // per topic.
             let older = try transaction.deletePendingBackground(deviceID: push.deviceID, topic: push.topic)
@@ -133,12 +146,43 @@ extension CoreContext {
         }
         push.id = try transaction.insertPush(push)
         if var online = slot {
-            if online.delivery.offer(id: push.id, isVoIP: push.isVoIP) == .send {
-                send(push, on: online.stream)
+            switch online.delivery.offer(id: push.id, isVoIP: push.isVoIP, seq: push.deviceSeq) {
+            case .send: send(push, on: online.stream)
+            case .refill(let limit): try refill(&online, limit: limit)
+            case .none: break
             }
             state.channels[token.deviceID] = online
+        } else if let elsewhere, let seq = push.deviceSeq {
+            tell(elsewhere.node, .pending(deviceID: push.deviceID, seq: seq))
         }
         accept("stored")
+    }
+
+    /// How long an `apns-expiration: 0` push is kept for the node holding the device's channel, when another node
+    /// received it (the time to commit, wake that node and send).
+    static let relayMilliseconds: Int64 = 5000
+
+    /// Sends an `apns-expiration: 0` push on a channel held here, if its window has room; returns the outcome.
+    private mutating func sendEphemeral(_ push: StoredPush, on online: ChannelSlot) -> String {
+        var online = online
+        var push = push
+        let type = push.pushType
+        guard online.delivery.canSendEphemeral(isVoIP: push.isVoIP) else {
+            let metrics = core.metrics
+            effects.append { metrics.dropped(type: type, reason: "expiration-zero-offline") }
+            return "dropped-offline"
+        }
+        push.id = state.nextEphemeralID
+        state.nextEphemeralID += 1
+        online.delivery.sentEphemeral(id: push.id)
+        state.channels[push.deviceID] = online
+        send(push, on: online.stream)
+        return "delivered-now"
+    }
+
+    /// Queues a message to another node, sent when the batch commits.
+    mutating func tell(_ node: String, _ message: NodeMessage) {
+        outbox[node, default: []].append(message)
     }
 
     /// Loads up to `limit` pending pushes for the slot's device and queues them on its channel, in order.

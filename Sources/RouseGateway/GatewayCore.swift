@@ -51,6 +51,8 @@ public final class GatewayCore: Sendable {
     let metrics: GatewayMetrics
     let logger: Logger
     let clock: @Sendable () -> Int64
+    /// This node's id among the nodes sharing the store (configuration `node`).
+    let node: String
     private let queue = Mutex(Queue())
     private let wakeup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -58,12 +60,17 @@ public final class GatewayCore: Sendable {
     /// Owned by the store thread only (read and written inside `runLoop`); the Mutex only satisfies Sendable.
     private let state = Mutex(CoreState())
     private let channelIDs = Atomic<UInt64>(1)
+    /// Messages from other nodes may have been lost, and the channels here have not looked at the store since.
+    private let lostNews = Atomic<Bool>(false)
+    /// Messages from other nodes not taken by the store thread yet.
+    private let inbox = Mutex(NodeInbox())
 
     /// A core over `store`. `clock` gives UNIX milliseconds (injected so tests control expiry).
     init(
         store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
-        clock: @escaping @Sendable () -> Int64
+        clock: @escaping @Sendable () -> Int64, node: String = GatewayConfiguration.defaultNode
     ) {
+        self.node = node
         self.store = store
         self.limits = limits
         self.metrics = metrics
@@ -88,8 +95,10 @@ public final class GatewayCore: Sendable {
         }
         guard first else { return }
         wakeup.signal()
+        // A thread of its own waits, not libdispatch's pool: once started, the pool wakes the process every second
+        // (see LoopExecutor), and the waiting must not block a Swift concurrency thread either.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async { [finished] in
+            Thread.detachNewThread { [finished] in
                 finished.wait()
                 finished.signal()
                 continuation.resume()
@@ -151,6 +160,8 @@ public final class GatewayCore: Sendable {
     // MARK: The store thread
 
     private func runLoop() {
+        // The node's lease, renewed by every sweep (several nodes); a previous life's channels are forgotten.
+        runBatch([leaseJob(fresh: true)])
         var nextSweep = clock() + Int64(limits.sweepIntervalSeconds) * 1000
         var nextHeartbeat = clock() + Int64(limits.heartbeatSeconds) * 1000
         while true {
@@ -173,6 +184,7 @@ public final class GatewayCore: Sendable {
                 }
                 if jobs.isEmpty {
                     if stopping {
+                        runBatch([Job(run: { try $0.transaction.removeNode($0.core.node) }, fail: { _ in })])
                         closeAllChannels()
                         finished.signal()
                         return
@@ -200,6 +212,13 @@ public final class GatewayCore: Sendable {
             let (after, effects) = try run(jobs, from: before)
             state.withLock { $0 = after }
             for effect in effects { effect() }
+            if lostNews.exchange(false, ordering: .relaxed) {
+                runBatch([
+                    Job(
+                        run: { context in try context.handle(nil) },
+                        fail: { [self] _ in lostNews.store(true, ordering: .relaxed) })
+                ])
+            }
             return
         } catch {
             let failure = error as? GatewayError ?? .storage("\(error)")
@@ -224,13 +243,76 @@ public final class GatewayCore: Sendable {
         return try store.write { transaction in
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
+            for (node, messages) in context.outbox.sorted(by: { $0.key < $1.key }) {
+                try transaction.notify(node: node, messages)
+            }
             return (context.state, context.effects)
         }
+    }
+
+    /// How long a node's lease runs past a sweep: three sweep intervals (a node missing three is taken for dead).
+    var leaseMilliseconds: Int64 { Int64(max(limits.sweepIntervalSeconds, 1)) * 3000 }
+
+    private func leaseJob(fresh: Bool) -> Job {
+        Job(
+            run: { context in
+                let core = context.core
+                try context.transaction.renewNode(
+                    core.node, now: context.now, leaseUntil: context.now + core.leaseMilliseconds, fresh: fresh)
+            },
+            fail: { [logger] error in logger.warning("node lease not renewed", metadata: ["error": "\(error)"]) })
+    }
+
+    /// Messages from other nodes (`nil`: some may have been lost, so every channel here looks at the store; if
+    /// that fails, the next batch that commits, or the next sweep, tries again).
+    ///
+    /// Messages are merged until the store thread takes them (one entry per device and kind, the highest sequence
+    /// number kept), so memory is bounded by the devices named, however many messages arrive, and one job at a
+    /// time waits in the queue, among the provider jobs (a flood of device requests does not hold it back).
+    func received(_ messages: [NodeMessage]?) {
+        guard let messages else {
+            lostNews.store(true, ordering: .relaxed)
+            submitNews(Job(run: { _ in }, fail: { _ in }))
+            return
+        }
+        let first = inbox.withLock { box -> Bool in
+            box.merge(messages)
+            defer { box.queued = true }
+            return !box.queued
+        }
+        guard first else { return }
+        submitNews(
+            Job(
+                run: { context in
+                    let taken = context.core.inbox.withLock { box -> [NodeMessage] in
+                        defer { box = NodeInbox() }
+                        return box.messages
+                    }
+                    try context.handle(taken)
+                },
+                fail: { [self] _ in
+                    // What was taken is lost with the transaction: every channel looks at the store again.
+                    inbox.withLock { $0.queued = false }
+                    lostNews.store(true, ordering: .relaxed)
+                }))
+    }
+
+    /// Queues news from other nodes with the provider jobs, never refused (at most one such job waits at a time).
+    private func submitNews(_ job: Job) {
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.stopping else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        if accepted { wakeup.signal() }
     }
 
     private func sweepJob() -> Job {
         Job(
             run: { context in
+                let core = context.core
+                try context.transaction.renewNode(
+                    core.node, now: context.now, leaseUntil: context.now + core.leaseMilliseconds, fresh: false)
                 let expired = try context.transaction.deleteExpired(now: context.now)
                 if expired > 0 {
                     let metrics = context.core.metrics
@@ -260,6 +342,37 @@ public final class GatewayCore: Sendable {
     }
 }
 
+/// Messages from other nodes waiting for the store thread, merged: its size is bounded by the devices named, not
+/// by the number of messages.
+public struct NodeInbox: Sendable {
+    /// Highest sequence number announced per device.
+    public private(set) var pending: [String: Int64] = [:]
+    /// Channels to close (`replaced`, `revoked`), each once.
+    public private(set) var closes: Set<NodeMessage> = []
+    /// Whether a job to take them is queued.
+    var queued = false
+
+    /// Empty.
+    public init() {}
+
+    /// Adds messages.
+    public mutating func merge(_ messages: [NodeMessage]) {
+        for message in messages {
+            if case .pending(let deviceID, let seq) = message {
+                pending[deviceID] = max(pending[deviceID] ?? seq, seq)
+            } else {
+                closes.insert(message)
+            }
+        }
+    }
+
+    /// Closes first (a push for a channel closed meanwhile is not loaded), then the devices by id.
+    public var messages: [NodeMessage] {
+        closes.sorted { $0.line < $1.line }
+            + pending.sorted { $0.key < $1.key }.map { .pending(deviceID: $0.key, seq: $0.value) }
+    }
+}
+
 /// The delivery state of every connected device: a value, so a failed transaction can drop its changes.
 struct CoreState: Sendable {
     var channels: [String: ChannelSlot] = [:]
@@ -283,4 +396,31 @@ struct CoreContext {
     let now: Int64
     let core: GatewayCore
     var effects: [@Sendable () -> Void] = []
+    /// Messages to other nodes, sent when the batch commits.
+    var outbox: [String: [NodeMessage]] = [:]
+
+    /// Carries out messages from other nodes (`nil`: refill every channel).
+    mutating func handle(_ messages: [NodeMessage]?) throws {
+        guard let messages else {
+            for deviceID in state.channels.keys.sorted() { try storedElsewhere(deviceID: deviceID, seq: nil) }
+            return
+        }
+        for message in messages {
+            switch message {
+            case .pending(let deviceID, let seq):
+                try storedElsewhere(deviceID: deviceID, seq: seq)
+            case .replaced(let deviceID, let channelID):
+                guard state.channels[deviceID]?.delivery.channelID == channelID else { continue }
+                endChannel(deviceID: deviceID, frame: ChannelFrame.replaced)
+            case .revoked(let deviceID):
+                endChannel(deviceID: deviceID, frame: ChannelFrame.revoked)
+            }
+        }
+    }
+
+    private mutating func storedElsewhere(deviceID: String, seq: Int64?) throws {
+        guard var slot = state.channels[deviceID] else { return }
+        if case .refill(let limit) = slot.delivery.storedElsewhere(seq: seq) { try refill(&slot, limit: limit) }
+        state.channels[deviceID] = slot
+    }
 }

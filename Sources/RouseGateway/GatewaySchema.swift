@@ -3,10 +3,11 @@
 /// refuses one newer than it knows: a downgraded binary must not write into tables it does not understand.
 ///
 /// History: 1 the tables, 2 handler reports, 3 backlog totals per token and device (SQLite, through GRDB's
-/// migrator), 4 the `schema_version` table itself; PostgreSQL starts at 4 with everything at once.
+/// migrator), 4 the `schema_version` table itself; PostgreSQL starts at 4 with everything at once. 5: several
+/// nodes (PostgreSQL: per-device sequence numbers, channel owners, node leases; SQLite: nothing but the number).
 public enum GatewaySchema {
     /// The newest version this build knows.
-    public static let version = 4
+    public static let version = 5
 
     /// What opening a store did to its schema.
     public struct Migration: Sendable, Equatable {
@@ -111,6 +112,21 @@ public enum GatewaySchema {
             CREATE TRIGGER pushes_backlog_delete AFTER DELETE ON pushes
                 FOR EACH ROW EXECUTE FUNCTION pushes_backlog_delete();
             """
-        )
+        ),
+        (
+            5,
+            """
+            ALTER TABLE devices ADD COLUMN next_seq bigint NOT NULL DEFAULT 0,
+                ADD COLUMN owner_node text, ADD COLUMN owner_channel bigint;
+            CREATE INDEX devices_by_owner ON devices(owner_node) WHERE owner_node IS NOT NULL;
+            ALTER TABLE pushes ADD COLUMN device_seq bigint;
+            DROP INDEX pushes_by_device;
+            CREATE INDEX pushes_by_device ON pushes(device_id, is_voip DESC, device_seq NULLS FIRST, seq);
+            CREATE TABLE gateway_nodes(
+                id text PRIMARY KEY,
+                started_at bigint NOT NULL,
+                lease_expires_at bigint NOT NULL);
+            """
+        ),
     ]
 }

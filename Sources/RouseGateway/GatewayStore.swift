@@ -95,6 +95,87 @@ public protocol GatewayStoreTransaction {
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool
     /// Re-enables a revoked key (an explicit administrator's action); false if unknown or not revoked.
     func unrevokeProviderKey(_ keyID: String) throws -> Bool
+
+    // MARK: Several nodes (PostgreSQL; a store for one node keeps the defaults below)
+
+    /// Takes the device's next sequence number and locks the device's row until COMMIT, so that pushes for one
+    /// device commit in the order of their numbers, whichever node stores them; says which channel holds the
+    /// device now. `nil`: one node (the push's `id` is commit order already).
+    func nextDeviceSequence(deviceID: String) throws -> DeviceSequence?
+    /// Records `owner` as the device's channel (under the device's row lock); returns the channel it replaces and
+    /// the last sequence number taken, or `nil` on one node.
+    func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (previous: ChannelOwner?, lastSeq: Int64)?
+    /// Forgets `owner` as the device's channel, if it still is.
+    func releaseChannel(deviceID: String, owner: ChannelOwner) throws
+    /// Sends `messages` to node `node` when (and only if) this transaction commits.
+    func notify(node: String, _ messages: [NodeMessage]) throws
+    /// Records this node alive until `leaseUntil` (created at its first call); forgets the channels a previous
+    /// life of the node held when `fresh`.
+    func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws
+    /// Removes a node that stops (its channels are forgotten).
+    func removeNode(_ node: String) throws
+    /// The nodes known, with their channels, by id.
+    func nodes() throws -> [GatewayNodeRecord]
+}
+
+extension GatewayStoreTransaction {
+    public func nextDeviceSequence(deviceID: String) throws -> DeviceSequence? { nil }
+    public func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (
+        previous: ChannelOwner?, lastSeq: Int64
+    )? { nil }
+    public func releaseChannel(deviceID: String, owner: ChannelOwner) throws {}
+    public func notify(node: String, _ messages: [NodeMessage]) throws {}
+    public func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws {}
+    public func removeNode(_ node: String) throws {}
+    public func nodes() throws -> [GatewayNodeRecord] { [] }
+}
+
+/// The channel that holds a device: which node, which of its channels.
+public struct ChannelOwner: Sendable, Hashable {
+    /// The node's id (configuration `node`).
+    public var node: String
+    /// The channel's id on that node.
+    public var channelID: UInt64
+
+    /// An owner.
+    public init(node: String, channelID: UInt64) {
+        self.node = node
+        self.channelID = channelID
+    }
+}
+
+/// A device's sequence number for a new push, and who holds its channel.
+public struct DeviceSequence: Sendable, Hashable {
+    /// The number taken.
+    public var seq: Int64
+    /// The device's channel, if one is open on any node.
+    public var owner: ChannelOwner?
+
+    /// A sequence number.
+    public init(seq: Int64, owner: ChannelOwner?) {
+        self.seq = seq
+        self.owner = owner
+    }
+}
+
+/// A gateway node sharing the store, as `rouse gateway nodes` lists it.
+public struct GatewayNodeRecord: Sendable, Hashable {
+    /// Its id.
+    public var id: String
+    /// When it started (UNIX milliseconds).
+    public var startedAt: Int64
+    /// Until when its lease runs (UNIX milliseconds); a node whose lease ran out is dead.
+    public var leaseExpiresAt: Int64
+    /// Device channels it holds.
+    public var channels: Int
+
+    /// A node.
+    public init(id: String, startedAt: Int64, leaseExpiresAt: Int64, channels: Int) {
+        self.id = id
+        self.startedAt = startedAt
+        self.leaseExpiresAt = leaseExpiresAt
+        self.channels = channels
+    }
 }
 
 /// Whose pending pushes a storage quota counts.

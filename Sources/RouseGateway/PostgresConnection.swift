@@ -92,6 +92,23 @@ final class PostgresConnection {
         return result
     }
 
+    /// The connection's socket, to wait on for notifications (`LISTEN`).
+    var socket: Int32 { PQsocket(handle) }
+
+    /// Reads what the server sent and returns the payloads of the notifications received; a broken connection is
+    /// `GatewayError.unavailable`.
+    func notifications() throws(GatewayError) -> [String] {
+        guard PQconsumeInput(handle) == 1, isHealthy else {
+            throw .unavailable("postgres: connection lost: \(Self.message(PQerrorMessage(handle)))")
+        }
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            payloads.append(String(cString: notification.pointee.extra))
+            PQfreemem(notification)
+        }
+        return payloads
+    }
+
     private func check(_ result: PostgresResult, _ sql: String) throws(GatewayError) {
         let status = result.status
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }

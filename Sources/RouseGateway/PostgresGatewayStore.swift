@@ -15,7 +15,8 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     public let displayName: String
     /// What opening the store did to the schema.
     public let migration: GatewaySchema.Migration
-    private let settings: PostgresSettings
+    /// The settings it connects with (the node's listener opens its own connection with them).
+    let settings: PostgresSettings
     private let lock = NSLock()
     private let writeLock = NSLock()
     private var writer: PostgresConnection?
@@ -93,8 +94,18 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
 
     public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
         try writeLock.withLock {
-            let connection = try readyWriter()
-            return try Self.transaction(connection, begin: "BEGIN", body)
+            var connection = try readyWriter()
+            do {
+                try connection.execute("BEGIN")
+            } catch  where !connection.isHealthy {
+                // The writer broke while idle (the server restarted): nothing was sent but BEGIN, so a fresh
+                // connection may take the batch at once instead of failing it.
+                writer = nil
+                lastWriterAttempt = nil
+                connection = try readyWriter()
+                try connection.execute("BEGIN")
+            }
+            return try Self.transaction(connection, begin: nil, body)
         }
     }
 
@@ -112,9 +123,9 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     }
 
     private static func transaction<T>(
-        _ connection: PostgresConnection, begin: String, _ body: (any GatewayStoreTransaction) throws -> T
+        _ connection: PostgresConnection, begin: String?, _ body: (any GatewayStoreTransaction) throws -> T
     ) throws -> T {
-        try connection.execute(begin)
+        if let begin { try connection.execute(begin) }
         do {
             let value = try body(PostgresTransaction(connection: connection))
             try connection.execute("COMMIT")

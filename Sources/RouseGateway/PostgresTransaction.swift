@@ -5,17 +5,19 @@ struct PostgresTransaction: GatewayStoreTransaction {
 
     private static let pushColumns =
         "seq, device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration, expires_at, "
-        + "received_at, payload"
+        + "received_at, payload, device_seq"
 
     private static func pushes(_ result: PostgresResult) -> [StoredPush] {
         (0..<result.count).map { row in
-            StoredPush(
+            var push = StoredPush(
                 id: result.int64(row, 0) ?? 0, deviceID: result.string(row, 1) ?? "",
                 token: result.string(row, 2) ?? "", topic: result.string(row, 3) ?? "",
                 pushType: result.string(row, 4), priority: result.int(row, 5) ?? 10,
                 apnsID: result.string(row, 6) ?? "", collapseID: result.string(row, 7),
                 expiration: result.int64(row, 8), expiresAt: result.int64(row, 9) ?? 0,
                 receivedAt: result.int64(row, 10) ?? 0, payload: result.bytes(row, 11) ?? [])
+            push.deviceSeq = result.int64(row, 12)
+            return push
         }
     }
 
@@ -27,13 +29,14 @@ struct PostgresTransaction: GatewayStoreTransaction {
         let result = try connection.query(
             """
             INSERT INTO pushes(device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration,
-                expires_at, received_at, is_voip, payload) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+                expires_at, received_at, is_voip, payload, device_seq)
+                VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
             RETURNING seq
             """,
             [
                 .init(push.deviceID), .init(push.token), .init(push.topic), .init(push.pushType), .init(push.priority),
                 .init(push.apnsID), .init(push.collapseID), .init(push.expiration), .init(push.expiresAt),
-                .init(push.receivedAt), .init(push.isVoIP), .bytes(push.payload),
+                .init(push.receivedAt), .init(push.isVoIP), .bytes(push.payload), .init(push.deviceSeq),
             ])
         guard let seq = result.int64(0, 0) else { throw GatewayError.storage("postgres: INSERT returned no seq") }
         return seq
@@ -58,7 +61,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
         return Self.pushes(
             try connection.query(
                 "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = $1 AND expires_at > $2 "
-                    + "AND seq <> ALL($3::bigint[]) ORDER BY is_voip DESC, seq LIMIT $4",
+                    + "AND seq <> ALL($3::bigint[]) ORDER BY is_voip DESC, device_seq NULLS FIRST, seq LIMIT $4",
                 [.init(deviceID), .init(now), .init(array: excluding.sorted()), .init(limit)]))
     }
 
@@ -200,9 +203,11 @@ struct PostgresTransaction: GatewayStoreTransaction {
 
     func revokeDevice(_ id: String, at time: Int64) throws -> Bool {
         let changed = try connection.query(
-            "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [.init(time), .init(id)]
-        ).affected
-        guard changed > 0 else { return false }
+            "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING owner_node",
+            [.init(time), .init(id)])
+        guard changed.count > 0 else { return false }
+        // Whoever revokes (a node, the CLI), the node holding the channel closes it when this commits.
+        if let owner = changed.string(0, 0) { try notify(node: owner, [.revoked(deviceID: id)]) }
         try connection.query(
             "UPDATE tokens SET revoked_at = $1 WHERE device_id = $2 AND revoked_at IS NULL", [.init(time), .init(id)])
         try connection.query("DELETE FROM pushes WHERE device_id = $1", [.init(id)])
@@ -376,6 +381,88 @@ struct PostgresTransaction: GatewayStoreTransaction {
             "UPDATE provider_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL",
             [.init(time), .init(keyID)]
         ).affected > 0
+    }
+
+    // MARK: Several nodes
+
+    func nextDeviceSequence(deviceID: String) throws -> DeviceSequence? {
+        let result = try connection.query(
+            "UPDATE devices SET next_seq = next_seq + 1 WHERE id = $1 RETURNING next_seq, owner_node, owner_channel",
+            [.init(deviceID)])
+        guard let seq = result.int64(0, 0) else {
+            throw GatewayError.storage("postgres: no device '\(deviceID)' for a sequence number")
+        }
+        return DeviceSequence(seq: seq, owner: Self.owner(result, row: 0, column: 1))
+    }
+
+    func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (previous: ChannelOwner?, lastSeq: Int64)? {
+        let result = try connection.query(
+            "SELECT next_seq, owner_node, owner_channel FROM devices WHERE id = $1 FOR UPDATE", [.init(deviceID)])
+        guard let lastSeq = result.int64(0, 0) else {
+            throw GatewayError.storage("postgres: no device '\(deviceID)' to claim")
+        }
+        try connection.query(
+            "UPDATE devices SET owner_node = $2, owner_channel = $3 WHERE id = $1",
+            [.init(deviceID), .init(owner.node), .init(String(owner.channelID))])
+        return (Self.owner(result, row: 0, column: 1), lastSeq)
+    }
+
+    func releaseChannel(deviceID: String, owner: ChannelOwner) throws {
+        try connection.query(
+            "UPDATE devices SET owner_node = NULL, owner_channel = NULL "
+                + "WHERE id = $1 AND owner_node = $2 AND owner_channel = $3",
+            [.init(deviceID), .init(owner.node), .init(String(owner.channelID))])
+    }
+
+    func notify(node: String, _ messages: [NodeMessage]) throws {
+        for payload in NodeMessage.payloads(messages) {
+            try connection.query(
+                "SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel(node)), .init(payload)])
+        }
+    }
+
+    func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws {
+        if fresh {
+            try connection.query(
+                "UPDATE devices SET owner_node = NULL, owner_channel = NULL WHERE owner_node = $1", [.init(node)])
+            try connection.query(
+                """
+                INSERT INTO gateway_nodes(id, started_at, lease_expires_at) VALUES ($1, $2, $3)
+                ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at,
+                    lease_expires_at = excluded.lease_expires_at
+                """, [.init(node), .init(now), .init(leaseUntil)])
+        } else {
+            try connection.query(
+                """
+                INSERT INTO gateway_nodes(id, started_at, lease_expires_at) VALUES ($1, $2, $3)
+                ON CONFLICT(id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at
+                """, [.init(node), .init(now), .init(leaseUntil)])
+        }
+    }
+
+    func removeNode(_ node: String) throws {
+        try connection.query(
+            "UPDATE devices SET owner_node = NULL, owner_channel = NULL WHERE owner_node = $1", [.init(node)])
+        try connection.query("DELETE FROM gateway_nodes WHERE id = $1", [.init(node)])
+    }
+
+    func nodes() throws -> [GatewayNodeRecord] {
+        let result = try connection.query(
+            """
+            SELECT n.id, n.started_at, n.lease_expires_at,
+                (SELECT count(*) FROM devices d WHERE d.owner_node = n.id)
+            FROM gateway_nodes n ORDER BY n.id
+            """)
+        return (0..<result.count).map { row in
+            GatewayNodeRecord(
+                id: result.string(row, 0) ?? "", startedAt: result.int64(row, 1) ?? 0,
+                leaseExpiresAt: result.int64(row, 2) ?? 0, channels: result.int(row, 3) ?? 0)
+        }
+    }
+
+    private static func owner(_ result: PostgresResult, row: Int, column: Int) -> ChannelOwner? {
+        guard let node = result.string(row, column), let channel = result.int64(row, column + 1) else { return nil }
+        return ChannelOwner(node: node, channelID: UInt64(channel))
     }
 
     func unrevokeProviderKey(_ keyID: String) throws -> Bool {

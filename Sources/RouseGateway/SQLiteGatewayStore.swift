@@ -195,6 +195,10 @@ public final class SQLiteGatewayStore: GatewayStore {
                     INSERT INTO schema_version VALUES (4);
                     """)
         }
+        // Version 5 is for several nodes on PostgreSQL; one SQLite node needs no change.
+        migrator.registerMigration("v5-several-nodes") { db in
+            try db.execute(sql: "UPDATE schema_version SET version = 5")
+        }
         return migrator
     }
 }

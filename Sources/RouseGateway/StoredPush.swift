@@ -27,6 +27,9 @@ public struct StoredPush: Sendable, Hashable {
     public var receivedAt: Int64
     /// The payload bytes as the provider sent them.
     public var payload: [UInt8]
+    /// The device's own sequence number for this push, in commit order (several nodes on PostgreSQL; `nil` on one
+    /// node, where `id` is commit order already).
+    public var deviceSeq: Int64?
 
     /// Ids at or above this are `apns-expiration: 0` pushes held only in memory.
     public static let ephemeralIDBase: Int64 = 1 << 62

@@ -26,13 +26,13 @@ final class ChildGateway: Sendable {
     /// Starts the gateway with `limits` (a JSON object: the configuration's `limits`) and waits for its ready line.
     static func start(
         executable: String, directory: String, database: String, certs: String, limits: String = benchLimits,
-        name: String = "gateway", keyTopics: String = #"["com.example.rouse"]"#
+        name: String = "gateway", keyTopics: String = #"["com.example.rouse"]"#, node: String? = nil
     ) async throws -> ChildGateway {
         let config = """
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "device": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "admin": {"listen": "127.0.0.1:0"},
-             "database": "\(database)",
+             "database": "\(database)",\(node.map { #" "node": "\#($0)","# } ?? "")
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": \(keyTopics)}],
              "limits": \(limits)}

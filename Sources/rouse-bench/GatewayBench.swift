@@ -24,6 +24,10 @@ enum GatewayBench {
         var attackSizes = GatewayAttackBench.Sizes()
         /// A PostgreSQL URL (an empty database) instead of a fresh SQLite file.
         var database: String?
+        /// `--nodes 1,3`: gateway processes per configuration (`GatewayNodesBench`).
+        var nodes: [Int]?
+        /// `--store sqlite,postgres`: the stores to run the node configurations on.
+        var stores: [String]?
     }
 
     typealias BenchError = Bench.Failure
@@ -32,6 +36,8 @@ enum GatewayBench {
         usage: rouse-bench gateway [--pushes N] [--connections N] [--streams N] [--latency-samples N]
                                    [--channels N] [--gateway PATH] [--h2load PATH] [--json]
                                    [--database postgresql://…]   (an empty PostgreSQL database instead of SQLite)
+               rouse-bench gateway --nodes 1,3 --store sqlite,postgres [--pushes N] [--latency-samples N] [--json]
+                                   (several gateway processes on one store; PostgreSQL: a server it starts)
                rouse-bench gateway --attack [--pushes N] [--attack-connections N] [--attack-streams N]
                                    [--attack-body BYTES] [--provider-samples N] [--flood-seconds N]
                                    [--flood-connections N] [--flood-streams N] [--quiet-channels N]
@@ -48,6 +54,11 @@ enum GatewayBench {
         let options = try parse(arguments)
         if options.attack {
             try await GatewayAttackBench.run(options)
+            return
+        }
+        if options.nodes != nil || options.stores != nil {
+            try await GatewayNodesBench.run(
+                options, nodes: options.nodes ?? [1, 3], stores: options.stores ?? ["sqlite", "postgres"])
             return
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-gateway-bench-\(UUID())")
@@ -353,6 +364,20 @@ enum GatewayBench {
             case "--gateway": options.gateway = try value()
             case "--h2load": options.h2load = try value()
             case "--database": options.database = try value()
+            case "--nodes":
+                let text = try value()
+                let counts = text.split(separator: ",").compactMap { Int($0) }
+                guard !counts.isEmpty, counts.allSatisfy({ (1...8).contains($0) }) else {
+                    throw BenchError(description: "--nodes: '\(text)' is not a list of 1 to 8\n\(usage)")
+                }
+                options.nodes = counts
+            case "--store":
+                let text = try value()
+                let stores = text.split(separator: ",").map(String.init)
+                guard !stores.isEmpty, stores.allSatisfy({ $0 == "sqlite" || $0 == "postgres" }) else {
+                    throw BenchError(description: "--store: '\(text)' is not sqlite,postgres\n\(usage)")
+                }
+                options.stores = stores
             case "--json": options.json = true
             case "--attack": options.attack = true
             case "--attack-connections": options.attackSizes.connections = max(try number(), 1)

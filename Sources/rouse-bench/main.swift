@@ -1,7 +1,8 @@
 import Foundation
 
 // rouse-bench: one benchmark per capability. Each prints its figures (and JSON lines with --json).
-//   rouse-bench send [--pushes N] [--json]          rouse send's engines vs h2load on the mock, VoIP under bulk
+//   rouse-bench send [--pushes N]                   rouse send's engines vs h2load on the mock, VoIP under bulk
+//   rouse-bench send --versus-floor [--json]        h2load, C libcurl and rouse send on one nghttpd, side by side
 //   rouse-bench mock-apns [--requests N] [--json]   h2load against rouse mock-apns vs nghttpd (TLS)
 //   rouse-bench reach [--iterations N] [--json]     netlink monitor vs ip monitor in a namespace (root);
 //                     [--cli [--rouse PATH]…]        rouse reach watch read from a pipe vs ip monitor

@@ -10,7 +10,7 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Administer a rouse-gateway: provider keys, devices, tokens.",
-        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self, Migrate.self])
+        subcommands: [Init.self, Keys.self, Devices.self, Tokens.self, Migrate.self, Nodes.self])
 
     /// Where the database is: `--database` or the gateway's `--config`.
     struct Location: ParsableArguments {

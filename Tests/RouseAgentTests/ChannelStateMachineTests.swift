@@ -68,3 +68,39 @@ struct ChannelStateMachineTests {
         #expect(machine.reachability(true).isEmpty)
     }
 }
+
+@Suite("Device channel machine with several gateway nodes", .timeLimit(.minutes(1)))
+struct ChannelStateMachineNodesTests {
+    @Test("a failure or an end by the gateway moves to the next node, in turn, after the usual backoff")
+    func rotatesOnFailure() {
+        var machine = ChannelStateMachine(gateways: 3)
+        _ = machine.reachability(true)
+        #expect(machine.gateway == 0)
+        _ = machine.opened(heartbeatSeconds: 0)
+        guard case .armTimer(let delay)? = machine.closedByGateway().last else {
+            Issue.record("no backoff")
+            return
+        }
+        #expect(delay >= .milliseconds(250) && delay <= .milliseconds(500))
+        #expect(machine.gateway == 1)
+        #expect(machine.timerFired() == [.connect])
+        _ = machine.failed(.retryable)
+        #expect(machine.gateway == 2)
+        _ = machine.timerFired()
+        _ = machine.failed(.retryable)
+        #expect(machine.gateway == 0)
+    }
+
+    @Test("the network going away is not the node's fault: the node stays; one gateway never moves")
+    func networkLossKeepsTheNode() {
+        var machine = ChannelStateMachine(gateways: 2)
+        _ = machine.reachability(true)
+        _ = machine.opened(heartbeatSeconds: 0)
+        _ = machine.reachability(false)
+        #expect(machine.gateway == 0)
+        var single = ChannelStateMachine()
+        _ = single.reachability(true)
+        _ = single.failed(.retryable)
+        #expect(single.gateway == 0)
+    }
+}

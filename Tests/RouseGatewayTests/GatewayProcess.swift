@@ -40,7 +40,8 @@ final class GatewayProcess: Sendable {
     /// its ready line (ports), or throws after `timeout`. `limits` go into the configuration's `limits` (heartbeats
     /// are off unless set there).
     static func start(
-        directory: TemporaryDirectory, database: String, limits: [String: Int] = [:], timeout: Duration = .seconds(30)
+        directory: TemporaryDirectory, database: String, limits: [String: Int] = [:], node: String? = nil,
+        timeout: Duration = .seconds(30)
     ) async throws -> GatewayProcess {
         let certs = Repository.root + "/certs"
         let limitsJSON = ["heartbeatSeconds": 0, "authenticationTimeoutSeconds": 600].merging(limits) { $1 }.sorted {
@@ -58,6 +59,7 @@ final class GatewayProcess: Sendable {
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": ["com.example.rouse", "com.example.rouse.voip"]}],
+             \(node.map { "\"node\": \"\($0)\"," } ?? "")
              "limits": {\(limitsJSON)}}
             """
         let configPath = directory.path + "/gateway.json"

@@ -94,6 +94,11 @@ struct StoreAndConfigurationTests {
                 #"{"provider":{"listen":"x"},"device":{"listen":"y","certificateTopics":["*"]},"database":"d"}"#,
                 "unknown member $.device.certificateTopics",
             ),
+            (
+                #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","node":"gw 1"}"#,
+                "$.node: 'gw 1': only letters, digits",
+            ),
+            (#"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","node":""}"#, "$.node: '': 1 to 40"),
             ("not json", "config.json: "),
         ])
     func badConfiguration(text: String, expected: String) {
@@ -103,5 +108,16 @@ struct StoreAndConfigurationTests {
         } catch {
             #expect(error.description.contains(expected), "\(error.description)")
         }
+    }
+
+    @Test("\"node\" names this gateway among the nodes sharing a PostgreSQL store; default: the host name")
+    func nodeID() throws {
+        let text = #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d","node":"gw-1.a_b"}"#
+        let parsed = try GatewayConfiguration.parse(data: Data(text.utf8), baseDirectory: "/etc", source: "c.json")
+        #expect(parsed.node == "gw-1.a_b")
+        let plain = #"{"provider":{"listen":"x"},"device":{"listen":"y"},"database":"d"}"#
+        let defaulted = try GatewayConfiguration.parse(data: Data(plain.utf8), baseDirectory: "/etc", source: "c.json")
+        #expect(defaulted.node == GatewayConfiguration.defaultNode)
+        #expect(GatewayConfiguration.nodeProblem(GatewayConfiguration.defaultNode) == nil)
     }
 }

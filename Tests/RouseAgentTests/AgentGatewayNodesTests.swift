@@ -1,0 +1,91 @@
+import Foundation
+import Logging
+import RouseAgent
+import RouseGateway
+import RouseTestSupport
+import Testing
+
+/// `rouse-agent --gateway A,B`: two gateway nodes on one PostgreSQL; the agent's channel moves to the other node
+/// when its node ends the channel or cannot be reached, with the usual backoff.
+@Suite("rouse-agent with several gateway nodes", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(5)))
+struct AgentGatewayNodesTests {
+    @Test("node A stops: the channel moves to node B; pushes taken by either node reach the handler")
+    func movesToAnotherNode() async throws {
+        let cluster = try await PostgresCluster.start()
+        let settings = PostgresSettings(
+            host: "127.0.0.1", port: cluster.port, database: "postgres", user: cluster.user,
+            passwordFile: cluster.passwordFile, poolSize: 3)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-nodes-\(UUID().uuidString)"
+        ).path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "rouse.agent.test")
+        logger.logLevel = .critical
+        func node(_ name: String) throws -> Gateway {
+            var configuration = try AgentHarness.gatewayConfiguration(database: "")
+            configuration.postgres = settings
+            configuration.node = name
+            return try Gateway(configuration: configuration, logger: logger)
+        }
+        let a = try node("a")
+        let b = try node("b")
+        var configuration = AgentConfiguration(
+            endpoint: GatewayEndpoint(baseURL: "https://127.0.0.1:\(a.devicePort)", caFile: Repository.cert("ca.pem")),
+            enrollmentSecret: try a.makeEnrollmentSecret(), socketPath: directory + "/agent.sock",
+            handlers: [try AgentHarness.handler("voip", mode: "report", directory: directory)])
+        configuration.endpoint.otherBaseURLs = ["https://127.0.0.1:\(b.devicePort)"]
+        configuration.assumeReachable = true
+        configuration.backoff.maximum = .seconds(1)
+        configuration.handlerEnvironment.merge(TestScope.current?.environment ?? [:]) { $1 }
+        let agent = try Agent(
+            configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
+            logger: logger)
+        try await agent.start()
+        let pushedThroughB = try await Provider.connect(port: b.providerPort)
+        do {
+            try await eventually("channel open on node a", timeout: .seconds(45)) {
+                let open = await agent.status().channel == "open"
+                let tokens = await agent.tokens()
+                return open && !tokens.isEmpty
+            }
+            let token = try #require(await agent.tokens()[AgentHarness.bundleID + ".voip"])
+            let log: @Sendable () -> String = {
+                (try? String(contentsOfFile: directory + "/voip.log", encoding: .utf8)) ?? ""
+            }
+            // Taken by node b, delivered on node a's channel.
+            let first = await pushedThroughB.push(
+                token: token, topic: AgentHarness.bundleID + ".voip", type: "voip", payload: #"{"n":1}"#)
+            #expect(first == 200)
+            try await eventually("first push handled") { log().contains(#"{"n":1}"#) }
+            #expect(try nodes(b) == ["a": 1, "b": 0])
+
+            // Node a stops (its channel ends with `shutdown`, then it refuses connections): the agent moves to b.
+            await a.shutdown(gracePeriod: .seconds(1))
+            try await eventually("channel open on node b", timeout: .seconds(20)) { try nodes(b) == ["b": 1] }
+            let second = await pushedThroughB.push(
+                token: token, topic: AgentHarness.bundleID + ".voip", type: "voip", payload: #"{"n":2}"#)
+            #expect(second == 200)
+            try await eventually("second push handled") { log().contains(#"{"n":2}"#) }
+            try await eventually("both acknowledged") {
+                try b.store.read { try $0.pendingList(deviceID: nil as String?, limit: 10) }.isEmpty
+            }
+        } catch {
+            Issue.record(error)
+        }
+        pushedThroughB.client.close()
+        await agent.shutdown()
+        await a.shutdown(gracePeriod: .seconds(1))
+        await b.shutdown(gracePeriod: .seconds(1))
+    }
+
+    /// Live nodes and their channels, as `rouse gateway nodes` lists them.
+    private func nodes(_ gateway: Gateway) throws -> [String: Int] {
+        let now = Gateway.systemMilliseconds()
+        var result: [String: Int] = [:]
+        for node in try gateway.store.read({ try $0.nodes() }) where node.leaseExpiresAt > now {
+            result[node.id] = node.channels
+        }
+        return result
+    }
+}
