@@ -68,7 +68,8 @@ let package = Package(
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
-        // Child processes for the tests and rouse-bench (posix_spawn; no product links it).
+        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, pidfds); no
+        // daemon and no library product links it (the daemons' short children go through RouseState's ShortChild).
         .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
@@ -129,6 +130,7 @@ let package = Package(
         .target(
             name: "RouseState",
             dependencies: [
+                "CRouseSys",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -136,7 +138,7 @@ let package = Package(
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: ["RouseWire", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseHTTP2", "RouseWire", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -159,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo", "RouseHTTP2",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -176,6 +178,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
                 "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseCurl", "RouseBuildInfo",
+                "RouseDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -267,7 +270,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.
-        .testTarget(name: "RouseFirstRunTests", dependencies: ["RouseTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RouseFirstRunTests", dependencies: ["RouseAgent", "RouseGateway", "RouseTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",
             dependencies: [

@@ -14,11 +14,18 @@ packages=(
     nghttp2-client       # h2load and nghttp: independent HTTP/2 peers for tests and benchmarks
     nghttp2-server       # nghttpd: the benchmark's reference server
     curl                 # the curl CLI (one-shot comparisons)
+    time                 # /usr/bin/time: whole-process CPU and peak RSS in rouse-bench send --versus-floor
+    gcc                  # cc: rouse-bench send --versus-floor compiles its plain C libcurl client
     openssl              # the certs/ generator
     iproute2             # ip netns / veth for the network tests
     procps               # ps, used by benchmarks for RSS
     python3-venv         # the interop tests' venv with third-party APNs clients (aioapns, kalyke-apns from PyPI)
     systemd              # systemd-analyze verify (unit tests), systemd-creds (the agent's state key)
+    dpkg-dev             # dpkg-shlibdeps: the Debian packages' library dependencies (deploy/package.sh)
+    lintian              # checks the Debian packages
+    mmdebstrap           # the clean Debian 12 root the packages are installed into (deploy/package-test.sh)
+    systemd-container    # systemd-nspawn boots that root, so the units run under systemd
+    hyperfine            # one-shot `rouse send` vs `curl --http2` (deploy/package-bench.sh)
 )
 
 missing=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: dependencies, formatting, a warnings-as-errors build, every test, then a check that the
-# tests left no process or network namespace behind. Network tests build their own namespaces and need root (CI
-# runs as root).
+# The whole test suite: dependencies, formatting, a warnings-as-errors build, every test, the Debian packages in a
+# clean Debian 12 root, then a check that the tests left no process or network namespace behind. Network tests
+# build their own namespaces and need root (CI runs as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -31,6 +31,13 @@ else
     run_tests --filter RouseGatewayTests
     echo "== test: the rest" >&2
     run_tests --skip "RouseAgentTests|RouseGatewayTests"
+fi
+# The Debian packages, installed with apt into a clean Debian 12 root without a Swift toolchain and run there
+# (release build and root cached outside the checkout, in ~/.cache/rouse-package). Always in the full run; a
+# filtered run (./deploy/test.sh --filter X) adds it with ROUSE_PACKAGE_TEST=1.
+if [ $# -eq 0 ] || [ "${ROUSE_PACKAGE_TEST:-0}" = 1 ]; then
+    echo "== packages in a clean Debian 12 root (deploy/package-test.sh)" >&2
+    ROUSE_TEST_RUN="$run" deploy/package-test.sh || status=1
 fi
 deploy/check-leftovers.sh "$run" || status=1
 exit "$status"

@@ -45,7 +45,9 @@ public struct APNsPush: Sendable, Hashable {
     ///
     /// Runs the same `APNsRules` as the mock, in the mock's order (path, headers, payload).
     public func validate() -> APNsReason? {
-        if case .failure(let reason) = APNsRules.deviceToken(fromPath: path) { return reason }
+        // What `APNsRules.deviceToken(fromPath: path)` decides for this push's path, without building the path.
+        if deviceToken.isEmpty { return .missingDeviceToken }
+        if let reason = APNsRules.checkDeviceToken(deviceToken) { return reason }
         if let apnsID, let reason = APNsRules.checkAPNsID(apnsID) { return reason }
         if let expiration, expiration < 0 { return .badExpirationDate }
         if let priority, !priority.isValid { return .badPriority }

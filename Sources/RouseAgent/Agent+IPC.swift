@@ -71,9 +71,17 @@ extension Agent {
             wakePreserveWaiters(name)  // it can no longer answer
             holderGone(name, reason: .connectionClosed)
             if slot.process == nil {
+                fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.
                 apply(name, slots[name]!.machine.exited(now: now))
             }
+        case .messageWithDescriptor(let frame, let descriptor):
+            guard let name = registered[connection.id] else {
+                AgentSyscalls.close(descriptor)
+                handleUnregistered(connection, frame)
+                return
+            }
+            handleTransfer(name, connection, frame, descriptor: descriptor)
         case .malformed(let error):
             logger.warning(
                 "malformed IPC frame: connection closed",
@@ -98,6 +106,18 @@ extension Agent {
         if peer.uid == 0 || peer.uid == agentUID { return true }
         guard let name = configuration.adminGroup, let group = AgentSyscalls.group(named: name) else { return false }
         return peer.gid == group || peer.groups.contains(group)
+    }
+
+    /// Whether `connection` may send the admin request `request`; when not, answers `notAuthorized` naming who may.
+    private func requireAdmin(_ connection: IPCConnection, _ request: String, requestID: Int?) -> Bool {
+        guard isAdmin(connection) else {
+            let group = configuration.adminGroup.map { ", members of group \($0)" } ?? ""
+            connection.sendError(
+                "notAuthorized", "\(request) is for root, the agent's user\(group) (never a handler)",
+                requestID: requestID)
+            return false
+        }
+        return true
     }
 
     /// Whether the peer is one of our handlers or something a handler started. Read from `/proc`, then checked
@@ -140,24 +160,16 @@ extension Agent {
             registeredForPreservation(name, connection, optIn: register.preserves == true)
             flushActivationOutbox(name)
             apply(name, slots[name]!.machine.registered(now: now))
+            transfersRegistered(name)
+            sendFetch(name)
         case .status:
-            guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "status is for the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "status", requestID: requestID) else { return }
             connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
         case .sessions:
-            guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "sessions is for the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "sessions", requestID: requestID) else { return }
             connection.send(.sessionsReply(.init(detail: arbiter.snapshot.json())), requestID: requestID)
         case .routeChanged(let change):
-            guard isAdmin(connection) else {
-                connection.sendError(
-                    "notAuthorized", "route changes come from the agent's user or root", requestID: requestID)
-                return
-            }
+            guard requireAdmin(connection, "routeChanged", requestID: requestID) else { return }
             guard let reason = change.reason, !reason.isEmpty else {
                 connection.sendError("badRequest", "routeChanged needs reason", requestID: requestID)
                 return
@@ -165,38 +177,48 @@ extension Agent {
             routeChanged(reason)
             connection.send(.ok(.init()), requestID: requestID)
         case .reregister(let request):
-            guard let name = adminTarget(connection, request.handler, requestID: requestID) else { return }
+            guard let name = adminTarget(connection, "reregister", request.handler, requestID: requestID) else {
+                return
+            }
             apply(name, slots[name]!.machine.reregister())
             connection.send(.ok(.init()), requestID: requestID)
         case .userControl(let control):
-            guard let name = adminTarget(connection, control.handler, requestID: requestID) else { return }
+            guard let name = adminTarget(connection, "userControl", control.handler, requestID: requestID) else {
+                return
+            }
             if control.state == "stopped" {
                 quitByUser(name)
+                transfersUserStopped(name)
                 apply(name, slots[name]!.machine.userStop())
             } else {
                 apply(name, slots[name]!.machine.userStart(now: now))
             }
             connection.send(.ok(.init()), requestID: requestID)
         case .rotateKey:
+            guard requireAdmin(connection, "rotateKey", requestID: requestID) else { return }
+            rotateKey(connection, requestID: requestID)
+        case .transfers:
             guard isAdmin(connection) else {
-                connection.sendError("notAuthorized", "rotateKey is for the agent's user or root", requestID: requestID)
+                connection.sendError("notAuthorized", "transfers is for the agent's user or root", requestID: requestID)
                 return
             }
-            rotateKey(connection, requestID: requestID)
+            connection.send(.statusReply(.init(detail: transfersJSON())), requestID: requestID)
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
-            .restoreReply, .unknown:
+            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete, .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
     }
 
-    /// The configured handler an admin request names, nil (answered `notAuthorized`) when the peer is not an
-    /// admin or names no configured handler.
-    private func adminTarget(_ connection: IPCConnection, _ handler: String?, requestID: Int?) -> String? {
-        guard isAdmin(connection), let name = handler, slots[name] != nil else {
+    /// The configured handler an admin request names; nil when the peer is not an admin (answered
+    /// `notAuthorized`) or names no configured handler (answered `unknownHandler`).
+    private func adminTarget(
+        _ connection: IPCConnection, _ request: String, _ handler: String?, requestID: Int?
+    ) -> String? {
+        guard requireAdmin(connection, request, requestID: requestID) else { return nil }
+        guard let name = handler, slots[name] != nil else {
             connection.sendError(
-                "notAuthorized", "admin requests are for the agent's user or root, naming a handler",
-                requestID: requestID)
+                "unknownHandler", "\(request): no handler named \(handler ?? "(none)")", requestID: requestID)
             return nil
         }
         return name
@@ -291,7 +313,11 @@ extension Agent {
             preserveReceived(name, connection, preserve)
         case .restoreReply(let reply):
             restoreReplied(name, connection, reply)
-        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .unknown:
+        case .transferSession, .addTransfer, .cancelTransfer, .transfersHandled:
+            handleTransfer(name, connection, frame, descriptor: nil)
+        case .fetchComplete(let request):
+            fetchCompleted(name, connection, request, requestID: requestID)
+        case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(
                 "unknownType", "unknown message type \(frame.message.type)", requestID: requestID)

@@ -24,8 +24,7 @@ extension Agent {
         }
         do {
             let (mine, theirs) = try AgentSyscalls.socketPair()
-            let session: [String: String]? =
-                configuration.mode == .user ? (configuration.sessionEnvironment?() ?? [:]) : nil
+            let session = configuration.mode == .user ? sessionEnvironment : nil
             var environment = identity.environment(
                 for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment,
                 session: session)
@@ -127,6 +126,7 @@ extension Agent {
         slots[name] = slot
         wakePreserveWaiters(name)  // it can no longer answer
         holderGone(name, reason: .processExited)
+        fetchHandlerGone(name)
         forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.
         for push in slot.machine.waiting { inFlight.remove(push.id) }

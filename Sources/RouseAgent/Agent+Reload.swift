@@ -35,4 +35,11 @@ extension Agent {
         reportHandlers()
         await refreshTokens()
     }
+
+    /// Per-user mode: the session's environment for the launches from now on (read again by the caller, off the
+    /// agent, e.g. after the session exported a new display to the user manager and the unit was reloaded).
+    public func reload(sessionEnvironment: [String: String]) {
+        self.sessionEnvironment = sessionEnvironment
+        logger.info("session environment reloaded", metadata: ["variables": "\(sessionEnvironment.count)"])
+    }
 }

@@ -25,6 +25,9 @@ public actor Agent: Service {
     }
 
     let configuration: AgentConfiguration
+    /// Per-user mode: the session's environment launches use (``AgentConfiguration/sessionEnvironment`` until a
+    /// reload replaces it).
+    var sessionEnvironment: [String: String]
     let logger: Logger
     let store: any AgentStateStore
     var state: AgentState
@@ -82,6 +85,10 @@ public actor Agent: Service {
     /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
     package internal(set) var preservesStored = 0
     package internal(set) var restorationsAnswered = 0
+    /// Background transfers (issue 20): see `Agent+Transfers.swift`.
+    var transfers = TransferShell()
+    /// Background fetch (issue 20): see `Agent+Fetch.swift`.
+    var fetches = FetchShell()
 
     /// An agent; nothing runs until ``start()``.
     public init(
@@ -89,6 +96,7 @@ public actor Agent: Service {
         logger: Logger
     ) throws {
         self.configuration = configuration
+        self.sessionEnvironment = configuration.sessionEnvironment
         self.persistence = persistence
         self.logger = logger
         self.store = store
@@ -149,6 +157,8 @@ public actor Agent: Service {
                 for await (fd, peer) in accepted.stream { self.accepted(fd, peer: peer) }
             })
         background.append(Task { await self.enrollAndConnect() })
+        restoreTransfers()
+        startFetch()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -177,6 +187,8 @@ public actor Agent: Service {
             }
         }
         await hooks?.drain()
+        stopTransfers()
+        fetches.timer?.task.cancel()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
         for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
             try? await Task.sleep(for: .milliseconds(10))
@@ -246,7 +258,9 @@ public actor Agent: Service {
             Task {
                 for await event in events where event.target == target {
                     switch event {
-                    case .changed(let change): await self.reachabilityChanged(change.result.isUsable)
+                    case .changed(let change):
+                        self.transfersNetwork(expensive: change.result.path.isExpensive)
+                        await self.reachabilityChanged(change.result.isUsable)
                     case .sourceAddressChanged: await self.channel?.sourceAddressChanged()
                     }
                 }
@@ -256,6 +270,8 @@ public actor Agent: Service {
     package func reachabilityChanged(_ usable: Bool) async {
         let changed = usable != gatewayReachable
         gatewayReachable = usable
+        transfersNetwork(usable)
+        if changed { fetchOpportunity(wakeUp: usable) }
         await channel?.reachability(usable)
         guard changed else { return }
         for name in slots.keys.sorted() {
@@ -273,6 +289,7 @@ public actor Agent: Service {
             handlerReportOwed = handlerReportSending
             reportHandlers()
             await refreshTokens()
+            fetchOpportunity(wakeUp: true)
         }
     }
 

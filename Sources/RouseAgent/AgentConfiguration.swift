@@ -10,9 +10,9 @@ public enum AgentMode: String, Sendable {
 public struct AgentConfiguration: Sendable {
     /// System service or per-user service.
     public var mode = AgentMode.system
-    /// Per-user mode: the session's current environment (the user manager's), read at each launch; nil: the
-    /// agent's own.
-    public var sessionEnvironment: (@Sendable () -> [String: String])?
+    /// Per-user mode: the session's environment (the user manager's) as read at start; ``Agent/reload(sessionEnvironment:)``
+    /// replaces it (rouse-agent reads it again on SIGHUP). Launches use it as it is, without asking anyone.
+    public var sessionEnvironment: [String: String] = [:]
     /// The gateway's device API.
     public var endpoint: GatewayEndpoint
     /// One-time enrollment secret (used once; the credential is kept in the state store).
@@ -48,6 +48,14 @@ public struct AgentConfiguration: Sendable {
     /// How long a launched handler (and the agent itself) must stay up before its launch counts as finished
     /// (crash-loop counter cleared, the offered archive deleted).
     public var restorationGrace = Duration.seconds(10)
+    /// Where background transfers keep their files (nil: `rouse-transfers` beside the socket).
+    public var transferSpool: String?
+    /// CA bundle background transfers verify servers with (nil: the system store).
+    public var transferCAFile: String?
+    /// Background-transfer budgets per handler and in total.
+    public var transferLimits = TransferBook.Limits()
+    /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
+    public var transferResultLifetime = Duration.seconds(7 * 86400)
 
     /// A configuration.
     public init(

@@ -27,6 +27,8 @@ public struct AgentState: Codable, Sendable, Equatable {
     /// The processes the agent launched and that may outlive it (by handler): what a restarted agent needs
     /// to re-attach to them. Absent in state written by older agents.
     public var processes: [String: HandlerIdentity]?
+    /// Background-transfer tasks not yet handed back (issue 20). Absent in state written by older agents.
+    public var transfers: [TransferRecord]?
 
     /// Empty state.
     public init() {}

@@ -36,6 +36,22 @@ public struct AgentStatus: Codable, Sendable {
         public var holdsAudio: Bool
         /// Why its last launch was refused (who it would run as, or an executable others may write), if it was.
         public var launchRefused: String? = nil
+        /// Background fetch: the next planned one and the history that set it (nil: the handler does not fetch).
+        public var fetch: Fetch? = nil
+    }
+
+    /// A handler's background-fetch plan.
+    public struct Fetch: Codable, Sendable {
+        /// Its declared minimum interval.
+        public var minimumSeconds: Double
+        /// The multiplier its history set (1 to 16).
+        public var factor: Double
+        /// Seconds to its preferred fetch (nil while the network is unusable: no fetch is planned).
+        public var nextInSeconds: Double?
+        /// The fetch under way.
+        public var running: String?
+        /// The last fetches.
+        public var history: [FetchScheduler.Entry]
     }
 
     /// Device channel state.
@@ -61,7 +77,7 @@ extension Agent {
         let handlers = slots.keys.sorted().map { name -> AgentStatus.Handler in
             let slot = slots[name]!
             let machine = slot.machine
-            return AgentStatus.Handler(
+            var handler = AgentStatus.Handler(
                 name: name, topic: slot.configuration.topic, state: machine.lifecycle.rawValue,
                 pid: slot.process?.pid ?? slot.connection?.peer?.pid, connected: slot.connection != nil,
                 strikes: machine.strikeCount, voipBlocked: machine.voipBlocked, userStopped: machine.userStopped,
@@ -70,6 +86,8 @@ extension Agent {
                 tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
                 backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
                 heldPush: machine.held?.id, holdsAudio: machine.holdsAudio, launchRefused: slot.launchRefused)
+            handler.fetch = fetchStatus(name)
+            return handler
         }
         return AgentStatus(
             channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,

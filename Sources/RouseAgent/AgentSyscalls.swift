@@ -43,9 +43,10 @@ enum AgentSyscalls {
 
     // MARK: Unix sockets
 
-    /// A listening `AF_UNIX` stream socket at `path` (an old socket file is replaced), mode 0666: every
-    /// local user may connect; who they are is decided per connection from `SO_PEERCRED`.
-    static func listen(path: String, mode: mode_t = 0o666) throws(AgentError) -> Int32 {
+    /// A listening `AF_UNIX` stream socket at `path` (an old socket file is replaced), given `mode` after bind (the
+    /// unit's `UMask=0077` made it 0600): the system agent's 0666 lets every local user connect (who they are is
+    /// decided per connection from `SO_PEERCRED`), the per-user agent's 0600 its user only.
+    static func listen(path: String, mode: mode_t) throws(AgentError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system("socket", errno) }
         unlink(path)
@@ -178,18 +179,14 @@ enum AgentSyscalls {
     /// Closes a descriptor we own.
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    /// The peer's credentials: pid/uid/gid at connect time, and its pidfd where the kernel offers one
-    /// (`SO_PEERPIDFD`, Linux 6.5+), else a pidfd opened from the pid (then checked against reuse by the
-    /// caller).
-    static func peer(_ fd: Int32) throws(AgentError) -> (
-        pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, kernelPidfd: Bool
-    ) {
-        guard let (pid, uid, gid) = peerCredentials(fd) else { throw .system("SO_PEERCRED", errno) }
+    /// The peer's pidfd where the kernel offers one (`SO_PEERPIDFD`, Linux 6.5+), else a pidfd opened from `pid`
+    /// (its `SO_PEERCRED` pid, read by the caller; such a pidfd is checked against pid reuse by the caller).
+    static func peerPidfd(_ fd: Int32, pid: Int32) throws(AgentError) -> (pidfd: Int32, kernel: Bool) {
         let kernel = rouse_agent_peer_pidfd(fd)
-        if kernel >= 0 { return (pid, uid, gid, kernel, true) }
+        if kernel >= 0 { return (kernel, true) }
         let opened = rouse_agent_pidfd_open(pid)
         guard opened >= 0 else { throw .system("pidfd_open", errno) }
-        return (pid, uid, gid, opened, false)
+        return (opened, false)
     }
 
     // MARK: Processes
@@ -305,12 +302,6 @@ enum AgentSyscalls {
 
     /// Current real gid.
     static var gid: UInt32 { getgid() }
-
-    /// uid and gid of a user name.
-    static func user(named name: String) -> (uid: UInt32, gid: UInt32)? {
-        guard let entry = getpwnam(name) else { return nil }
-        return (entry.pointee.pw_uid, entry.pointee.pw_gid)
-    }
 
     /// A user's account (passwd entry) by name or by uid.
     static func account(named name: String) -> Account? {

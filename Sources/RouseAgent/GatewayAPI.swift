@@ -69,7 +69,10 @@ struct GatewayAPI: Sendable {
 
     /// Enrolls with a one-time secret (or a certificate: empty body); returns (deviceID, credential).
     func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
-        let body = secret.map { #"{"secret":"\#($0)"}"# } ?? ""
+        // Encoded, not interpolated: a secret is text from a file or a command line.
+        let body = try secret.map {
+            String(decoding: try JSONSerialization.data(withJSONObject: ["secret": $0]), as: UTF8.self)
+        }
         let response = try await curl.send(request("POST", "/device/v1/enroll", credential: nil, body: body))
         let object = json(response)
         guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
@@ -105,6 +108,23 @@ struct GatewayAPI: Sendable {
         guard response.status == 200 else {
             throw AgentError.gateway(
                 "handlers: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+    }
+}
+
+extension GatewayEndpoint {
+    /// Enrolls a device once, outside a running agent (`rouse agent enroll`): the same request as the agent's
+    /// first start, with a one-time `secret` or the endpoint's client certificate. Throws ``AgentError`` when the
+    /// gateway refused, the transport's error when it could not be reached.
+    public func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
+        let curl = try CurlHTTPClient()
+        do {
+            let result = try await GatewayAPI(endpoint: self, curl: curl).enroll(secret: secret)
+            await curl.shutdown()
+            return result
+        } catch {
+            await curl.shutdown()
+            throw error
         }
     }
 }

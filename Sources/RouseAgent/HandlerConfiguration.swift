@@ -25,6 +25,9 @@ import Foundation
 /// suspend-after-seconds = 1
 /// launch-deadline-seconds = 10
 /// ```
+///
+/// `fetch-minimum-seconds = 900` (top level, optional, 1 to 86400) declares background fetch: the agent wakes the
+/// handler at opportunities no closer than that (docs/agent.md, "Background fetch").
 public struct HandlerConfiguration: Sendable, Equatable {
     /// Name (the file's stem).
     public var name: String
@@ -44,6 +47,8 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public var environment: [String]
     /// Rules.
     public var rules: HandlerRules
+    /// Background fetch's minimum interval (`fetch-minimum-seconds`); nil: the handler does not fetch.
+    public var fetchMinimum: Duration?
 
     /// A configuration.
     public init(
@@ -74,7 +79,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
         let values = try TOMLSubset.parse(text, file: file)
         let known: Set<String> = [
-            "topic", "command", "push-types", "user", "group", "allow-root", "environment",
+            "topic", "command", "push-types", "user", "group", "allow-root", "environment", "fetch-minimum-seconds",
             "limits.voip-deadline-seconds", "limits.strikes",
             "limits.strike-window-seconds", "limits.stale-seconds", "limits.background-seconds",
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
@@ -117,7 +122,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             guard case .string(let text) = value else { throw .configuration("\(file): group must be a string") }
             group = text
         }
-        if let user, AgentSyscalls.user(named: user) == nil {
+        if let user, AgentSyscalls.account(named: user) == nil {
             throw .configuration("\(file): unknown user \(user)")
         }
         if let group, AgentSyscalls.group(named: group) == nil {
@@ -174,9 +179,16 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let v = try seconds("task-grace-seconds") { rules.taskGrace = v }
         if let v = try seconds("suspend-after-seconds") { rules.suspendAfter = v }
         if let v = try seconds("launch-deadline-seconds") { rules.launchDeadline = v }
-        return HandlerConfiguration(
+        var configuration = HandlerConfiguration(
             name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group,
             allowRoot: allowRoot, environment: environment, rules: rules)
+        if let value = values["fetch-minimum-seconds"] {
+            guard case .integer(let seconds) = value, (1...86400).contains(seconds) else {
+                throw .configuration("\(file): fetch-minimum-seconds must be a whole number from 1 to 86400")
+            }
+            configuration.fetchMinimum = .seconds(seconds)
+        }
+        return configuration
     }
 
     /// Largest `*-seconds` limit: a year.

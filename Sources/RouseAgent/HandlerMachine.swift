@@ -111,6 +111,11 @@ public struct HandlerMachine: Sendable {
     public private(set) var openBackground: [String: Duration] = [:]
     /// The newest background push held while throttled.
     public private(set) var held: AgentPush?
+    /// Background-transfer sessions whose events the handler must acknowledge (`transfersHandled`): session →
+    /// deadline (issue 20).
+    public private(set) var openTransferSessions: [String: Duration] = [:]
+    /// Background fetches the handler must complete (`fetchComplete`): id → deadline.
+    public private(set) var openFetches: [String: Duration] = [:]
     /// Pushes waiting for the launched handler to register.
     public private(set) var waiting: [AgentPush] = []
     /// Open background tasks: token → name.
@@ -204,6 +209,73 @@ public struct HandlerMachine: Sendable {
         return [.ack(pushID: pushID), .log("background push completed", ["push-id": pushID, "result": result])]
     }
 
+    /// Every task of background-transfer `session` finished (or one needs the handler): like a background push,
+    /// the handler is launched (reason `backgroundTransfer`) or resumed, and owes `transfersHandled` within the
+    /// background deadline (after its launch deadline when it must be launched). A user-stopped handler is not
+    /// woken; a foreground one owes nothing.
+    public mutating func transferEvents(session: String, now: Duration) -> [HandlerAction] {
+        switch lifecycle {
+        case .notRunning:
+            guard !userStopped else { return [] }
+            lifecycle = .launching
+            openTransferSessions[session] = now + rules.launchDeadline + rules.backgroundDeadline
+            return [.launch(reason: "backgroundTransfer")]
+        case .launching:
+            openTransferSessions[session] = now + rules.launchDeadline + rules.backgroundDeadline
+            return []
+        case .suspended:
+            enterBackground(now: now)
+            idleSince = nil
+            openTransferSessions[session] = now + rules.backgroundDeadline
+            return [.resume, .notify(.lifecycle(.background))] + flushCoalesced()
+        case .background:
+            idleSince = nil
+            openTransferSessions[session] = now + rules.backgroundDeadline
+            return []
+        case .active, .inactive:
+            return []
+        }
+    }
+
+    /// A background-fetch opportunity `id`: like a background push, the handler is launched (reason
+    /// `backgroundFetch`) or resumed, and owes `fetchComplete` within the background deadline. A user-stopped
+    /// handler is not woken (false: no fetch happens).
+    public mutating func fetch(id: String, now: Duration) -> (started: Bool, actions: [HandlerAction]) {
+        switch lifecycle {
+        case .notRunning:
+            guard !userStopped else { return (false, []) }
+            lifecycle = .launching
+            openFetches[id] = now + rules.launchDeadline + rules.backgroundDeadline
+            return (true, [.launch(reason: "backgroundFetch")])
+        case .launching:
+            openFetches[id] = now + rules.launchDeadline + rules.backgroundDeadline
+            return (true, [])
+        case .suspended:
+            enterBackground(now: now)
+            idleSince = nil
+            openFetches[id] = now + rules.backgroundDeadline
+            return (true, [.resume, .notify(.lifecycle(.background))] + flushCoalesced())
+        case .background, .active, .inactive:
+            idleSince = nil
+            openFetches[id] = now + rules.backgroundDeadline
+            return (true, [])
+        }
+    }
+
+    /// `fetchComplete(id)`.
+    public mutating func fetchCompleted(id: String, now: Duration) -> [HandlerAction] {
+        guard openFetches.removeValue(forKey: id) != nil else { return [] }
+        markIdle(now: now)
+        return []
+    }
+
+    /// `transfersHandled(session)`: the handler processed the session's events.
+    public mutating func transfersHandled(session: String, now: Duration) -> [HandlerAction] {
+        guard openTransferSessions.removeValue(forKey: session) != nil else { return [] }
+        markIdle(now: now)
+        return [.log("transfer events handled", ["session": session])]
+    }
+
     /// `beginTask(name)`: a token, or nil (`.invalid`) when the budget is spent.
     public mutating func beginTask(name: String, now: Duration) -> (id: Int?, actions: [HandlerAction]) {
         if let remaining = budgetRemaining(now: now), remaining <= 0 { return (nil, []) }
@@ -269,6 +341,8 @@ public struct HandlerMachine: Sendable {
         for id in openBackground.keys.sorted() { actions.append(.ack(pushID: id)) }
         owedReports = [:]
         openBackground = [:]
+        openTransferSessions = [:]
+        openFetches = [:]
         tasks = [:]
         activeCalls = []
         holdsAudio = false
@@ -343,6 +417,16 @@ public struct HandlerMachine: Sendable {
             actions.append(.log("background push not completed in time", ["push-id": id]))
             killReason = killReason ?? "background push not completed in time"
         }
+        for (id, deadline) in openFetches.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            openFetches.removeValue(forKey: id)
+            actions.append(.log("background fetch not completed in time", ["fetch-id": id]))
+            killReason = killReason ?? "background fetch not completed in time"
+        }
+        for (session, deadline) in openTransferSessions.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            openTransferSessions.removeValue(forKey: session)
+            actions.append(.log("transfer events not handled in time", ["session": session]))
+            killReason = killReason ?? "transfer events not handled in time"
+        }
         if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
             let end = since + rules.taskBudget
             if !expiryNoticeSent && now >= end - rules.taskExpiryNotice {
@@ -385,7 +469,9 @@ public struct HandlerMachine: Sendable {
 
     /// When ``tick(now:)`` must next run, or nil when no timer is needed.
     public func nextDeadline(now: Duration) -> Duration? {
-        var candidates: [Duration] = Array(owedReports.values) + Array(openBackground.values)
+        var candidates: [Duration] =
+            Array(owedReports.values) + Array(openBackground.values) + Array(openTransferSessions.values)
+            + Array(openFetches.values)
         if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
             let end = since + rules.taskBudget
             candidates.append(expiryNoticeSent ? end + rules.taskGrace : end - rules.taskExpiryNotice)
@@ -403,7 +489,9 @@ public struct HandlerMachine: Sendable {
     // MARK: Rules
 
     private var canSuspend: Bool {
-        owedReports.isEmpty && openBackground.isEmpty && tasks.isEmpty && activeCalls.isEmpty && waiting.isEmpty
+        owedReports.isEmpty && openBackground.isEmpty && openTransferSessions.isEmpty && openFetches.isEmpty
+            && tasks.isEmpty
+            && activeCalls.isEmpty && waiting.isEmpty
             && !holdsAudio
     }
 

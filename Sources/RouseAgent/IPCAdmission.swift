@@ -5,7 +5,7 @@ import Synchronization
 /// anything for the connection (its pidfd, its reader thread): at most ``total`` socket-path connections, and at
 /// most ``perUser`` for each uid other than root's and the agent's own, so that one local user cannot hold every
 /// slot or take the agent to its descriptor limit. The accept loop itself survives shortages of descriptors or
-/// memory: it backs off (doubling from 10 ms to 1 s) and accepts again, logging once per shortage.
+/// memory: it backs off (doubling from 10 ms to 1 s) and accepts again, logging at most once every 10 s.
 final class IPCAdmission: Sendable {
     /// Most socket-path connections at once.
     let total: Int
@@ -13,7 +13,7 @@ final class IPCAdmission: Sendable {
     let perUser: Int
     /// Uids without a quota of their own (root, the agent's user): still within ``total``.
     let exempt: Set<UInt32>
-    private let counts = Mutex<(total: Int, byUID: [UInt32: Int], refused: Int)>((0, [:], 0))
+    private let counts = Mutex<(total: Int, byUID: [UInt32: Int])>((0, [:]))
 
     init(total: Int = 256, perUser: Int = 8, exempt: Set<UInt32>) {
         self.total = total
@@ -25,10 +25,7 @@ final class IPCAdmission: Sendable {
     func admit(uid: UInt32) -> Bool {
         counts.withLock { counts in
             let mine = counts.byUID[uid, default: 0]
-            guard counts.total < total, exempt.contains(uid) || mine < perUser else {
-                counts.refused += 1
-                return false
-            }
+            guard counts.total < total, exempt.contains(uid) || mine < perUser else { return false }
             counts.total += 1
             counts.byUID[uid] = mine + 1
             return true
@@ -43,9 +40,6 @@ final class IPCAdmission: Sendable {
             counts.byUID[uid] = mine == 1 ? nil : mine - 1
         }
     }
-
-    /// Connections held now, and refused so far.
-    var snapshot: (held: Int, refused: Int) { counts.withLock { ($0.total, $0.refused) } }
 
     /// The accept loop (on a thread of its own): admitted connections go to `deliver` with their peer (pidfd
     /// opened here); others are closed at once. A shortage (at `accept4` or at the peer's pidfd) closes what was
@@ -80,13 +74,14 @@ final class IPCAdmission: Sendable {
                     continue
                 }
                 do {
-                    let peer = try AgentSyscalls.peer(fd)
+                    // SO_PEERCRED was read once, above: the quota and the peer are the same credentials.
+                    let pidfd = try AgentSyscalls.peerPidfd(fd, pid: credentials.pid)
                     backoff = 10
                     deliver(
                         fd,
                         IPCConnection.Peer(
-                            pid: peer.pid, uid: peer.uid, gid: peer.gid, pidfd: peer.pidfd,
-                            kernelPidfd: peer.kernelPidfd, groups: AgentSyscalls.peerGroups(fd)))
+                            pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, pidfd: pidfd.pidfd,
+                            kernelPidfd: pidfd.kernel, groups: AgentSyscalls.peerGroups(fd)))
                 } catch {
                     AgentSyscalls.close(fd)
                     release(uid: credentials.uid)

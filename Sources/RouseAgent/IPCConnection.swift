@@ -1,4 +1,5 @@
 import Foundation
+import RouseAgentClient
 import RouseWire
 import Synchronization
 
@@ -8,6 +9,8 @@ final class IPCConnection: Sendable {
     /// What the reader produces.
     enum Inbound: Sendable {
         case message(IPCFrame<AgentRequest>)
+        /// An `addTransfer` with `descriptor: true` and the descriptor that came with it (owned by the receiver).
+        case messageWithDescriptor(IPCFrame<AgentRequest>, Int32)
         case malformed(FrameError)
         case closed
     }
@@ -46,11 +49,24 @@ final class IPCConnection: Sendable {
     func start() {
         let thread = Thread { [self] in
             var decoder = FrameDecoder<AgentRequest>()
+            // Descriptors passed with frames (SCM_RIGHTS) arrive with the frame's first bytes: at most one can wait
+            // for a frame still incomplete; any more were sent without a frame claiming them and are closed.
+            var descriptors: [Int32] = []
+            defer { for fd in descriptors { AgentSyscalls.close(fd) } }
             while true {
-                guard let bytes = try? AgentSyscalls.read(self.fd), !bytes.isEmpty else { break }
-                decoder.append(bytes)
+                guard let read = try? DescriptorPassing.receive(self.fd) else { break }
+                descriptors += read.descriptors
+                guard !read.bytes.isEmpty else { break }
+                decoder.append(read.bytes)
                 do throws(FrameError) {
-                    while let frame = try decoder.next() { self.continuation.yield(.message(frame)) }
+                    while let frame = try decoder.next() {
+                        if case .addTransfer(let add) = frame.message, add.descriptor == true, !descriptors.isEmpty {
+                            self.continuation.yield(.messageWithDescriptor(frame, descriptors.removeFirst()))
+                        } else {
+                            self.continuation.yield(.message(frame))
+                        }
+                    }
+                    while descriptors.count > 1 { AgentSyscalls.close(descriptors.removeLast()) }
                 } catch {
                     // Answered here, before the reader closes the socket.
                     self.sendError(error.code, error.detail)
@@ -80,6 +96,21 @@ final class IPCConnection: Sendable {
             guard !closed else { return false }
             do {
                 try AgentSyscalls.write(fd, FrameCodec.encode(frame), nonBlocking: true)
+                return true
+            } catch {
+                AgentSyscalls.shutdown(fd)
+                return false
+            }
+        }
+    }
+
+    /// Sends `message` with `descriptor` attached (`SCM_RIGHTS`; the caller keeps and closes its copy); false if the
+    /// connection is closed or the write failed (the peer is then disconnected, as by ``send(_:)``).
+    func send(_ message: AgentEvent, descriptor: Int32) -> Bool {
+        writeLock.withLock { closed in
+            guard !closed else { return false }
+            do {
+                try AgentSyscalls.write(fd, FrameCodec.encode(IPCFrame(message)), descriptor: descriptor)
                 return true
             } catch {
                 AgentSyscalls.shutdown(fd)

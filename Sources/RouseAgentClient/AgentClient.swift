@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import RouseActivation
 import RouseWire
 import Synchronization
@@ -13,15 +14,17 @@ public final class AgentClient: Sendable {
     /// How long a handler whose inherited connection closed (its agent restarted) keeps trying the socket.
     public static let reconnectWindow = Duration.seconds(60)
 
-    private let connection: Mutex<Connection>
+    let connection: Mutex<Connection>
     /// Messages from the agent, in order (answers to ``request(_:)`` go to their caller instead); finishes when
     /// the connection closes (and, for a handler launched by the agent, when reconnecting to a restarted agent
     /// failed).
     public let messages: AsyncStream<AgentEvent>
     private let continuation: AsyncStream<AgentEvent>.Continuation
-    private let requests = PendingRequests()
+    let requests = PendingRequests()
+    /// Downloaded files handed over with `transferTask` results (see ``takeDownloadedFile(taskID:)``).
+    let downloadedFiles = DownloadedFiles()
 
-    private struct Connection: Sendable {
+    struct Connection: Sendable {
         var socket: ClientSocket
         /// Where to reconnect when the inherited fd closes (nil: a socket-path connection ends with its socket).
         var reconnectPath: String?
@@ -58,12 +61,20 @@ public final class AgentClient: Sendable {
                 var decoder = FrameDecoder<AgentEvent>()
                 var received = false
                 var refused = false
+                // Descriptors (downloaded files) arrive with the first bytes of the frame that names them.
+                var descriptors: [Int32] = []
+                defer { for fd in descriptors { Glibc.close(fd) } }
                 readLoop: while true {
-                    guard let bytes = try? socket.read(), !bytes.isEmpty else { break readLoop }
+                    guard let (bytes, passed) = try? socket.read() else { break readLoop }
+                    descriptors += passed
+                    guard !bytes.isEmpty else { break readLoop }
                     decoder.append(bytes)
                     do {
                         while let frame = try decoder.next() {
                             received = true
+                            if case .transferTask(let task) = frame.message, task.file == true, !descriptors.isEmpty {
+                                downloadedFiles.put(task.taskID, descriptors.removeFirst())
+                            }
                             // An answer to an awaited request goes to its caller; everything else to `messages`.
                             if let id = frame.requestID, let waiter = requests.take(id) {
                                 refused = false
@@ -118,7 +129,7 @@ public final class AgentClient: Sendable {
         try send(message, requestID: nil)
     }
 
-    private func send(_ message: AgentRequest, requestID: Int?) throws {
+    func send(_ message: AgentRequest, requestID: Int?) throws {
         try connection.withLock { $0.socket }.write(FrameCodec.encode(message, requestID: requestID))
     }
 

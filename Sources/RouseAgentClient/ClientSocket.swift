@@ -65,14 +65,22 @@ final class ClientSocket: Sendable {
         }
     }
 
-    /// Reads up to 64 KiB; an empty array means the agent closed the connection.
-    func read() throws(AgentClientError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count >= 0 { return Array(buffer.prefix(count)) }
-            if errno == EINTR { continue }
-            throw .system("recv", errno)
+    /// Writes all of `bytes` with `descriptor` attached (`SCM_RIGHTS`), one writer at a time.
+    func write(_ bytes: [UInt8], descriptor: Int32) throws(AgentClientError) {
+        try writing.withLock { _ throws(AgentClientError) in
+            let code = DescriptorPassing.send(fd, bytes, descriptor: descriptor, nonBlocking: false)
+            if code != 0 { throw .system("sendmsg", code) }
+        }
+    }
+
+    /// Reads up to 64 KiB with the descriptors that came with them (close-on-exec, the caller's); empty bytes mean
+    /// the agent closed the connection.
+    func read() throws(AgentClientError) -> (bytes: [UInt8], descriptors: [Int32]) {
+        do {
+            let read = try DescriptorPassing.receive(fd)
+            return (read.bytes, read.descriptors)
+        } catch {
+            throw .system("recvmsg", error.errno)
         }
     }
 

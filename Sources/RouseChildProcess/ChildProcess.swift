@@ -43,7 +43,7 @@ public enum ChildProcess {
         case inherit
         /// A file, created or truncated (a server's log, read after a failure).
         case file(String)
-        /// A pipe read line by line on a thread of its own (``RunningChild/lines``, ``RunningChild/errorLines``).
+        /// A pipe read line by line on a thread of its own (``RunningChild/lines``): stdout only.
         case lines
     }
 
@@ -66,6 +66,9 @@ public enum ChildProcess {
         stderr: Sink = .discard, onStdoutLine: (@Sendable (String) -> Void)? = nil
     ) throws -> RunningChild {
         try require(path)
+        if case .lines = stderr {
+            throw Failure(description: "stderr: .lines: only stdout is read line by line (give .file for stderr)")
+        }
         var descriptors = Descriptors()
         defer { descriptors.finish() }
         func open(_ sink: Sink, ours: Int32) throws -> (child: Int32, reader: Int32?) {
@@ -85,8 +88,7 @@ public enum ChildProcess {
             path, arguments, environment: variables(environment), stdin: input, stdout: out.child, stderr: err.child)
         descriptors.spawned = true
         return RunningChild(
-            exit: ChildExit(pid: pid), lines: LineReader(descriptor: out.reader, onLine: onStdoutLine),
-            errorLines: LineReader(descriptor: err.reader, onLine: nil))
+            exit: ChildExit(pid: pid), lines: LineReader(descriptor: out.reader, onLine: onStdoutLine))
     }
 
     /// Runs `path` and blocks until it exits (no deadline: for quick, local programs such as `ip`).

@@ -4,12 +4,6 @@ import Foundation
 public final class LineReader: @unchecked Sendable {  // `iterator` is used by one task at a time.
     private var iterator: AsyncStream<String>.AsyncIterator
 
-    /// Reads `handle` to its end.
-    public convenience init(_ handle: FileHandle) {
-        // The thread keeps `handle` (and so its descriptor) open until the end of the stream.
-        self.init(reading: handle.fileDescriptor, onLine: nil) { withExtendedLifetime(handle) {} }
-    }
-
     /// Reads `descriptor` (ours: closed at the end of the stream); nil gives a reader that has already ended.
     /// `onLine` sees each line on the reader thread, as soon as it was read.
     convenience init(descriptor: Int32?, onLine: (@Sendable (String) -> Void)?) {

@@ -11,15 +11,12 @@ public final class RunningChild: Sendable {
     public let processIdentifier: pid_t
     /// The child's stdout, line by line, when started with `stdout: .lines` (otherwise it ends at once).
     public let lines: LineReader
-    /// The child's stderr, line by line, when started with `stderr: .lines` (otherwise it ends at once).
-    public let errorLines: LineReader
     private let exit: ChildExit
 
-    init(exit: ChildExit, lines: LineReader, errorLines: LineReader) {
+    init(exit: ChildExit, lines: LineReader) {
         self.exit = exit
         self.processIdentifier = exit.pid
         self.lines = lines
-        self.errorLines = errorLines
     }
 
     deinit {

@@ -20,7 +20,21 @@ extension CurlEasy {
             try set(CURLOPT_TCP_KEEPIDLE, seconds, name: "CURLOPT_TCP_KEEPIDLE")
             try set(CURLOPT_TCP_KEEPINTVL, seconds, name: "CURLOPT_TCP_KEEPINTVL")
         }
-        try applyMethodAndBody(request)
+        if let lowSpeed = request.lowSpeed {
+            let seconds = max(1, Int((Self.milliseconds(lowSpeed.duration) + 999) / 1000))
+            try set(CURLOPT_LOW_SPEED_LIMIT, max(1, lowSpeed.bytesPerSecond), name: "CURLOPT_LOW_SPEED_LIMIT")
+            try set(CURLOPT_LOW_SPEED_TIME, seconds, name: "CURLOPT_LOW_SPEED_TIME")
+        }
+        if request.maxRedirects > 0 {
+            try set(CURLOPT_FOLLOWLOCATION, 1, name: "CURLOPT_FOLLOWLOCATION")
+            try set(CURLOPT_MAXREDIRS, request.maxRedirects, name: "CURLOPT_MAXREDIRS")
+            try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", name: "CURLOPT_REDIR_PROTOCOLS_STR")
+        }
+        if let upload = request.upload {
+            try applyUpload(request, upload)
+        } else {
+            try applyMethodAndBody(request)
+        }
         try setHeaders(Self.headerLines(request.headers))
         try applyTLS(request.tls)
         if let proxy = request.proxy {
@@ -44,6 +58,24 @@ extension CurlEasy {
                     try setPointer(CURLOPT_COPYPOSTFIELDS, bytes.baseAddress, name: "CURLOPT_COPYPOSTFIELDS")
                 }
             }
+            if request.method != "POST" {
+                try set(CURLOPT_CUSTOMREQUEST, request.method, name: "CURLOPT_CUSTOMREQUEST")
+            }
+        }
+    }
+
+    /// A body read by the transfer's sink (`CURLOPT_READFUNCTION`, set by ``CurlTransfer``): `PUT` as an upload,
+    /// other methods as a `POST` of that size with the method's name.
+    private func applyUpload(_ request: CurlRequest, _ upload: CurlUpload) throws {
+        guard request.body.isEmpty, upload.size >= 0 else {
+            throw CurlError.invalidRequest("an upload has no in-memory body and a size of at least 0")
+        }
+        if request.method == "PUT" {
+            try set(CURLOPT_UPLOAD, 1, name: "CURLOPT_UPLOAD")
+            try set(CURLOPT_INFILESIZE_LARGE, offset: upload.size, name: "CURLOPT_INFILESIZE_LARGE")
+        } else {
+            try set(CURLOPT_POST, 1, name: "CURLOPT_POST")
+            try set(CURLOPT_POSTFIELDSIZE_LARGE, offset: upload.size, name: "CURLOPT_POSTFIELDSIZE_LARGE")
             if request.method != "POST" {
                 try set(CURLOPT_CUSTOMREQUEST, request.method, name: "CURLOPT_CUSTOMREQUEST")
             }

@@ -46,8 +46,11 @@ public final class CurlHTTPClient: Sendable {
     /// Sends `request` and returns the complete response. Throws ``CurlError`` (whose `processing` says
     /// whether the server may have acted on the request) or `CancellationError` when the task is cancelled.
     public func send(_ request: CurlRequest) async throws -> CurlResponse {
-        let transfer = try CurlTransfer(request: request, streaming: false)
-        return try await withTaskCancellationHandler {
+        try await send(request, transfer: try CurlTransfer(request: request, streaming: false))
+    }
+
+    func send(_ request: CurlRequest, transfer: CurlTransfer) async throws -> CurlResponse {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlResponse, any Error>) in
                 if transfer.wait(continuation) {
                     loop.submit(transfer)

@@ -28,6 +28,12 @@ public struct CurlRequest: Sendable {
     /// libcurl 7.88 cannot send HTTP/2 PINGs on multi-interface connections (`curl_easy_upkeep` only serves
     /// handles run by `curl_easy_perform`), so TCP keepalive is the only liveness probe available here.
     public var tcpKeepAlive: Duration?
+    /// An upload whose body a ``CurlBodySink`` reads (``CurlHTTPClient/send(_:sink:)``); `body` must be empty.
+    public var upload: CurlUpload?
+    /// Fail when slower than this for a while (long downloads); nil: only ``timeout`` bounds the transfer.
+    public var lowSpeed: CurlLowSpeed?
+    /// Redirects followed (`CURLOPT_FOLLOWLOCATION`, to http and https only); 0: none, a 3xx is the response.
+    public var maxRedirects = 0
 
     /// A request with the common defaults: 10 s to connect, 30 s in total, HTTP/2 over TLS, peer and host
     /// verification on, at most 16 MiB of response body.

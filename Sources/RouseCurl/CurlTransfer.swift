@@ -35,9 +35,14 @@ final class CurlTransfer: @unchecked Sendable {
     private let maxBodyBytes: Int
     /// Set for streaming transfers: where body chunks go.
     private let bodyContinuation: AsyncThrowingStream<[UInt8], any Error>.Continuation?
+    /// Set for file transfers: where the body goes and an upload comes from (loop thread only).
+    private let sink: (any CurlBodySink)?
+    /// The sink refused the head: the body is refused too (loop thread only).
+    private var sinkRefused = false
 
     /// Builds and configures the easy handle; throws before anything is sent when the request is invalid.
-    init(request: CurlRequest, streaming: Bool) throws {
+    init(request: CurlRequest, streaming: Bool, sink: (any CurlBodySink)? = nil) throws {
+        self.sink = sink
         easy = try CurlEasy()
         maxBodyBytes = request.maxResponseBodyBytes
         if streaming {
@@ -53,6 +58,11 @@ final class CurlTransfer: @unchecked Sendable {
         try easy.setPointer(CURLOPT_HEADERDATA, owner, name: "CURLOPT_HEADERDATA")
         try easy.setCallback(CURLOPT_WRITEFUNCTION, curlTransferWriteCallback, name: "CURLOPT_WRITEFUNCTION")
         try easy.setPointer(CURLOPT_WRITEDATA, owner, name: "CURLOPT_WRITEDATA")
+        if request.upload != nil {
+            guard sink != nil else { throw CurlError.invalidRequest("an upload needs a sink to read from") }
+            try easy.setCallback(CURLOPT_READFUNCTION, curlTransferReadCallback, name: "CURLOPT_READFUNCTION")
+            try easy.setPointer(CURLOPT_READDATA, owner, name: "CURLOPT_READDATA")
+        }
     }
 
     /// Called when streaming consumers stop listening; `onStop` removes the transfer.
@@ -135,12 +145,20 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if headJustCompleted {
             onHeadArrived?()
+            if let sink {
+                let (status, headers) = state.withLock { ($0.status, $0.headers) }
+                sinkRefused = !sink.head(status: status, headers: headers)
+            }
             if bodyContinuation != nil { deliverStreamHead() }
         }
     }
 
     /// Returns false to make libcurl abort the transfer (buffered body limit).
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if let sink {
+            // A body before the final head (a 1xx has none; libcurl hands no other) is not the sink's.
+            return !sinkRefused && state.withLock { $0.headComplete } && sink.body(bytes)
+        }
         if let bodyContinuation {
             bodyContinuation.yield(Array(bytes))
             return true
@@ -153,6 +171,11 @@ final class CurlTransfer: @unchecked Sendable {
             state.body.append(contentsOf: bytes)
             return true
         }
+    }
+
+    /// Fills libcurl's upload buffer from the sink: the count, or nil to abort.
+    func sendBody(_ buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        sink?.read(into: buffer)
     }
 
     private func deliverStreamHead() {
@@ -278,4 +301,14 @@ private let curlTransferWriteCallback: rouse_curl_data_cb = { pointer, size, cou
     guard let pointer, let userdata else { return length }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
     return transfer.receiveBody(UnsafeRawBufferPointer(start: pointer, count: length)) ? length : 0
+}
+
+/// `CURLOPT_READFUNCTION`: userdata is an unretained `CurlTransfer`, kept alive by the loop while attached.
+private let curlTransferReadCallback: rouse_curl_data_cb = { pointer, size, count, userdata in
+    guard let pointer, let userdata else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+    guard let filled = transfer.sendBody(UnsafeMutableRawBufferPointer(start: pointer, count: size * count)) else {
+        return Int(CURL_READFUNC_ABORT)
+    }
+    return filled
 }

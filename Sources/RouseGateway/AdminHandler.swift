@@ -187,10 +187,17 @@ final class AdminHandler: HTTP2ConnectionHandler {
 }
 
 /// One admin job at a time, in order, off the event loops; a bounded number waiting.
+///
+/// A thread runs the jobs while there are any and ends when none is left; not a `DispatchQueue`, whose worker pool,
+/// once started, wakes the whole process every second for the rest of its life (see LoopExecutor).
 final class AdminQueue: Sendable {
     /// Admin requests waiting at most (beyond, 503).
     static let maxWaiting = 16
-    private let queue = DispatchQueue(label: "rouse-gateway-admin")
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var draining = false
+    }
+    private let state = Mutex(State())
     private let waiting = Atomic<Int>(0)
 
     /// Queues `job`; false when `maxWaiting` are already waiting.
@@ -199,10 +206,30 @@ final class AdminQueue: Sendable {
             waiting.subtract(1, ordering: .relaxed)
             return false
         }
-        queue.async { [self] in
+        let start = state.withLock { state -> Bool in
+            state.jobs.append(job)
+            defer { state.draining = true }
+            return !state.draining
+        }
+        if start {
+            let thread = Thread { [self] in drain() }
+            thread.name = "rouse-gateway-admin"
+            thread.start()
+        }
+        return true
+    }
+
+    /// Runs the queued jobs in order until none is left.
+    private func drain() {
+        while let job = state.withLock({ state -> (@Sendable () -> Void)? in
+            guard !state.jobs.isEmpty else {
+                state.draining = false
+                return nil
+            }
+            return state.jobs.removeFirst()
+        }) {
             job()
             waiting.subtract(1, ordering: .relaxed)
         }
-        return true
     }
 }

@@ -95,8 +95,10 @@ public final class GatewayCore: Sendable {
         }
         guard first else { return }
         wakeup.signal()
+        // A thread of its own waits, not libdispatch's pool: once started, the pool wakes the process every second
+        // (see LoopExecutor), and the waiting must not block a Swift concurrency thread either.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async { [finished] in
+            Thread.detachNewThread { [finished] in
                 finished.wait()
                 finished.signal()
                 continuation.resume()

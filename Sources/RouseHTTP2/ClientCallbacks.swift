@@ -24,12 +24,21 @@ final class ClientCallbacks: @unchecked Sendable {  // immutable after init; ngh
         guard let frame, let c = connection(userData), let stream = c.streams[frame.pointee.hd.stream_id] else {
             return 0
         }
-        let n = String(nghttp2: name, length: nameLength)
-        let v = String(nghttp2: value, length: valueLength)
-        if n == ":status" {
-            stream.status = Int(v) ?? 0
+        guard let name, let value else { return 0 }
+        // `:status` is read from the bytes (nghttp2 has checked it is three digits): no strings for it.
+        if nameLength == 7 && UnsafeBufferPointer(start: name, count: 7).elementsEqual(":status".utf8) {
+            var status = 0
+            for i in 0..<valueLength where value[i] >= UInt8(ascii: "0") && value[i] <= UInt8(ascii: "9") {
+                status = status * 10 + Int(value[i] - UInt8(ascii: "0"))
+            }
+            stream.status = status
+        } else if let kept = c.keptResponseHeaders,
+            !kept.contains(where: { $0.elementsEqual(UnsafeBufferPointer(start: name, count: nameLength)) })
+        {
+            return 0
         } else {
-            stream.headers.append(HTTP2Header(n, v))
+            stream.headers.append(
+                HTTP2Header(String(nghttp2: name, length: nameLength), String(nghttp2: value, length: valueLength)))
         }
         return 0
     }

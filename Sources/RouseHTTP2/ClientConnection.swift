@@ -32,6 +32,8 @@ final class ClientConnection: H2Connection {
     private var pingSentAt: [UInt64: UInt64] = [:]
     private var pingCounter: UInt64 = 0
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    /// `configuration.keptResponseHeaders` as bytes, compared without making strings.
+    let keptResponseHeaders: [[UInt8]]?
 
     init(
         loop: EventLoop, transport: Transport, logger: Logger, connecting: Bool,
@@ -41,6 +43,7 @@ final class ClientConnection: H2Connection {
         self.configuration = configuration
         self.events = events
         self.ready = ready
+        keptResponseHeaders = configuration.keptResponseHeaders?.map { Array($0.utf8) }
         super.init(loop: loop, transport: transport, logger: logger, connecting: connecting)
     }
 
@@ -101,7 +104,7 @@ final class ClientConnection: H2Connection {
             return
         }
         streams[id] = ClientStream(id: id, body: request.body, completion: completion)
-        flushSoon()
+        flushAfterQueuedWork()
     }
 
     func sendPing() {

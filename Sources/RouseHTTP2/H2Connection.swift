@@ -29,6 +29,8 @@ class H2Connection: EventLoopFDHandler {
     var closeAfterFlush = false
     private var inCallback = false
     private var flushPending = false
+    /// A `flushAfterQueuedWork` job is on the loop's queue.
+    private var flushQueued = false
     private var readingAfterWriteError = false
     /// Output is held until the peer's first bytes were read (see `awaitsPrefaceBeforeSending`).
     private var awaitingFirstBytes = false
@@ -276,6 +278,23 @@ class H2Connection: EventLoopFDHandler {
     /// Flushes after the current nghttp2 callback batch, or now.
     func flushSoon() {
         if inCallback { flushPending = true } else { flush() }
+    }
+
+    /// Flushes once the work already queued on the loop has run: requests handed over from other threads in one
+    /// batch go out in one TLS record and one `write` instead of one each (the profile of a bulk send put a third
+    /// of the sender's CPU in per-request writes, see docs/send.md).
+    func flushAfterQueuedWork() {
+        if inCallback {
+            flushPending = true
+            return
+        }
+        guard !flushQueued else { return }
+        flushQueued = true
+        let box = UncheckedBox(self)
+        loop.execute {
+            box.value.flushQueued = false
+            box.value.flush()
+        }
     }
 
     /// The peer's first bytes were not the HTTP/2 connection preface (an HTTP/1.1 request on a connection that

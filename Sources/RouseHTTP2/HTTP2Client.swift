@@ -22,6 +22,9 @@ public struct HTTP2ClientConfiguration: Sendable {
         s.maxHeaderListSize = 65536
         return s
     }()
+    /// The response headers kept in `.response` (lowercase names), or nil for all. A bulk sender that reads one
+    /// header sets it, so the others cost no strings (`:status` is always read).
+    public var keptResponseHeaders: [String]?
 
     public init(host: String, port: UInt16, tls: TLSConfiguration? = TLSConfiguration()) {
         self.host = host

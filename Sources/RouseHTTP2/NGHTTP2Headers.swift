@@ -15,24 +15,27 @@ func withNGHTTP2Headers<R>(
     var offset = 0
     for (i, h) in headers.enumerated() {
         let namePointer = bytes + offset
-        var nameLength = 0
-        for b in h.name.utf8 {
-            namePointer[nameLength] = b
-            nameLength += 1
-        }
+        let nameLength = copyUTF8(h.name, to: namePointer)
         offset += nameLength
         let valuePointer = bytes + offset
-        var valueLength = 0
-        for b in h.value.utf8 {
-            valuePointer[valueLength] = b
-            valueLength += 1
-        }
+        let valueLength = copyUTF8(h.value, to: valuePointer)
         offset += valueLength
         nva[i] = nghttp2_nv(
             name: namePointer, value: valuePointer, namelen: nameLength, valuelen: valueLength,
             flags: UInt8(h.neverIndex ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
     }
     return body(nva, headers.count)
+}
+
+/// Copies `string`'s UTF-8 bytes to `destination` in one move (native strings are contiguous; a byte-by-byte walk
+/// of the UTF-8 view was 6% of a bulk send's CPU); returns the count.
+@inline(__always)
+private func copyUTF8(_ string: String, to destination: UnsafeMutablePointer<UInt8>) -> Int {
+    var string = string
+    return string.withUTF8 { source in
+        if let base = source.baseAddress { destination.update(from: base, count: source.count) }
+        return source.count
+    }
 }
 
 extension String {

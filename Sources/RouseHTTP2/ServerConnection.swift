@@ -19,6 +19,8 @@ final class ServerConnection: H2Connection {
     private var idleTimer: UInt64?
     private var requestTimer: UInt64?
     private var authenticationTimer: UInt64?
+    /// Cancelled once the session starts: a finished handshake's deadline would still wake the loop 10 s later.
+    private var handshakeTimer: UInt64?
     /// Set by the application once the peer proved who it is (cancels the authentication deadline).
     private(set) var authenticated = false
     /// Request header and body bytes held by streams not yet handed to the application.
@@ -51,7 +53,8 @@ final class ServerConnection: H2Connection {
         if let deadline = shared.configuration.authenticationTimeout {
             authenticationTimer = loop.schedule(after: deadline) { [weak self] in self?.authenticationDeadline() }
         }
-        loop.schedule(after: shared.configuration.handshakeTimeout) { [weak self] in
+        handshakeTimer = loop.schedule(after: shared.configuration.handshakeTimeout) { [weak self] in
+            self?.handshakeTimer = nil
             guard let self, self.phase == .handshaking || self.phase == .connecting else { return }
             self.close(reason: "handshake timeout")
         }
@@ -59,6 +62,8 @@ final class ServerConnection: H2Connection {
     }
 
     override func startSession() -> Bool {
+        if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
+        handshakeTimer = nil
         var s: OpaquePointer?
         let rv = nghttp2_session_server_new2(
             &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option)
@@ -236,6 +241,7 @@ final class ServerConnection: H2Connection {
         if let idleTimer { loop.cancelTimer(idleTimer) }
         if let requestTimer { loop.cancelTimer(requestTimer) }
         if let authenticationTimer { loop.cancelTimer(authenticationTimer) }
+        if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
         streams.removeAll()
         let h = handler
         handler = nil

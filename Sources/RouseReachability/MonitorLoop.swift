@@ -246,11 +246,8 @@ final class MonitorLoop {
                 }
                 let targets = evaluator.watchedTargets
                 let synchronous = monitor.shared.withLock { state in
+                    // A `.sourceAddressChanged` follows the `.changed` (kind `.path`) that carried the new source.
                     if case .changed(let change) = event { state.results[change.target] = change.result }
-                    if case .sourceAddressChanged(let change) = event, var result = state.results[change.target] {
-                        result.path.sourceAddress = change.current
-                        state.results[change.target] = result
-                    }
                     state.order = targets
                     for subscriber in state.subscribers.values {
                         switch subscriber {

@@ -159,6 +159,23 @@ public final class APNsSender: Sendable {
         await gate.waitUntilDrained()
     }
 
+    /// Sends `count` pushes, `push(i)` for i in 0..<count, with at most `maxInFlight` unfinished at a time, and
+    /// returns when every push has its result. Unlike the `Sequence` form, the next push is made and submitted on
+    /// the thread that delivered the previous one's outcome (so `push` must be cheap and thread-safe): no task
+    /// hand-off per push. `onResult` runs once per push, on a transport thread.
+    public func sendAll(
+        count: Int, maxInFlight: Int = 2000, lane: PushLane? = nil, deadline: Duration? = nil,
+        push: @escaping @Sendable (Int) -> APNsPush, onResult: @escaping @Sendable (PushResult) -> Void
+    ) async {
+        let feeder = BulkFeeder(count: max(0, count), limit: maxInFlight) { [self] index, feeder in
+            send(push(index), lane: lane, deadline: deadline) { result in
+                onResult(result)
+                feeder.finished()
+            }
+        }
+        await feeder.run()
+    }
+
     /// Pushes submitted and not finished yet.
     public var unfinishedCount: Int { engine.unfinishedCount }
 

@@ -50,6 +50,8 @@ final class NativeEngine: PushEngine {
         var client = HTTP2ClientConfiguration(
             host: configuration.endpoint.host, port: configuration.endpoint.port, tls: tls)
         client.connectTimeout = configuration.connectTimeout
+        // The outcome needs only `apns-id`: other response headers are not turned into strings.
+        client.keptResponseHeaders = ["apns-id"]
         clientConfiguration = client
         authority =
             configuration.endpoint.port == 443

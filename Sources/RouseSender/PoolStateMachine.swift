@@ -444,15 +444,19 @@ public struct PoolStateMachine: Sendable {
         actions.append(.connect(id, priorityOnly: priorityOnly))
     }
 
-    /// Pops finished or in-flight ids off the head of a queue (they are left behind by deadlines and failures).
-    private func dropStale(_ queue: inout FIFO<UInt64>) {
-        while let head = queue.first, pending[head] == nil || inFlight[head] != nil { _ = queue.popFirst() }
+    /// Pops finished or in-flight ids off the head of both queues (they are left behind by deadlines and failures).
+    /// A `mutating` method on purpose: a non-mutating one taking `&priorityQueue` made Swift copy the whole machine
+    /// (retaining every table) on each dispatch to keep the two accesses to `self` exclusive.
+    private mutating func dropStaleHeads() {
+        while let head = priorityQueue.first, pending[head] == nil || inFlight[head] != nil {
+            _ = priorityQueue.popFirst()
+        }
+        while let head = bulkQueue.first, pending[head] == nil || inFlight[head] != nil { _ = bulkQueue.popFirst() }
     }
 
     private mutating func dispatch(now: PoolInstant, into actions: inout [Action]) {
         if isShutDown { return }
-        dropStale(&priorityQueue)
-        dropStale(&bulkQueue)
+        dropStaleHeads()
         if !(priorityQueue.isEmpty && bulkQueue.isEmpty) && now.monotonic >= reconnectAt {
             let dedicated = settings.dedicatedPriorityConnection
             var live = 0
@@ -481,22 +485,25 @@ public struct PoolStateMachine: Sendable {
             }
             guard let id = pickConnection(for: lane) else { return }
             let popped = lane == .priority ? priorityQueue.popFirst() : bulkQueue.popFirst()
-            guard let pushID = popped, var push = pending[pushID], inFlight[pushID] == nil else { continue }
+            // The pending entry is updated in place (through its index): copying it out and back cost two copies
+            // of the push, with their retains, on every send.
+            guard let pushID = popped, let entry = pending.index(forKey: pushID), inFlight[pushID] == nil else {
+                continue
+            }
             guard var connection = connections[id] else { return }
             var authorization: String?
             if let signer, var tokens {
                 let token = tokens.token(for: connection.token, now: now.wall, signer: signer)
                 self.tokens = tokens
                 connection.token = token
-                push.tokenGeneration = token.generation
+                pending.values[entry].tokenGeneration = token.generation
                 authorization = token.jwt
             }
-            push.attempts += 1
+            pending.values[entry].attempts += 1
             connection.inFlight += 1
             connections[id] = connection
-            pending[pushID] = push
             inFlight[pushID] = id
-            actions.append(.send(id, pushID: pushID, push: push.push, authorization: authorization))
+            actions.append(.send(id, pushID: pushID, push: pending.values[entry].push, authorization: authorization))
         }
     }
 }

@@ -1,3 +1,4 @@
+import CRouseSys
 import Glibc
 
 /// Runs a short-lived program to completion with `posix_spawn` and pipes: its input written, its output and errors
@@ -5,7 +6,8 @@ import Glibc
 /// that must sleep, one libdispatch worker leaves a timer that wakes the process every second (issue 15).
 ///
 /// Errno policy: `EINTR` is retried; a failure to create a pipe or to spawn is thrown with its errno. The pipes are
-/// close-on-exec, so only the child gets them (as its fds 0-2).
+/// created close-on-exec (`rouse_pipe_cloexec`) and the child is spawned by `rouse_spawn_piped` (CRouseSys, shared
+/// with RouseChildProcess): it gets them as its fds 0-2 and no other descriptor of the caller.
 package enum ShortChild {
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
@@ -19,25 +21,20 @@ package enum ShortChild {
         var pipes: [[Int32]] = []
         for _ in 0..<3 {
             var fds: [Int32] = [-1, -1]
-            // pipe2(O_CLOEXEC) is not in Swift's Glibc module (no _GNU_SOURCE): close-on-exec right after.
-            guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
-            else {
+            // Close-on-exec from the start (pipe2): a child another thread spawns meanwhile inherits neither end.
+            guard rouse_pipe_cloexec(&fds) == 0 else {
+                let code = errno
                 for pair in pipes { pair.forEach { _ = close($0) } }
-                throw Failure(description: "pipe2: \(String(cString: strerror(errno)))")
+                throw Failure(description: "pipe2: \(String(cString: strerror(code)))")
             }
             pipes.append(fds)
         }
         defer { for pair in pipes { pair.forEach { if $0 >= 0 { _ = close($0) } } } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
-        posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
         var argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, program, &actions, nil, &argv, environ)
+        // The pipes as fds 0-2, every other descriptor closed, default signal dispositions, an empty signal mask.
+        let rc = rouse_spawn_piped(program, &argv, environ, pipes[0][0], pipes[1][1], pipes[2][1], &pid)
         guard rc == 0 else { throw Failure(description: "posix_spawn \(program): \(String(cString: strerror(rc)))") }
         for (index, end) in [(0, 0), (1, 1), (2, 1)] {
             _ = close(pipes[index][end])

@@ -29,6 +29,14 @@ public enum AgentEvent: IPCMessage {
     case preserved(Preserved)
     /// Once per launch, after `registered`: the state preserved last time; answer with `restoreReply`.
     case restoration(Restoration)
+    /// A background-transfer task's state: answer, progress, result (a download's file descriptor with it).
+    case transferTask(TransferTask)
+    /// Answer to `transferSession`.
+    case transferSessionReply(TransferSessionReply)
+    /// Every task of a session finished: answer with `transfersHandled`.
+    case transferSessionDone(TransferSessionDone)
+    /// A background-fetch opportunity: answer with `fetchComplete`.
+    case fetch(Fetch)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -41,6 +49,7 @@ public enum AgentEvent: IPCMessage {
     package enum Kind: String, CaseIterable {
         case registered, credentials, push, taskBegun, taskExpiring, lifecycle, reachability, statusReply
         case activation, sessionsReply, preserveRequest, preserved, restoration, ok, error
+        case transferTask, transferSessionReply, transferSessionDone, fetch
     }
 
     /// The `type` member.
@@ -62,6 +71,10 @@ public enum AgentEvent: IPCMessage {
         case .restoration: kind = .restoration
         case .ok: kind = .ok
         case .error: kind = .error
+        case .transferTask: kind = .transferTask
+        case .transferSessionReply: kind = .transferSessionReply
+        case .transferSessionDone: kind = .transferSessionDone
+        case .fetch: kind = .fetch
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -92,6 +105,10 @@ public enum AgentEvent: IPCMessage {
         case .restoration: self = .restoration(try Restoration(from: decoder))
         case .ok: self = .ok(try OK(from: decoder))
         case .error: self = .error(try Failure(from: decoder))
+        case .transferTask: self = .transferTask(try TransferTask(from: decoder))
+        case .transferSessionReply: self = .transferSessionReply(try TransferSessionReply(from: decoder))
+        case .transferSessionDone: self = .transferSessionDone(try TransferSessionDone(from: decoder))
+        case .fetch: self = .fetch(try Fetch(from: decoder))
         }
     }
 
@@ -115,6 +132,10 @@ public enum AgentEvent: IPCMessage {
         case .restoration(let payload): try payload.encode(to: encoder)
         case .ok(let payload): try payload.encode(to: encoder)
         case .error(let payload): try payload.encode(to: encoder)
+        case .transferTask(let payload): try payload.encode(to: encoder)
+        case .transferSessionReply(let payload): try payload.encode(to: encoder)
+        case .transferSessionDone(let payload): try payload.encode(to: encoder)
+        case .fetch(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

@@ -27,6 +27,16 @@ public enum AgentRequest: IPCMessage {
     case preserve(Preserve)
     /// Answer to `restoration`.
     case restoreReply(RestoreReply)
+    /// Create or reattach a background-transfer session; answered with `transferSessionReply`.
+    case transferSession(TransferSession)
+    /// Add a download or upload task to a session; answered with `transferTask`.
+    case addTransfer(AddTransfer)
+    /// Cancel a task; answered with `transferTask`.
+    case cancelTransfer(CancelTransfer)
+    /// A session's events are handled (its completion); answered with `ok`.
+    case transfersHandled(TransfersHandled)
+    /// A background fetch ended.
+    case fetchComplete(FetchComplete)
 
     // Admin → agent.
     /// The agent's status; answered with `statusReply`.
@@ -41,6 +51,8 @@ public enum AgentRequest: IPCMessage {
     case userControl(UserControl)
     /// The audio route changed (an external route source); answered with `ok`.
     case routeChanged(RouteChange)
+    /// Every handler's transfer sessions and tasks; answered with `statusReply` (`detail`: JSON).
+    case transfers
 
     /// A `type` this version does not know.
     case unknown(type: String)
@@ -49,6 +61,7 @@ public enum AgentRequest: IPCMessage {
     package enum Kind: String, CaseIterable {
         case register, reportCall, callEnded, complete, beginTask, endTask, setState, activate, deactivate
         case preserve, restoreReply, status, sessions, rotateKey, reregister, userControl, routeChanged
+        case transferSession, addTransfer, cancelTransfer, transfersHandled, transfers, fetchComplete
     }
 
     /// The `type` member.
@@ -72,6 +85,12 @@ public enum AgentRequest: IPCMessage {
         case .reregister: kind = .reregister
         case .userControl: kind = .userControl
         case .routeChanged: kind = .routeChanged
+        case .transferSession: kind = .transferSession
+        case .addTransfer: kind = .addTransfer
+        case .cancelTransfer: kind = .cancelTransfer
+        case .transfersHandled: kind = .transfersHandled
+        case .transfers: kind = .transfers
+        case .fetchComplete: kind = .fetchComplete
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -104,6 +123,12 @@ public enum AgentRequest: IPCMessage {
         case .reregister: self = .reregister(try Reregister(from: decoder))
         case .userControl: self = .userControl(try UserControl(from: decoder))
         case .routeChanged: self = .routeChanged(try RouteChange(from: decoder))
+        case .transferSession: self = .transferSession(try TransferSession(from: decoder))
+        case .addTransfer: self = .addTransfer(try AddTransfer(from: decoder))
+        case .cancelTransfer: self = .cancelTransfer(try CancelTransfer(from: decoder))
+        case .transfersHandled: self = .transfersHandled(try TransfersHandled(from: decoder))
+        case .transfers: self = .transfers
+        case .fetchComplete: self = .fetchComplete(try FetchComplete(from: decoder))
         }
     }
 
@@ -126,7 +151,12 @@ public enum AgentRequest: IPCMessage {
         case .reregister(let payload): try payload.encode(to: encoder)
         case .userControl(let payload): try payload.encode(to: encoder)
         case .routeChanged(let payload): try payload.encode(to: encoder)
-        case .status, .sessions, .rotateKey, .unknown: break
+        case .transferSession(let payload): try payload.encode(to: encoder)
+        case .addTransfer(let payload): try payload.encode(to: encoder)
+        case .cancelTransfer(let payload): try payload.encode(to: encoder)
+        case .transfersHandled(let payload): try payload.encode(to: encoder)
+        case .fetchComplete(let payload): try payload.encode(to: encoder)
+        case .status, .sessions, .rotateKey, .transfers, .unknown: break
         }
     }
 }

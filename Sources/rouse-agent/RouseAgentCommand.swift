@@ -58,6 +58,9 @@ struct RouseAgentCommand: AsyncParsableCommand {
                 "Arguments: grant|revoke; environment: ROUSE_EVENT, ROUSE_SESSION, ROUSE_ROLE, … (docs/activations.md)."
         )) var activationHook: String?
     @Option(help: "Seconds one activation hook run may take before it is killed.") var activationHookTimeout = 2.0
+    @Option(
+        help: ArgumentHelp("systemctl(1) that --user asks for the session's environment (tests).", visibility: .hidden))
+    var systemctl = "/usr/bin/systemctl"
     @Option(help: "Log level.") var logLevel = "info"
     @Flag(help: "Log one JSON object per line.") var json = false
 
@@ -105,11 +108,15 @@ struct RouseAgentCommand: AsyncParsableCommand {
             attributes: [.posixPermissions: user ? 0o700 : 0o755])
         var configuration = AgentConfiguration(
             endpoint: endpoint, enrollmentSecret: secret, socketPath: socket, handlers: handlerConfigurations)
-        if user {
+        // Per-user mode: the session's display, audio server and bus as the user manager knows them, read now (the
+        // unit starts after graphical-session.target) and again on SIGHUP (`systemctl --user reload rouse-agent`
+        // once a session that started later exported its own), never at a launch.
+        let systemctl = self.systemctl
+        let sessionEnvironment: (@Sendable () async -> [String: String])? =
+            user ? { @Sendable in await UserManager.environment(systemctl: systemctl) } : nil
+        if let sessionEnvironment {
             configuration.mode = .user
-            // The session's display, audio server and bus as the user manager knows them now (a session that
-            // started after the agent exported them there), at every launch.
-            configuration.sessionEnvironment = { UserManager.environment() }
+            configuration.sessionEnvironment = await sessionEnvironment()
         }
         configuration.reachabilityTarget = reachabilityTarget
         configuration.handlerUser = handlerUser
@@ -125,25 +132,30 @@ struct RouseAgentCommand: AsyncParsableCommand {
         configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
         configuration.preserveTimeout = .milliseconds(Int64(preserveTimeoutSeconds * 1000))
         configuration.restorationGrace = .milliseconds(Int64(restorationGraceSeconds * 1000))
+        configuration.transferSpool = stateDir + "/spool"  // background transfers' files (issue 20)
         let store = SealedAgentStateStore(
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
         let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)
-        let runner = AgentRunner(agent: agent, handlersDirectory: handlers, socket: socket, logger: logger)
+        let runner = AgentRunner(
+            agent: agent, handlersDirectory: handlers, socket: socket, sessionEnvironment: sessionEnvironment,
+            logger: logger)
         // No signals for ServiceLifecycle to trap: it would do so with libdispatch sources. main.swift takes them.
         let group = ServiceGroup(configuration: .init(services: [.init(service: runner)], logger: logger))
         for signal in [SIGTERM, SIGINT] {
-            AgentSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
+            DaemonSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
         }
         try await group.run()
     }
 }
 
 /// Starts the agent, tells systemd (`READY=1`, `WATCHDOG=1` every half `WATCHDOG_USEC`, `STOPPING=1`), reloads
-/// handlers on SIGHUP, stops on graceful shutdown.
+/// handlers (and in per-user mode the session's environment) on SIGHUP, stops on graceful shutdown.
 struct AgentRunner: Service {
     let agent: Agent
     let handlersDirectory: String
     let socket: String
+    /// Per-user mode: reads the session's environment (off the agent's loop).
+    let sessionEnvironment: (@Sendable () async -> [String: String])?
     let logger: Logger
 
     func run() async throws {
@@ -151,8 +163,9 @@ struct AgentRunner: Service {
         SystemdNotifier.notify("READY=1")
         // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a running agent.
         try? FileHandle.standardOutput.write(contentsOf: Data("rouse-agent ready socket=\(socket)\n".utf8))
-        AgentSignals.on(SIGHUP) { [agent, handlersDirectory, logger] in
+        DaemonSignals.on(SIGHUP) { [agent, handlersDirectory, sessionEnvironment, logger] in
             Task {
+                if let sessionEnvironment { await agent.reload(sessionEnvironment: await sessionEnvironment()) }
                 do {
                     let handlers = try HandlerConfiguration.load(directory: handlersDirectory)
                     await agent.reload(handlers: handlers)

@@ -4,9 +4,15 @@ import RouseState
 /// The user's systemd manager, for the per-user mode.
 enum UserManager {
     /// The manager's environment (`systemctl --user show-environment`): what the session exported to it
-    /// (`WAYLAND_DISPLAY`, `DISPLAY`, `DBUS_SESSION_BUS_ADDRESS`, …). Empty when there is no manager to ask.
-    static func environment() -> [String: String] {
-        let program = "/usr/bin/systemctl"
+    /// (`WAYLAND_DISPLAY`, `DISPLAY`, `DBUS_SESSION_BUS_ADDRESS`, …). Empty when there is no manager to ask. Read
+    /// on a thread of its own: the program may take a while to answer, and the agent's loop must not wait for it.
+    static func environment(systemctl program: String) async -> [String: String] {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[String: String], Never>) in
+            Thread.detachNewThread { continuation.resume(returning: read(program)) }
+        }
+    }
+
+    private static func read(_ program: String) -> [String: String] {
         guard FileManager.default.isExecutableFile(atPath: program),
             let result = try? ShortChild.run(program, ["--user", "show-environment"], input: []), result.status == 0
         else { return [:] }

@@ -43,10 +43,11 @@ extension AgentBench {
     }
 
     /// The agent with the network down: the same state (enrolled, tokens), in a network namespace with only `lo`,
-    /// so the gateway has no route. Nil (with the reason) when namespaces cannot be made (not root).
+    /// so the gateway has no route; measured with `gateway` over the same window (the gateway with that device
+    /// offline: no channel). A failure (with the reason) when namespaces cannot be made (not root).
     static func networkDownIdle(
-        arguments: [String], seconds: Int
-    ) async throws -> Result<Idle, GatewayBench.BenchError> {
+        arguments: [String], gateway: Int32, seconds: Int
+    ) async throws -> Result<(agent: Idle, gateway: Idle), GatewayBench.BenchError> {
         let name = "rouse-bench-down-\(getpid())"
         let ip = "/usr/sbin/ip"
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: ip),
@@ -64,6 +65,7 @@ extension AgentBench {
         guard await agent.lines.first(timeout: .seconds(20), where: { $0.hasPrefix("rouse-agent ready") }) != nil
         else { return .failure(.init(description: "the agent in the namespace did not start")) }
         try await settle(pid: agent.processIdentifier)
-        return .success(try await measureIdle(pids: [agent.processIdentifier], seconds: seconds)[0])
+        let idle = try await measureIdle(pids: [agent.processIdentifier, gateway], seconds: seconds)
+        return .success((idle[0], idle[1]))
     }
 }

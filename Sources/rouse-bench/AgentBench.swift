@@ -200,7 +200,7 @@ enum AgentBench {
         report(
             "agent idle wake-ups by thread",
             idle[0].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-        report("gateway idle (that channel, heartbeat 240 s, \(options.idleSeconds) s)", idle[1].summary)
+        report("gateway idle (that channel, heartbeat 240 s, sweep 30 s, \(options.idleSeconds) s)", idle[1].summary)
         report(
             "gateway idle wake-ups by thread",
             idle[1].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -212,13 +212,19 @@ enum AgentBench {
                 "--gateway", "https://10.213.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--handlers",
                 directory + "/handlers", "--state-dir", directory + "/state", "--socket", socket, "--log-level",
                 "error",
-            ], seconds: options.idleSeconds)
+            ], gateway: gateway.process.processIdentifier, seconds: options.idleSeconds)
         {
         case .success(let down):
-            report("agent idle, network down (\(options.idleSeconds) s)", down.summary)
+            report("agent idle, network down (\(options.idleSeconds) s)", down.agent.summary)
             report(
                 "agent idle, network down, wake-ups by thread",
-                down.byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+                down.agent.byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(
+                    separator: ", "))
+            report("gateway idle, that device offline (no channel, \(options.idleSeconds) s)", down.gateway.summary)
+            report(
+                "gateway idle, device offline, wake-ups by thread",
+                down.gateway.byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(
+                    separator: ", "))
         case .failure(let error): report("agent idle, network down", "not measured: \(error.description)")
         }
 

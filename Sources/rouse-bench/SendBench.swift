@@ -45,6 +45,10 @@ enum SendBench {
     }
 
     static func run(arguments: [String]) async throws {
+        if arguments.contains("--versus-floor") {
+            try await SendFloorBench.run(arguments: arguments)
+            return
+        }
         let options = try parse(arguments)
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

@@ -1,7 +1,8 @@
 import Foundation
 
 // rouse-bench: one benchmark per capability. Each prints its figures (and JSON lines with --json).
-//   rouse-bench send [--pushes N] [--json]          rouse send's engines vs h2load on the mock, VoIP under bulk
+//   rouse-bench send [--pushes N]                   rouse send's engines vs h2load on the mock, VoIP under bulk
+//   rouse-bench send --versus-floor [--json]        h2load, C libcurl and rouse send on one nghttpd, side by side
 //   rouse-bench mock-apns [--requests N] [--json]   h2load against rouse mock-apns vs nghttpd (TLS)
 //   rouse-bench reach [--iterations N] [--json]     netlink monitor vs ip monitor in a namespace (root);
 //                     [--cli [--rouse PATH]…]        rouse reach watch read from a pipe vs ip monitor
@@ -10,8 +11,10 @@ import Foundation
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 //   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS
+//   rouse-bench transfers [--mib N] [--rounds N] [--json]  a download through the agent vs curl, same server
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent [options] (--help lists them)"
+let usage =
+    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|transfers [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -28,6 +31,8 @@ do {
         try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
     case "agent":
         try await AgentBench.run(arguments: Array(arguments.dropFirst()))
+    case "transfers":
+        try await TransferBench.run(arguments: Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(2)

@@ -28,6 +28,17 @@ import RouseWire
 // `--fail-restore-at PATH` fails there, `--crash-on-restoration` exits before answering (a crashed launch).
 // `--bad-preserve`: after a call, sends two malformed preserves instead (tests).
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
+// Background transfers (docs/agent.md): `--transfer-session NAME` reattaches session NAME at start (a handler
+// relaunched with `backgroundTransfer` gets its results); commands
+//   session NAME                      → session name=NAME tasks=N
+//   download SESSION URL              → added task=ID kind=download state=S     (or addFailed error=CODE)
+//   upload SESSION URL FILE [method=M]  the file passed as a descriptor; uploadbytes SESSION URL TEXT: as bytes
+//   cancel SESSION ID                 → cancelled task=ID state=S
+// and each task event is written as `transfer task=ID state=S bytes=N [status=C] [error=E] [file=SIZE:FNV]` (the
+// file's size and FNV-1a hash read from the descriptor the agent passed); `sessionDone session=S` is answered with
+// transfersHandled (`handled session=S`) unless `--keep-transfers-unhandled`.
+// Background fetch: each `fetch` event is written as `fetch id=ID` and completed with `--fetch-result R` (newData,
+// noData, failed; default noData; `none`: never completed): `fetched id=ID result=R`.
 
 let arguments = CommandLine.arguments
 
@@ -104,6 +115,16 @@ do {
     if mode == "foreground" { try client.setState("active") }
     if mode == "task" || mode == "leak" { try client.beginTask(name: "upload") }
     if let commandsPath { try readCommands(commandsPath, client: client) }
+    if let session = option("--transfer-session") {
+        Task {
+            do {
+                let tasks = try await client.openTransferSession(session)
+                emit("session name=\(session) tasks=\(tasks.count)")
+            } catch {
+                emit("sessionFailed \(error)")
+            }
+        }
+    }
     for await message in client.messages {
         switch message {
         case .registered(let registered):
@@ -200,7 +221,33 @@ do {
             emit("preserved \(preserved.detail)")
         case .error(let failure):
             emit("error \(failure.code): \(failure.detail)")
-        case .statusReply, .sessionsReply, .ok, .unknown:
+        case .transferTask(let task):
+            var line = "transfer task=\(task.taskID) state=\(task.state) bytes=\(task.bytes)"
+            if let status = task.status { line += " status=\(status)" }
+            if let error = task.error { line += " error=\(error)" }
+            if task.file == true {
+                guard let fd = client.takeDownloadedFile(taskID: task.taskID) else {
+                    emit(line + " file=missing")
+                    continue
+                }
+                line += " file=" + (arguments.contains("--no-fingerprint") ? "yes" : fingerprint(fd))
+                close(fd)
+            }
+            emit(line)
+        case .fetch(let fetch):
+            emit("fetch id=\(fetch.fetchID)")
+            let result = option("--fetch-result") ?? "noData"
+            if let result = BackgroundFetchResult(rawValue: result) {
+                try await client.fetchComplete(fetchID: fetch.fetchID, result: result)
+                emit("fetched id=\(fetch.fetchID) result=\(result.rawValue)")
+            }
+        case .transferSessionDone(let done):
+            emit("sessionDone session=\(done.session)")
+            if !arguments.contains("--keep-transfers-unhandled") {
+                try await client.transfersHandled(session: done.session)
+                emit("handled session=\(done.session)")
+            }
+        case .statusReply, .sessionsReply, .ok, .transferSessionReply, .unknown:
             emit("message type=\(message.type)")
         }
     }
@@ -208,6 +255,20 @@ do {
 } catch {
     emit("failed \(error)")
     exit(1)
+}
+
+/// `SIZE:FNV` of the file open as `fd` (read from its start): FNV-1a, 64 bits, hex.
+func fingerprint(_ fd: Int32) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    var size = 0
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(size)) }
+        guard count > 0 else { break }
+        for byte in buffer[..<count] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        size += count
+    }
+    return "\(size):" + String(hash, radix: 16)
 }
 
 /// `session=… event=… [reason=…] [shouldResume=…]`.
@@ -315,6 +376,37 @@ func run(_ words: [String], client: AgentClient) async throws {
     case "endcall":
         try client.callEnded(callID: words[1], notifyOthers: named["nonotify"] == nil)
         emit("ended call=\(words[1])")
+    case "session":
+        let tasks = try await client.openTransferSession(words[1])
+        emit("session name=\(words[1]) tasks=\(tasks.count)")
+    case "download", "upload", "uploadbytes", "uploadpipe":
+        do {
+            let task: AgentEvent.TransferTask
+            switch command {
+            case "download":
+                task = try await client.download(session: words[1], url: words[2])
+            case "uploadbytes":
+                task = try await client.upload(session: words[1], url: words[2], bytes: Array(words[3].utf8))
+            case "uploadpipe":
+                // Not a regular file: the agent refuses it (badDescriptor).
+                var ends: [Int32] = [-1, -1]
+                guard pipe(&ends) == 0 else { throw AgentRequestError(code: "pipe", detail: "\(errno)") }
+                defer { for end in ends { close(end) } }
+                task = try await client.upload(session: words[1], url: words[2], descriptor: ends[0])
+            default:
+                let fd = open(words[3], O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw AgentRequestError(code: "open", detail: "\(words[3]): errno \(errno)") }
+                defer { close(fd) }
+                task = try await client.upload(
+                    session: words[1], url: words[2], method: named["method"] ?? "PUT", descriptor: fd)
+            }
+            emit("added task=\(task.taskID) kind=\(task.kind) state=\(task.state)")
+        } catch let error as AgentRequestError {
+            emit("addFailed error=\(error.code)")
+        }
+    case "cancel":
+        let task = try await client.cancelTransfer(session: words[1], taskID: Int(words[2]) ?? -1)
+        emit("cancelled task=\(task.taskID) state=\(task.state)")
     default:
         emit("commandFailed unknown command \(command)")
     }

@@ -8,8 +8,8 @@ import RouseDaemon
 import RouseGateway
 import ServiceLifecycle
 
-/// `rouse-gateway --config FILE`: runs the gateway in the foreground until SIGTERM or SIGINT, then drains.
-@main
+/// `rouse-gateway --config FILE`: runs the gateway in the foreground until SIGTERM or SIGINT, then drains; started
+/// by `main.swift`.
 struct RouseGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rouse-gateway",
@@ -59,9 +59,12 @@ struct RouseGatewayCommand: AsyncParsableCommand {
             // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a gateway that is serving.
             try? FileHandle.standardOutput.write(contentsOf: Data(line.utf8))
         }
+        // No signals for ServiceLifecycle to trap: it would do so with libdispatch sources. main.swift takes them.
         let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: ServiceGroupConfiguration(services: [.init(service: service)], logger: logger))
+        for signal in [SIGTERM, SIGINT] {
+            DaemonSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
+        }
         try await group.run()
         SystemdNotifier.notify("STOPPING=1")
     }

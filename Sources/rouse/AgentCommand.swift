@@ -9,7 +9,7 @@ struct AgentCommand: AsyncParsableCommand {
         commandName: "agent", abstract: "Set up a device, then inspect and steer a running rouse-agent.",
         subcommands: [
             Enroll.self, Handlers.self, Status.self, Sessions.self, Route.self, Reregister.self, Start.self, Stop.self,
-            RotateKey.self,
+            RotateKey.self, Transfers.self,
         ])
 
     struct SocketOption: ParsableArguments {
@@ -87,7 +87,50 @@ struct AgentCommand: AsyncParsableCommand {
                 if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
                     line += " tasks=\(tasks.joined(separator: ","))"
                 }
+                if let fetch = handler["fetch"] as? [String: Any] {
+                    let next = (fetch["nextInSeconds"] as? Double).map { String(format: "%.0fs", $0) } ?? "offline"
+                    let history = (fetch["history"] as? [[String: Any]] ?? []).compactMap { $0["outcome"] as? String }
+                    line += " fetch-next=\(next) factor=\(fetch["factor"] ?? 1)"
+                    if !history.isEmpty { line += " fetch-history=\(history.joined(separator: ","))" }
+                }
                 print(line)
+            }
+        }
+    }
+
+    /// `rouse agent transfers [--json]`: background-transfer sessions and tasks with progress.
+    struct Transfers: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "transfers",
+            abstract: "Background transfers: each handler's sessions and tasks with progress, spool use, counters.")
+        @OptionGroup var options: SocketOption
+        @Flag(help: "Print the document as JSON.") var json = false
+
+        func run() async throws {
+            let answer = try await AgentCommand.request(.transfers, socket: options.socket)
+            guard case .statusReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
+            let text = reply.detail
+            guard !json, let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            else {
+                print(text)
+                return
+            }
+            let usable = (object["networkUsable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
+            print("network usable: \(usable)  running: \(object["running"] ?? 0)")
+            for case let task as [String: Any] in object["tasks"] as? [Any] ?? [] {
+                var line = "\(task["handler"] ?? "-")/\(task["session"] ?? "-") task \(task["id"] ?? "-"): "
+                line += "\(task["kind"] ?? "-") \(task["state"] ?? "-") \(task["bytes"] ?? 0)"
+                if let total = task["total"] { line += "/\(total)" }
+                line += " bytes"
+                if let status = task["status"] { line += " status=\(status)" }
+                if let error = task["error"] { line += " error=\(error)" }
+                print(line + " \(task["url"] ?? "")")
+            }
+            for (handler, bytes) in (object["spoolBytes"] as? [String: Any] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                print("spool \(handler): \(bytes) bytes")
+            }
+            for (name, count) in (object["metrics"] as? [String: Any] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                print("counter \(name): \(count)")
             }
         }
     }

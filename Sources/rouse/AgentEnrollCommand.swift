@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import RouseAgent
-import RouseCurl
 import RouseState
 
 extension AgentCommand {
@@ -10,6 +9,9 @@ extension AgentCommand {
     /// the agent's data key in the form its unit loads (a systemd credential when `systemd-creds` works, else a
     /// 0600 key file), enrolls with the gateway, stores the sealed credential where `rouse-agent` reads it, and
     /// writes the unit's drop-in (the gateway's URL and CA), so `systemctl enable --now rouse-agent` works next.
+    /// With `--user`, the same for the per-user mode, run as the user: the user unit
+    /// (`/usr/lib/systemd/user/rouse-agent.service`), the XDG directories `rouse-agent --user` reads, a key file
+    /// (systemd 252 has no user credentials) and a drop-in in `~/.config/systemd/user`.
     struct Enroll: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "enroll",
@@ -17,7 +19,9 @@ extension AgentCommand {
             discussion: """
                 Defaults come from the installed unit's command line (--state-dir, --handlers). The drop-in \
                 replaces the unit's ExecStart with the same command plus --gateway and --ca; with a key file \
-                (no systemd credentials) it also drops the unit's LoadCredentialEncrypted=.
+                (no systemd credentials) it also drops the unit's LoadCredentialEncrypted=. With --user (run as the \
+                user, per-user mode): the user unit, state in $XDG_STATE_HOME/rouse, a key file, the CA and the \
+                drop-in under $XDG_CONFIG_HOME; next is systemctl --user enable --now rouse-agent.
                 """)
 
         @Option(help: "The gateway's device API, e.g. https://gateway.example:2198.") var gateway: String
@@ -33,13 +37,22 @@ extension AgentCommand {
         @Option(help: "The agent's state directory (default: the unit's --state-dir, else /var/lib/rouse).")
         var stateDir: String?
         @Option(help: "Data key directory (default: <state-dir>/keys).") var keyDir: String?
-        @Option(help: "Data key backend: auto, systemd-credential or key-file.") var keyBackend = "auto"
-        @Option(help: "Where the gateway's CA is copied, readable by the service.")
-        var caCopy = "/etc/rouse/gateway-ca.pem"
+        @Option(help: "Data key backend: auto, systemd-credential or key-file (--user: key-file).")
+        var keyBackend = "auto"
+        @Option(
+            help: ArgumentHelp(
+                "Where the gateway's CA is copied, readable by the service (default /etc/rouse/gateway-ca.pem; "
+                    + "--user: $XDG_CONFIG_HOME/rouse/gateway-ca.pem)."))
+        var caCopy: String?
         @Option(help: "The agent unit whose command line the drop-in extends (default: the installed one).")
         var unit: String?
-        @Option(help: "Directory of the unit's drop-in.") var dropInDir =
-            "/etc/systemd/system/rouse-agent.service.d"
+        @Option(
+            help: ArgumentHelp(
+                "Directory of the unit's drop-in (default /etc/systemd/system/rouse-agent.service.d; --user: "
+                    + "$XDG_CONFIG_HOME/systemd/user/rouse-agent.service.d)."))
+        var dropInDir: String?
+        @Flag(help: "Per-user mode (run as the user): the user unit rouse-agent --user, XDG directories, a key file.")
+        var user = false
         @Flag(help: "Do not write a drop-in (the agent is started by other means).") var noUnit = false
         @Flag(help: "Enroll again although enrolled (the device gets a new identity and new tokens).")
         var force = false
@@ -48,6 +61,10 @@ extension AgentCommand {
         static let installedUnits = [
             "/etc/systemd/system/rouse-agent.service", "/lib/systemd/system/rouse-agent.service",
             "/usr/lib/systemd/system/rouse-agent.service",
+        ]
+        /// The user unit, where systemd's user manager looks for it (after the user's own directory).
+        static let installedUserUnits = [
+            "/etc/systemd/user/rouse-agent.service", "/usr/lib/systemd/user/rouse-agent.service",
         ]
 
         func validate() throws {
@@ -64,12 +81,19 @@ extension AgentCommand {
             guard KeyBackendPreference(rawValue: keyBackend) != nil else {
                 throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
             }
+            if user && keyBackend == "systemd-credential" {
+                throw ValidationError("--user: the data key is a key file (systemd 252 has no user credentials)")
+            }
         }
 
         func run() async throws {
             var logger = Logger(label: "rouse.agent.enroll")
             logger.logLevel = .warning
-            let unitPath = unit ?? Self.installedUnits.first { FileManager.default.fileExists(atPath: $0) }
+            let paths = try EnrollPaths(user: user, environment: ProcessInfo.processInfo.environment)
+            let units =
+                user
+                ? [paths.userUnitDirectory + "/rouse-agent.service"] + Self.installedUserUnits : Self.installedUnits
+            let unitPath = unit ?? units.first { FileManager.default.fileExists(atPath: $0) }
             var commandLine = try unitPath.map { path -> AgentServiceCommandLine in
                 let text = try String(contentsOfFile: path, encoding: .utf8)
                 guard let line = AgentServiceCommandLine(unit: text) else {
@@ -78,9 +102,10 @@ extension AgentCommand {
                 return line
             }
             if commandLine == nil && !noUnit {
-                throw ValidationError("no rouse-agent.service installed (give --unit FILE, or --no-unit)")
+                throw ValidationError(
+                    "no rouse-agent.service installed\(user ? " as a user unit" : "") (give --unit FILE, or --no-unit)")
             }
-            let stateDirectory = stateDir ?? commandLine?.value(of: "--state-dir") ?? "/var/lib/rouse"
+            let stateDirectory = stateDir ?? commandLine?.value(of: "--state-dir") ?? paths.state
             let keyDirectory = keyDir ?? commandLine?.value(of: "--key-dir") ?? stateDirectory + "/keys"
 
             var caPath = ca
@@ -88,7 +113,7 @@ extension AgentCommand {
                 guard FileManager.default.isReadableFile(atPath: ca) else {
                     throw ValidationError("--ca: cannot read \(ca)")
                 }
-                caPath = try copyCA(ca)
+                caPath = try copyCA(ca, to: caCopy ?? paths.caCopy)
             }
             let enrollmentSecret = try secret ?? secretFile.map(Self.readSecret)
 
@@ -96,7 +121,7 @@ extension AgentCommand {
             do {
                 persistence = try AgentPersistence(
                     stateDirectory: stateDirectory, keyDirectory: keyDirectory,
-                    preference: KeyBackendPreference(rawValue: keyBackend) ?? .auto, logger: logger)
+                    preference: user ? .keyFile : KeyBackendPreference(rawValue: keyBackend) ?? .auto, logger: logger)
             } catch {
                 throw ValidationError("state key in \(keyDirectory): \(error)")
             }
@@ -127,54 +152,54 @@ extension AgentCommand {
                     line.set("--device-cert", Self.absolute(deviceCert))
                     line.set("--device-key", Self.absolute(deviceKey))
                 }
-                if stateDir != nil { line.set("--state-dir", stateDirectory) }
+                // The per-user agent finds its state under $HOME as the user manager runs it (which sets no
+                // XDG_STATE_HOME): a state directory elsewhere is named on its command line.
+                if stateDir != nil || (user && stateDirectory != paths.unitState) {
+                    line.set("--state-dir", stateDirectory)
+                }
                 if keyDir != nil { line.set("--key-dir", keyDirectory) }
                 commandLine = line
-                let handlers = line.value(of: "--handlers") ?? "/etc/rouse/handlers.d"
+                let handlers = line.value(of: "--handlers") ?? paths.handlers
                 try FileManager.default.createDirectory(atPath: handlers, withIntermediateDirectories: true)
-                let path = try writeDropIn(line, backend: persistence.backend)
+                let path = try writeDropIn(
+                    line, backend: persistence.backend, directory: dropInDir ?? paths.dropInDirectory)
                 lines.append("unit configured: \(path)")
                 lines.append("")
                 lines.append("Next:")
-                lines.append("  rouse agent handlers add NAME --topic BUNDLE-ID --command /path/to/handler [ARGS…]")
-                lines.append("  systemctl enable --now rouse-agent   (logs: journalctl -u rouse-agent)")
-                lines.append("  rouse agent status")
+                if user {
+                    lines.append(
+                        "  rouse agent handlers add NAME --directory \(handlers) --topic BUNDLE-ID --command /path/to/handler [ARGS…]"
+                    )
+                    lines.append(
+                        "  systemctl --user enable --now rouse-agent   (logs: journalctl --user -u rouse-agent)")
+                    lines.append("  rouse agent status --socket \(paths.socket)")
+                } else {
+                    lines.append("  rouse agent handlers add NAME --topic BUNDLE-ID --command /path/to/handler [ARGS…]")
+                    lines.append("  systemctl enable --now rouse-agent   (logs: journalctl -u rouse-agent)")
+                    lines.append("  rouse agent status")
+                }
             }
             if let secretFile { lines.append("the secret in \(secretFile) is used up: delete it (rm \(secretFile))") }
             print(lines.joined(separator: "\n"))
         }
 
-        /// One request to the gateway's device API; the gateway answers 201 with the device id and credential.
+        /// One request to the gateway's device API (the agent's own: `GatewayEndpoint.enroll`); the gateway answers
+        /// 201 with the device id and credential.
         func enroll(caFile: String?, secret: String?) async throws -> (String, String?) {
-            var tls = CurlTLSOptions(caFile: caFile)
-            if let deviceCert, let deviceKey {
-                tls.clientCertificate = .pem(certificateFile: deviceCert, keyFile: deviceKey)
-            }
-            let body = try secret.map { try JSONSerialization.data(withJSONObject: ["secret": $0]) } ?? Data()
-            let client = try CurlHTTPClient()
-            let response: CurlResponse
+            var endpoint = GatewayEndpoint(baseURL: gateway, caFile: caFile)
+            if let deviceCert, let deviceKey { endpoint.clientCertificate = (deviceCert, deviceKey) }
             do {
-                response = try await client.send(
-                    CurlRequest(
-                        method: "POST", url: gateway + "/device/v1/enroll",
-                        headers: [(name: "content-type", value: "application/json")], body: Array(body),
-                        timeout: .seconds(20), tls: tls))
-                await client.shutdown()
+                return try await endpoint.enroll(secret: secret)
+            } catch let error as AgentError {
+                throw ValidationError("the gateway refused: \(error.detail)")
             } catch {
-                await client.shutdown()
                 throw ValidationError("cannot reach \(gateway): \(error)")
             }
-            let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
-            guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
-                throw ValidationError(
-                    "the gateway refused: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-            }
-            return (device, object["credential"] as? String)
         }
 
-        func copyCA(_ path: String) throws -> String {
+        func copyCA(_ path: String, to copy: String) throws -> String {
             let source = Self.absolute(path)
-            let target = Self.absolute(caCopy)
+            let target = Self.absolute(copy)
             guard source != target else { return target }
             let data = try Data(contentsOf: URL(fileURLWithPath: source))
             try FileManager.default.createDirectory(
@@ -185,7 +210,7 @@ extension AgentCommand {
             return target
         }
 
-        func writeDropIn(_ line: AgentServiceCommandLine, backend: KeyBackend) throws -> String {
+        func writeDropIn(_ line: AgentServiceCommandLine, backend: KeyBackend, directory: String) throws -> String {
             var text = """
                 # Written by `rouse agent enroll`: the gateway this device is enrolled with. Enroll again
                 # (rouse agent enroll --force …) rather than editing this file.
@@ -194,23 +219,28 @@ extension AgentCommand {
                 ExecStart=\(line.execStart)
 
                 """
-            if backend == .keyFile {
+            if backend == .keyFile && !user {
                 text += """
                     # The data key is a 0600 key file (systemd credentials were unavailable at enrollment).
                     LoadCredentialEncrypted=
 
                     """
             }
-            try FileManager.default.createDirectory(atPath: dropInDir, withIntermediateDirectories: true)
-            let path = dropInDir + "/" + Self.dropInName
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let path = directory + "/" + Self.dropInName
             try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
-            if FileManager.default.fileExists(atPath: "/run/systemd/system"),
+            // The manager that runs the unit reads the drop-in again: the system's, or the user's when it runs.
+            let manager =
+                user
+                ? ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].map { $0 + "/systemd/private" }
+                : "/run/systemd/system"
+            if let manager, FileManager.default.fileExists(atPath: manager),
                 let systemctl = ExecutableSearch.find("systemctl")
             {
                 let reload = Process()
                 reload.executableURL = URL(fileURLWithPath: systemctl)
-                reload.arguments = ["daemon-reload"]
+                reload.arguments = user ? ["--user", "daemon-reload"] : ["daemon-reload"]
                 try reload.run()
                 reload.waitUntilExit()
             }
@@ -225,5 +255,46 @@ extension AgentCommand {
         }
 
         static func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+    }
+}
+
+/// Where `rouse agent enroll` writes, by mode: the system service's fixed paths, or the per-user agent's XDG paths
+/// (the ones `rouse-agent --user` computes, so the unit finds what enrollment wrote).
+struct EnrollPaths {
+    var state: String
+    /// The state directory `rouse-agent --user` computes under the user manager (only $HOME set).
+    var unitState: String
+    var handlers: String
+    var caCopy: String
+    var dropInDirectory: String
+    var userUnitDirectory: String
+    var socket: String
+
+    init(user: Bool, environment: [String: String]) throws {
+        guard user else {
+            state = "/var/lib/rouse"
+            unitState = state
+            handlers = "/etc/rouse/handlers.d"
+            caCopy = "/etc/rouse/gateway-ca.pem"
+            dropInDirectory = "/etc/systemd/system/rouse-agent.service.d"
+            userUnitDirectory = ""
+            socket = "/run/rouse/agent.sock"
+            return
+        }
+        guard let home = environment["HOME"], home.hasPrefix("/") else {
+            throw ValidationError("--user needs $HOME")
+        }
+        func directory(_ name: String, _ fallback: String) -> String {
+            if let value = environment[name], value.hasPrefix("/") { return value }
+            return home + fallback
+        }
+        let config = directory("XDG_CONFIG_HOME", "/.config")
+        state = directory("XDG_STATE_HOME", "/.local/state") + "/rouse"
+        unitState = home + "/.local/state/rouse"
+        handlers = config + "/rouse/handlers.d"
+        caCopy = config + "/rouse/gateway-ca.pem"
+        userUnitDirectory = config + "/systemd/user"
+        dropInDirectory = userUnitDirectory + "/rouse-agent.service.d"
+        socket = (environment["XDG_RUNTIME_DIR"] ?? "$XDG_RUNTIME_DIR") + "/rouse/agent.sock"
     }
 }

@@ -59,7 +59,10 @@ extension AgentCommand {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
                 try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
                 print("wrote \(path): handler \(name), topics \(parsed.topics.joined(separator: ", "))")
-                print("a running agent loads it on reload: systemctl reload rouse-agent")
+                // A directory in the home directory is a per-user agent's (rouse agent enroll --user).
+                let home = ProcessInfo.processInfo.environment["HOME"].map { $0 + "/" } ?? "\u{0}"
+                let manager = directory.hasPrefix(home) && home != "/" ? "systemctl --user" : "systemctl"
+                print("a running agent loads it on reload: \(manager) reload rouse-agent")
             }
         }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RouseAPNs
+import RouseDaemon
 import RouseMockAPNs
 import ServiceLifecycle
 
@@ -118,9 +119,11 @@ struct MockAPNsCommand: AsyncParsableCommand {
             let adminText = server.adminAddress.map { ", admin on http://\($0)" } ?? ""
             printer.print("mock-apns (\(environment)) listening on \(server.address)\(adminText)")
         }
-        let group = ServiceGroup(
-            services: [MockAPNsService(server: server)], gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger)
+        // Signals are taken by the main thread (see RouseMain), not by ServiceLifecycle's libdispatch sources.
+        let group = ServiceGroup(services: [MockAPNsService(server: server)], logger: logger)
+        for signal in [SIGTERM, SIGINT] {
+            DaemonSignals.on(signal) { Task { await group.triggerGracefulShutdown() } }
+        }
         try await group.run()
     }
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Dispatch
+import Glibc
 import RouseBuildInfo
+import RouseDaemon
 
 /// `rouse`: the command-line front of Rouse (push sender, mock APNs, reachability, gateway and agent set-up and admin).
 struct Rouse: AsyncParsableCommand {
@@ -16,8 +18,10 @@ struct Rouse: AsyncParsableCommand {
 
 /// The entry point. A synchronous command (`rouse reach watch`) runs on the main thread and never
 /// starts the Swift concurrency runtime: on Linux its executors are libdispatch's worker pool, whose
-/// monitor timer wakes the process once a second for as long as it lives. Asynchronous commands run
-/// as `AsyncParsableCommand.main()` runs them (a nonisolated task; errors reported by `exit(withError:)`),
+/// monitor timer wakes the process once a second for as long as it lives. `rouse mock-apns`, a server
+/// that may idle for hours, runs like the daemons (`DaemonMain`: Swift concurrency on one epoll loop,
+/// SIGTERM and SIGINT taken by the main thread). Other asynchronous commands run as
+/// `AsyncParsableCommand.main()` runs them (a nonisolated task; errors reported by `exit(withError:)`),
 /// with `dispatchMain()` parking the main thread.
 @main
 enum RouseMain {
@@ -36,6 +40,16 @@ enum RouseMain {
                 Rouse.exit(withError: error)
             }
             Rouse.exit()
+        }
+        if asynchronous is MockAPNsCommand {
+            DaemonMain.run(loopName: "rouse-mock-apns-loop", signals: [SIGTERM, SIGINT]) {
+                var running = asynchronous
+                do {
+                    try await running.run()
+                } catch {
+                    Rouse.exit(withError: error)
+                }
+            }
         }
         Task.detached {
             var running = asynchronous

@@ -106,12 +106,14 @@ struct SendCommand: AsyncParsableCommand {
             !json && !quiet && settings.tokens.count > 1 && isatty(2) == 1 ? ProgressBar(report: report) : nil
         progress?.start()
         let template = settings.push
-        let pushes = settings.tokens.lazy.map { token -> APNsPush in
+        let tokens = settings.tokens
+        await sender.sendAll(count: tokens.count, maxInFlight: max(1, concurrency)) { index in
             var push = template
-            push.deviceToken = token
+            push.deviceToken = tokens[index]
             return push
+        } onResult: {
+            report.add($0)
         }
-        await sender.sendAll(pushes, maxInFlight: max(1, concurrency)) { report.add($0) }
         progress?.stop()
         await sender.shutdown()
         report.printSummary()

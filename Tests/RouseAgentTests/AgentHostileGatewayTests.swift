@@ -110,9 +110,9 @@ struct AgentHostileGatewayTests {
         }
         try await agent.start()
         // The heartbeat of Int64.max seconds closed the first channel (no trap); the next one carried the pushes.
-        try await eventually("a second channel") { gateway.channels >= 2 }
+        try await eventually("a second channel", timeout: .seconds(30)) { gateway.channels >= 2 }
         // Stale (receivedAt overflowing its age) or expired: handed over with no report owed, and acknowledged.
-        try await eventually("the pushes acknowledged") {
+        try await eventually("the pushes acknowledged", timeout: .seconds(30)) {
             Set(["p2-a", "p2-b", "p2-c"]).isSubset(of: Set(gateway.acks))
         }
         let lines = ((try? String(contentsOfFile: directory + "/voip.log", encoding: .utf8)) ?? "")

@@ -4,6 +4,7 @@ import Logging
 import RouseAgent
 import RouseGateway
 import RouseTestSupport
+import Synchronization
 import Testing
 
 /// A Unix datagram socket standing in for systemd's `$NOTIFY_SOCKET`.
@@ -78,18 +79,49 @@ struct AgentOperationTests {
             guard output.status == 0 else { throw FixtureError("rouse agent status: \(output.stderr)") }
             return output.stdout
         }
-        // The first answers may not come in time on a loaded machine (the parallel test run): ask again.
-        try await eventually("channel open") { (try? await status())?.contains("channel: open") ?? false }
-        let before = try await status()
+        // `rouse agent status` gives up after 5 s; an agent still writing its first state on a loaded disk may take
+        // longer to answer its first request: asked again until the deadline.
+        let answer = Mutex<String?>(nil)
+        try await eventually("channel open", timeout: .seconds(30)) {
+            let text = try? await status()
+            answer.withLock { $0 = text }
+            return text?.contains("channel: open") == true
+        }
+        let before = answer.withLock { $0 } ?? ""
         #expect(before.contains("handler first: notRunning strikes=0"), "\(before)")
         #expect(!before.contains("handler second"))
 
         try writeHandler("second")
         kill(agent.process.processIdentifier, SIGHUP)
-        try await eventually("reloaded with the second handler") { try await status().contains("handler second:") }
+        do {
+            try await eventually("reloaded with the second handler", timeout: .seconds(30)) {
+                (try? await status())?.contains("handler second:") == true
+            }
+        } catch {
+            let log = (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? ""
+            print(
+                "rouse-agent after SIGHUP: alive=\(kill(agent.process.processIdentifier, 0) == 0) \(log.suffix(3000))")
+            throw error
+        }
 
-        let json = try await ChildProcess.run(rouse, ["agent", "status", "--socket", socket, "--json"])
-        let document = try JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8))
+        // Asked again within the deadline like the text status above (a loaded machine may take over 5 s to answer);
+        // the last answer is in the failure.
+        let last = Mutex<(status: AgentStatus?, output: String)>((nil, ""))
+        do {
+            try await eventually("status --json", timeout: .seconds(30)) {
+                guard
+                    let json = try? await ChildProcess.run(
+                        rouse, ["agent", "status", "--socket", socket, "--json"], timeout: .seconds(20))
+                else { return false }
+                let decoded =
+                    json.status == 0 ? try? JSONDecoder().decode(AgentStatus.self, from: Data(json.stdout.utf8)) : nil
+                last.withLock { $0 = (decoded, "exit \(json.status): \(json.stdout)\(json.stderr)") }
+                return decoded != nil
+            }
+        } catch {
+            throw FixtureError("rouse agent status --json: \(last.withLock { $0.output })")
+        }
+        let document = try #require(last.withLock { $0.status })
         #expect(document.handlers.map(\.name) == ["first", "second"])
         #expect(document.channel == "open")
 

@@ -45,12 +45,27 @@ struct AgentUserModeTests {
         }
         chmod(home, 0o700)
         chmod(runtime, 0o700)
+        // The user manager, as `systemctl --user show-environment` answers: a display the agent's own environment
+        // does not have. Each run adds a line to a file, so the test counts them.
+        let runs = runtime + "/systemctl-runs"
+        let systemctl = directory + "/systemctl"
+        let script = """
+            #!/bin/sh
+            [ "$1 $2" = "--user show-environment" ] || exit 2
+            echo run >> \(runs)
+            echo DISPLAY=:7
+            """
+        try Data(script.utf8).write(to: URL(fileURLWithPath: systemctl))
+        chmod(systemctl, 0o755)
+        @Sendable func systemctlRuns() -> Int {
+            ((try? String(contentsOfFile: runs, encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
         let agent = try await AgentProcess(
             executable: "/usr/bin/setpriv",
             arguments: [
                 "--reuid=nobody", "--regid=nogroup", "--clear-groups", agentCopy, "--user",
                 "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", ca,
-                "--enroll-secret", try gateway.makeEnrollmentSecret(), "--assume-reachable",
+                "--enroll-secret", try gateway.makeEnrollmentSecret(), "--assume-reachable", "--systemctl", systemctl,
             ],
             // A session's environment, as a user manager hands it to its services.
             environment: [
@@ -65,6 +80,7 @@ struct AgentUserModeTests {
             let status = try? await AgentNetworkTests.status(socket: socket)
             return status?.channel == "open" && status?.tokens?.isEmpty == false
         }
+        #expect(systemctlRuns() == 1, "the session's environment is read once at start")
         // Its files: the socket and the data key are the user's alone.
         var info = stat()
         #expect(stat(socket, &info) == 0 && info.st_uid == uid && info.st_mode & 0o777 == 0o600)
@@ -83,10 +99,15 @@ struct AgentUserModeTests {
         #expect(lines.contains { $0.hasPrefix("registered launchReason=voipPush uid=\(uid) ") }, "\(lines)")
         #expect(lines.contains { $0.hasPrefix("fds 0 1 2 3 pid=") }, "\(lines)")
         let names = Set(lines.first { $0.hasPrefix("environment ") }?.split(separator: " ").map(String.init) ?? [])
-        for name in ["WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "HOME", "PATH"] {
+        for name in ["WAYLAND_DISPLAY", "DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "HOME", "PATH"] {
             #expect(names.contains(name), "\(name) missing: \(names.sorted())")
         }
         #expect(!names.contains("NOTIFY_SOCKET"), "\(names.sorted())")
         try await eventually("acknowledged") { try AgentHarness.pending(gateway) == 0 }
+        // The user manager was asked once, at start, not at the launch (a program run on the agent's loop at every
+        // launch); SIGHUP (the unit's reload) asks again.
+        #expect(systemctlRuns() == 1)
+        kill(agent.process.processIdentifier, SIGHUP)
+        try await eventually("the session's environment read again on SIGHUP") { systemctlRuns() == 2 }
     }
 }

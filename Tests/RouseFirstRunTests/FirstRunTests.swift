@@ -132,6 +132,73 @@ struct FirstRunTests {
         #expect(status.contains("com.example.rouse.voip"), "the handler got no token: \(status)")
     }
 
+    /// The per-user mode: `rouse agent enroll --user` as a user whose state directory is not where the user
+    /// manager's agent looks ($XDG_STATE_HOME set in the session, not in the manager), with the user unit in
+    /// ~/.config/systemd/user; the drop-in's command line started with only what a user manager gives (HOME,
+    /// XDG_RUNTIME_DIR) reaches an open channel as the enrolled device.
+    @Test func agentEnrollUserConfiguresThePerUserUnit() async throws {
+        let directory = try FirstRun.temporaryDirectory()
+        let rouse = try Products.path("rouse")
+        let (config, devicePort, gateway) = try await FirstRun.startGateway(in: directory)
+        defer { gateway.kill() }
+        let home = directory + "/home"
+        let runtime = directory + "/run"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+        let unit = try String(contentsOfFile: Repository.root + "/deploy/rouse-agent-user.service", encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/rouse-agent", with: try Products.path("rouse-agent"))
+        try FileManager.default.createDirectory(
+            atPath: home + "/.config/systemd/user", withIntermediateDirectories: true)
+        try Data(unit.utf8).write(to: URL(fileURLWithPath: home + "/.config/systemd/user/rouse-agent.service"))
+        let secret = try await ChildProcess.run(rouse, ["gateway", "devices", "enroll-secret", "--config", config])
+        try Data(secret.stdout.utf8).write(to: URL(fileURLWithPath: directory + "/secret"))
+        let session = [
+            "PATH=/usr/bin:/bin", "HOME=\(home)", "XDG_RUNTIME_DIR=\(runtime)",
+            "XDG_STATE_HOME=\(directory)/xdg-state",
+        ]
+        let enroll =
+            ["-i"] + session + [
+                rouse, "agent", "enroll", "--user", "--gateway", "https://127.0.0.1:\(devicePort)", "--ca",
+                directory + "/tls/server.pem", "--secret-file", directory + "/secret",
+            ]
+        let enrolled = try await ChildProcess.run("/usr/bin/env", enroll)
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let device = try #require(enrolled.stdout.split(separator: "\n").first?.split(separator: " ").last)
+        #expect(enrolled.stdout.contains("systemctl --user enable --now rouse-agent"), "\(enrolled.stdout)")
+        #expect(enrolled.stdout.contains("--socket \(runtime)/rouse/agent.sock"), "\(enrolled.stdout)")
+        let dropIn = try String(
+            contentsOfFile: home + "/.config/systemd/user/rouse-agent.service.d/enrollment.conf", encoding: .utf8)
+        let execStart = try #require(
+            dropIn.split(separator: "\n").last { $0.hasPrefix("ExecStart=") && $0.count > "ExecStart=".count })
+        #expect(execStart.hasPrefix("ExecStart=\(try Products.path("rouse-agent")) --user "), "\(execStart)")
+        #expect(execStart.contains("--gateway https://127.0.0.1:\(devicePort)"))
+        #expect(execStart.contains("--ca \(home)/.config/rouse/gateway-ca.pem"), "\(execStart)")
+        #expect(execStart.contains("--state-dir \(directory)/xdg-state/rouse"), "\(execStart)")
+        #expect(!execStart.contains("--enroll-secret"), "the secret is used up: \(execStart)")
+        #expect(!dropIn.contains("LoadCredentialEncrypted"), "the user unit loads no credential: \(dropIn)")
+        let key = try FileManager.default.attributesOfItem(atPath: directory + "/xdg-state/rouse/keys/state.key")
+        #expect(key[.posixPermissions] as? Int == 0o600)
+        #expect(FileManager.default.fileExists(atPath: home + "/.config/rouse/handlers.d"))
+
+        // As the user manager starts it: HOME and XDG_RUNTIME_DIR, no XDG_STATE_HOME.
+        let words = execStart.dropFirst("ExecStart=".count).split(separator: " ").map(String.init)
+        let agent = try ChildProcess.start(
+            words[0], Array(words.dropFirst()) + ["--log-level", "warning"],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": home, "XDG_RUNTIME_DIR": runtime], stdout: .lines,
+            stderr: .file(directory + "/agent.log"))
+        defer { agent.kill() }
+        #expect(await agent.lines.first(timeout: .seconds(20)) { $0.contains("rouse-agent ready") } != nil)
+        var status = ""
+        for _ in 0..<100 {
+            status = try await ChildProcess.run(
+                rouse, ["agent", "status", "--json", "--socket", runtime + "/rouse/agent.sock"]
+            ).stdout
+            if status.contains("\"channel\":\"open\"") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(status.contains("\"channel\":\"open\""), "\(status)")
+        #expect(status.contains("\"deviceID\":\"\(device)\""), "not the enrolled device: \(status)")
+    }
+
     @Test func handlerFilesAreWrittenAndCheckedWithTheAgentsParser() async throws {
         let directory = try FirstRun.temporaryDirectory()
         let rouse = try Products.path("rouse")
@@ -165,6 +232,30 @@ struct FirstRunTests {
 }
 
 enum FirstRun {
+    /// `rouse gateway init --self-signed` in `directory` (127.0.0.1, free ports), a provider key, and the gateway
+    /// started: its configuration file, its device port and the process.
+    static func startGateway(in directory: String) async throws -> (String, String, RunningChild) {
+        let rouse = try Products.path("rouse")
+        let config = directory + "/gateway.json"
+        let initialized = try await ChildProcess.run(
+            rouse,
+            [
+                "gateway", "init", "--hostname", "127.0.0.1", "--self-signed", "--config", config, "--database",
+                directory + "/db/gateway.sqlite", "--tls-dir", directory + "/tls", "--provider-listen", "127.0.0.1:0",
+                "--device-listen", "127.0.0.1:0", "--admin", "unix:" + directory + "/admin.sock",
+            ])
+        try #require(initialized.status == 0, "\(initialized.stderr)")
+        let gateway = try ChildProcess.start(
+            try Products.path("rouse-gateway"), ["--config", config, "--log-level", "warning"], stdout: .lines,
+            stderr: .file(directory + "/gateway.log"))
+        let ready = await gateway.lines.first(timeout: .seconds(20)) { $0.contains("ready") }
+        guard let ready, let devicePort = port(of: "device", in: ready) else {
+            gateway.kill()
+            throw ChildProcess.Failure(description: "rouse-gateway did not get ready: \(ready ?? "no line")")
+        }
+        return (config, devicePort, gateway)
+    }
+
     /// A new directory, removed when the test ends.
     static func temporaryDirectory() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-first-run-\(UUID())").path

@@ -106,6 +106,33 @@ struct ClientTests {
         #expect(server.connectionCount == 1)
     }
 
+    @Test("keeps only the named response headers when asked; the status and body always")
+    func keptResponseHeaders() async throws {
+        let server = try makeServer { _, stream in
+            stream.respond(
+                status: 410,
+                headers: [HTTP2Header("apns-id", "id-1"), HTTP2Header("apns-unique-id", "u-1"), HTTP2Header("x", "y")],
+                body: Array("gone".utf8))
+        }
+        defer { Task { await server.shutdown() } }
+        var configuration = HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: trustingTestCA())
+        configuration.keptResponseHeaders = ["apns-id"]
+        let filtered = try await HTTP2Client.connect(configuration, on: loop)
+        let all = try await connect(server)
+        guard case .response(let status, let headers, let body) = await filtered.send(request()),
+            case .response(_, let allHeaders, _) = await all.send(request())
+        else {
+            Issue.record("no response")
+            return
+        }
+        #expect(status == 410)
+        #expect(body == Array("gone".utf8))
+        #expect(headers == [HTTP2Header("apns-id", "id-1")])
+        #expect(allHeaders.map(\.name).filter { $0 != "content-length" } == ["apns-id", "apns-unique-id", "x"])
+        filtered.close()
+        all.close()
+    }
+
     @Test("sees the server's stream limit change")
     func settingsChange() async throws {
         let server = try makeServer { _, stream in

@@ -2,10 +2,10 @@ import Foundation
 import RouseTestSupport
 import Testing
 
-/// `rouse mock-apns` as users run it: a child process, JSON lines, SIGTERM.
-@Suite("rouse mock-apns CLI", .timeLimit(.minutes(1)))
+/// `rouse mock-apns` as users run it: a child process, JSON lines, SIGTERM, asleep when idle.
+@Suite("rouse mock-apns CLI", .timeLimit(.minutes(2)))
 struct MockCLITests {
-    @Test("prints its address and one JSON line per push; SIGTERM shuts it down gracefully")
+    @Test("prints its address and one JSON line per push; sleeps when idle; SIGTERM shuts it down gracefully")
     func jsonAndSIGTERM() async throws {
         let rouse = try Products.path("rouse")
         let process = try ChildProcess.start(
@@ -31,6 +31,15 @@ struct MockCLITests {
         let record = try #require(await lines.next())
         #expect(record.contains(#""outcome":"accepted""#))
         #expect(record.contains(#""token":"abcd""#))
+        // Idle after serving, it sleeps (issue 15): no libdispatch worker pool, whose monitor would wake it every
+        // second. Quiet means 3 s without a wake-up of any of its threads; then at most 1 in 5 s.
+        let pid = process.processIdentifier
+        let quiet = try await ProcessProbe.settle(pid, quiet: .seconds(3), limit: .seconds(15))
+        #expect(quiet, "the mock never went quiet")
+        if quiet {
+            let wakeUps = try await ProcessProbe.wakeUps(pid, over: .seconds(5), voluntaryOnly: true)
+            #expect(wakeUps <= 1, "\(wakeUps) wake-ups in 5 s")
+        }
         process.terminate()
         #expect(try await process.wait(timeout: .seconds(20)) == 0)
     }

@@ -48,8 +48,9 @@ struct SendCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let tokens = directory.appendingPathComponent("tokens.txt").path
         let prune = directory.appendingPathComponent("prune.tsv").path
-        try [F.token(1), F.goneToken, F.expiredToken].joined(separator: "\n").write(
-            toFile: tokens, atomically: true, encoding: .utf8)
+        // Comments, blank lines, CRLF line ends and blanks around tokens are what hand-edited files hold.
+        try ["# tokens", F.token(1), "", " \t\(F.goneToken)\t \r", "  # \(F.token(2)) left out", F.expiredToken + "  "]
+            .joined(separator: "\n").write(toFile: tokens, atomically: true, encoding: .utf8)
         let config = directory.appendingPathComponent("send.conf").path
         try """
         # credentials kept out of the command line

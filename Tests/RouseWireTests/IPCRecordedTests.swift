@@ -100,6 +100,35 @@ struct IPCRecordedTests {
             #"{"reason":"oldDeviceUnavailable","type":"routeChanged","v":1}"#,
             .init(.routeChanged(.init(reason: "oldDeviceUnavailable")))
         ),
+        // Background transfers (issue 20).
+        (
+            #"{"requestID":4,"session":"s1","type":"transferSession","v":1}"#,
+            .init(.transferSession(.init(session: "s1")), requestID: 4)
+        ),
+        (
+            #"{"headers":["Accept: *\/*"],"kind":"download","requestID":5,"session":"s1","type":"addTransfer","url":"https:\/\/example.com\/a","v":1}"#,
+            .init(
+                .addTransfer(
+                    .init(session: "s1", kind: "download", url: "https://example.com/a", headers: ["Accept: */*"])),
+                requestID: 5)
+        ),
+        (
+            #"{"descriptor":true,"kind":"upload","method":"POST","session":"s1","type":"addTransfer","url":"https:\/\/example.com\/u","v":1}"#,
+            .init(
+                .addTransfer(
+                    .init(session: "s1", kind: "upload", url: "https://example.com/u", method: "POST", descriptor: true)
+                ))
+        ),
+        (
+            #"{"session":"s1","taskID":3,"type":"cancelTransfer","v":1}"#,
+            .init(.cancelTransfer(.init(session: "s1", taskID: 3)))
+        ),
+        (#"{"session":"s1","type":"transfersHandled","v":1}"#, .init(.transfersHandled(.init(session: "s1")))),
+        (#"{"requestID":9,"type":"transfers","v":1}"#, .init(.transfers, requestID: 9)),
+        (
+            #"{"fetchID":"fetch-3","requestID":10,"result":"noData","type":"fetchComplete","v":1}"#,
+            .init(.fetchComplete(.init(fetchID: "fetch-3", result: "noData")), requestID: 10)
+        ),
     ]
 
     static let events: [(json: String, frame: IPCFrame<AgentEvent>)] = [
@@ -236,6 +265,35 @@ struct IPCRecordedTests {
         (
             #"{"detail":"frame length 0 not in 1...65536","error":"malformedFrame","type":"error","v":1}"#,
             .init(.error(.init(code: "malformedFrame", detail: "frame length 0 not in 1...65536")))
+        ),
+        // Background transfers (issue 20).
+        (
+            #"{"bytes":1048576,"file":true,"kind":"download","session":"s1","state":"completed","status":200,"taskID":1,"total":1048576,"type":"transferTask","url":"https:\/\/example.com\/a","v":1}"#,
+            .init(
+                .transferTask(
+                    .init(
+                        session: "s1", taskID: 1, kind: "download", url: "https://example.com/a", state: "completed",
+                        bytes: 1_048_576, total: 1_048_576, status: 200, file: true)))
+        ),
+        (
+            #"{"requestID":4,"session":"s1","tasks":[{"bytes":0,"detail":"no route","error":"unreachable","kind":"upload","session":"s1","state":"failed","taskID":2,"url":"https:\/\/example.com\/u"}],"type":"transferSessionReply","v":1}"#,
+            .init(
+                .transferSessionReply(
+                    .init(
+                        session: "s1",
+                        tasks: [
+                            .init(
+                                session: "s1", taskID: 2, kind: "upload", url: "https://example.com/u", state: "failed",
+                                bytes: 0, error: "unreachable", detail: "no route")
+                        ])), requestID: 4)
+        ),
+        (
+            #"{"fetchID":"fetch-3","seconds":30,"type":"fetch","v":1}"#,
+            .init(.fetch(.init(fetchID: "fetch-3", seconds: 30)))
+        ),
+        (
+            #"{"seconds":30,"session":"s1","type":"transferSessionDone","v":1}"#,
+            .init(.transferSessionDone(.init(session: "s1", seconds: 30)))
         ),
     ]
 

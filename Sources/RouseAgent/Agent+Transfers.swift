@@ -1,0 +1,437 @@
+import Foundation
+import Logging
+import RouseCurl
+import RouseWire
+
+/// The background-transfer shell's state (issue 20): the rules (``TransferBook``), the libcurl jobs running, the
+/// spool accounts, and the sessions whose results a handler is owed.
+struct TransferShell {
+    struct Job {
+        let token: Int
+        let task: Task<Void, Never>
+    }
+    var book = TransferBook()
+    var jobs: [Int: Job] = [:]
+    var nextToken = 1
+    var accounts: [String: SpoolAccount] = [:]
+    /// Finished sessions by handler: their results and `transferSessionDone` are owed.
+    var owedDone: [String: Set<String>] = [:]
+    /// The persisted tasks as last saved, progress left out (saved only when something else changes).
+    var savedShape: [TransferRecord] = []
+    /// Rule events by metric name (`rouse agent transfers` shows them).
+    var metrics: [String: Int] = [:]
+}
+
+extension Agent {
+    /// The spool: `<transferSpool>/<handler>/<task>.download|upload`, 0700 directories and 0600 files of the agent's.
+    var spoolDirectory: String {
+        configuration.transferSpool
+            ?? (configuration.socketPath as NSString).deletingLastPathComponent + "/rouse-transfers"
+    }
+
+    /// At start: the persisted tasks come back (running ones resume when the network allows), spool files no task
+    /// owns are deleted (counted), and sessions that finished while the agent was down wake their handlers.
+    func restoreTransfers() {
+        transfers.book = TransferBook(restoring: state.transfers ?? [], limits: configuration.transferLimits)
+        transfers.savedShape = Self.shape(transfers.book.records)
+        let owned = Set(transfers.book.records.map(\.spoolFile))
+        for handler in AgentSyscalls.directoryEntries(spoolDirectory) {
+            for file in AgentSyscalls.directoryEntries(spoolDirectory + "/" + handler) {
+                let path = spoolDirectory + "/" + handler + "/" + file
+                if !owned.contains(path) {
+                    AgentSyscalls.removeFile(path)
+                    transfers.metrics["spool-orphans-removed", default: 0] += 1
+                }
+            }
+        }
+        expireTransfers()
+        for (handler, session) in transfers.book.finishedSessions where slots[handler] != nil {
+            perform(transfers: [.sessionFinished(handler: handler, session: session)])
+        }
+    }
+
+    /// Deletes results older than the configured lifetime that nobody collected (at start and whenever a session
+    /// finishes: no timer of its own, the spool budget bounds what waits meanwhile).
+    func expireTransfers() {
+        let lifetime = configuration.transferResultLifetime
+        let cutoff = wallMilliseconds - lifetime.components.seconds * 1000
+        perform(transfers: transfers.book.expire(finishedBefore: cutoff))
+    }
+
+    /// The network's usability (the agent's reachability): running transfers wait, waiting ones resume.
+    func transfersNetwork(_ usable: Bool) {
+        perform(transfers: transfers.book.network(usable: usable))
+    }
+
+    /// Whether the path to the network is expensive: discretionary tasks wait for one that is not.
+    func transfersNetwork(expensive: Bool) {
+        perform(transfers: transfers.book.network(expensive: expensive))
+    }
+
+    /// The user stopped `name`: its pending tasks are cancelled and their files deleted.
+    func transfersUserStopped(_ name: String) {
+        transfers.owedDone[name] = nil
+        perform(transfers: transfers.book.userStopped(handler: name))
+    }
+
+    /// `name` registered: the results of its finished sessions, then `transferSessionDone` for each.
+    func transfersRegistered(_ name: String) {
+        for session in (transfers.owedDone[name] ?? []).sorted() { deliverFinished(name, session) }
+    }
+
+    /// Stops every job (agent shutdown): tasks stay persisted as they are and resume at the next start.
+    func stopTransfers() {
+        for job in transfers.jobs.values { job.task.cancel() }
+        transfers.jobs = [:]
+    }
+
+    /// A transfer request from registered handler `name`; `descriptor` (owned here) came with an `addTransfer`.
+    func handleTransfer(
+        _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>, descriptor: Int32?
+    ) {
+        defer { if let descriptor { AgentSyscalls.close(descriptor) } }
+        let requestID = frame.requestID
+        do throws(TransferRefusal) {
+            switch frame.message {
+            case .transferSession(let request):
+                let session = request.session ?? ""
+                try transfers.book.openSession(handler: name, session: session)
+                let tasks = transfers.book.tasks(of: name, session: session).map { Self.event($0) }
+                connection.send(.transferSessionReply(.init(session: session, tasks: tasks)), requestID: requestID)
+                // Results still owed go now (reattaching after a relaunch), files with them.
+                for record in transfers.book.tasks(of: name, session: session) where record.state.isTerminal {
+                    perform(transfers: [.notify(record)])
+                }
+            case .addTransfer(let request):
+                let record = try addTransfer(name, request, descriptor: descriptor)
+                connection.send(.transferTask(Self.event(record)), requestID: requestID)
+            case .cancelTransfer(let request):
+                let actions = try transfers.book.cancel(handler: name, id: request.taskID ?? -1)
+                perform(transfers: actions)
+                if case .notify(let record) = actions.first(where: { if case .notify = $0 { true } else { false } }) {
+                    connection.send(.transferTask(Self.event(record)), requestID: requestID)
+                } else {
+                    connection.send(.ok(.init()), requestID: requestID)
+                }
+            case .transfersHandled(let request):
+                apply(name, slots[name]!.machine.transfersHandled(session: request.session ?? "", now: now))
+                connection.send(.ok(.init()), requestID: requestID)
+            case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
+                .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
+                .transfers, .fetchComplete, .unknown:
+                return  // not a transfer request: Agent+IPC dispatches these
+            }
+        } catch {
+            transfers.metrics["refused-\(error.code)", default: 0] += 1
+            logger.notice(
+                "transfer request refused", metadata: ["handler": "\(name)", "error": "\(error.code)"])
+            connection.sendError(error.code, error.detail, requestID: requestID)
+        }
+        saveTransfers()
+    }
+
+    private func addTransfer(_ name: String, _ request: AgentRequest.AddTransfer, descriptor: Int32?)
+        throws(TransferRefusal) -> TransferRecord
+    {
+        guard let kind = request.kind.flatMap(TransferRecord.Kind.init(rawValue:)), let url = request.url else {
+            throw TransferRefusal(code: "badRequest", detail: "addTransfer needs kind download|upload and url")
+        }
+        let directory = spoolDirectory + "/" + name
+        do {
+            try AgentSyscalls.makeDirectories(directory)
+        } catch {
+            throw TransferRefusal(code: "spoolFull", detail: "spool directory: \(error.detail)")
+        }
+        var incoming: (path: String, size: Int64)?
+        if kind == .upload {
+            incoming = try spoolUpload(name, request, descriptor: descriptor, directory: directory)
+        } else if descriptor != nil || request.body != nil {
+            throw TransferRefusal(code: "badRequest", detail: "a download takes no body and no descriptor")
+        }
+        do throws(TransferRefusal) {
+            let method = kind == .download ? "GET" : (request.method ?? "PUT")
+            let (id, actions) = try transfers.book.add(
+                handler: name, session: request.session ?? "", kind: kind, url: url, method: method,
+                headers: request.headers ?? [], discretionary: request.discretionary ?? false,
+                spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
+            guard let record = transfers.book.tasks[id] else { throw TransferRefusal(code: "internal", detail: "") }
+            if let incoming { rename(incoming.path, record.spoolFile) }
+            perform(transfers: actions)
+            return transfers.book.tasks[id] ?? record
+        } catch {
+            if let incoming {
+                AgentSyscalls.removeFile(incoming.path)
+                account(name).release(incoming.size)
+            }
+            throw error
+        }
+    }
+
+    /// An upload's body into the spool (the agent's own copy: the upload survives the handler and an agent restart):
+    /// from the descriptor passed with the frame (a regular file), or from `body`.
+    private func spoolUpload(
+        _ name: String, _ request: AgentRequest.AddTransfer, descriptor: Int32?, directory: String
+    ) throws(TransferRefusal) -> (path: String, size: Int64) {
+        let bytes: [UInt8]?
+        let size: Int64
+        if request.descriptor == true {
+            guard let descriptor else {
+                throw TransferRefusal(code: "badDescriptor", detail: "no descriptor came with the frame (SCM_RIGHTS)")
+            }
+            guard let status = AgentSyscalls.fileSize(descriptor), status.regular else {
+                throw TransferRefusal(code: "badDescriptor", detail: "the descriptor is not a regular file")
+            }
+            (bytes, size) = (nil, status.size)
+        } else if let body = request.body {
+            guard let decoded = Data(base64Encoded: body) else {
+                throw TransferRefusal(code: "badRequest", detail: "body is not base64")
+            }
+            (bytes, size) = (Array(decoded), Int64(decoded.count))
+        } else {
+            throw TransferRefusal(code: "badRequest", detail: "an upload needs descriptor: true or body")
+        }
+        guard account(name).reserve(size) else {
+            throw TransferRefusal(
+                code: "spoolFull",
+                detail: "\(size) bytes do not fit the handler's spool budget of \(account(name).limit)")
+        }
+        transfers.nextToken += 1
+        let path = "\(directory)/incoming-\(transfers.nextToken)"
+        do throws(AgentError) {
+            let fd = try AgentSyscalls.openSpool(path)
+            defer { AgentSyscalls.close(fd) }
+            try AgentSyscalls.truncate(fd, to: 0)
+            if let bytes {
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)
+                defer { buffer.deallocate() }
+                buffer.copyBytes(from: bytes)
+                try AgentSyscalls.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0)
+            } else if let descriptor {
+                try AgentSyscalls.copy(from: descriptor, to: fd, count: size)
+            }
+        } catch {
+            AgentSyscalls.removeFile(path)
+            account(name).release(size)
+            throw TransferRefusal(code: "spoolFull", detail: "copying the upload: \(error.detail)")
+        }
+        return (path, size)
+    }
+
+    /// The spool budget account of `handler` (created from its files' sizes).
+    @discardableResult
+    func account(_ handler: String) -> SpoolAccount {
+        if let account = transfers.accounts[handler] { return account }
+        let used = transfers.book.records.filter { $0.handler == handler }
+            .reduce(Int64(0)) { $0 + AgentSyscalls.fileSize(path: $1.spoolFile) }
+        let account = SpoolAccount(limit: transfers.book.limits.spoolBytesPerHandler, used: used)
+        transfers.accounts[handler] = account
+        return account
+    }
+
+    // MARK: Actions
+
+    func perform(transfers actions: [TransferAction]) {
+        for action in actions {
+            switch action {
+            case .start(let record): startJob(record)
+            case .stop(let id):
+                transfers.jobs.removeValue(forKey: id)?.task.cancel()
+            case .notify(let record):
+                transfers.book.stamp(id: record.id, wallMilliseconds: wallMilliseconds)
+                notify(record)
+            case .sessionFinished(let handler, let session):
+                expireTransfers()
+                guard slots[handler] != nil else { continue }
+                transfers.owedDone[handler, default: []].insert(session)
+                apply(handler, slots[handler]!.machine.transferEvents(session: session, now: now))
+                if slots[handler]?.connection != nil { deliverFinished(handler, session) }
+            case .removeSpool(let handler, let path):
+                let size = AgentSyscalls.fileSize(path: path)
+                AgentSyscalls.removeFile(path)
+                account(handler).release(size)
+            case .log(let text, let metric, let values):
+                if let metric { transfers.metrics[metric, default: 0] += 1 }
+                var metadata: Logger.Metadata = [:]
+                for (key, value) in values { metadata[key] = "\(value)" }
+                logger.notice("\(text)", metadata: metadata)
+            }
+        }
+        saveTransfers()
+    }
+
+    /// The session's results still held, then `transferSessionDone` (once).
+    private func deliverFinished(_ handler: String, _ session: String) {
+        guard let connection = slots[handler]?.connection else { return }
+        for record in transfers.book.tasks(of: handler, session: session) where record.state.isTerminal {
+            notify(record)
+        }
+        guard transfers.owedDone[handler]?.remove(session) != nil else { return }
+        let seconds = slots[handler]?.configuration.rules.backgroundDeadline ?? .seconds(30)
+        connection.send(.transferSessionDone(.init(session: session, seconds: Double(seconds.components.seconds))))
+    }
+
+    /// Sends a task's state to its handler when connected: a result is then handed over (a completed download with
+    /// its file's descriptor) and forgotten; progress is not sent to a suspended handler (its socket would fill).
+    private func notify(_ record: TransferRecord) {
+        guard let slot = slots[record.handler], let connection = slot.connection else { return }
+        guard record.state.isTerminal else {
+            if slot.machine.lifecycle != .suspended { connection.send(.transferTask(Self.event(record))) }
+            return
+        }
+        var sent: Bool
+        if record.kind == .download && record.state == .completed {
+            do {
+                let fd = try AgentSyscalls.openReadOnly(record.spoolFile)
+                var event = Self.event(record)
+                event.file = true
+                sent = connection.send(.transferTask(event), descriptor: fd)
+                AgentSyscalls.close(fd)
+            } catch {
+                logger.error("spool file lost", metadata: ["task": "\(record.id)", "error": "\(error)"])
+                var event = Self.event(record)
+                (event.state, event.error, event.detail) = ("failed", "spoolLost", "\(error)")
+                sent = connection.send(.transferTask(event))
+            }
+        } else {
+            sent = connection.send(.transferTask(Self.event(record)))
+        }
+        if sent { perform(transfers: transfers.book.delivered(id: record.id)) }
+    }
+
+    private func startJob(_ record: TransferRecord) {
+        let id = record.id
+        let download = record.kind == .download
+        let fd: Int32
+        do {
+            try AgentSyscalls.makeDirectories((record.spoolFile as NSString).deletingLastPathComponent)
+            fd = try AgentSyscalls.openSpool(record.spoolFile)
+        } catch {
+            perform(
+                transfers: transfers.book.finished(
+                    id: id, .failure(code: "spoolFull", detail: "\(error)", bytes: 0, validator: nil)))
+            return
+        }
+        let resume = download ? (AgentSyscalls.fileSize(fd)?.size ?? 0) : 0
+        var headers: [(name: String, value: String)] = record.headers.compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        if download && resume > 0 {
+            headers.append(("Range", "bytes=\(resume)-"))
+            if let validator = record.validator { headers.append(("If-Range", validator)) }
+        }
+        transfers.nextToken += 1
+        let token = transfers.nextToken
+        let sink = SpoolSink(
+            fd: fd, upload: !download, resumeFrom: resume, account: account(record.handler),
+            onProgress: { bytes, total, validator in
+                Task {
+                    await self.transferProgress(id, token: token, bytes: bytes, total: total, validator: validator)
+                }
+            })
+        var request = CurlRequest(
+            method: record.method, url: record.url, headers: headers, connectTimeout: .seconds(30),
+            timeout: .seconds(24 * 3600), tls: CurlTLSOptions(caFile: configuration.transferCAFile),
+            maxResponseBodyBytes: 0)
+        request.lowSpeed = CurlLowSpeed(bytesPerSecond: 1, duration: .seconds(60))
+        request.maxRedirects = 5  // as URLSession follows them; a redirect's body is replaced by the final one's
+        if !download { request.upload = CurlUpload(size: AgentSyscalls.fileSize(fd)?.size ?? 0) }
+        let curl = curl
+        let task = Task {
+            let outcome: TransferBook.Outcome?
+            do {
+                let response = try await curl.send(request, sink: sink)
+                let bytes = sink.state.withLock { $0.bytes }
+                outcome = .response(status: response.status, bytes: bytes, validator: sink.validator)
+            } catch is CancellationError {
+                outcome = nil
+            } catch {
+                outcome = Self.failure(error, sink: sink)
+            }
+            self.transferEnded(id, token: token, outcome)
+        }
+        transfers.jobs[id] = TransferShell.Job(token: token, task: task)
+    }
+
+    private func transferProgress(_ id: Int, token: Int, bytes: Int64, total: Int64?, validator: String?) {
+        guard transfers.jobs[id]?.token == token else { return }
+        perform(transfers: transfers.book.progress(id: id, bytes: bytes, total: total, validator: validator))
+    }
+
+    private func transferEnded(_ id: Int, token: Int, _ outcome: TransferBook.Outcome?) {
+        guard transfers.jobs[id]?.token == token else { return }
+        transfers.jobs[id] = nil
+        guard let outcome else { return }
+        perform(transfers: transfers.book.finished(id: id, outcome))
+    }
+
+    private static func failure(_ error: any Error, sink: SpoolSink) -> TransferBook.Outcome {
+        let (bytes, validator, spoolFull, writeError) = sink.state.withLock {
+            ($0.bytes, $0.validator, $0.spoolFull, $0.writeError)
+        }
+        if spoolFull {
+            return .failure(
+                code: "spoolFull", detail: "the handler's spool budget is spent", bytes: bytes, validator: validator)
+        }
+        if let writeError { return .failure(code: "disk", detail: writeError, bytes: bytes, validator: validator) }
+        let curlError = error as? CurlError
+        let code: String
+        switch curlError?.code {
+        case .couldntResolveHost?, .couldntConnect?, .couldntResolveProxy?: code = "unreachable"
+        case .operationTimedOut?: code = "timeout"
+        case .sslConnectError?, .peerFailedVerification?, .sslCACertBadFile?, .sslCertProblem?, .sslCipher?:
+            code = "tls"
+        default: code = "transport"
+        }
+        return .failure(code: code, detail: "\(error)", bytes: bytes, validator: validator)
+    }
+
+    /// Persists the tasks when more than their progress changed.
+    private func saveTransfers() {
+        let shape = Self.shape(transfers.book.records)
+        guard shape != transfers.savedShape else { return }
+        transfers.savedShape = shape
+        state.transfers = transfers.book.records
+        persist()
+    }
+
+    private static func shape(_ records: [TransferRecord]) -> [TransferRecord] {
+        records.map { record in
+            var record = record
+            record.bytes = 0
+            return record
+        }
+    }
+
+    static func event(_ record: TransferRecord) -> AgentEvent.TransferTask {
+        AgentEvent.TransferTask(
+            session: record.session, taskID: record.id, kind: record.kind.rawValue, url: record.url,
+            state: record.state.rawValue, bytes: record.bytes, total: record.total, status: record.status,
+            error: record.error, detail: record.detail)
+    }
+
+    /// `rouse agent transfers`: every task, the spool per handler, the rule counters (JSON).
+    func transfersJSON() -> String {
+        struct Document: Encodable {
+            var tasks: [TransferRecord]
+            var spoolBytes: [String: Int64]
+            var running: Int
+            var metrics: [String: Int]
+            var networkUsable: Bool
+        }
+        var spool: [String: Int64] = [:]
+        for name in slots.keys { spool[name] = account(name).bytes }
+        let document = Document(
+            tasks: transfers.book.records, spoolBytes: spool, running: transfers.jobs.count,
+            metrics: transfers.metrics.merging(transfers.book.counters.map { ("book-\($0.key)", $0.value) }) { $1 },
+            networkUsable: transfers.book.networkUsable)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(document)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+extension SpoolSink {
+    /// The validator of the last response head.
+    var validator: String? { state.withLock { $0.validator } }
+}

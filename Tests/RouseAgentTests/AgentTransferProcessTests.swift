@@ -1,0 +1,180 @@
+import Foundation
+import Glibc
+import Logging
+import RouseAgent
+import RouseAgentClient
+import RouseGateway
+import RouseTestSupport
+import Testing
+
+/// Background transfers through the built `rouse-agent`: SIGKILLed mid-download and started again on its state, and
+/// inside a network namespace whose link goes down mid-download. Plain `http://` to the test server (the `rouse-agent`
+/// command trusts the system store for transfers).
+@Suite(
+    "Background transfers through rouse-agent: SIGKILL and restart, a link down in a namespace", .serialized,
+    .stopsWhatItStarts, .timeLimit(.minutes(3)))
+struct AgentTransferProcessTests {
+    /// A gateway (in this process, device API on `address`), a handler file `fetcher` with a command pipe, the
+    /// arguments of a `rouse-agent` for them.
+    struct Rig {
+        let directory: String
+        let gateway: Gateway
+        let arguments: [String]
+        var socket: String { directory + "/agent.sock" }
+        var log: String { directory + "/fetcher.log" }
+
+        init(address: String = "127.0.0.1", certificate: ((String) async throws -> String)? = nil) async throws {
+            directory =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "rouse-agent-\(UUID().uuidString)"
+                ).path
+            try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+            var logger = Logger(label: "rouse.gateway.test")
+            logger.logLevel = .critical
+            var configuration = try AgentHarness.gatewayConfiguration(database: directory + "/gateway.sqlite")
+            configuration.device.listen = "\(address):0"
+            if let certificate { configuration.device.certificateFile = try await certificate(directory) }
+            gateway = try Gateway(configuration: configuration, logger: logger)
+            let directory = directory
+            let gateway = gateway
+            TestScope.current?.onEnd {
+                await gateway.shutdown(gracePeriod: .seconds(1))
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+            let fifo = directory + "/fetcher.fifo"
+            guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo: errno \(errno)") }
+            let handler = """
+                topic = "com.example.fetcher"
+                command = ["\(try Products.path("rouse-example-handler"))", "--commands", "\(fifo)", "--log", \
+                "\(directory)/fetcher.log", "--transfer-session", "s1"]
+                push-types = ["background"]
+                allow-root = true
+                [limits]
+                suspend-after-seconds = 600
+                """
+            try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/fetcher.toml"))
+            arguments = [
+                "--gateway", "https://\(address):\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+                "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+                "--state-dir", directory + "/state", "--socket", directory + "/agent.sock", "--log-level", "debug",
+            ]
+        }
+
+        func lines(_ prefix: String) -> [String] {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+                .filter { $0.hasPrefix(prefix) }
+                .map { line in line.range(of: " pid=").map { String(line[..<$0.lowerBound]) } ?? line }
+        }
+
+        func waitFor(_ prefix: String, timeout: Duration = .seconds(20)) async throws {
+            try await eventually("fetcher log line \(prefix)", timeout: timeout) { !lines(prefix).isEmpty }
+        }
+
+        func command(_ line: String) throws {
+            guard let handle = FileHandle(forWritingAtPath: directory + "/fetcher.fifo") else {
+                throw FixtureError("cannot open the command pipe")
+            }
+            defer { try? handle.close() }
+            try handle.write(contentsOf: Data((line + "\n").utf8))
+        }
+
+        /// The user starts the handler; it registers and reattaches session s1.
+        func startHandler() async throws {
+            let client = try AgentClient(socketPath: socket)
+            defer { client.close() }
+            _ = try await client.request(.userControl(.init(handler: "fetcher", state: "started")))
+            try await waitFor("session name=s1")
+        }
+
+        func waitForProgress(atLeast bytes: Int64) async throws {
+            let prefix = "transfer task=1 state=running bytes="
+            try await eventually("progress to \(bytes)") {
+                lines(prefix).contains { Int64($0.dropFirst(prefix.count)) ?? 0 >= bytes }
+            }
+        }
+
+        var spooled: Int64 {
+            Int64(
+                (try? FileManager.default.attributesOfItem(atPath: directory + "/state/spool/fetcher/1.download")[.size]
+                    as? NSNumber)?.int64Value ?? -1)
+        }
+    }
+
+    /// The resumed GET: its `Range` start is past the first MiB, and it sent exactly the rest.
+    static func expectResumedOnce(_ server: RangeServer, size: Int) {
+        let ranged = server.requests().filter { $0["method"] as? String == "GET" && $0["range"] is String }
+        #expect(ranged.count == 1)
+        guard let resumed = ranged.first, let range = resumed["range"] as? String,
+            let start = Int(range.dropFirst("bytes=".count).dropLast())
+        else { return }
+        #expect(start >= 1 << 20 && start < size)
+        #expect(resumed["status"] as? Int == 206)
+        #expect(resumed["sent"] as? Int == size - start)
+    }
+
+    @Test func aSIGKILLedAgentStartedAgainResumesTheDownloadWithRange() async throws {
+        let rig = try await Rig()
+        let server = try await RangeServer(directory: rig.directory, arguments: ["--plain", "--rate", "\(1 << 20)"])
+        defer { server.stop() }
+        let size = 4 << 20
+        let expected = try server.serve("voicemail.bin", size: size, seed: 11)
+        let first = try await AgentProcess(arguments: rig.arguments, stderrPath: rig.directory + "/agent1.stderr")
+        try await eventually("channel open") {
+            try await AgentNetworkTests.status(socket: rig.socket).channel == "open"
+        }
+        try await rig.startHandler()
+        try rig.command("download s1 http://127.0.0.1:\(server.port)/files/voicemail.bin")
+        try await rig.waitForProgress(atLeast: 1 << 20)
+
+        first.kill()
+        let second = try await AgentProcess(arguments: rig.arguments, stderrPath: rig.directory + "/agent2.stderr")
+        defer { second.kill() }
+        // The handler outlived the agent (re-attached); the resumed download reaches it with the whole file.
+        try await rig.waitFor("transfer task=1 state=completed", timeout: .seconds(60))
+        #expect(
+            rig.lines("transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(size) status=206 file=\(expected)"
+            ])
+        try await eventually("the resumed GET logged") {
+            server.requests().contains { $0["range"] is String && $0["complete"] as? Bool == true }
+        }
+        Self.expectResumedOnce(server, size: size)
+    }
+
+    @Test func aLinkDownInTheAgentsNamespacePausesTheDownloadAndItResumesWithRange() async throws {
+        let network = try await AgentNetwork()
+        defer { network.delete() }
+        let rig = try await Rig(address: network.gatewayAddress, certificate: network.certificate(in:))
+        let server = try await RangeServer(
+            directory: rig.directory, arguments: ["--plain", "--rate", "\(1 << 20)", "--host", network.gatewayAddress])
+        defer { server.stop() }
+        let size = 4 << 20
+        let expected = try server.serve("logs.bin", size: size, seed: 12)
+        let agent = try await AgentProcess(
+            executable: "/usr/sbin/ip",
+            arguments: ["netns", "exec", network.name, try Products.path("rouse-agent")] + rig.arguments,
+            stderrPath: rig.directory + "/agent.stderr")
+        defer { agent.kill() }
+        try await eventually("channel open") {
+            try await AgentNetworkTests.status(socket: rig.socket).channel == "open"
+        }
+        try await rig.startHandler()
+        try rig.command("download s1 http://\(network.gatewayAddress):\(server.port)/files/logs.bin")
+        try await rig.waitForProgress(atLeast: 1 << 20)
+
+        try await network.link(up: false)
+        try await rig.waitFor("transfer task=1 state=waitingForNetwork")
+        let paused = rig.spooled
+        try await network.link(up: true)
+        try await rig.waitFor("transfer task=1 state=completed", timeout: .seconds(60))
+        #expect(
+            rig.lines("transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(size) status=206 file=\(expected)"
+            ])
+        #expect(paused >= 1 << 20 && paused < Int64(size))
+        try await eventually("the resumed GET logged") {
+            server.requests().contains { $0["range"] is String && $0["complete"] as? Bool == true }
+        }
+        Self.expectResumedOnce(server, size: size)
+    }
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The installation test (issue 18), run by deploy/test.sh: builds the Debian packages (deploy/package.sh, lintian
+# included), installs them with apt (chroot) into a clean Debian 12 minbase root that has no Swift toolchain, boots
+# that root with systemd-nspawn (systemd as PID 1, loopback-only network) and runs deploy/debian/root-test.sh in
+# it: --version, ldd, the examples in /etc/rouse against the parsers, mock-apns + send, a closed pipe, the units
+# enabled but not started, gateway init + migrate + systemctl start + a push to a device channel, agent enroll +
+# handlers + systemctl enable --now + a push to a handler, the same in the per-user mode (a user's own systemd
+# manager, enroll --user), systemd-analyze verify (system and user units), idle RSS, purge.
+#
+# The minbase root (plus what the test needs that the packages do not: systemd to boot it, dbus and
+# libpam-systemd for users' managers, netbase) is created once with mmdebstrap from this machine's apt sources and
+# kept as a tarball in $ROUSE_PACKAGE_CACHE (default ~/.cache/rouse-package, with the release build and apt's
+# downloaded packages), named by a hash of the sources and that package list, so a change to either makes a new
+# one; each run unpacks it afresh under .build/package-root and lets apt resolve the packages' own dependencies.
+# Needs root and Debian's mirror: without them it fails, saying why (it never skips).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+started=$SECONDS
+fail() {
+    echo "package-test: FAILED: $*" >&2
+    exit 1
+}
+[ "$(id -u)" -eq 0 ] || fail "needs root (chroot, mounts, a network namespace)"
+for tool in mmdebstrap systemd-nspawn nsenter chroot lintian pgrep; do
+    command -v "$tool" >/dev/null || fail "$tool is missing (deploy/install-deps.sh installs it)"
+done
+cache=${ROUSE_PACKAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rouse-package}
+mkdir -p "$cache"
+
+# The commit the packages are built from (package.sh reads it as it starts, as here).
+commit=$(git rev-parse HEAD)
+[ -z "$(git status --porcelain --untracked-files=normal)" ] || commit="$commit-dirty"
+echo "== package-test: packages (deploy/package.sh --lintian)" >&2
+debs_dir="$repo/.build/debs"
+mapfile -t debs < <(deploy/package.sh --out "$debs_dir" --lintian)
+[ ${#debs[@]} -eq 3 ] || fail "deploy/package.sh made ${#debs[@]} packages, expected 3"
+built=$SECONDS
+for deb in "${debs[@]}"; do
+    echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB, installed $(dpkg-deb -f "$deb" Installed-Size) KiB," \
+        "Depends: $(dpkg-deb -f "$deb" Depends)" >&2
+done
+# The libraries the issue names, from dpkg-shlibdeps (apt must bring them: the root does not have them).
+gateway_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse-gateway_')
+for library in libcurl4 libnghttp2-14 libssl3 libsqlite3-0 libpq5; do
+    dpkg-deb -f "$gateway_deb" Depends | grep -q -E "(^|, )$library( |,|$)" ||
+        fail "rouse-gateway does not depend on $library: $(dpkg-deb -f "$gateway_deb" Depends)"
+done
+version=$(dpkg-deb -f "${debs[0]}" Version)
+
+# --- the clean root ---------------------------------------------------------------------------------------------
+sources=()
+for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -s "$file" ] && grep -q -E '^(deb |Types:.*deb)' "$file" && sources+=("$file")
+done
+[ ${#sources[@]} -gt 0 ] || fail "no apt sources on this machine to build the Debian 12 root from"
+grep -q -E '(^|[[:space:]])bookworm([[:space:]]|$)' "${sources[@]}" ||
+    fail "this machine's apt sources have no bookworm suite: the test root must be Debian 12"
+# Not the packages' dependencies (none of Rouse's libraries is among them or theirs): systemd, to boot the root
+# (and for systemd-analyze, systemd-creds, systemd-sysusers); dbus, libpam-systemd and dbus-user-session, which
+# a desktop has and a user's systemd manager needs (logind, loginctl enable-linger); netbase, the /etc/hosts that
+# every installed Debian has (minbase has none: "localhost" would not resolve).
+root_packages=systemd,dbus,libpam-systemd,dbus-user-session,netbase
+key=$({ cat "${sources[@]}"; echo "$root_packages"; } | sha256sum | cut -c1-12)
+tarball="$cache/debian12-minbase-$key.tar"
+if [ ! -f "$tarball" ]; then
+    echo "== package-test: creating the Debian 12 minbase root (once; cached in $tarball)" >&2
+    root_started=$SECONDS
+    mmdebstrap --variant=minbase --mode=root --format=tar --quiet --include="$root_packages" bookworm \
+        "$tarball.new" "${sources[@]}" ||
+        fail "mmdebstrap could not create the Debian 12 root (is Debian's mirror reachable?)"
+    mv "$tarball.new" "$tarball"
+    echo "package-test: root created in $((SECONDS - root_started)) s" >&2
+fi
+
+root="$repo/.build/package-root"
+nspawn=""
+release_root() {
+    if [ -n "$nspawn" ] && kill -0 "$nspawn" 2>/dev/null; then
+        kill -TERM "$nspawn" # the container's systemd shuts down
+        for _ in $(seq 100); do kill -0 "$nspawn" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$nspawn" 2>/dev/null || true
+    fi
+    nspawn=""
+    # Processes still running in the chroot (a failed apt step), then its mounts, deepest first.
+    for link in /proc/[0-9]*/root; do
+        if [ "$(readlink "$link" 2>/dev/null)" = "$root" ]; then
+            pid=${link#/proc/}
+            kill -KILL "${pid%/root}" 2>/dev/null || true
+        fi
+    done
+    awk -v r="$root" 'index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r | while read -r mount; do
+        umount -l "$mount" || true
+    done
+}
+release_root
+rm -rf "$root"
+mkdir -p "$root"
+tar -xf "$tarball" -C "$root"
+trap release_root EXIT
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+mkdir -p "$cache/apt-archives/partial"
+mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+mkdir -p "$root/root/debs" "$root/root/certs"
+cp "${debs[@]}" "$root/root/debs/"
+cp certs/*.pem certs/*.key certs/*.p8 certs/keys.json "$root/root/certs/"
+install -m 0755 deploy/debian/root-test.sh "$root/root/root-test.sh"
+
+echo "== package-test: apt installs the packages and their dependencies" >&2
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive "$@"; }
+in_root apt-get update -qq >"$root/tmp/apt.log" 2>&1 || fail "apt-get update in the root: $(tail -5 "$root/tmp/apt.log")"
+debs_in_root=()
+for deb in "${debs[@]}"; do debs_in_root+=("/root/debs/$(basename "$deb")"); done
+in_root apt-get install -y -q "${debs_in_root[@]}" >"$root/tmp/apt.log" 2>&1 ||
+    fail "apt-get install of the packages: $(tail -20 "$root/tmp/apt.log")"
+grep -E "^(Setting up rouse|rouse-)" "$root/tmp/apt.log" >&2 || true
+installed=$SECONDS
+release_root
+
+echo "== package-test: booting the root (systemd-nspawn)" >&2
+systemd-nspawn --quiet --directory="$root" --boot --private-network --register=no --keep-unit \
+    --machine=rouse-pkgtest >"$repo/.build/package-root.console" 2>&1 </dev/null &
+nspawn=$!
+# The container's systemd: the process below systemd-nspawn that is PID 1 in its own namespace.
+leader=""
+for _ in $(seq 300); do
+    for child in $(pgrep -P "$nspawn"); do
+        for candidate in "$child" $(pgrep -P "$child"); do
+            if grep -q -P '^NSpid:\s+\d+\s+1$' "/proc/$candidate/status" 2>/dev/null; then leader=$candidate; fi
+        done
+    done
+    [ -n "$leader" ] && break
+    kill -0 "$nspawn" 2>/dev/null || break
+    sleep 0.1
+done
+[ -n "$leader" ] || fail "systemd-nspawn did not boot the root: $(tail -20 "$repo/.build/package-root.console")"
+inside() { nsenter --target "$leader" --mount --uts --ipc --net --pid --cgroup -- /usr/bin/env -i \
+    PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb "$@"; }
+# Until its manager answers (its socket appears a moment after it starts) and the boot is over.
+deadline=$((SECONDS + 90))
+until state=$(inside /bin/systemctl is-system-running --wait 2>&1) || [ "$state" = degraded ]; do
+    [ $SECONDS -lt $deadline ] ||
+        fail "the root's systemd did not finish booting ($state): $(tail -20 "$repo/.build/package-root.console")"
+    sleep 0.2
+done
+booted=$SECONDS
+
+echo "== package-test: inside the booted root" >&2
+inside /root/root-test.sh "$version" "$commit" || fail "the test inside the clean root failed"
+echo "package-test: passed: packages $((built - started)) s, root + apt $((installed - built)) s," \
+    "boot $((booted - installed)) s, inside $((SECONDS - booted)) s, total $((SECONDS - started)) s" >&2
