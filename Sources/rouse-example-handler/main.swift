@@ -35,8 +35,11 @@ import RouseWire
 //   upload SESSION URL FILE [method=M]  the file passed as a descriptor; uploadbytes SESSION URL TEXT: as bytes
 //   cancel SESSION ID                 → cancelled task=ID state=S
 // and each task event is written as `transfer task=ID state=S bytes=N [status=C] [error=E] [file=SIZE:FNV]` (the
-// file's size and FNV-1a hash read from the descriptor the agent passed); `sessionDone session=S` is answered with
+// file's size and FNV-1a hash read from the descriptor the agent passed; `--transfer-detail`: ` detail=D` after the
+// error); `sessionDone session=S` is answered with
 // transfersHandled (`handled session=S`) unless `--keep-transfers-unhandled`.
+// A background push whose payload has `"download": URL` adds that download to the `--transfer-session` session
+// (push-initiated download); `--exit-after-push`: the handler exits once it completed a background push.
 // Background fetch: each `fetch` event is written as `fetch id=ID` and completed with `--fetch-result R` (newData,
 // noData, failed; default noData; `none`: never completed): `fetched id=ID result=R`.
 
@@ -163,8 +166,27 @@ do {
                 }
             }
             if push.pushType == "background", mode != "overrun" {
+                // A push-initiated download: `"download": URL` in the payload is added to the transfer session
+                // (reattached first: the push may come before the session opened at start is answered).
+                if let session = option("--transfer-session"),
+                    let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+                    let url = object["download"] as? String
+                {
+                    do {
+                        _ = try await client.openTransferSession(session)
+                        let task = try await client.download(session: session, url: url)
+                        emit("added task=\(task.taskID) kind=\(task.kind) state=\(task.state)")
+                    } catch let error as AgentRequestError {
+                        emit("addFailed error=\(error.code)")
+                    }
+                }
                 try client.complete(pushID: id, result: .newData)
                 emit("completed id=\(id) result=newData")
+                if arguments.contains("--exit-after-push") {
+                    // As an app the system terminates once it is done in the background: its transfers go on.
+                    emit("exiting")
+                    exit(0)
+                }
             }
         case .taskBegun(let task):
             emit("taskBegun id=\(task.taskID) name=\(task.taskName)")
@@ -225,6 +247,7 @@ do {
             var line = "transfer task=\(task.taskID) state=\(task.state) bytes=\(task.bytes)"
             if let status = task.status { line += " status=\(status)" }
             if let error = task.error { line += " error=\(error)" }
+            if arguments.contains("--transfer-detail"), let detail = task.detail { line += " detail=\(detail)" }
             if task.file == true {
                 guard let fd = client.takeDownloadedFile(taskID: task.taskID) else {
                     emit(line + " file=missing")

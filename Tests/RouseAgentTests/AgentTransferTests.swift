@@ -214,6 +214,47 @@ struct AgentTransferTests {
         #expect(harness.spoolFiles() == [])
     }
 
+    /// iOS's "using push notifications to initiate a download": a content-available push through the gateway
+    /// launches the handler, which starts a download and exits; the agent carries the download on and launches it
+    /// again with `backgroundTransfer` and the file.
+    @Test func aBackgroundPushStartsADownloadAndTheHandlerIsRelaunchedWithTheFile() async throws {
+        let harness = try await AgentHarness.transferHarness(extra: ["--exit-after-push"])
+        let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(2 << 20)"])
+        defer { server.stop() }
+        let size = 4 << 20
+        let expected = try server.serve("voicemail.bin", size: size, seed: 10)
+        // Not running: the push (sent by a provider through the gateway) launches it.
+        try await harness.push(
+            "fetcher", type: "background",
+            payload: #"{"aps":{"content-available":1},"download":"\#(server.url("voicemail.bin"))"}"#)
+        try await harness.waitForLine("fetcher", "exiting", timeout: .seconds(30))
+        try await harness.waitForLine(
+            "fetcher", "registered launchReason=backgroundTransfer", timeout: .seconds(30))
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        try await harness.waitForLine("fetcher", "handled session=s1")
+
+        let log = harness.log("fetcher")
+        #expect(
+            log.filter { $0.hasPrefix("registered") }.map { $0.split(separator: " ")[1] } == [
+                "launchReason=backgroundPush", "launchReason=backgroundTransfer",
+            ])
+        #expect(harness.lines("fetcher", "added") == ["added task=1 kind=download state=running"])
+        #expect(
+            harness.lines("fetcher", "transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(size) status=200 file=\(expected)"
+            ])
+        // The first process exited before the download ended: the file came to the relaunched one.
+        let exited = log.firstIndex { $0.hasPrefix("exiting") } ?? Int.max
+        let relaunched = log.firstIndex { $0.hasPrefix("registered launchReason=backgroundTransfer") } ?? -1
+        #expect(exited < relaunched)
+        // The push was completed (acknowledged at the gateway); one GET, whole; nothing left in the spool.
+        try await eventually("gateway saw the ack") { try harness.pending() == 0 }
+        let gets = server.requests().filter { $0["method"] as? String == "GET" }
+        #expect(gets.count == 1)
+        #expect(gets.first?["complete"] as? Bool == true)
+        #expect(harness.spoolFiles() == [])
+    }
+
     @Test func aUserStopCancelsTheHandlersTasks() async throws {
         let harness = try await AgentHarness.transferHarness()
         let server = try await RangeServer(directory: harness.directory, arguments: ["--rate", "\(1 << 20)"])
