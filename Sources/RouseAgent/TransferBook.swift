@@ -229,6 +229,9 @@ public struct TransferBook: Sendable, Equatable {
             record.error = code
             record.detail = detail
             counters[code, default: 0] += 1
+            // No file is handed over for a failure: what was spooled goes now, not when the handler collects the
+            // result (a full disk is freed while the handler sleeps).
+            actions.append(.removeSpool(handler: record.handler, path: record.spoolFile))
             actions.append(.log("transfer failed", metric: "transfers-failed", ["task": "\(id)", "error": code]))
         }
         tasks[id] = record

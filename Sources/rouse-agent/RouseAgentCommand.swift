@@ -36,6 +36,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "State directory: secrets/ (credential, durable state), state/ (preserved state), sealed.")
     var stateDir: String?
     @Option(help: "Data key directory (default: <state-dir>/keys).") var keyDir: String?
+    @Option(
+        help: ArgumentHelp(
+            "Background transfers' spool directory (default: <state-dir>/spool; may be its own file system, so "
+                + "that downloads cannot fill the state's)."))
+    var spoolDir: String?
     @Option(help: "Data key backend: auto, systemd-credential or key-file (--user: key-file).") var keyBackend: String?
     @Option(help: "Seconds to wait for a handler's preserve answer before suspending or terminating it.")
     var preserveTimeoutSeconds = 1.0
@@ -132,7 +137,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
         configuration.preserveTimeout = .milliseconds(Int64(preserveTimeoutSeconds * 1000))
         configuration.restorationGrace = .milliseconds(Int64(restorationGraceSeconds * 1000))
-        configuration.transferSpool = stateDir + "/spool"  // background transfers' files (issue 20)
+        configuration.transferSpool = spoolDir ?? stateDir + "/spool"  // background transfers' files (issue 20)
         let store = SealedAgentStateStore(
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
         let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)

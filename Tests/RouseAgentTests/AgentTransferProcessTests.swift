@@ -23,7 +23,10 @@ struct AgentTransferProcessTests {
         var socket: String { directory + "/agent.sock" }
         var log: String { directory + "/fetcher.log" }
 
-        init(address: String = "127.0.0.1", certificate: ((String) async throws -> String)? = nil) async throws {
+        init(
+            address: String = "127.0.0.1", certificate: ((String) async throws -> String)? = nil,
+            handlerArguments: [String] = []
+        ) async throws {
             directory =
                 FileManager.default.temporaryDirectory.appendingPathComponent(
                     "rouse-agent-\(UUID().uuidString)"
@@ -46,7 +49,7 @@ struct AgentTransferProcessTests {
             let handler = """
                 topic = "com.example.fetcher"
                 command = ["\(try Products.path("rouse-example-handler"))", "--commands", "\(fifo)", "--log", \
-                "\(directory)/fetcher.log", "--transfer-session", "s1"]
+                "\(directory)/fetcher.log", "--transfer-session", "s1"\(handlerArguments.map { ", \"\($0)\"" }.joined())]
                 push-types = ["background"]
                 allow-root = true
                 [limits]
@@ -176,5 +179,58 @@ struct AgentTransferProcessTests {
             server.requests().contains { $0["range"] is String && $0["complete"] as? Bool == true }
         }
         Self.expectResumedOnce(server, size: size)
+    }
+
+    /// A full disk: `--spool-dir` on a 1 MiB tmpfs this test mounts, a 3 MiB download. The handler gets
+    /// `failed error=disk` with the errno in the detail; the partial file is deleted (the file system is empty again),
+    /// the agent holds no descriptor into the spool, and it carries on: a file that fits downloads next.
+    @Test func aFullSpoolFileSystemFailsTheDownloadWithDiskAndLeavesNothing() async throws {
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-spool-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        let mounted = try ChildProcess.runSync("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", spool])
+        guard mounted.status == 0 else { throw FixtureError("mount tmpfs: \(mounted.stderr)") }
+        TestScope.current?.onEnd {
+            _ = try? ChildProcess.runSync("/usr/bin/umount", ["-l", spool])
+            rmdir(spool)
+        }
+        let rig = try await Rig(handlerArguments: ["--transfer-detail"])
+        let server = try await RangeServer(directory: rig.directory, arguments: ["--plain"])
+        defer { server.stop() }
+        _ = try server.serve("big.bin", size: 3 << 20, seed: 13)
+        let small = try server.serve("small.bin", size: 100 << 10, seed: 14)
+        let agent = try await AgentProcess(
+            arguments: rig.arguments + ["--spool-dir", spool], stderrPath: rig.directory + "/agent.stderr")
+        defer { agent.kill() }
+        try await eventually("channel open") {
+            try await AgentNetworkTests.status(socket: rig.socket).channel == "open"
+        }
+        try await rig.startHandler()
+        try rig.command("download s1 http://127.0.0.1:\(server.port)/files/big.bin")
+        try await rig.waitFor("transfer task=1 state=failed")
+        let failed = rig.lines("transfer task=1 state=failed")
+        // What fitted was written (at most the 1 MiB of the file system), then pwrite's ENOSPC.
+        #expect(failed.count == 1)
+        #expect(
+            failed.first?.hasSuffix(" error=disk detail=system: pwrite: No space left on device (errno 28)") == true,
+            "\(failed)")
+        // Nothing left: no file in the handler's spool, the file system empty, no descriptor into the spool.
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: spool + "/fetcher")) == [])
+        var usage = statvfs()
+        #expect(statvfs(spool, &usage) == 0)
+        #expect(usage.f_bfree == usage.f_blocks)
+        let pid = agent.process.processIdentifier
+        let held = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).filter {
+            ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "")
+                .hasPrefix(spool)
+        }
+        #expect(held == [])
+        // The agent carries on: a file that fits downloads.
+        try rig.command("download s1 http://127.0.0.1:\(server.port)/files/small.bin")
+        try await rig.waitFor("transfer task=2 state=completed")
+        #expect(
+            rig.lines("transfer task=2 state=completed") == [
+                "transfer task=2 state=completed bytes=\(100 << 10) status=200 file=\(small)"
+            ])
     }
 }

@@ -155,6 +155,13 @@ struct TransferBookTests {
         _ = try Self.add(&book)
         _ = book.finished(id: 2, .failure(code: "tls", detail: "bad certificate", bytes: 0, validator: nil))
         #expect(book.tasks[2]?.state == .failed)
+        // A write error (a full disk): failed at once, and the partial file is deleted before any handler collects
+        // the result.
+        _ = try Self.add(&book)
+        let disk = book.finished(id: 3, .failure(code: "disk", detail: "ENOSPC", bytes: 4096, validator: nil))
+        #expect(book.tasks[3]?.state == .failed)
+        #expect(book.tasks[3]?.error == "disk")
+        #expect(disk.contains(.removeSpool(handler: "h", path: book.tasks[3]?.spoolFile ?? "")))
     }
 
     @Test func aUserStopCancelsEverythingAndDeliveryForgetsTheTask() throws {
