@@ -243,7 +243,10 @@ public actor Agent: Service {
             return
         }
         let monitor = ReachabilityMonitor(
-            configuration: .init(networkNamespacePath: configuration.networkNamespacePath), logger: logger)
+            configuration: .init(
+                networkNamespacePath: configuration.networkNamespacePath,
+                evaluator: .init(expensiveInterfaces: configuration.expensiveInterfaces)),
+            logger: logger)
         do {
             try monitor.start()
         } catch {

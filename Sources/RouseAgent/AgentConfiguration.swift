@@ -23,6 +23,9 @@ public struct AgentConfiguration: Sendable {
     public var handlers: [HandlerConfiguration]
     /// Reachability target (default: the gateway's host).
     public var reachabilityTarget: String?
+    /// Interface names whose paths count as expensive besides cellular ones (discretionary transfers wait while
+    /// the path to the gateway is expensive; iOS: cellular and Low Data Mode).
+    public var expensiveInterfaces: Set<String> = []
     /// Run the reachability monitor in this network namespace (tests).
     public var networkNamespacePath: String?
     /// Don't watch reachability: assume the gateway reachable.

@@ -57,6 +57,10 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "Reachability target (default: the gateway host).") var reachabilityTarget: String?
     @Flag(help: "Do not watch reachability; assume the gateway reachable.") var assumeReachable = false
     @Option(
+        help: "An interface whose paths are expensive, as cellular ones are (discretionary transfers wait); repeatable."
+    )
+    var expensiveInterface: [String] = []
+    @Option(
         help: ArgumentHelp(
             "Command run (no shell) on every audio activation grant and revoke, e.g. deploy/hooks/pactl-roles.sh.",
             discussion:
@@ -127,6 +131,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         configuration.handlerUser = handlerUser
         configuration.adminGroup = adminGroup
         configuration.assumeReachable = assumeReachable
+        configuration.expensiveInterfaces = Set(expensiveInterface)
         if let activationHook {
             guard FileManager.default.isExecutableFile(atPath: activationHook) else {
                 throw ValidationError("activation hook \(activationHook) is not an executable file")

@@ -9,11 +9,15 @@ import RouseChildProcess
 /// downloading the same file from the same server in the same run (nghttpd over loopback TLS, HTTP/2), rounds
 /// alternating. Figures: MiB/s of each (best round), their ratio, and the agent's CPU per MiB (this process's
 /// user+system time during its download: the agent and the benchmark's own waiting, so an upper bound).
+/// `--link-drop` and `--discretionary-idle SECONDS` add the network parts (TransferBench+Network.swift); `--rounds 0`
+/// leaves the download comparison out.
 enum TransferBench {
     static func run(arguments: [String]) async throws {
         var mib = 256
         var rounds = 3
         var json = false
+        var linkDrop = false
+        var idleSeconds: Int?
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             switch argument {
@@ -22,11 +26,26 @@ enum TransferBench {
                     (1...8192).contains($0)
                 }
             case "--rounds":
-                rounds = try Bench.value(after: argument, from: &iterator, "a count (1-20)") { (1...20).contains($0) }
+                rounds = try Bench.value(after: argument, from: &iterator, "a count (0-20)") { (0...20).contains($0) }
             case "--json": json = true
-            default: throw Bench.Failure(description: "unknown option \(argument) (--mib N, --rounds N, --json)")
+            case "--link-drop": linkDrop = true
+            case "--discretionary-idle":
+                idleSeconds = try Bench.value(after: argument, from: &iterator, "seconds (1-3600)") {
+                    (1...3600).contains($0)
+                }
+            default:
+                throw Bench.Failure(
+                    description:
+                        "unknown option \(argument) (--mib N, --rounds N, --link-drop, --discretionary-idle SECONDS, "
+                        + "--json)")
             }
         }
+        if linkDrop || idleSeconds != nil {
+            try await network(
+                certs: try GatewayBench.certsDirectory(), handlerPath: try Bench.product("rouse-example-handler"),
+                linkDrop: linkDrop, idleSeconds: idleSeconds, json: json)
+        }
+        guard rounds > 0 else { return }
         let certs = try GatewayBench.certsDirectory()
         let nghttpd = try Bench.tool("/usr/sbin/nghttpd")
         let curl = try Bench.tool("/usr/bin/curl")

@@ -12,6 +12,7 @@ import Foundation
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 //   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS
 //   rouse-bench transfers [--mib N] [--rounds N] [--json]  a download through the agent vs curl, same server
+//     [--link-drop] [--discretionary-idle SECONDS]  (root) resume after a 2 s link drop; idle with 100 queued tasks
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
     "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|transfers [options] (--help lists them)"

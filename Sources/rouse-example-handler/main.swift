@@ -31,7 +31,7 @@ import RouseWire
 // Background transfers (docs/agent.md): `--transfer-session NAME` reattaches session NAME at start (a handler
 // relaunched with `backgroundTransfer` gets its results); commands
 //   session NAME                      → session name=NAME tasks=N
-//   download SESSION URL              → added task=ID kind=download state=S     (or addFailed error=CODE)
+//   download SESSION URL [discretionary=1] → added task=ID kind=download state=S (or addFailed error=CODE)
 //   upload SESSION URL FILE [method=M]  the file passed as a descriptor; uploadbytes SESSION URL TEXT: as bytes
 //   cancel SESSION ID                 → cancelled task=ID state=S
 // and each task event is written as `transfer task=ID state=S bytes=N [status=C] [error=E] [file=SIZE:FNV]` (the
@@ -409,7 +409,8 @@ func run(_ words: [String], client: AgentClient) async throws {
             let task: AgentEvent.TransferTask
             switch command {
             case "download":
-                task = try await client.download(session: words[1], url: words[2])
+                task = try await client.download(
+                    session: words[1], url: words[2], discretionary: named["discretionary"] != nil)
             case "uploadbytes":
                 task = try await client.upload(session: words[1], url: words[2], bytes: Array(words[3].utf8))
             case "uploadpipe":
