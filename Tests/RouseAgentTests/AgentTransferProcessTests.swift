@@ -214,23 +214,92 @@ struct AgentTransferProcessTests {
         #expect(
             failed.first?.hasSuffix(" error=disk detail=system: pwrite: No space left on device (errno 28)") == true,
             "\(failed)")
-        // Nothing left: no file in the handler's spool, the file system empty, no descriptor into the spool.
+        // Nothing left: no file in the handler's spool; once libcurl's loop lets the transfer's sink go (it may
+        // outlive the result by a moment), no descriptor of the agent's into the spool and the file system empty.
         #expect((try? FileManager.default.contentsOfDirectory(atPath: spool + "/fetcher")) == [])
-        var usage = statvfs()
-        #expect(statvfs(spool, &usage) == 0)
-        #expect(usage.f_bfree == usage.f_blocks)
         let pid = agent.process.processIdentifier
-        let held = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).filter {
-            ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "")
-                .hasPrefix(spool)
+        @Sendable func held() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).filter {
+                ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "")
+                    .hasPrefix(spool)
+            }
         }
-        #expect(held == [])
+        @Sendable func free() -> Bool {
+            var usage = statvfs()
+            return statvfs(spool, &usage) == 0 && usage.f_bfree == usage.f_blocks
+        }
+        try await eventually("the agent closed the spool file and the tmpfs is empty", timeout: .seconds(10)) {
+            held().isEmpty && free()
+        }
         // The agent carries on: a file that fits downloads.
         try rig.command("download s1 http://127.0.0.1:\(server.port)/files/small.bin")
         try await rig.waitFor("transfer task=2 state=completed")
         #expect(
             rig.lines("transfer task=2 state=completed") == [
                 "transfer task=2 state=completed bytes=\(100 << 10) status=200 file=\(small)"
+            ])
+    }
+
+    /// iOS's `isDiscretionary` on a real path: the agent's only route to the server is a veth end named by
+    /// `--expensive-interface`, so a discretionary download waits (`queued`) while a plain one runs; a second, cheap veth
+    /// with a host route to the server (netlink route event → reachability: the path is no longer expensive) lets it
+    /// run and complete.
+    @Test func aDiscretionaryDownloadWaitsOnAnExpensiveInterfaceAndRunsOnACheapOne() async throws {
+        let network = try await AgentNetwork()
+        defer { network.delete() }
+        let rig = try await Rig(address: network.gatewayAddress, certificate: network.certificate(in:))
+        let server = try await RangeServer(
+            directory: rig.directory, arguments: ["--plain", "--host", network.gatewayAddress])
+        defer { server.stop() }
+        let later = try server.serve("later.bin", size: 200 << 10, seed: 15)
+        let now = try server.serve("now.bin", size: 100 << 10, seed: 16)
+        let agent = try await AgentProcess(
+            executable: "/usr/sbin/ip",
+            arguments: ["netns", "exec", network.name, try Products.path("rouse-agent")] + rig.arguments + [
+                "--expensive-interface", network.inside,
+            ],
+            stderrPath: rig.directory + "/agent.stderr")
+        defer { agent.kill() }
+        try await eventually("channel open") {
+            try await AgentNetworkTests.status(socket: rig.socket).channel == "open"
+        }
+        try await rig.startHandler()
+        let base = "http://\(network.gatewayAddress):\(server.port)/files/"
+        try rig.command("download s1 \(base)later.bin discretionary=1")
+        try await rig.waitFor("added task=1")
+        try rig.command("download s1 \(base)now.bin")
+        try await rig.waitFor("transfer task=2 state=completed")
+        #expect(
+            rig.lines("added") == [
+                "added task=1 kind=download state=queued", "added task=2 kind=download state=running",
+            ])
+        #expect(
+            rig.lines("transfer task=2 state=completed") == [
+                "transfer task=2 state=completed bytes=\(100 << 10) status=200 file=\(now)"
+            ])
+        #expect(rig.lines("transfer task=1") == [])
+        #expect(server.requests().map { $0["path"] as? String } == ["/files/now.bin"])
+
+        // A cheap path: a second veth pair, and a host route to the server through it.
+        let suffix = network.inside.dropFirst(3)
+        let (cheapOutside, cheapInside) = ("rac\(suffix)o", "rac\(suffix)i")
+        let subnet = "10.209.\(network.gatewayAddress.split(separator: ".")[2])"
+        defer { _ = try? ChildProcess.runSync("/usr/sbin/ip", ["link", "del", cheapOutside]) }
+        try await AgentNetwork.ip([
+            "link", "add", cheapOutside, "type", "veth", "peer", "name", cheapInside, "netns", network.name,
+        ])
+        try await AgentNetwork.ip(["addr", "add", "\(subnet).1/24", "dev", cheapOutside])
+        try await AgentNetwork.ip(["link", "set", cheapOutside, "up"])
+        try await AgentNetwork.ip(["-n", network.name, "addr", "add", "\(subnet).2/24", "dev", cheapInside])
+        try await AgentNetwork.ip(["-n", network.name, "link", "set", cheapInside, "up"])
+        try await AgentNetwork.ip([
+            "-n", network.name, "route", "add", "\(network.gatewayAddress)/32", "dev", cheapInside, "src",
+            "\(subnet).2",
+        ])
+        try await rig.waitFor("transfer task=1 state=completed")
+        #expect(
+            rig.lines("transfer task=1 state=completed") == [
+                "transfer task=1 state=completed bytes=\(200 << 10) status=200 file=\(later)"
             ])
     }
 }
