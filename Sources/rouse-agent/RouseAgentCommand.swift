@@ -67,12 +67,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = self.json
-        LoggingSystem.bootstrap { label in
-            var handler: any LogHandler =
-                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        RouseLogging.bootstrap(level: level, json: json)
         let logger = Logger(label: "rouse.agent")
         let urls = gateway.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard let first = urls.first else { throw ValidationError("--gateway: no URL") }
