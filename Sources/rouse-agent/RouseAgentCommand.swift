@@ -127,7 +127,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
         configuration.preserveTimeout = .milliseconds(Int64(preserveTimeoutSeconds * 1000))
         configuration.restorationGrace = .milliseconds(Int64(restorationGraceSeconds * 1000))
-        configuration.transferSpool = stateDir + "/spool"  // background transfers' files (issue 20)
+        configuration.transferSpool = stateDir + "/spool"  // background transfers' files
         let store = SealedAgentStateStore(
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
         let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)
