@@ -79,6 +79,71 @@ struct AgentGatewayNodesTests {
         await b.shutdown(gracePeriod: .seconds(1))
     }
 
+    @Test("the rouse-agent executable, --gateway A,B: node A stops, the channel moves to B, pushes keep coming")
+    func executableMovesToAnotherNode() async throws {
+        let cluster = try await PostgresCluster.start()
+        let settings = PostgresSettings(
+            host: "127.0.0.1", port: cluster.port, database: "postgres", user: cluster.user,
+            passwordFile: cluster.passwordFile, poolSize: 3)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "rouse-agent-nodes-\(UUID().uuidString)"
+        ).path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var logger = Logger(label: "rouse.agent.test")
+        logger.logLevel = .critical
+        func node(_ name: String) throws -> Gateway {
+            var configuration = try AgentHarness.gatewayConfiguration(database: "")
+            configuration.postgres = settings
+            configuration.node = name
+            return try Gateway(configuration: configuration, logger: logger)
+        }
+        let a = try node("a")
+        let b = try node("b")
+        let handler = """
+            topic = "com.example.nodes"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(directory)/nodes.log"]
+            push-types = ["voip"]
+            allow-root = true
+            """
+        try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/nodes.toml"))
+        let agent = try await AgentProcess(
+            arguments: [
+                "--gateway", "https://127.0.0.1:\(a.devicePort),https://127.0.0.1:\(b.devicePort)",
+                "--ca", Repository.cert("ca.pem"), "--enroll-secret", try a.makeEnrollmentSecret(),
+                "--handlers", directory + "/handlers", "--state-dir", directory + "/state",
+                "--socket", directory + "/agent.sock", "--assume-reachable",
+            ], environment: TestScope.current?.environment ?? [:], stderrPath: directory + "/agent.stderr")
+        let provider = try await Provider.connect(port: b.providerPort)
+        let log: @Sendable () -> String = {
+            (try? String(contentsOfFile: directory + "/nodes.log", encoding: .utf8)) ?? ""
+        }
+        do {
+            try await eventually("channel open on node a", timeout: .seconds(45)) { try nodes(b) == ["a": 1, "b": 0] }
+            let token = try #require(
+                try b.store.read { try $0.tokens(deviceID: nil) }.first { $0.topic == "com.example.nodes.voip" }?.token)
+            #expect(
+                await provider.push(token: token, topic: "com.example.nodes.voip", type: "voip", payload: #"{"n":1}"#)
+                    == 200)
+            try await eventually("first push handled") { log().contains(#"{"n":1}"#) }
+            await a.shutdown(gracePeriod: .seconds(1))
+            try await eventually("channel open on node b", timeout: .seconds(20)) { try nodes(b) == ["b": 1] }
+            #expect(
+                await provider.push(token: token, topic: "com.example.nodes.voip", type: "voip", payload: #"{"n":2}"#)
+                    == 200)
+            try await eventually("second push handled") { log().contains(#"{"n":2}"#) }
+        } catch {
+            Issue.record(
+                "\(error); agent stderr: \((try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? "")"
+            )
+        }
+        provider.client.close()
+        agent.process.terminate()
+        agent.process.waitUntilExit()
+        await a.shutdown(gracePeriod: .seconds(1))
+        await b.shutdown(gracePeriod: .seconds(1))
+    }
+
     /// Live nodes and their channels, as `rouse gateway nodes` lists them.
     private func nodes(_ gateway: Gateway) throws -> [String: Int] {
         let now = Gateway.systemMilliseconds()

@@ -257,7 +257,9 @@ struct ClientTests {
         await #expect(throws: HTTP2Client.ConnectError.self) {
             _ = try await HTTP2Client.connect(configuration, on: loop)
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // Without the deadline, connect never returns (the server never answers); 300 ms took up to 3.9 s in the
+        // parallel run on two loaded cores.
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     @Test("refuses a server whose certificate the client does not trust")

@@ -152,7 +152,9 @@ struct FaultMatrixTests {
         if !fault.allowsRejected { #expect(rejected == 0, "\(fault): \(rejected) rejected") }
         #expect(delivered + rejected + unknown == Self.count)
         if strict { #expect(unknown <= 3000) }
-        #expect(elapsed < .seconds(25), "\(fault): took \(elapsed)")
+        // A liveness bound, not a speed figure: a case takes about 5 s alone; a sender stuck in retry backoff or a
+        // reconnect loop takes minutes. Generous for the parallel run on two loaded cores (35 s seen there).
+        #expect(elapsed < .seconds(90), "\(fault): took \(elapsed)")
         await fixture.shutdown()
     }
 
