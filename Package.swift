@@ -208,7 +208,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess",
+                "RouseChildProcess", "RouseDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

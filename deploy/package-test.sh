@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The installation test (issue 18), run by deploy/test.sh: builds the Debian packages (deploy/package.sh, lintian
+# The installation test, run by deploy/test.sh: builds the Debian packages (deploy/package.sh, lintian
 # included), installs them with apt (chroot) into a clean Debian 12 minbase root that has no Swift toolchain, boots
 # that root with systemd-nspawn (systemd as PID 1, loopback-only network) and runs deploy/debian/root-test.sh in
 # it: --version, ldd, the examples in /etc/rouse against the parsers, mock-apns + send, a closed pipe, the units

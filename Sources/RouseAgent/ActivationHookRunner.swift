@@ -12,7 +12,7 @@ final class ActivationHookRunner: Sendable {
     let timeout: Duration
     let logger: Logger
     /// Runs waiting, whether the worker thread is running, and who waits for the queue to empty. The worker is a
-    /// thread of its own that exists only while there is work: no libdispatch queue (issue 15, its workers leave
+    /// thread of its own that exists only while there is work: no libdispatch queue (its workers leave
     /// a one-second timer behind).
     private let work = Mutex<(queue: [HookEvent], running: Bool, drained: [CheckedContinuation<Void, Never>])>(
         ([], false, []))

@@ -4,7 +4,7 @@ import RouseActivation
 import RouseAgentClient
 import RouseWire
 
-/// Activations (issue 7): the agent feeds ``ActivationArbiter`` with handler requests, calls, lifecycle
+/// Activations: the agent feeds ``ActivationArbiter`` with handler requests, calls, lifecycle
 /// changes and deaths, and performs what it returns (messages to holders, hook runs). See
 /// docs/activations.md.
 extension Agent {

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import RouseWire
 
-/// Background fetch's shell state (issue 20): a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`,
+/// Background fetch's shell state: a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`,
 /// the fetch each one runs, and the one timer for all of them.
 struct FetchShell {
     struct Running {

@@ -3,7 +3,7 @@ import Logging
 import RouseCurl
 import RouseWire
 
-/// The background-transfer shell's state (issue 20): the rules (``TransferBook``), the libcurl jobs running, the
+/// The background-transfer shell's state: the rules (``TransferBook``), the libcurl jobs running, the
 /// spool accounts, and the sessions whose results a handler is owed.
 struct TransferShell {
     struct Job {

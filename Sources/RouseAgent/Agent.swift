@@ -20,7 +20,7 @@ public actor Agent: Service {
         var launchRefused: String?
         /// Launches that failed for a shortage since the last one that worked.
         var launchAttempts = 0
-        /// State preservation (issue 8): see ``Agent/Preservation``.
+        /// State preservation: see ``Agent/Preservation``.
         var preservation = Preservation()
     }
 
@@ -67,7 +67,7 @@ public actor Agent: Service {
     var tokenRetryDelay = Duration.milliseconds(500)
     /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
     let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
-    /// Who holds audio (activations, issue 7): fed by handler requests, calls, lifecycle, deaths.
+    /// Who holds audio (activations): fed by handler requests, calls, lifecycle, deaths.
     var arbiter = ActivationArbiter()
     /// What the arbiter was last told of each handler's run state.
     var arbiterStates: [String: HandlerState] = [:]
@@ -85,9 +85,9 @@ public actor Agent: Service {
     /// Handler archives stored and restoration answers recorded (for tests and the benchmark).
     package internal(set) var preservesStored = 0
     package internal(set) var restorationsAnswered = 0
-    /// Background transfers (issue 20): see `Agent+Transfers.swift`.
+    /// Background transfers: see `Agent+Transfers.swift`.
     var transfers = TransferShell()
-    /// Background fetch (issue 20): see `Agent+Fetch.swift`.
+    /// Background fetch: see `Agent+Fetch.swift`.
     var fetches = FetchShell()
 
     /// An agent; nothing runs until ``start()``.

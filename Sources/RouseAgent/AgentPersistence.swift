@@ -3,7 +3,7 @@ import Logging
 import RouseState
 import Synchronization
 
-/// The agent's data at rest (issue 8): the data key (systemd credential or 0600 key file), two sealed
+/// The agent's data at rest: the data key (systemd credential or 0600 key file), two sealed
 /// stores — `secrets/` (device credential, durable agent state) and `state/` (preserved state and launch
 /// records of the agent and its handlers) — and the preservation rules over `state/`. Opened once at start,
 /// in the order `docs/state.md` prescribes: key loaded (backend logged), stale temps removed, an interrupted

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the agent persists across restarts: its credential, push tokens, the de-duplication window, and
-/// per-handler strikes. Encrypted storage (RouseState, issue 8) can replace ``JSONFileAgentStateStore``
+/// per-handler strikes. Encrypted storage (RouseState) can replace ``JSONFileAgentStateStore``
 /// behind this protocol.
 public protocol AgentStateStore: Sendable {
     /// The stored state, or an empty one.
@@ -27,7 +27,7 @@ public struct AgentState: Codable, Sendable, Equatable {
     /// The processes the agent launched and that may outlive it (by handler): what a restarted agent needs
     /// to re-attach to them. Absent in state written by older agents.
     public var processes: [String: HandlerIdentity]?
-    /// Background-transfer tasks not yet handed back (issue 20). Absent in state written by older agents.
+    /// Background-transfer tasks not yet handed back. Absent in state written by older agents.
     public var transfers: [TransferRecord]?
 
     /// Empty state.

@@ -1,7 +1,7 @@
 import Glibc
 import RouseAgentClient
 
-/// The transfer spool's syscalls (issue 20), in the agent's one syscall layer. Errno policy as in
+/// The transfer spool's syscalls, in the agent's one syscall layer. Errno policy as in
 /// ``AgentSyscalls``: `EINTR` retried, everything else thrown as ``AgentError`` with the call's name.
 extension AgentSyscalls {
     /// Opens (creating, mode 0600) a spool file for reading and writing, close-on-exec.

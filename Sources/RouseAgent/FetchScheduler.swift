@@ -1,4 +1,4 @@
-/// Background fetch (iOS's background app refresh, issue 20) for one handler, as a value-type state machine: when
+/// Background fetch (iOS's background app refresh) for one handler, as a value-type state machine: when
 /// its next fetch opportunity is, given its declared minimum interval, the network, other wake-ups it can share,
 /// and its history. Nothing here touches a process or a clock: times are the agent's monotonic `now`.
 ///

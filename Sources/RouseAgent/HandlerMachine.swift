@@ -112,7 +112,7 @@ public struct HandlerMachine: Sendable {
     /// The newest background push held while throttled.
     public private(set) var held: AgentPush?
     /// Background-transfer sessions whose events the handler must acknowledge (`transfersHandled`): session →
-    /// deadline (issue 20).
+    /// deadline.
     public private(set) var openTransferSessions: [String: Duration] = [:]
     /// Background fetches the handler must complete (`fetchComplete`): id → deadline.
     public private(set) var openFetches: [String: Duration] = [:]

@@ -3,7 +3,7 @@ import Glibc
 import RouseWire
 import Synchronization
 
-/// Background transfers (iOS's background `URLSession`, issue 20): the agent downloads and uploads for the handler
+/// Background transfers (iOS's background `URLSession`): the agent downloads and uploads for the handler
 /// while it is suspended or not running, and wakes it (launch reason `backgroundTransfer`) when a session's tasks
 /// are done. Results arrive in ``AgentClient/messages`` as `transferTask` events (a completed download's file with
 /// it: ``AgentClient/takeDownloadedFile(taskID:)``), then `transferSessionDone`, answered with

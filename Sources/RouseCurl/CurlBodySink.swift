@@ -1,5 +1,5 @@
 /// Where a file transfer's bytes go and come from, instead of memory: the agent's background transfers
-/// (issue 20) write a download straight into a spool file and read an upload from a descriptor, on the client's
+/// write a download straight into a spool file and read an upload from a descriptor, on the client's
 /// loop thread, so a gigabyte never sits in memory and no task hops between threads per chunk.
 ///
 /// Every method is called on the client's loop thread (inside `curl_multi_perform`), one transfer at a time;

@@ -17,7 +17,7 @@ import Synchronization
 /// waits for its response head, the loop wakes at least every 50 ms. When only established streams remain
 /// (nothing is queued, so the stall cannot happen) it sleeps until libcurl's own next timer (deadlines
 /// included), a socket event or a wake-up from another thread, and nothing else: an idle device channel costs
-/// no wake-up (issue 15).
+/// no wake-up.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []

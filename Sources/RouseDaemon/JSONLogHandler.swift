@@ -32,3 +32,16 @@ public struct JSONLogHandler: LogHandler {
 
     private func quoted(_ text: String) -> String { JSONString.quoted(text) }
 }
+
+/// Every program's logging set-up: one JSON object per line on stderr (`json`), or swift-log's plain stderr lines,
+/// at `level`. Called once by each `main`, before its first `Logger`.
+public enum RouseLogging {
+    public static func bootstrap(level: Logger.Level, json: Bool = false) {
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}

@@ -249,7 +249,8 @@ extension GatewayConfiguration {
         return configuration
     }
 
-    private static let knownMembers: [String: Set<String>] = [
+    /// The members the file may have, by object kind (internal: the packaged example is checked against it).
+    static let knownMembers: [String: Set<String>] = [
         "$": [
             "environment", "provider", "device", "admin", "database", "postgres", "keys", "limits", "workers", "node",
         ],

@@ -102,8 +102,9 @@ final class PostgresNotifications: Sendable {
     func stop() async {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         Sys.eventFDSignal(wakeup)
+        // A thread of its own waits, not libdispatch's pool (see GatewayCore.stop).
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async { [finished] in
+            Thread.detachNewThread { [finished] in
                 finished.wait()
                 continuation.resume()
             }

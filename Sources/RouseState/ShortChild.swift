@@ -3,7 +3,7 @@ import Glibc
 
 /// Runs a short-lived program to completion with `posix_spawn` and pipes: its input written, its output and errors
 /// read, its exit status reaped. Not Foundation's `Process`, whose child monitoring runs on libdispatch: in a daemon
-/// that must sleep, one libdispatch worker leaves a timer that wakes the process every second (issue 15).
+/// that must sleep, one libdispatch worker leaves a timer that wakes the process every second.
 ///
 /// Errno policy: `EINTR` is retried; a failure to create a pipe or to spawn is thrown with its errno. The pipes are
 /// created close-on-exec (`rouse_pipe_cloexec`) and the child is spawned by `rouse_spawn_piped` (CRouseSys, shared

@@ -1,4 +1,4 @@
-// The payloads of the background-transfer messages (issue 20): a handler's sessions of downloads and uploads that
+// The payloads of the background-transfer messages: a handler's sessions of downloads and uploads that
 // the agent carries on while the handler sleeps (iOS's background `URLSession`). docs/agent.md, "Background
 // transfers", has the rules.
 

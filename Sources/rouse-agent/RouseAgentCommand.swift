@@ -76,12 +76,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = self.json
-        LoggingSystem.bootstrap { label in
-            var handler: any LogHandler =
-                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        RouseLogging.bootstrap(level: level, json: json)
         let logger = Logger(label: "rouse.agent")
         let urls = gateway.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard let first = urls.first else { throw ValidationError("--gateway: no URL") }
@@ -142,7 +137,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
         configuration.preserveTimeout = .milliseconds(Int64(preserveTimeoutSeconds * 1000))
         configuration.restorationGrace = .milliseconds(Int64(restorationGraceSeconds * 1000))
-        configuration.transferSpool = spoolDir ?? stateDir + "/spool"  // background transfers' files (issue 20)
+        configuration.transferSpool = spoolDir ?? stateDir + "/spool"  // background transfers' files
         let store = SealedAgentStateStore(
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)
         let agent = try Agent(configuration: configuration, store: store, persistence: persistence, logger: logger)

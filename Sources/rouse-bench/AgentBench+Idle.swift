@@ -1,7 +1,7 @@
 import Foundation
 import RouseChildProcess
 
-/// The idle part of `rouse-bench agent` (issue 15): wake-ups per minute, CPU and RSS of an agent and a gateway that
+/// The idle part of `rouse-bench agent`: wake-ups per minute, CPU and RSS of an agent and a gateway that
 /// have nothing to do, measured after what the benchmark itself caused has settled.
 extension AgentBench {
     /// One process's idle figures over a window.

@@ -186,7 +186,7 @@ enum AgentBench {
                 format: "p50 %.2f, p99 %.2f (n=%d)", GatewayBench.percentile(launched, 0.5),
                 GatewayBench.percentile(launched, 0.99), launched.count))
 
-        // Idle (issue 15): the channel open with its keepalive (the gateway's heartbeat, 240 s), 10 handlers
+        // Idle: the channel open with its keepalive (the gateway's heartbeat, 240 s), 10 handlers
         // configured and none running, no traffic; counted once what the benchmark caused has settled.
         try await admin("h0", "stopped")
         try await until("no handler running") {

@@ -16,9 +16,10 @@ final class ChildGateway: Sendable {
     }
 
     /// The benchmark's limits: no heartbeats, every push stored (quotas out of the way), many streams at once on
-    /// a provider connection before its first token (h2load opens them all).
+    /// a provider connection before its first token (h2load opens them all), and the per-address cap at the
+    /// total (every channel of `--channels 10000` comes from 127.0.0.1; the default 1000 refused the rest).
     static let benchLimits = """
-        {"heartbeatSeconds": 0, "oneStreamUntilToken": false,
+        {"heartbeatSeconds": 0, "oneStreamUntilToken": false, "maxConnectionsPerAddress": 20000,
          "maxPendingPushesPerToken": 1000000000, "maxPendingBytesPerToken": 1000000000000,
          "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}
         """

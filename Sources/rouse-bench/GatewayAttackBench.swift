@@ -3,7 +3,7 @@ import RouseAPNs
 import RouseGateway
 import RouseHTTP2
 
-/// `rouse-bench gateway --attack`: the gateway as an attacker without credentials meets it (issue 13).
+/// `rouse-bench gateway --attack`: the gateway as an attacker without credentials meets it.
 /// (a) RSS with half-open streams on both public ports (Python h2, `Tests/Interop/h2_attack.py`);
 /// (b) provider push p99 while h2load floods the device port with bogus bearers, against the unloaded p99 of the
 /// same run; (c) wake-ups per minute of an idle gateway with many quiet device channels and half-open streams held

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAPNs
+import RouseDaemon
 import RouseSender
 import Synchronization
 
@@ -50,11 +51,7 @@ enum SendBench {
             return
         }
         let options = try parse(arguments)
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .error
-            return handler
-        }
+        RouseLogging.bootstrap(level: .error)
         let mock = try await BenchMock(rouse: options.rouse, certs: options.certs, workers: options.mockWorkers)
         defer { mock.stop() }
         print("mock-apns child on 127.0.0.1:\(mock.port); \(options.pushes) pushes per run, 100k distinct tokens")

@@ -33,12 +33,7 @@ struct RouseGatewayCommand: AsyncParsableCommand {
             throw ValidationError("--log-level: '\(logLevel)' is not a log level")
         }
         let json = self.json
-        LoggingSystem.bootstrap { label in
-            var handler: any LogHandler =
-                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        RouseLogging.bootstrap(level: level, json: json)
         let logger = Logger(label: "rouse.gateway")
         let configuration: GatewayConfiguration
         do {

@@ -72,11 +72,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        RouseLogging.bootstrap(level: level)
         let logger = Logger(label: "rouse.mock-apns")
         var configuration = MockAPNsConfiguration(environment: production ? .production : .sandbox)
         configuration.maxConcurrentStreams = maxStreams

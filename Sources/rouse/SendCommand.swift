@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RouseAPNs
+import RouseDaemon
 import RouseSender
 
 /// `rouse send`: send VoIP, background or alert pushes to APNs (or anything speaking its protocol).
@@ -90,11 +91,7 @@ struct SendCommand: AsyncParsableCommand {
 
     private func send() async throws {
         let settings = try SendSettings(command: self)
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .error
-            return handler
-        }
+        RouseLogging.bootstrap(level: .error)
         let sender: APNsSender
         do {
             sender = try APNsSender(configuration: settings.configuration)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An HTTPS file server for the background-transfer tests (issue 20), on Python's standard library only: nobody here
+"""An HTTPS file server for the background-transfer tests, on Python's standard library only: nobody here
 wrote its HTTP. GET /files/<name> serves <root>/<name> with ETag and single `Range: bytes=N-` (honouring `If-Range`),
 unless --no-range; PUT or POST /upload/<name> stores the body as <root>/uploads/<name>; GET /status/<code> answers
 with that status; GET /redirect/<name> answers 302 to /files/<name>. Every request is logged as one JSON line to --log once it ends (method, path, range, status, bytes

@@ -19,7 +19,7 @@ struct AgentEndToEndTests {
         #expect(await harness.handlerStatus("voip")?.strikes == 0)
     }
 
-    /// Issue 15, defect 6: the `apns-id` is the provider's choice; the same id on another provider's topic is
+    /// The `apns-id` is the provider's choice; the same id on another provider's topic is
     /// another push, not a duplicate. On the same topic it is one (handed once).
     @Test func theSameApnsIDOnAnotherTopicIsNotADuplicate() async throws {
         let harness = try await AgentHarness {

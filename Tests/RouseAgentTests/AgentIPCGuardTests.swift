@@ -6,7 +6,7 @@ import RouseGateway
 import RouseTestSupport
 import Testing
 
-/// Issue 15, defects 2 (admin over IPC), 3 (accept robustness) and 4 (status): what a handler may ask, and an agent
+/// What a handler may ask, and an agent
 /// that keeps listening through a connection flood.
 @Suite("IPC: handlers are not admins, floods do not stop the listener", .serialized, .stopsWhatItStarts)
 struct AgentIPCGuardTests {

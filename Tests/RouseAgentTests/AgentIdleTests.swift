@@ -6,7 +6,7 @@ import RouseGateway
 import RouseTestSupport
 import Testing
 
-/// Issue 15, defect 8: an idle agent sleeps. Its wake-ups are the voluntary context switches of all its threads
+/// An idle agent sleeps. Its wake-ups are the voluntary context switches of all its threads
 /// (`voluntary_ctxt_switches` in `/proc/PID/task/*/status`: each is a sleep that ended), counted over a window in
 /// which nothing happens: channel open (no heartbeat), a handler registered and suspended, no traffic.
 @Suite("An idle rouse-agent sleeps", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(2)))

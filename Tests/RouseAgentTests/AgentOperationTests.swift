@@ -119,7 +119,10 @@ struct AgentOperationTests {
                 return decoded != nil
             }
         } catch {
-            throw FixtureError("rouse agent status --json: \(last.withLock { $0.output })")
+            let log = (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? ""
+            throw FixtureError(
+                "rouse agent status --json: \(last.withLock { $0.output }); rouse-agent alive="
+                    + "\(kill(agent.process.processIdentifier, 0) == 0), its log: \(log.suffix(3000))")
         }
         let document = try #require(last.withLock { $0.status })
         #expect(document.handlers.map(\.name) == ["first", "second"])

@@ -7,7 +7,7 @@ import RouseTestSupport
 import Testing
 
 /// A gateway in this process, `rouse-agent` as a child process (JSON logs to a file), one VoIP handler
-/// (`rouse-example-handler --preserve`), for the state-preservation tests (issue 8).
+/// (`rouse-example-handler --preserve`), for the state-preservation tests.
 final class PreservationRig: Sendable {
     let directory: String
     let gateway: Gateway

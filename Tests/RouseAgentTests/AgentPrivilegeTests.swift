@@ -6,7 +6,7 @@ import RouseGateway
 import RouseTestSupport
 import Testing
 
-/// Issue 15, defects 1 and 2: what a handler is given (descriptors, environment, identity) and which executables
+/// What a handler is given (descriptors, environment, identity) and which executables
 /// the agent refuses to start.
 @Suite("Handlers: descriptors, environment, identity, executable checks", .serialized, .stopsWhatItStarts)
 struct AgentPrivilegeTests {

@@ -5,7 +5,7 @@ import RouseGateway
 import RouseTestSupport
 import Testing
 
-/// Issue 15, the per-user mode: `rouse-agent --user` run by an ordinary user (nobody) with a home and a runtime
+/// The per-user mode: `rouse-agent --user` run by an ordinary user (nobody) with a home and a runtime
 /// directory of its own, as a systemd user service would run it.
 @Suite("rouse-agent --user", .serialized, .stopsWhatItStarts, .timeLimit(.minutes(2)))
 struct AgentUserModeTests {

@@ -30,7 +30,7 @@ struct AgentSystemdUnitTests {
         #expect(!output.stderr.contains("rouse-agent.service"), "\(output.stderr)")
     }
 
-    /// Issue 15, defect 7: the sandbox is what the agent's needs allow, and systemd rates it "OK" (≤ 3.0).
+    /// The sandbox is what the agent's needs allow, and systemd rates it "OK" (≤ 3.0).
     @Test func isHardenedToAnExposureOfAtMostThree() async throws {
         guard FileManager.default.isExecutableFile(atPath: Self.analyze) else {
             throw FixtureError("\(Self.analyze) is missing: run deploy/install-deps.sh (it installs systemd)")

@@ -85,7 +85,7 @@ struct WireAndConfigTests {
         ("topic = \"a\"\ncommand = [\"rel\"]", "example.toml: command[0] must be an absolute path"),
         ("topic = \"a\"\nbogus = 1", "example.toml: unknown key bogus"),
         ("topic = \"a\"\ntopic = \"b\"", "example.toml:2: duplicate key topic"),
-        // Numbers that would overflow the deadline arithmetic (issue 15), and input nested past the parser's depth.
+        // Numbers that would overflow the deadline arithmetic, and input nested past the parser's depth.
         (
             "topic = \"a\"\ncommand = [\"/x\"]\n[limits]\nvoip-deadline-seconds = 1e300",
             "example.toml: limits.voip-deadline-seconds must be a number from 0 to 31622400"

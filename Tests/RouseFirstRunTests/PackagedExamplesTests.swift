@@ -1,8 +1,9 @@
 import Foundation
 import RouseAgent
-import RouseGateway
 import RouseTestSupport
 import Testing
+
+@testable import RouseGateway
 
 /// The commented examples the packages install in /etc/rouse (deploy/debian/*.example) against the parsers the
 /// daemons use, so they cannot drift from the code: every member the gateway reads is shown, with its default;
@@ -58,8 +59,16 @@ struct PackagedExamplesTests {
         #expect(configuration.environment == plain.environment)
     }
 
-    @Test func theGatewayExampleNamesEveryPostgresSetting() throws {
+    /// Every member the parser accepts, of every object, is named in the example (in a value or a comment).
+    @Test func theGatewayExampleNamesEveryMemberTheParserKnows() throws {
         let text = try String(contentsOfFile: Self.gatewayExample, encoding: .utf8)
+        let members = GatewayConfiguration.knownMembers
+        #expect(members["$"]?.contains("database") == true && members["limits"]?.contains("window") == true)
+        for (kind, names) in members {
+            for name in names.sorted() {
+                #expect(text.contains("\"\(name)\":"), "\(kind).\(name) is missing from gateway.json.example")
+            }
+        }
         let settings = Mirror(reflecting: PostgresSettings()).children.compactMap(\.label)
         #expect(settings.count >= 8)
         for name in settings where name != "url" {

@@ -6,7 +6,7 @@ import RouseTestSupport
 import Testing
 
 /// An attacker without credentials, over real TLS, against the real `rouse-gateway` process, with an HTTP/2 client
-/// we did not write (`Tests/Interop/h2_attack.py`, Python h2). Issue 13, defects 1 and 2.
+/// we did not write (`Tests/Interop/h2_attack.py`, Python h2).
 @Suite("Gateway under attack: half-open streams and idle timers (Python h2 over TLS)", .timeLimit(.minutes(3)))
 struct AttackTests {
     static let mebibyte = 1024  // in KiB, as /proc shows memory

@@ -4,7 +4,7 @@ import RouseGateway
 import RouseTestSupport
 import Testing
 
-/// Issue 15, the gateway's idle side: a `rouse-gateway` with one device channel open and nothing to do sleeps. Its
+/// The gateway's idle side: a `rouse-gateway` with one device channel open and nothing to do sleeps. Its
 /// wake-ups are the voluntary context switches of all its threads (`/proc/PID/task/*/status`), counted over a window
 /// in which no heartbeat or sweep is due. Before the window every part that could leave something periodic behind
 /// has run once: enrollment and token (device listener, store thread), a provider push delivered on the channel

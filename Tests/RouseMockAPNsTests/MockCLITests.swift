@@ -31,7 +31,7 @@ struct MockCLITests {
         let record = try #require(await lines.next())
         #expect(record.contains(#""outcome":"accepted""#))
         #expect(record.contains(#""token":"abcd""#))
-        // Idle after serving, it sleeps (issue 15): no libdispatch worker pool, whose monitor would wake it every
+        // Idle after serving, it sleeps: no libdispatch worker pool, whose monitor would wake it every
         // second. Quiet means 3 s without a wake-up of any of its threads; then at most 1 in 5 s.
         let pid = process.processIdentifier
         let quiet = try await ProcessProbe.settle(pid, quiet: .seconds(3), limit: .seconds(15))

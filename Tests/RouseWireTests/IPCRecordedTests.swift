@@ -100,7 +100,7 @@ struct IPCRecordedTests {
             #"{"reason":"oldDeviceUnavailable","type":"routeChanged","v":1}"#,
             .init(.routeChanged(.init(reason: "oldDeviceUnavailable")))
         ),
-        // Background transfers (issue 20).
+        // Background transfers.
         (
             #"{"requestID":4,"session":"s1","type":"transferSession","v":1}"#,
             .init(.transferSession(.init(session: "s1")), requestID: 4)
@@ -266,7 +266,7 @@ struct IPCRecordedTests {
             #"{"detail":"frame length 0 not in 1...65536","error":"malformedFrame","type":"error","v":1}"#,
             .init(.error(.init(code: "malformedFrame", detail: "frame length 0 not in 1...65536")))
         ),
-        // Background transfers (issue 20).
+        // Background transfers.
         (
             #"{"bytes":1048576,"file":true,"kind":"download","session":"s1","state":"completed","status":200,"taskID":1,"total":1048576,"type":"transferTask","url":"https:\/\/example.com\/a","v":1}"#,
             .init(
