@@ -348,6 +348,7 @@ extension Agent {
             } catch {
                 outcome = Self.failure(error, sink: sink)
             }
+            sink.close()
             self.transferEnded(id, token: token, outcome)
         }
         transfers.jobs[id] = TransferShell.Job(token: token, task: task)

@@ -43,6 +43,8 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         var lastReported: Int64 = 0
         /// The current response is a redirect libcurl follows: its body is not the file.
         var redirect = false
+        /// ``close()`` ran: the descriptor is gone and every later call refuses.
+        var closed = false
     }
 
     static let progressStep: Int64 = 1 << 20
@@ -66,7 +68,18 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
 
     // The descriptor lives as long as the sink: libcurl's loop may still call it after the awaiting task was
     // cancelled (until it detaches the handle), and the transfer it belongs to keeps the sink alive until then.
-    deinit { AgentSyscalls.close(fd) }
+    deinit { state.withLock { if !$0.closed { AgentSyscalls.close(fd) } } }
+
+    /// Closes the descriptor now (the transfer ended; or it was cancelled and libcurl may still call, in which case
+    /// the call refuses and the transfer aborts): a deleted spool file's blocks are freed before its result is
+    /// delivered, not whenever the last reference to the sink goes. Every use of `fd` is under `state`'s lock.
+    func close() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            AgentSyscalls.close(fd)
+        }
+    }
 
     func head(status: Int, headers: [(name: String, value: String)]) -> Bool {
         guard !upload else { return true }
@@ -76,6 +89,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         let validator = header("etag") ?? header("last-modified")
         let length = header("content-length").flatMap { Int64($0) }
         return state.withLock { state in
+            guard !state.closed else { return false }
             state.redirect = (300...399).contains(status)
             guard !state.redirect else { return true }
             state.validator = validator
@@ -106,6 +120,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         guard !upload else { return true }
         let count = Int64(bytes.count)
         let report: (Int64, Int64?, String?)? = state.withLock { state in
+            guard !state.closed else { return nil }
             if state.redirect { return (-1, nil, nil) }
             guard account.reserve(count) else {
                 state.spoolFull = true
@@ -131,6 +146,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
         let result: (count: Int, report: (Int64, Int64?)?)? = state.withLock { state in
+            guard !state.closed else { return nil }
             do {
                 let count = try AgentSyscalls.readSome(fd, into: buffer, at: state.offset)
                 state.offset += Int64(count)
