@@ -13,6 +13,45 @@ enum AgentNetworkBench {
         }
     }
 
+    /// A `rouse-gateway` whose device port listens on `address` (a veth's outside end), with a server certificate
+    /// for that address from the test CA; returns the process (the caller stops it) and the device port.
+    static func startGateway(
+        on address: String, directory: String, certs: String, database: String, name: String
+    ) async throws -> (RunningChild, String) {
+        try Data("subjectAltName=IP:\(address)\n".utf8).write(to: URL(fileURLWithPath: directory + "/gw.ext"))
+        try tool(
+            "/usr/bin/openssl",
+            ["req", "-new", "-key", certs + "/server.key", "-subj", "/CN=bench", "-out", directory + "/gw.csr"])
+        try tool(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", directory + "/gw.csr", "-CA", certs + "/ca.pem", "-CAkey", certs + "/ca.key",
+                "-set_serial", "7", "-days", "1", "-extfile", directory + "/gw.ext", "-out", directory + "/gw.pem",
+            ])
+        let config = """
+            {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
+             "device": {"listen": "\(address):0", "certificate": "\(directory)/gw.pem", "privateKey": "\(certs)/server.key"},
+             "database": "\(database)",
+             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
+                       "topics": ["*"]}],
+             "limits": {"heartbeatSeconds": 0}}
+            """
+        let path = directory + "/\(name).json"
+        try Data(config.utf8).write(to: URL(fileURLWithPath: path))
+        let gateway = try ChildProcess.start(
+            try GatewayBench.sibling("rouse-gateway"), ["--config", path, "--log-level", "error"],
+            stdout: .lines, stderr: .inherit)
+        let ready = await gateway.lines.first(timeout: .seconds(60)) { _ in true } ?? ""
+        guard let field = ready.split(separator: " ").first(where: { $0.hasPrefix("device=") }),
+            let port = field.split(separator: ":").last.map({ String($0.prefix { $0.isNumber }) })
+        else {
+            gateway.terminate()
+            gateway.waitUntilExit()
+            throw GatewayBench.BenchError(description: "gateway not ready: \(ready)")
+        }
+        return (gateway, port)
+    }
+
     static func tool(_ path: String, _ arguments: [String]) throws {
         guard try ChildProcess.runSync(path, arguments).status == 0 else {
             throw GatewayBench.BenchError(description: "\(path) \(arguments.first ?? "") failed")
@@ -42,38 +81,12 @@ enum AgentNetworkBench {
         try ip(["-n", namespace, "link", "set", "lo", "up"])
         try ip(["-n", namespace, "addr", "add", "10.202.1.2/24", "dev", inside])
         try ip(["-n", namespace, "link", "set", inside, "up"])
-        // A server certificate for the veth address, from the test CA.
-        try Data("subjectAltName=IP:\(gatewayAddress)\n".utf8).write(to: URL(fileURLWithPath: directory + "/gw.ext"))
-        try tool(
-            "/usr/bin/openssl",
-            ["req", "-new", "-key", certs + "/server.key", "-subj", "/CN=bench", "-out", directory + "/gw.csr"])
-        try tool(
-            "/usr/bin/openssl",
-            [
-                "x509", "-req", "-in", directory + "/gw.csr", "-CA", certs + "/ca.pem", "-CAkey", certs + "/ca.key",
-                "-set_serial", "7", "-days", "1", "-extfile", directory + "/gw.ext", "-out", directory + "/gw.pem",
-            ])
-        let config = """
-            {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
-             "device": {"listen": "\(gatewayAddress):0", "certificate": "\(directory)/gw.pem", "privateKey": "\(certs)/server.key"},
-             "database": "\(database)",
-             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
-                       "topics": ["*"]}],
-             "limits": {"heartbeatSeconds": 0}}
-            """
-        try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/netns-gateway.json"))
-        let gateway = try ChildProcess.start(
-            try GatewayBench.sibling("rouse-gateway"),
-            ["--config", directory + "/netns-gateway.json", "--log-level", "error"],
-            stdout: .lines, stderr: .inherit)
+        let (gateway, port) = try await startGateway(
+            on: gatewayAddress, directory: directory, certs: certs, database: database, name: "netns-gateway")
         defer {
             gateway.terminate()
             gateway.waitUntilExit()
         }
-        let ready = await gateway.lines.first(timeout: .seconds(60)) { _ in true } ?? ""
-        guard let field = ready.split(separator: " ").first(where: { $0.hasPrefix("device=") }),
-            let port = field.split(separator: ":").last.map({ String($0.prefix { $0.isNumber }) })
-        else { throw GatewayBench.BenchError(description: "gateway not ready: \(ready)") }
         try FileManager.default.createDirectory(
             atPath: directory + "/netns-handlers", withIntermediateDirectories: true)
         let socket = directory + "/netns-agent.sock"

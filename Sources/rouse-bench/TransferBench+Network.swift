@@ -78,43 +78,16 @@ extension TransferBench {
         try AgentNetworkBench.ip(["-n", rig.namespace, "addr", "add", "10.203.1.2/24", "dev", rig.inside])
         try AgentNetworkBench.ip(["-n", rig.namespace, "link", "set", rig.inside, "up"])
 
-        // The gateway on the outside address, with a certificate for it from the test CA.
-        try Data("subjectAltName=IP:\(rig.outsideAddress)\n".utf8).write(
-            to: URL(fileURLWithPath: directory + "/gw.ext"))
-        try AgentNetworkBench.tool(
-            "/usr/bin/openssl",
-            ["req", "-new", "-key", certs + "/server.key", "-subj", "/CN=bench", "-out", directory + "/gw.csr"])
-        try AgentNetworkBench.tool(
-            "/usr/bin/openssl",
-            [
-                "x509", "-req", "-in", directory + "/gw.csr", "-CA", certs + "/ca.pem", "-CAkey", certs + "/ca.key",
-                "-set_serial", "8", "-days", "1", "-extfile", directory + "/gw.ext", "-out", directory + "/gw.pem",
-            ])
         let database = directory + "/gateway.sqlite"
         let secret = try Gateway.makeEnrollmentSecret(
             store: try SQLiteGatewayStore(path: database), now: Gateway.systemMilliseconds(),
             validity: .seconds(3600))
-        let config = """
-            {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
-             "device": {"listen": "\(rig.outsideAddress):0", "certificate": "\(directory)/gw.pem", "privateKey": "\(certs)/server.key"},
-             "database": "\(database)",
-             "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
-                       "topics": ["*"]}],
-             "limits": {"heartbeatSeconds": 0}}
-            """
-        try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/gateway.json"))
-        let gateway = try ChildProcess.start(
-            try GatewayBench.sibling("rouse-gateway"),
-            ["--config", directory + "/gateway.json", "--log-level", "error"],
-            stdout: .lines, stderr: .inherit)
+        let (gateway, port) = try await AgentNetworkBench.startGateway(
+            on: rig.outsideAddress, directory: directory, certs: certs, database: database, name: "gateway")
         defer {
             gateway.terminate()
             gateway.waitUntilExit()
         }
-        let ready = await gateway.lines.first(timeout: .seconds(60)) { _ in true } ?? ""
-        guard let field = ready.split(separator: " ").first(where: { $0.hasPrefix("device=") }),
-            let port = field.split(separator: ":").last.map({ String($0.prefix { $0.isNumber }) })
-        else { throw Bench.Failure(description: "gateway not ready: \(ready)") }
 
         // The file server on the outside address: 4 MiB/s, so that a download is still running when the link goes.
         try FileManager.default.createDirectory(atPath: directory + "/served", withIntermediateDirectories: true)
