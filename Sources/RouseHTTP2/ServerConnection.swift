@@ -16,6 +16,8 @@ final class ServerConnection: H2Connection {
     var streams: [Int32: ServerStream] = [:]
     /// The stream whose header block is being decoded (saves a lookup per header).
     var headerStream: ServerStream?
+    /// The previous request's header strings, reused when the next request repeats them.
+    var headerStrings = HeaderStringCache()
     private var idleTimer: UInt64?
     private var requestTimer: UInt64?
     private var authenticationTimer: UInt64?
@@ -341,9 +343,10 @@ final class ServerConnection: H2Connection {
     private func submitResponse(_ stream: ServerStream, status: Int, headers: [HTTP2Header], withBody: Bool) {
         guard phase == .active, let session else { return }
         stream.responseStarted = true
-        var all = [HTTP2Header(":status", String(status))]
-        all.append(contentsOf: headers)
-        let rv = withNGHTTP2Headers(all) { nva, count -> Int32 in
+        // Three-digit statuses (all of HTTP's) go first without a new array; anything else as its decimal text.
+        let threeDigits = (100...999).contains(status)
+        let all = threeDigits ? headers : [HTTP2Header(":status", String(status))] + headers
+        let rv = withNGHTTP2Headers(status: threeDigits ? status : nil, all) { nva, count -> Int32 in
             if withBody {
                 var provider = nghttp2_data_provider(
                     source: nghttp2_data_source(ptr: nil), read_callback: ServerCallbacks.readResponseBody)
