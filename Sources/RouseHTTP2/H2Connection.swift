@@ -42,8 +42,14 @@ class H2Connection: EventLoopFDHandler {
         self.phase = connecting ? .connecting : .handshaking
     }
 
+    /// The session was made with `NGHTTP2Allocator.memory` (server sessions), which counts live sessions.
+    var sessionFromCountingAllocator = false
+
     deinit {
-        if let session { nghttp2_session_del(session) }
+        if let session {
+            nghttp2_session_del(session)
+            if sessionFromCountingAllocator { NGHTTP2Allocator.sessionDeleted() }
+        }
     }
 
     // MARK: subclass hooks

@@ -67,10 +67,13 @@ final class ServerConnection: H2Connection {
         if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
         handshakeTimer = nil
         var s: OpaquePointer?
-        let rv = nghttp2_session_server_new2(
-            &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option)
+        let rv = nghttp2_session_server_new3(
+            &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option,
+            NGHTTP2Allocator.memory)
         guard rv == 0, let s else { return false }
         session = s
+        sessionFromCountingAllocator = true
+        NGHTTP2Allocator.sessionCreated()
         // The connection window is more than twice the request-buffer budget: bytes parked in unfinished requests
         // (at most the budget, given back when the application takes them) can never leave a client without
         // window, since nghttp2 returns window once half of it was consumed. Streams get their window back at once.
