@@ -142,12 +142,18 @@ final class MockConnectionHandler: HTTP2ConnectionHandler {
 
     func connectionClosed() {}
 
+    /// Whether a response header's value is new on every response (`apns-id`, `apns-unique-id`): such values go out
+    /// as literals without indexing, since adding each to the HPACK table (nghttp2's deflater, then the client's
+    /// inflater) only evicts entries that do repeat.
+    private static func isUnique(_ name: String) -> Bool { name == "apns-id" || name == "apns-unique-id" }
+
     /// Sends a decided response, then the GOAWAY that follows it, if any.
     private static func send(
         _ response: MockResponse, goAwayAfter: MockGoAwayFrame?, stream: HTTP2Stream, connection: HTTP2Connection
     ) {
         stream.respond(
-            status: response.status, headers: response.headers.map { HTTP2Header($0.name, $0.value) },
+            status: response.status,
+            headers: response.headers.map { HTTP2Header($0.name, $0.value, neverIndex: Self.isUnique($0.name)) },
             body: response.body)
         if let g = goAwayAfter {
             connection.goAway(
