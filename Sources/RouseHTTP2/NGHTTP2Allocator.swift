@@ -10,7 +10,7 @@ import Synchronization
 /// - **Maps large blocks** (`mappedThreshold` bytes and more) from the kernel instead of the heap. Each session
 ///   allocates its frame buffer at once: one 16 KiB chunk (`NGHTTP2_FRAMEBUF_CHUNKLEN`), of which an idle device
 ///   channel writes only the first page (SETTINGS, HEADERS, small DATA frames). Carved from the heap, that chunk was
-///   recycled memory and resident in full; mapped, only the pages written count (about 11 KiB less per idle TLS
+///   recycled memory and resident in full; mapped, only the pages written count (about 10 KiB less per idle TLS
 ///   connection in `rouse-bench gateway --channels`). Small blocks stay on malloc; a refused mapping falls back to
 ///   malloc too.
 ///

@@ -169,6 +169,11 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
                     }
                 }
             } else if n == 0 {
+                // A streaming response (a device channel) drained: a buffer a burst grew is not kept while it idles.
+                if stream.responseBody.capacity > ServerConnection.keptBufferCapacity {
+                    stream.responseBody = []
+                    stream.responseOffset = 0
+                }
                 stream.dataDeferred = true
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)
             }

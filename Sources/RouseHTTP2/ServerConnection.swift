@@ -95,6 +95,13 @@ final class ServerConnection: H2Connection {
 
     override var servesWithoutALPN: Bool { true }
 
+    /// A server holds many idle connections (device channels): one that once wrote a burst does not keep a buffer
+    /// for it. 16 KiB holds a flush of a hundred ordinary responses.
+    override var keptOutputCapacity: Int { Self.keptBufferCapacity }
+
+    /// What an idle server connection keeps of a buffer a burst grew: its output buffer, a streaming response's body.
+    static let keptBufferCapacity = 16 * 1024
+
     override var awaitsPrefaceBeforeSending: Bool { transport.negotiatedProtocol != "h2" }
 
     override func refuseNonHTTP2() {
