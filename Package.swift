@@ -63,6 +63,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
+        .target(name: "RouseClock", swiftSettings: swiftSettings),
         // `--version` of every binary; deploy/package.sh stamps release builds.
         .target(name: "RouseBuildInfo", swiftSettings: swiftSettings),
 
@@ -226,6 +228,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
