@@ -70,7 +70,11 @@ public struct SystemClock: RouseClock {
 
     public func sleep(until deadline: RouseInstant, tolerance: Duration? = nil) async throws {
         let delay = now.duration(to: deadline)
-        if delay > .zero { try await Task.sleep(for: delay, tolerance: tolerance) } else { try Task.checkCancellation() }
+        if delay > .zero {
+            try await Task.sleep(for: delay, tolerance: tolerance)
+        } else {
+            try Task.checkCancellation()
+        }
     }
 
     public func whenAdvanced(_ body: @escaping @Sendable () -> Void) {}
