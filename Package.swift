@@ -181,6 +181,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
                 "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseBuildInfo", "RouseDaemon",
+                "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -210,7 +211,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon",
+                "RouseChildProcess", "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
