@@ -2,9 +2,9 @@ import Glibc
 
 /// The strings of the previous request's header block on one connection, reused when the next block repeats them.
 /// A client sends the same names and mostly the same values on every request (`authorization`, `apns-topic`,
-/// `user-agent`…, HPACK-indexed on the wire), and making a `String` of each (a UTF-8 check and, past 15 bytes, an
-/// allocation that a later release frees) was an eighth of the mock's instructions per request. Comparing the
-/// bytes with the string of the same position in the previous block costs a `memcmp`.
+/// `user-agent`…, HPACK-indexed on the wire). The header callback, mostly making a `String` of each (a UTF-8 check
+/// and, past 15 bytes, an allocation that a later release frees), was an eighth of the mock's instructions per
+/// request; comparing the bytes with the string of the same position in the previous block costs a `memcmp`.
 ///
 /// Bounded so that an idle connection keeps little: the first `maxEntries` fields, each at most `maxFieldBytes`
 /// (name plus value). Loop-confined, like the connection that owns it.

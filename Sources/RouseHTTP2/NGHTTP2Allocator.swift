@@ -30,7 +30,8 @@ enum NGHTTP2Allocator {
     /// Sessions created with `memory` and not yet deleted.
     static var liveSessions: Int { sessions.load(ordering: .relaxed) }
 
-    /// The allocator to pass to `nghttp2_session_*_new3` (nghttp2 copies the struct).
+    /// The allocator to pass to `nghttp2_session_*_new3` (nghttp2 copies the struct). `nonisolated(unsafe)`: written
+    /// once, by the lazy initializer, and only read after.
     nonisolated(unsafe) static let memory: UnsafeMutablePointer<nghttp2_mem> = {
         let memory = UnsafeMutablePointer<nghttp2_mem>.allocate(capacity: 1)
         memory.initialize(
