@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Foundation
 import Logging
 import RouseActivation
@@ -84,7 +84,7 @@ final class ActivationHookRunner: Sendable {
         defer { AgentSyscalls.close(spawned.pidfd) }
         let milliseconds = Int32(
             clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let exited = rouse_agent_pidfd_poll(spawned.pidfd, milliseconds) > 0
+        let exited = rouse_pidfd_poll(spawned.pidfd, milliseconds) > 0
         if !exited {
             AgentSyscalls.signal(pidfd: spawned.pidfd, SIGKILL)
             AgentSyscalls.signalGroup(spawned.pid, SIGKILL)

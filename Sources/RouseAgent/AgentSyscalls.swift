@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 
 /// The only file of RouseAgent that calls libc for sockets, processes, pidfds and cgroup files.
@@ -92,7 +92,7 @@ enum AgentSyscalls {
     /// Accepts one connection (blocking). `EINTR` and `ECONNABORTED` (the peer gave up) are retried.
     static func accept(_ listener: Int32) -> Accepted {
         while true {
-            let fd = rouse_agent_accept(listener)
+            let fd = rouse_accept(listener)
             if fd >= 0 { return .connection(fd) }
             let code = errno
             switch code {
@@ -108,7 +108,7 @@ enum AgentSyscalls {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0
-        guard rouse_agent_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
+        guard rouse_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
         return (pid, uid, gid)
     }
 
@@ -118,7 +118,7 @@ enum AgentSyscalls {
         while capacity <= 65536 {
             var groups = [gid_t](repeating: 0, count: Int(capacity))
             var count = capacity
-            if rouse_agent_peer_groups(fd, &groups, &count) == 0 { return Array(groups.prefix(Int(count))) }
+            if rouse_peer_groups(fd, &groups, &count) == 0 { return Array(groups.prefix(Int(count))) }
             guard errno == ERANGE else { return [] }
             capacity *= 4
         }
@@ -182,9 +182,9 @@ enum AgentSyscalls {
     /// The peer's pidfd where the kernel offers one (`SO_PEERPIDFD`, Linux 6.5+), else a pidfd opened from `pid`
     /// (its `SO_PEERCRED` pid, read by the caller; such a pidfd is checked against pid reuse by the caller).
     static func peerPidfd(_ fd: Int32, pid: Int32) throws(AgentError) -> (pidfd: Int32, kernel: Bool) {
-        let kernel = rouse_agent_peer_pidfd(fd)
+        let kernel = rouse_peer_pidfd(fd)
         if kernel >= 0 { return (kernel, true) }
-        let opened = rouse_agent_pidfd_open(pid)
+        let opened = rouse_pidfd_open(pid)
         guard opened >= 0 else { throw .system("pidfd_open", errno) }
         return (opened, false)
     }
@@ -208,15 +208,15 @@ enum AgentSyscalls {
         let rc: Int32
         if let identity {
             rc = identity.groups.withUnsafeBufferPointer { groups in
-                rouse_agent_spawn_as(
+                rouse_spawn_as(
                     path, &cArguments, &cEnvironment, channel, identity.uid, identity.gid, groups.baseAddress,
                     Int32(groups.count), &pid)
             }
         } else {
-            rc = rouse_agent_spawn(path, &cArguments, &cEnvironment, channel, &pid)
+            rc = rouse_spawn(path, &cArguments, &cEnvironment, channel, &pid)
         }
         guard rc == 0 else { throw .system(identity == nil ? "posix_spawn \(path)" : "fork \(path)", rc) }
-        let pidfd = rouse_agent_pidfd_open(pid)
+        let pidfd = rouse_pidfd_open(pid)
         guard pidfd >= 0 else {
             // Out of descriptors: a child we cannot track must not live on. It is ours and not reaped yet, so its
             // pid cannot have been reused.
@@ -232,7 +232,7 @@ enum AgentSyscalls {
     /// Signals the process behind `pidfd`; false when it is already gone (`ESRCH`).
     @discardableResult
     static func signal(pidfd: Int32, _ signal: Int32) -> Bool {
-        rouse_agent_pidfd_send_signal(pidfd, signal) == 0
+        rouse_pidfd_send_signal(pidfd, signal) == 0
     }
 
     /// Signals a whole process group (the handler's; used only while its leader's pidfd is alive, so the
@@ -244,14 +244,14 @@ enum AgentSyscalls {
     /// Blocks until the child behind `pidfd` exits and reaps it; its exit status (128+signal when killed).
     static func wait(pidfd: Int32) -> Int32 {
         var status: Int32 = -1
-        _ = rouse_agent_pidfd_wait(pidfd, &status)
+        _ = rouse_pidfd_wait(pidfd, &status)
         return status
     }
 
     /// A pidfd for an existing process (not our child: a handler a previous agent launched), nil when it is
     /// gone (`ESRCH`) or not ours to open.
     static func openPidfd(pid: Int32) -> Int32? {
-        let fd = rouse_agent_pidfd_open(pid)
+        let fd = rouse_pidfd_open(pid)
         return fd >= 0 ? fd : nil
     }
 
@@ -278,7 +278,7 @@ enum AgentSyscalls {
 
     /// The pid behind a pidfd, nil once the process exited.
     static func pid(ofPidfd pidfd: Int32) -> Int32? {
-        let pid = rouse_agent_pidfd_pid(pidfd)
+        let pid = rouse_pidfd_pid(pidfd)
         return pid > 0 ? pid : nil
     }
 

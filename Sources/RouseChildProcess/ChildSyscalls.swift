@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 
 /// The only file of RouseChildProcess that calls libc: pipes, descriptors, posix_spawn, waiting, signals, /proc.
@@ -87,11 +87,11 @@ enum ChildSyscalls {
     /// SIGKILL to `pid` if it (still) holds `entry` in its environment, through a pidfd opened before the check:
     /// a pid reused meanwhile by another process cannot be hit. True when the signal went out.
     static func kill(_ pid: pid_t, ifItStillCarries entry: [UInt8]) -> Bool {
-        let pidfd = rouse_agent_pidfd_open(pid)
+        let pidfd = rouse_pidfd_open(pid)
         guard pidfd >= 0 else { return false }
         defer { close(pidfd) }
         guard environment(of: pid, holds: entry) else { return false }
-        return rouse_agent_pidfd_send_signal(pidfd, SIGKILL) == 0
+        return rouse_pidfd_send_signal(pidfd, SIGKILL) == 0
     }
 
     private static func environment(of pid: pid_t, holds entry: [UInt8]) -> Bool {
