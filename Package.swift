@@ -70,9 +70,10 @@ let package = Package(
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
-        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, pidfds); no
-        // daemon and no library product links it (the daemons' short children go through RouseState's ShortChild).
-        .target(name: "RouseChildProcess", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
+        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, through
+        // RouseSystem); no daemon and no library product links it (the daemons' short children go through RouseState's
+        // ShortChild).
+        .target(name: "RouseChildProcess", dependencies: ["RouseSystem"], swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
             dependencies: [
@@ -132,7 +133,7 @@ let package = Package(
         .target(
             name: "RouseState",
             dependencies: [
-                "CRouseSys",
+                "RouseSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -145,13 +146,13 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation", "RouseWire"],
+            dependencies: ["RouseActivation", "RouseSystem", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseSys", "RouseState",
+                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "RouseState", "RouseSystem",
                 "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -278,7 +279,7 @@ let package = Package(
         .testTarget(
             name: "RouseStateTests",
             dependencies: [
-                "RouseState", "RouseTestSupport",
+                "RouseState", "RouseSystem", "RouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
