@@ -1,4 +1,5 @@
 import Glibc
+import RouseSystem
 
 /// Why a sealed file, a key or a preservation archive could not be used, with the file and (for system
 /// calls) the call and `errno` involved.
@@ -34,6 +35,17 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A system call failed on `file`.
     static func system(_ call: String, errno: Int32, file: String) -> StateError {
         StateError(.system(call: call, errno: errno), file: file)
+    }
+
+    /// RouseSystem's failure of a call on a file, as a state error naming that file.
+    init(_ error: SystemError) {
+        self.init(.system(call: error.call, errno: error.errno), file: error.path ?? "")
+    }
+
+    /// Runs a call of RouseSystem's syscall layer, its `SystemError` thrown as a `StateError`.
+    @discardableResult
+    static func wrapping<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(StateError) -> T {
+        do { return try body() } catch { throw StateError(error) }
     }
 
     /// The system call and `errno`, when this is a system call failure.
