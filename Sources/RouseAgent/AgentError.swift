@@ -1,4 +1,5 @@
 import Glibc
+import RouseSystem
 
 /// A failure of the agent's shells (syscalls, configuration, gateway requests).
 public struct AgentError: Error, Sendable, CustomStringConvertible {
@@ -16,6 +17,21 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     static func system(_ call: String, _ errno: Int32) -> AgentError {
         AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))", errno: errno)
     }
+    /// A call of RouseSystem's syscall layer failed (the detail is its description: call, path, errno). A socket
+    /// path too long for `sun_path` is a configuration error.
+    static func system(_ error: SystemError) -> AgentError {
+        if error.code == .nameTooLong, error.call == "bind", let path = error.path {
+            return .configuration("socket path too long: \(path)")
+        }
+        return AgentError(code: .system, detail: error.description, errno: error.errno)
+    }
+
+    /// Runs a call of RouseSystem's syscall layer, its `SystemError` thrown as an ``AgentError``.
+    @discardableResult
+    static func wrapping<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(AgentError) -> T {
+        do { return try body() } catch { throw .system(error) }
+    }
+
     /// A configuration file is wrong.
     public static func configuration(_ detail: String) -> AgentError {
         AgentError(code: .configuration, detail: detail)
