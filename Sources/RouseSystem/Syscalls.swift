@@ -163,6 +163,14 @@ public enum Sys {
         return true
     }
 
+    /// An integer socket option (`getsockopt(2)`).
+    public static func option(_ fd: Int32, _ level: Int32, _ name: Int32) throws(SystemError) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try check("getsockopt", getsockopt(fd, level, name, &value, &length))
+        return value
+    }
+
     /// The pending error of a socket (`SO_ERROR`), 0 if none.
     public static func socketError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0
@@ -188,8 +196,12 @@ public enum Sys {
         case endOfFile
     }
 
-    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult {
-        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    /// `recv(2)`; with `MSG_TRUNC` in `flags` on a datagram socket, a count larger than the buffer means the
+    /// datagram did not fit.
+    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, flags: Int32 = 0)
+        throws(SystemError) -> IOResult
+    {
+        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, flags) }
         if n > 0 { return .bytes(n) }
         if n == 0 { return .endOfFile }
         let e = Glibc.errno
