@@ -156,7 +156,7 @@ extension Agent {
                 headers: request.headers ?? [], discretionary: request.discretionary ?? false,
                 spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
             guard let record = transfers.book.tasks[id] else { throw TransferRefusal(code: "internal", detail: "") }
-            if let incoming { rename(incoming.path, record.spoolFile) }
+            if let incoming { _ = try? Sys.rename(incoming.path, record.spoolFile) }
             perform(transfers: actions)
             return transfers.book.tasks[id] ?? record
         } catch {

@@ -177,7 +177,7 @@ public actor Agent: Service {
         if listener >= 0 {
             Sys.shutdownBoth(listener)
             Sys.close(listener)
-            unlink(configuration.socketPath)
+            _ = try? Sys.remove(configuration.socketPath)
             listener = -1
         }
         // Every handler's audio ends with the agent: revoked (hooks restore other programs' streams).

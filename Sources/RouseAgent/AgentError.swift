@@ -1,4 +1,3 @@
-import Glibc
 import RouseSystem
 
 /// A failure of the agent's shells (syscalls, configuration, gateway requests).
@@ -13,10 +12,6 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     /// What failed, with its context (the syscall and errno, the file and line, the HTTP status).
     public let detail: String
 
-    /// A syscall failed with `errno`.
-    static func system(_ call: String, _ errno: Int32) -> AgentError {
-        AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))", errno: errno)
-    }
     /// A call of RouseSystem's syscall layer failed (the detail is its description: call, path, errno). A socket
     /// path too long for `sun_path` is a configuration error.
     static func system(_ error: SystemError) -> AgentError {
@@ -51,7 +46,7 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A shortage that passes (descriptors, memory, processes): worth trying again shortly.
-    public var isShortage: Bool { errno.map { [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS].contains($0) } ?? false }
+    public var isShortage: Bool { errno.map { Errno(rawValue: $0).isShortage } ?? false }
 
     public var description: String { "\(code.rawValue): \(detail)" }
 }

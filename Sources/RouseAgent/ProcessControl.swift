@@ -33,7 +33,7 @@ struct ProcessControl: Sendable {
     /// Detects: `forced` (tests) or the best available.
     static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
         // One directory per agent instance (several may share a process, as in the tests).
-        let tag = "rouse-agent-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let tag = "rouse-agent-\(Sys.processID)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
             let parent = mount + (own == "/" ? "" : own)
             let base = parent + "/" + tag

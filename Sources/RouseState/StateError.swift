@@ -1,4 +1,3 @@
-import Glibc
 import RouseSystem
 
 /// Why a sealed file, a key or a preservation archive could not be used, with the file and (for system
@@ -97,7 +96,7 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch code {
         case .system(let call, let errno):
-            "\(file): \(call): \(String(cString: strerror(errno))) (errno \(errno))"
+            "\(file): \(call): \(Errno(rawValue: errno)) (errno \(errno))"
         case .notSealedFile:
             "\(file): not a sealed file (bad magic)"
         case .unsupportedFormatVersion(let version):
