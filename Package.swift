@@ -6,7 +6,8 @@ import PackageDescription
 let strict = Context.environment["ROUSE_STRICT"] == "1"
 let swiftSettings: [SwiftSetting] =
     [
-        .enableUpcomingFeature("ExistentialAny")
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
     ] + (strict ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
@@ -65,6 +66,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
+        .target(name: "RouseClock", swiftSettings: swiftSettings),
         // `--version` of every binary; deploy/package.sh stamps release builds.
         .target(name: "RouseBuildInfo", swiftSettings: swiftSettings),
 
@@ -97,7 +100,7 @@ let package = Package(
         .target(
             name: "RouseMockAPNs",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2",
+                "RouseAPNs", "RouseHTTP2", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -173,15 +176,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient", "RouseWire"],
+            dependencies: ["RouseAgentClient", "RouseActivation", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "rouse",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseCurl", "RouseBuildInfo",
-                "RouseDaemon",
+                "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseBuildInfo", "RouseDaemon",
+                "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -209,9 +212,9 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
+                "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon",
+                "RouseChildProcess", "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -229,6 +232,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
@@ -236,13 +240,13 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseMockAPNsTests",
-            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
+            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseTestSupport"],
             resources: [],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseHTTP2", "RouseTestSupport"],
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -261,15 +265,15 @@ let package = Package(
         .testTarget(
             name: "RouseAgentTests",
             dependencies: [
-                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
-                "RouseState",
+                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseTestSupport", "RouseAPNs",
+                "RouseActivation", "RouseChildProcess", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseNetlink", "RouseTestSupport"],
+            dependencies: ["RouseReachability", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.

@@ -3,6 +3,7 @@ import Logging
 import RouseCurl
 import RouseSystem
 import RouseWire
+import Synchronization
 
 /// The background-transfer shell's state: the rules (``TransferBook``), the libcurl jobs running, the
 /// spool accounts, and the sessions whose results a handler is owed.
