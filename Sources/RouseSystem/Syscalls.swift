@@ -1,11 +1,13 @@
 import CRouseSys
 import Glibc
 
-// The package's one syscall layer: `Sys`, in this file and its `Syscalls+*.swift` extensions, is the only code of
-// Rouse that calls libc for descriptors, sockets, files, processes and accounts (the agent, the state store, the
-// client library, netlink, the child processes of tests and benchmarks, and the HTTP/2 event loop all call it).
-// Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the call
-// (and the path), with its `Errno`.
+// The package's one syscall layer: `Sys`, in this file and its `Syscalls+*.swift` extensions, holds the libc calls
+// for descriptors, sockets, files, processes and accounts of the agent, the state store, the client library,
+// netlink and reachability, the child processes of tests and benchmarks, and the HTTP/2 event loop. (Not folded in
+// yet: RouseDaemon's systemd notify and signal mask, the gateway's PostgreSQL wake-up poll, rouse-bench's helpers.
+// rouse-example-handler calls libc itself on purpose: it is the model of a handler, which links RouseAgentClient
+// alone.) Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the
+// call (and the path), with its `Errno`.
 //
 // errno policy (one for the whole package):
 // - EINTR: retried here, callers never see it (`epoll_wait` and `poll` return "nothing ready" instead, so a loop
