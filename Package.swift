@@ -47,9 +47,11 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // Syscalls and rtnetlink only: no library beyond libc (CRouseShim re-exports it).
+        // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
+        // curl's variadic calls (libcurl only), OpenSSL's macros (OpenSSL only).
         .target(name: "CRouseSys"),
-        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL", "CRouseSys"]),
+        .target(name: "CRouseCurl", dependencies: ["CCurl"]),
+        .target(name: "CRouseOpenSSL", dependencies: ["COpenSSL"]),
 
         // MARK: Pure Swift models (no C module)
         // The two protocols our programs speak to each other: the device channel, the agent IPC.
@@ -71,20 +73,21 @@ let package = Package(
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
-        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, pidfds); no
-        // daemon and no library product links it (the daemons' short children go through RouseState's ShortChild).
-        .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, through
+        // RouseSystem); no daemon and no library product links it (the daemons' short children go through RouseState's
+        // ShortChild).
+        .target(name: "RouseChildProcess", dependencies: ["RouseSystem"], swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
             dependencies: [
-                "CNghttp2", "COpenSSL", "CRouseShim", "RouseSystem",
+                "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseCurl",
-            dependencies: ["CCurl", "CRouseShim", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CCurl", "CRouseCurl", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -133,7 +136,7 @@ let package = Package(
         .target(
             name: "RouseState",
             dependencies: [
-                "CRouseSys",
+                "RouseSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -146,13 +149,13 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation", "RouseWire"],
+            dependencies: ["RouseActivation", "RouseSystem", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
+                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "RouseState", "RouseSystem",
                 "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -280,7 +283,7 @@ let package = Package(
         .testTarget(
             name: "RouseStateTests",
             dependencies: [
-                "RouseState", "RouseTestSupport",
+                "RouseState", "RouseSystem", "RouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

@@ -1,7 +1,7 @@
-import CRouseShim
 import Foundation
 import Logging
 import RouseActivation
+import RouseSystem
 import Synchronization
 
 /// Runs the activation hook command once per grant/revoke (`HookEvent`), in order, one at a time, without
@@ -74,22 +74,23 @@ final class ActivationHookRunner: Sendable {
         let started = ContinuousClock.now
         let spawned: (pid: Int32, pidfd: Int32)
         do {
-            spawned = try AgentSyscalls.spawn(
-                path: command[0], arguments: command + event.arguments,
-                environment: environment.map { "\($0.key)=\($0.value)" }, channel: -1)
+            spawned = try AgentError.wrapping(
+                try Sys.spawn(
+                    path: command[0], arguments: command + event.arguments,
+                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: -1))
         } catch {
             logger.error("activation hook failed to start", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             return
         }
-        defer { AgentSyscalls.close(spawned.pidfd) }
+        defer { Sys.close(spawned.pidfd) }
         let milliseconds = Int32(
             clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let exited = rouse_agent_pidfd_poll(spawned.pidfd, milliseconds) > 0
+        let exited = Sys.waitForExit(pidfd: spawned.pidfd, milliseconds: milliseconds)
         if !exited {
-            AgentSyscalls.signal(pidfd: spawned.pidfd, SIGKILL)
-            AgentSyscalls.signalGroup(spawned.pid, SIGKILL)
+            Sys.signal(pidfd: spawned.pidfd, SIGKILL)
+            Sys.signalGroup(spawned.pid, SIGKILL)
         }
-        let status = AgentSyscalls.wait(pidfd: spawned.pidfd)
+        let status = Sys.wait(pidfd: spawned.pidfd)
         let elapsed = ContinuousClock.now - started
         var fields = metadata
         fields["status"] = "\(status)"

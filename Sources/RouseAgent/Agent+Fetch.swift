@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseSystem
 import RouseWire
 
 /// Background fetch's shell state: a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`,
@@ -138,7 +139,7 @@ extension Agent {
     /// approximation (files count too); nil when it is not running.
     private func handlerIO(_ name: String) -> Int64? {
         guard let pid = slots[name]?.process?.pid ?? slots[name]?.connection?.peer?.pid,
-            let text = AgentSyscalls.readFile("/proc/\(pid)/io")
+            let text = Sys.readText("/proc/\(pid)/io")
         else { return nil }
         var total: Int64 = 0
         for line in text.split(separator: "\n") where line.hasPrefix("rchar:") || line.hasPrefix("wchar:") {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseActivation
+import RouseSystem
 import RouseWire
 
 extension Agent {
@@ -78,7 +79,7 @@ extension Agent {
             }
         case .messageWithDescriptor(let frame, let descriptor):
             guard let name = registered[connection.id] else {
-                AgentSyscalls.close(descriptor)
+                Sys.close(descriptor)
                 handleUnregistered(connection, frame)
                 return
             }
@@ -97,7 +98,7 @@ extension Agent {
         }
     }
 
-    private var agentUID: UInt32 { AgentSyscalls.uid }
+    private var agentUID: UInt32 { Sys.uid }
 
     /// Admin requests come from root, the agent's own user or a member of the configured admin group, and never
     /// from a handler: not on the connection its launch created, nor from any process in a handler's cgroup or
@@ -105,7 +106,7 @@ extension Agent {
     private func isAdmin(_ connection: IPCConnection) -> Bool {
         guard connection.launchedFor == nil, let peer = connection.peer, !isHandlerProcess(peer) else { return false }
         if peer.uid == 0 || peer.uid == agentUID { return true }
-        guard let name = configuration.adminGroup, let group = AgentSyscalls.group(named: name) else { return false }
+        guard let name = configuration.adminGroup, let group = Sys.group(named: name) else { return false }
         return peer.gid == group || peer.groups.contains(group)
     }
 
@@ -125,9 +126,9 @@ extension Agent {
     /// against the peer's pidfd: a peer that is gone (its pid perhaps reused) counts as a handler (refused).
     private func isHandlerProcess(_ peer: IPCConnection.Peer) -> Bool {
         let leaders = Set(slots.values.compactMap { $0.process?.pid })
-        let inCgroup = AgentSyscalls.cgroupPath(pid: peer.pid).map { control.holds(cgroupPath: $0) } ?? true
-        let group = AgentSyscalls.processGroup(pid: peer.pid)
-        guard peer.pidfd >= 0, AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return true }
+        let inCgroup = Sys.cgroupPath(pid: peer.pid).map { control.holds(cgroupPath: $0) } ?? true
+        let group = Sys.processGroup(pid: peer.pid)
+        guard peer.pidfd >= 0, Sys.pid(ofPidfd: peer.pidfd) == peer.pid else { return true }
         return inCgroup || leaders.contains(peer.pid) || group.map { leaders.contains($0) } ?? true
     }
 
@@ -238,16 +239,16 @@ extension Agent {
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
         guard
             let expectedUID = try? HandlerCredentials.resolve(
-                slot.configuration, agentUID: agentUID, agentGID: AgentSyscalls.gid,
+                slot.configuration, agentUID: agentUID, agentGID: Sys.gid,
                 defaultUser: configuration.handlerUser
             ).account.uid
         else { return "handler \(name) may not run (see its launch error)" }
         guard peer.uid == expectedUID else { return "uid \(peer.uid) is not the handler's uid \(expectedUID)" }
-        guard let executable = AgentSyscalls.executable(pid: peer.pid),
-            let expected = AgentSyscalls.realPath(slot.configuration.command[0])
+        guard let executable = Sys.executable(pid: peer.pid),
+            let expected = Sys.realPath(slot.configuration.command[0])
         else { return "cannot read the peer's executable" }
         // The pidfd pins the process: if it still has pid `peer.pid`, the executable read above is its own.
-        guard AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return "peer exited while being checked" }
+        guard Sys.pid(ofPidfd: peer.pidfd) == peer.pid else { return "peer exited while being checked" }
         guard executable == expected else { return "executable \(executable) is not \(expected)" }
         if slot.connection != nil { return "handler \(name) is already connected" }
         return nil

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseActivation
 import RouseAgentClient
+import RouseSystem
 
 extension Agent {
     /// Launches the handler into the background with a fresh socketpair as fd 3 (its launch identity).
@@ -12,7 +13,7 @@ extension Agent {
         let identity: HandlerCredentials
         do throws(AgentError) {
             identity = try HandlerCredentials.resolve(
-                handler, agentUID: AgentSyscalls.uid, agentGID: AgentSyscalls.gid,
+                handler, agentUID: Sys.uid, agentGID: Sys.gid,
                 defaultUser: configuration.handlerUser)
             if let problem = ExecutableCheck.problem(executable: handler.command[0], runsAs: identity.account.uid) {
                 throw AgentError.identity("handler \(name): \(problem)")
@@ -24,7 +25,7 @@ extension Agent {
             return
         }
         do {
-            let (mine, theirs) = try AgentSyscalls.socketPair()
+            let (mine, theirs) = try AgentError.wrapping(try Sys.socketPair())
             let session = configuration.mode == .user ? sessionEnvironment : nil
             var environment = identity.environment(
                 for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment,
@@ -35,16 +36,17 @@ extension Agent {
             environment["ROUSE_AGENT_SOCKET"] = configuration.socketPath
             let spawned: (pid: Int32, pidfd: Int32)
             do {
-                spawned = try AgentSyscalls.spawn(
-                    path: handler.command[0], arguments: handler.command,
-                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs,
-                    identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil)
+                spawned = try AgentError.wrapping(
+                    try Sys.spawn(
+                        path: handler.command[0], arguments: handler.command,
+                        environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs,
+                        identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil))
             } catch {
-                AgentSyscalls.close(mine)
-                AgentSyscalls.close(theirs)
+                Sys.close(mine)
+                Sys.close(theirs)
                 throw error
             }
-            AgentSyscalls.close(theirs)
+            Sys.close(theirs)
             let cgroup = control.place(pid: spawned.pid, handler: name)
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
             slot.process = process
@@ -54,7 +56,7 @@ extension Agent {
             slot.machine.launched(now: now)
             slot.preservation = Preservation()
             slots[name] = slot
-            remember(name, process, executable: AgentSyscalls.realPath(handler.command[0]) ?? handler.command[0])
+            remember(name, process, executable: Sys.realPath(handler.command[0]) ?? handler.command[0])
             _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
             logger.info(
                 "handler launched",
@@ -93,7 +95,7 @@ extension Agent {
         let exited = AsyncStream<Int32>.makeStream()
         let waiter = Thread {
             let status =
-                child ? AgentSyscalls.wait(pidfd: process.pidfd) : AgentSyscalls.waitForExit(pidfd: process.pidfd)
+                child ? Sys.wait(pidfd: process.pidfd) : Sys.waitForExit(pidfd: process.pidfd)
             exited.continuation.yield(status)
             exited.continuation.finish()
         }

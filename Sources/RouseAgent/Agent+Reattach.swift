@@ -1,13 +1,14 @@
 import Foundation
 import Logging
 import RouseAgentClient
+import RouseSystem
 
 extension Agent {
     // MARK: Re-attaching
 
     /// Stores who the launched process is, in the durable state, so that a restarted agent can re-attach.
     func remember(_ name: String, _ process: HandlerProcess, executable: String) {
-        guard let start = AgentSyscalls.startTime(pid: process.pid) else { return }
+        guard let start = Sys.startTime(pid: process.pid) else { return }
         var processes = state.processes ?? [:]
         processes[name] = HandlerIdentity(
             pid: process.pid, startTime: start, executable: executable, cgroup: process.cgroup)
@@ -31,21 +32,21 @@ extension Agent {
         for (name, identity) in stored.sorted(by: { $0.key < $1.key }) {
             var metadata: Logger.Metadata = ["handler": "\(name)", "pid": "\(identity.pid)"]
             guard slots[name] != nil, slots[name]?.process == nil,
-                AgentSyscalls.startTime(pid: identity.pid) == identity.startTime,
-                let pidfd = AgentSyscalls.openPidfd(pid: identity.pid)
+                Sys.startTime(pid: identity.pid) == identity.startTime,
+                let pidfd = Sys.openPidfd(pid: identity.pid)
             else {
                 logger.info("not re-attaching: the process is gone", metadata: metadata)
                 state.processes?[name] = nil
                 continue
             }
             // The pidfd pins the process: checked again now, the start time and executable are its own.
-            let executable = AgentSyscalls.executable(pid: identity.pid)
-            guard AgentSyscalls.startTime(pid: identity.pid) == identity.startTime, executable == identity.executable
+            let executable = Sys.executable(pid: identity.pid)
+            guard Sys.startTime(pid: identity.pid) == identity.startTime, executable == identity.executable
             else {
                 metadata["executable"] = "\(executable ?? "unreadable")"
                 logger.warning(
                     "not re-attaching: the process is not the handler that was launched", metadata: metadata)
-                AgentSyscalls.close(pidfd)
+                Sys.close(pidfd)
                 state.processes?[name] = nil
                 continue
             }
@@ -72,7 +73,7 @@ extension Agent {
         guard let slot = slots[name], slot.preservation.adopted, let process = slot.process,
             let peer = connection.peer, peer.pidfd >= 0, peer.pid == process.pid
         else { return false }
-        return AgentSyscalls.pid(ofPidfd: peer.pidfd) == process.pid
-            && AgentSyscalls.pid(ofPidfd: process.pidfd) == process.pid
+        return Sys.pid(ofPidfd: peer.pidfd) == process.pid
+            && Sys.pid(ofPidfd: process.pidfd) == process.pid
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseCurl
+import RouseSystem
 import RouseWire
 import Synchronization
 
@@ -36,11 +37,11 @@ extension Agent {
         transfers.book = TransferBook(restoring: state.transfers ?? [], limits: configuration.transferLimits)
         transfers.savedShape = Self.shape(transfers.book.records)
         let owned = Set(transfers.book.records.map(\.spoolFile))
-        for handler in AgentSyscalls.directoryEntries(spoolDirectory) {
-            for file in AgentSyscalls.directoryEntries(spoolDirectory + "/" + handler) {
+        for handler in ((try? Sys.directoryEntries(spoolDirectory)) ?? []) {
+            for file in ((try? Sys.directoryEntries(spoolDirectory + "/" + handler)) ?? []) {
                 let path = spoolDirectory + "/" + handler + "/" + file
                 if !owned.contains(path) {
-                    AgentSyscalls.removeFile(path)
+                    _ = try? Sys.remove(path)
                     transfers.metrics["spool-orphans-removed", default: 0] += 1
                 }
             }
@@ -90,7 +91,7 @@ extension Agent {
     func handleTransfer(
         _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>, descriptor: Int32?
     ) {
-        defer { if let descriptor { AgentSyscalls.close(descriptor) } }
+        defer { if let descriptor { Sys.close(descriptor) } }
         let requestID = frame.requestID
         do throws(TransferRefusal) {
             switch frame.message {
@@ -139,7 +140,7 @@ extension Agent {
         }
         let directory = spoolDirectory + "/" + name
         do {
-            try AgentSyscalls.makeDirectories(directory)
+            try AgentError.wrapping(try Sys.makeDirectories(directory))
         } catch {
             throw TransferRefusal(code: "spoolFull", detail: "spool directory: \(error.detail)")
         }
@@ -156,12 +157,12 @@ extension Agent {
                 headers: request.headers ?? [], discretionary: request.discretionary ?? false,
                 spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
             guard let record = transfers.book.tasks[id] else { throw TransferRefusal(code: "internal", detail: "") }
-            if let incoming { rename(incoming.path, record.spoolFile) }
+            if let incoming { _ = try? Sys.rename(incoming.path, record.spoolFile) }
             perform(transfers: actions)
             return transfers.book.tasks[id] ?? record
         } catch {
             if let incoming {
-                AgentSyscalls.removeFile(incoming.path)
+                _ = try? Sys.remove(incoming.path)
                 account(name).release(incoming.size)
             }
             throw error
@@ -179,7 +180,7 @@ extension Agent {
             guard let descriptor else {
                 throw TransferRefusal(code: "badDescriptor", detail: "no descriptor came with the frame (SCM_RIGHTS)")
             }
-            guard let status = AgentSyscalls.fileSize(descriptor), status.regular else {
+            guard let status = Sys.fileSize(descriptor), status.regular else {
                 throw TransferRefusal(code: "badDescriptor", detail: "the descriptor is not a regular file")
             }
             (bytes, size) = (nil, status.size)
@@ -199,19 +200,20 @@ extension Agent {
         transfers.nextToken += 1
         let path = "\(directory)/incoming-\(transfers.nextToken)"
         do throws(AgentError) {
-            let fd = try AgentSyscalls.openSpool(path)
-            defer { AgentSyscalls.close(fd) }
-            try AgentSyscalls.truncate(fd, to: 0)
+            let fd = try AgentError.wrapping(try Sys.openSpool(path))
+            defer { Sys.close(fd) }
+            try AgentError.wrapping(try Sys.truncate(fd, to: 0))
             if let bytes {
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)
                 defer { buffer.deallocate() }
                 buffer.copyBytes(from: bytes)
-                try AgentSyscalls.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0)
+                try AgentError.wrapping(
+                    try Sys.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0))
             } else if let descriptor {
-                try AgentSyscalls.copy(from: descriptor, to: fd, count: size)
+                try AgentError.wrapping(try Sys.copy(from: descriptor, to: fd, count: size))
             }
         } catch {
-            AgentSyscalls.removeFile(path)
+            _ = try? Sys.remove(path)
             account(name).release(size)
             throw TransferRefusal(code: "spoolFull", detail: "copying the upload: \(error.detail)")
         }
@@ -223,7 +225,7 @@ extension Agent {
     func account(_ handler: String) -> SpoolAccount {
         if let account = transfers.accounts[handler] { return account }
         let used = transfers.book.records.filter { $0.handler == handler }
-            .reduce(Int64(0)) { $0 + AgentSyscalls.fileSize(path: $1.spoolFile) }
+            .reduce(Int64(0)) { $0 + Sys.fileSize(path: $1.spoolFile) }
         let account = SpoolAccount(limit: transfers.book.limits.spoolBytesPerHandler, used: used)
         transfers.accounts[handler] = account
         return account
@@ -247,8 +249,8 @@ extension Agent {
                 apply(handler, slots[handler]!.machine.transferEvents(session: session, now: now))
                 if slots[handler]?.connection != nil { deliverFinished(handler, session) }
             case .removeSpool(let handler, let path):
-                let size = AgentSyscalls.fileSize(path: path)
-                AgentSyscalls.removeFile(path)
+                let size = Sys.fileSize(path: path)
+                _ = try? Sys.remove(path)
                 account(handler).release(size)
             case .log(let text, let metric, let values):
                 if let metric { transfers.metrics[metric, default: 0] += 1 }
@@ -282,11 +284,11 @@ extension Agent {
         var sent: Bool
         if record.kind == .download && record.state == .completed {
             do {
-                let fd = try AgentSyscalls.openReadOnly(record.spoolFile)
+                let fd = try AgentError.wrapping(try Sys.openReadOnly(record.spoolFile))
                 var event = Self.event(record)
                 event.file = true
                 sent = connection.send(.transferTask(event), descriptor: fd)
-                AgentSyscalls.close(fd)
+                Sys.close(fd)
             } catch {
                 logger.error("spool file lost", metadata: ["task": "\(record.id)", "error": "\(error)"])
                 var event = Self.event(record)
@@ -304,15 +306,15 @@ extension Agent {
         let download = record.kind == .download
         let fd: Int32
         do {
-            try AgentSyscalls.makeDirectories((record.spoolFile as NSString).deletingLastPathComponent)
-            fd = try AgentSyscalls.openSpool(record.spoolFile)
+            try AgentError.wrapping(try Sys.makeDirectories((record.spoolFile as NSString).deletingLastPathComponent))
+            fd = try AgentError.wrapping(try Sys.openSpool(record.spoolFile))
         } catch {
             perform(
                 transfers: transfers.book.finished(
                     id: id, .failure(code: "spoolFull", detail: "\(error)", bytes: 0, validator: nil)))
             return
         }
-        let resume = download ? (AgentSyscalls.fileSize(fd)?.size ?? 0) : 0
+        let resume = download ? (Sys.fileSize(fd)?.size ?? 0) : 0
         var headers: [(name: String, value: String)] = record.headers.compactMap { line in
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -336,7 +338,7 @@ extension Agent {
             maxResponseBodyBytes: 0)
         request.lowSpeed = CurlLowSpeed(bytesPerSecond: 1, duration: .seconds(60))
         request.maxRedirects = 5  // as URLSession follows them; a redirect's body is replaced by the final one's
-        if !download { request.upload = CurlUpload(size: AgentSyscalls.fileSize(fd)?.size ?? 0) }
+        if !download { request.upload = CurlUpload(size: Sys.fileSize(fd)?.size ?? 0) }
         let curl = curl
         let task = Task {
             let outcome: TransferBook.Outcome?

@@ -3,6 +3,7 @@ import Logging
 import RouseActivation
 import RouseCurl
 import RouseReachability
+import RouseSystem
 import RouseWire
 import ServiceLifecycle
 
@@ -102,7 +103,7 @@ public actor Agent: Service {
         self.store = store
         self.state = try store.load()
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
-        self.admission = IPCAdmission(exempt: [0, AgentSyscalls.uid])
+        self.admission = IPCAdmission(exempt: [0, Sys.uid])
         self.curl = try CurlHTTPClient(logger: logger)
         self.api = GatewayAPI(endpoint: configuration.endpoint, curl: curl)
         self.hooks = configuration.activationHook.flatMap { command in
@@ -138,8 +139,9 @@ public actor Agent: Service {
         control.removeStaleAgents()
         restoreAgentState()
         // The per-user agent's socket is its user's alone (admin and handlers are that user).
-        listener = try AgentSyscalls.listen(
-            path: configuration.socketPath, mode: configuration.mode == .user ? 0o600 : 0o666)
+        listener = try AgentError.wrapping(
+            try Sys.listen(
+                path: configuration.socketPath, mode: configuration.mode == .user ? 0o600 : 0o666))
         let listenerFD = listener
         let accepted = AsyncStream<(Int32, IPCConnection.Peer)>.makeStream()
         let admission = admission
@@ -173,9 +175,9 @@ public actor Agent: Service {
         registrationSweep?.task.cancel()
         monitor?.stop()
         if listener >= 0 {
-            AgentSyscalls.shutdown(listener)
-            AgentSyscalls.close(listener)
-            unlink(configuration.socketPath)
+            Sys.shutdownBoth(listener)
+            Sys.close(listener)
+            _ = try? Sys.remove(configuration.socketPath)
             listener = -1
         }
         // Every handler's audio ends with the agent: revoked (hooks restore other programs' streams).
@@ -418,7 +420,7 @@ public actor Agent: Service {
             if let process = slots[name]?.process {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             } else if let connection = slots[name]?.connection, let pidfd = connection.peer?.pidfd, pidfd >= 0 {
-                AgentSyscalls.signal(pidfd: pidfd, SIGKILL)
+                Sys.signal(pidfd: pidfd, SIGKILL)
             }
         case .suspend:
             if preservationDefers(name, action) { return }

@@ -1,4 +1,5 @@
 import Foundation
+import RouseState
 
 /// What the agent persists across restarts: its credential, push tokens, the de-duplication window, and
 /// per-handler strikes. Encrypted storage (RouseState) can replace ``JSONFileAgentStateStore``
@@ -78,7 +79,8 @@ public struct HandlerIdentity: Codable, Sendable, Equatable {
     }
 }
 
-/// ``AgentStateStore`` as one JSON file, written atomically (temp + fsync + rename).
+/// ``AgentStateStore`` as one JSON file, written atomically by RouseState's `AtomicWriter` (temp + fsync + rename +
+/// fsync of the directory).
 public struct JSONFileAgentStateStore: AgentStateStore {
     /// The file.
     public let path: String
@@ -98,6 +100,9 @@ public struct JSONFileAgentStateStore: AgentStateStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(state)
-        try AgentSyscalls.writeAtomically(path: path, bytes: Array(data))
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        try AtomicWriter(directory: directory.isEmpty ? "/" : directory).write(Array(data), to: name)
     }
 }

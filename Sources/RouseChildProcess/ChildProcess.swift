@@ -1,4 +1,5 @@
 import Foundation
+import RouseSystem
 
 /// Runs other programs for the tests and for rouse-bench (curl, nghttpd, h2load, ip, openssl and the package's
 /// own products): to completion with ``run(_:_:stdin:timeout:)`` or ``runSync(_:_:environment:)``, or as a
@@ -30,8 +31,9 @@ public enum ChildProcess {
 
         public init(description: String) { self.description = description }
 
-        static func system(_ call: String, _ code: Int32) -> Failure {
-            Failure(description: "\(call): \(String(cString: strerror(code))) (errno \(code))")
+        /// `body`'s `SystemError` as a failure of the same description.
+        static func system<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(Failure) -> T {
+            do { return try body() } catch { throw Failure(description: "\(error)") }
         }
     }
 
@@ -73,19 +75,22 @@ public enum ChildProcess {
         defer { descriptors.finish() }
         func open(_ sink: Sink, ours: Int32) throws -> (child: Int32, reader: Int32?) {
             switch sink {
-            case .discard: return (try descriptors.theirs(ChildSyscalls.open("/dev/null", writing: true)), nil)
-            case .inherit: return (try descriptors.theirs(ChildSyscalls.duplicate(ours)), nil)
-            case .file(let file): return (try descriptors.theirs(ChildSyscalls.open(file, writing: true)), nil)
+            case .discard: return (try descriptors.theirs(openSink("/dev/null", writing: true)), nil)
+            case .inherit:
+                return (
+                    try descriptors.theirs(Failure.system(try Sys.duplicate(ours))), nil
+                )
+            case .file(let file): return (try descriptors.theirs(openSink(file, writing: true)), nil)
             case .lines:
                 let pipe = try descriptors.pipe(ourEnd: \.read)
                 return (pipe.write, pipe.read)
             }
         }
-        let input = try descriptors.theirs(ChildSyscalls.open("/dev/null", writing: false))
+        let input = try descriptors.theirs(openSink("/dev/null", writing: false))
         let out = try open(stdout, ours: 1)
         let err = try open(stderr, ours: 2)
-        let pid = try ChildSyscalls.spawn(
-            path, arguments, environment: variables(environment), stdin: input, stdout: out.child, stderr: err.child)
+        let pid = try spawn(
+            path, arguments, environment: environment, stdin: input, stdout: out.child, stderr: err.child)
         descriptors.spawned = true
         return RunningChild(
             exit: ChildExit(pid: pid), lines: LineReader(descriptor: out.reader, onLine: onStdoutLine))
@@ -96,7 +101,7 @@ public enum ChildProcess {
         -> Output
     {
         let spawned = try spawnPiped(path, arguments, environment: environment)
-        ChildSyscalls.close(spawned.stdin)
+        Sys.close(spawned.stdin)
         let errors = PipeCollector(spawned.stderr)
         let output = PipeCollector(spawned.stdout)
         let raw = spawned.exit.blockingWait()
@@ -114,8 +119,8 @@ public enum ChildProcess {
         let bytes = stdin.map { Array($0) } ?? []
         Thread.detachNewThread {
             // A child that never reads its stdin must not block the test: written on a thread.
-            _ = ChildSyscalls.write(writer, bytes)
-            ChildSyscalls.close(writer)
+            _ = Sys.writeToChild(writer, bytes)
+            Sys.close(writer)
         }
         let exit = spawned.exit
         let raw: Int32
@@ -137,9 +142,9 @@ public enum ChildProcess {
         var killed: [pid_t] = []
         // A process may start another one while we look: look again until a pass finds nothing (bounded).
         for _ in 0..<20 {
-            let found = ChildSyscalls.processes(withEnvironmentEntry: entry)
+            let found = Sys.processes(withEnvironmentEntry: entry)
             if found.isEmpty { break }
-            for pid in found where ChildSyscalls.kill(pid, ifItStillCarries: entry) { killed.append(pid) }
+            for pid in found where Sys.kill(pid, ifItStillCarries: entry) { killed.append(pid) }
         }
         return killed
     }
@@ -157,6 +162,24 @@ public enum ChildProcess {
             .map { "\($0.key)=\($0.value)" }
     }
 
+    /// posix_spawn of `path` in a new process group with `stdin`, `stdout`, `stderr` as its fds 0-2, every other
+    /// descriptor closed, default signal dispositions and an empty signal mask.
+    private static func spawn(
+        _ path: String, _ arguments: [String], environment: [String: String]?, stdin: Int32, stdout: Int32,
+        stderr: Int32
+    ) throws(Failure) -> pid_t {
+        let entries = variables(environment)
+        return try Failure.system(
+            try Sys.spawnPiped(
+                path, arguments: [path] + arguments, environment: entries, stdin: stdin, stdout: stdout,
+                stderr: stderr))
+    }
+
+    /// A close-on-exec descriptor for `path`: `/dev/null` to read or write, or a log file (created, truncated).
+    private static func openSink(_ path: String, writing: Bool) throws(Failure) -> Int32 {
+        try Failure.system(try Sys.open(path, writing ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, mode: 0o644))
+    }
+
     /// A child with pipes as its fds 0-2: our ends of them, and its exit.
     private static func spawnPiped(_ path: String, _ arguments: [String], environment: [String: String]?) throws
         -> (stdin: Int32, stdout: Int32, stderr: Int32, exit: ChildExit)
@@ -167,9 +190,8 @@ public enum ChildProcess {
         let input = try descriptors.pipe(ourEnd: \.write)
         let output = try descriptors.pipe(ourEnd: \.read)
         let errors = try descriptors.pipe(ourEnd: \.read)
-        let pid = try ChildSyscalls.spawn(
-            path, arguments, environment: variables(environment), stdin: input.read, stdout: output.write,
-            stderr: errors.write)
+        let pid = try spawn(
+            path, arguments, environment: environment, stdin: input.read, stdout: output.write, stderr: errors.write)
         descriptors.spawned = true
         return (input.write, output.read, errors.read, ChildExit(pid: pid))
     }
@@ -187,7 +209,7 @@ public enum ChildProcess {
         }
 
         mutating func pipe(ourEnd: KeyPath<(read: Int32, write: Int32), Int32>) throws -> (read: Int32, write: Int32) {
-            let pipe = try ChildSyscalls.pipe()
+            let pipe = try Failure.system(try Sys.pipe())
             let mine = pipe[keyPath: ourEnd]
             ours.append(mine)
             child.append(mine == pipe.read ? pipe.write : pipe.read)
@@ -195,8 +217,8 @@ public enum ChildProcess {
         }
 
         func finish() {
-            for fd in child { ChildSyscalls.close(fd) }
-            if !spawned { for fd in ours { ChildSyscalls.close(fd) } }
+            for fd in child { Sys.close(fd) }
+            if !spawned { for fd in ours { Sys.close(fd) } }
         }
     }
 }

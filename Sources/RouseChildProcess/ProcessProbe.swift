@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RouseSystem
 
 /// What the kernel shows of a running process in `/proc`: memory, CPU time, sockets, and wake-ups (context switches
 /// of its threads). The one reader of these figures for the tests and the benchmarks.
@@ -102,7 +103,7 @@ public enum ProcessProbe {
     }
 
     /// Clock ticks per second, the unit of `cpuTicks`.
-    public static let ticksPerSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
+    public static let ticksPerSecond = Int(Sys.clockTicksPerSecond)
 
     /// Open sockets of `pid` (its listeners and connections).
     public static func sockets(_ pid: pid_t) -> Int {

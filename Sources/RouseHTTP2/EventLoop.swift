@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Foundation
 import Glibc
 import RouseSystem

@@ -1,5 +1,5 @@
 import CNghttp2
-import CRouseShim
+import CRouseSys
 import Glibc
 import Logging
 import RouseSystem

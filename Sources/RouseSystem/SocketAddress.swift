@@ -74,12 +74,14 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    /// A Unix-domain socket address; `nil` unless `path` is absolute and fits `sun_path`.
-    public init?(unixPath path: String) {
+    /// A Unix-domain socket address; `nil` unless `path` is absolute (or `relative` is true) and fits `sun_path`.
+    public init?(unixPath path: String, relative: Bool = false) {
         var sun = sockaddr_un()
         let capacity = MemoryLayout.size(ofValue: sun.sun_path)
         let bytes = Array(path.utf8)
-        guard bytes.first == UInt8(ascii: "/"), bytes.count < capacity, !bytes.contains(0) else { return nil }
+        guard relative || bytes.first == UInt8(ascii: "/"), bytes.count < capacity, !bytes.contains(0) else {
+            return nil
+        }
         sun.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &sun.sun_path) { raw in raw.copyBytes(from: bytes) }
         var storage = sockaddr_storage()

@@ -1,22 +1,41 @@
 import CRouseSys
 import Glibc
 
-// The only file of RouseSystem that calls libc for file descriptors and sockets.
+// The package's one syscall layer: `Sys`, in this file and its `Syscalls+*.swift` extensions, holds the libc calls
+// for descriptors, sockets, files, processes and accounts of the agent, the state store, the client library,
+// netlink and reachability, the child processes of tests and benchmarks, and the HTTP/2 event loop. (Not folded in
+// yet: RouseDaemon's systemd notify and signal mask, the gateway's PostgreSQL wake-up poll, rouse-bench's helpers.
+// rouse-example-handler calls libc itself on purpose: it is the model of a handler, which links RouseAgentClient
+// alone.) Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the
+// call (and the path), with its `Errno`.
 //
-// errno policy:
-// - EINTR: retried here, callers never see it;
-// - EAGAIN/EWOULDBLOCK: a value (`nil` or `.wouldBlock`), not an error;
-// - EBADF on a descriptor we own: a bug, so `preconditionFailure`;
-// - everything a peer or the kernel can cause (ECONNRESET, EPIPE, ENOBUFS, EMFILE, …): thrown as `SystemError`.
+// errno policy (one for the whole package):
+// - EINTR: retried here, callers never see it (`epoll_wait` and `poll` return "nothing ready" instead, so a loop
+//   re-checks its deadline);
+// - EAGAIN/EWOULDBLOCK on a non-blocking descriptor the caller waits on: a value (`nil`, `.wouldBlock`), not an
+//   error; where the caller wanted the whole write at once (`sendAll(nonBlocking: true)`) it is thrown;
+// - absence where absence is the answer: a value, said on each call (ENOENT from `readFile`, `status`,
+//   `remove`; EEXIST from `makeDirectory`; ESRCH from a signal or a pidfd; a `/proc` file of a process that is
+//   gone or not ours; a passwd entry that does not exist);
+// - EBADF: thrown like any other error, never a trap. Descriptors cross threads here (an IPC reader thread, the
+//   agent's accept thread, an actor that shuts them down and closes them), so a call that races a close must end
+//   that thread's loop, not the daemon. `close` reports nothing: Linux releases the descriptor whatever it
+//   returns, and a retry could close a descriptor another thread has just opened;
+// - everything else a peer, the kernel or the disk can cause (ECONNRESET, EPIPE, ENOBUFS, EMFILE, EACCES,
+//   ENOSPC, EIO, …): thrown as `SystemError`.
 
-/// Thin, typed wrappers around the system calls the event loop and sockets need.
+/// Thin, typed wrappers around the system calls Rouse makes.
 public enum Sys {
     @inline(__always)
-    static func check(_ call: String, _ result: Int32) throws(SystemError) -> Int32 {
+    static func check(_ call: String, _ result: Int32, path: String? = nil) throws(SystemError) -> Int32 {
         if result >= 0 { return result }
-        let e = Glibc.errno
-        if e == EBADF { preconditionFailure("\(call) on a descriptor we do not own (EBADF)") }
-        throw SystemError(call: call, errno: e)
+        throw SystemError(call: call, code: .current, path: path)
+    }
+
+    @inline(__always)
+    static func check(_ call: String, _ result: Int, path: String? = nil) throws(SystemError) -> Int {
+        if result >= 0 { return result }
+        throw SystemError(call: call, code: .current, path: path)
     }
 
     /// Runs `body` until it does not fail with EINTR.
@@ -36,11 +55,9 @@ public enum Sys {
         }
     }
 
-    /// `close(2)`: errors other than EBADF are ignored (the descriptor is gone either way).
+    /// `close(2)`: nothing is reported (the descriptor is released whatever it returns; see the policy above).
     public static func close(_ fd: Int32) {
-        if Glibc.close(fd) < 0 && Glibc.errno == EBADF {
-            preconditionFailure("close on a descriptor we do not own (EBADF)")
-        }
+        _ = Glibc.close(fd)
     }
 
     // MARK: epoll
@@ -87,8 +104,12 @@ public enum Sys {
 
     // MARK: sockets
 
-    public static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0) throws(SystemError) -> Int32 {
-        try check("socket", Glibc.socket(family, type | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), proto))
+    /// `socket(2)`, close-on-exec, and non-blocking unless `nonBlocking` is false.
+    public static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0, nonBlocking: Bool = true)
+        throws(SystemError) -> Int32
+    {
+        let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        return try check("socket", Glibc.socket(family, type | flags, proto))
     }
 
     public static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
@@ -106,7 +127,7 @@ public enum Sys {
         let r = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, address.length) }
         }
-        _ = try check("bind", r)
+        _ = try check("bind", r, path: address.unixPath)
     }
 
     public static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
@@ -140,8 +161,16 @@ public enum Sys {
             }
         }
         if r < 0 && Glibc.errno == EINPROGRESS { return false }
-        _ = try check("connect", r)
+        _ = try check("connect", r, path: address.unixPath)
         return true
+    }
+
+    /// An integer socket option (`getsockopt(2)`).
+    public static func option(_ fd: Int32, _ level: Int32, _ name: Int32) throws(SystemError) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try check("getsockopt", getsockopt(fd, level, name, &value, &length))
+        return value
     }
 
     /// The pending error of a socket (`SO_ERROR`), 0 if none.
@@ -169,13 +198,16 @@ public enum Sys {
         case endOfFile
     }
 
-    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult {
-        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    /// `recv(2)`; with `MSG_TRUNC` in `flags` on a datagram socket, a count larger than the buffer means the
+    /// datagram did not fit.
+    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, flags: Int32 = 0)
+        throws(SystemError) -> IOResult
+    {
+        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, flags) }
         if n > 0 { return .bytes(n) }
         if n == 0 { return .endOfFile }
         let e = Glibc.errno
         if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
-        if e == EBADF { preconditionFailure("recv on a descriptor we do not own (EBADF)") }
         throw SystemError(call: "recv", errno: e)
     }
 
@@ -184,7 +216,6 @@ public enum Sys {
         if n >= 0 { return .bytes(n) }
         let e = Glibc.errno
         if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
-        if e == EBADF { preconditionFailure("send on a descriptor we do not own (EBADF)") }
         throw SystemError(call: "send", errno: e)
     }
 
@@ -194,11 +225,7 @@ public enum Sys {
         var offset = 0
         while offset < buffer.count {
             let n = retrying { Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset) }
-            if n < 0 {
-                let e = Glibc.errno
-                if e == EBADF { preconditionFailure("write on a descriptor we do not own (EBADF)") }
-                throw SystemError(call: "write", errno: e)
-            }
+            if n < 0 { throw SystemError(call: "write", code: .current) }
             offset += n
         }
     }
