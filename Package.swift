@@ -63,6 +63,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
+        // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
+        .target(name: "RouseAgentCore", swiftSettings: swiftSettings),
         // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
         .target(name: "RouseClock", swiftSettings: swiftSettings),
         // `--version` of every binary; deploy/package.sh stamps release builds.
@@ -151,8 +154,8 @@ let package = Package(
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
-                "RouseWire",
+                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseReachability",
+                "CRouseShim", "RouseState", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -179,8 +182,8 @@ let package = Package(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseCurl", "RouseBuildInfo",
-                "RouseDaemon",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseCurl",
+                "RouseBuildInfo", "RouseDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -210,7 +213,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -229,6 +232,7 @@ let package = Package(
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
@@ -261,8 +265,8 @@ let package = Package(
         .testTarget(
             name: "RouseAgentTests",
             dependencies: [
-                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
-                "RouseState",
+                "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
+                "RouseCurl", "RouseTestSupport", "RouseState",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -274,7 +278,8 @@ let package = Package(
         ),
         // The first-run commands and the CLI's manners, through the built products.
         .testTarget(
-            name: "RouseFirstRunTests", dependencies: ["RouseAgent", "RouseGateway", "RouseTestSupport"],
+            name: "RouseFirstRunTests",
+            dependencies: ["RouseAgent", "RouseAgentCore", "RouseGateway", "RouseTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseActivation
 import RouseAgentClient
+import RouseAgentCore
 import RouseWire
 
 /// Activations: the agent feeds ``ActivationArbiter`` with handler requests, calls, lifecycle

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseAgentCore
 import RouseWire
 
 /// Background fetch's shell state: a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`,

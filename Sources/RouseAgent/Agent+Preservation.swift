@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseActivation
+import RouseAgentCore
 import RouseState
 import RouseWire
 

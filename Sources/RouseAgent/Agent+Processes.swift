@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAgentClient
+import RouseAgentCore
 
 extension Agent {
     /// Launches the handler into the background with a fresh socketpair as fd 3 (its launch identity).

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAgentClient
+import RouseAgentCore
 
 extension Agent {
     // MARK: Re-attaching

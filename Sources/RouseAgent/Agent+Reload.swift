@@ -1,4 +1,5 @@
 import Logging
+import RouseAgentCore
 
 extension Agent {
     /// Applies a new set of handler configurations (SIGHUP): new handlers are added, removed ones are

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseActivation
+import RouseAgentCore
 import RouseCurl
 import RouseReachability
 import RouseWire

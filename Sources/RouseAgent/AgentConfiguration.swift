@@ -1,3 +1,5 @@
+import RouseAgentCore
+
 /// How the agent runs: see docs/agent.md, "Two modes".
 public enum AgentMode: String, Sendable {
     /// A system service (root) for headless devices: handlers run as `handlerUser`, in a clean environment.

@@ -1,4 +1,5 @@
 import Foundation
+import RouseAgentCore
 
 /// The status document (`rouse agent status --json`).
 public struct AgentStatus: Codable, Sendable {

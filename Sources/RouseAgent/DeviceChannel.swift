@@ -1,4 +1,5 @@
 import Logging
+import RouseAgentCore
 import RouseCurl
 import RouseWire
 

@@ -4,6 +4,7 @@ import Logging
 import RouseActivation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 
 /// The IPC half of `rouse-bench activation`: an in-process `Agent` (no gateway: activations do not need one),
 /// this process registered as handler `bench` over the agent's Unix socket, and the example handler launched
