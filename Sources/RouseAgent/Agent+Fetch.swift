@@ -3,8 +3,8 @@ import Logging
 import RouseAgentCore
 import RouseWire
 
-/// Background fetch's shell state: a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`,
-/// the fetch each one runs, and the one timer for all of them.
+/// Background fetch's shell state: a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`
+/// and the fetch each one runs (the one timer for all of them is ``Agent/fetchTimer``).
 struct FetchShell {
     struct Running {
         let id: String
@@ -13,7 +13,6 @@ struct FetchShell {
     }
     var schedulers: [String: FetchScheduler] = [:]
     var running: [String: Running] = [:]
-    var timer: (task: Task<Void, Never>, at: Duration)?
     var nextID = 1
 }
 
@@ -32,20 +31,11 @@ extension Agent {
     func armFetchTimer() {
         let next = fetches.schedulers.values.compactMap { $0.nextTimer(networkUsable: gatewayReachable) }.min()
         guard let next else { return }
-        if let armed = fetches.timer, armed.at <= next { return }
-        fetches.timer?.task.cancel()
-        let delay = max(.zero, next - now)
-        fetches.timer = (
-            Task {
-                try? await Task.sleep(for: delay)
-                guard !Task.isCancelled else { return }
-                self.fetchTimerFired()
-            }, next
-        )
+        fetchTimer.arm(at: instant(next)) { await self.fetchTimerFired() }
     }
 
     private func fetchTimerFired() {
-        fetches.timer = nil
+        fetchTimer.fired()
         fetchOpportunity(wakeUp: false)
     }
 

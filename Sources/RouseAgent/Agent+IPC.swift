@@ -19,20 +19,11 @@ extension Agent {
     /// deadline is kept: a cancelled sleep would still wake the agent at its deadline.
     private func armRegistrationSweep() {
         guard let next = registrationDeadlines.values.min() else { return }
-        if let armed = registrationSweep, armed.at <= next { return }
-        registrationSweep?.task.cancel()
-        let delay = max(.zero, next - now)
-        registrationSweep = (
-            Task {
-                try? await Task.sleep(for: delay)
-                guard !Task.isCancelled else { return }
-                self.sweepRegistrations()
-            }, next
-        )
+        registrationSweep.arm(at: instant(next)) { await self.sweepRegistrations() }
     }
 
     private func sweepRegistrations() {
-        registrationSweep = nil
+        registrationSweep.fired()
         let current = now
         for (id, deadline) in registrationDeadlines where deadline <= current {
             registrationDeadlines[id] = nil

@@ -60,8 +60,9 @@ extension Agent {
             logger.error("preserved state not offered", metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
         let grace = configuration.restorationGrace
+        let clock = clock
         Task {
-            try? await Task.sleep(for: grace)
+            try? await clock.sleep(for: grace)
             self.finishLaunch(name, connection)
         }
     }
@@ -102,7 +103,7 @@ extension Agent {
         var archive = PreservationArchive(
             info: .init(
                 handler: name, writerVersion: version, agentVersion: Self.version,
-                createdAt: Int64(Date().timeIntervalSince1970)))
+                createdAt: wallMilliseconds / 1000))
         for (text, data) in encoded.sorted(by: { $0.key < $1.key }) {
             guard let bytes = Data(base64Encoded: data) else {
                 connection.sendError("badRequest", "piece \(text): data is not base64; nothing preserved")
@@ -226,10 +227,11 @@ extension Agent {
         let id = nextPreserveWaiter
         nextPreserveWaiter += 1
         let timeout = configuration.preserveTimeout
+        let clock = clock
         await withCheckedContinuation { continuation in
             preserveWaiters[id] = (name, continuation)
             Task {
-                try? await Task.sleep(for: timeout)
+                try? await clock.sleep(for: timeout)
                 self.expirePreserveWaiter(id)
             }
         }
@@ -283,7 +285,7 @@ extension Agent {
         var archive = PreservationArchive(
             info: .init(
                 handler: Self.ownArchive, writerVersion: Self.ownArchiveVersion, agentVersion: Self.version,
-                createdAt: Int64(Date().timeIntervalSince1970)))
+                createdAt: wallMilliseconds / 1000))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
@@ -354,8 +356,9 @@ extension Agent {
             logger.error("agent state not restored", metadata: ["error": "\(error)"])
         }
         let grace = configuration.restorationGrace
+        let clock = clock
         Task {
-            try? await Task.sleep(for: grace)
+            try? await clock.sleep(for: grace)
             self.finishOwnLaunch()
         }
     }

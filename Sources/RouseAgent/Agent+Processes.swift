@@ -69,8 +69,9 @@ extension Agent {
             {
                 logger.warning("launch failed: trying again", metadata: metadata.merging(["error": "\(error)"]) { $1 })
                 slots[name]?.launchAttempts = attempts + 1
+                let clock = clock
                 Task {
-                    try? await Task.sleep(for: Self.launchRetryDelay)
+                    try? await clock.sleep(for: Self.launchRetryDelay)
                     self.retryLaunch(name, reason: reason)
                 }
                 return

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseActivation
 import RouseAgentCore
+import RouseClock
 import RouseCurl
 import RouseReachability
 import RouseWire
@@ -38,8 +39,8 @@ public actor Agent: Service {
     var nextConnectionID = 1
     /// When each socket-path connection that has not registered is closed (machine time).
     var registrationDeadlines: [Int: Duration] = [:]
-    /// The one timer that closes them, and when it fires.
-    var registrationSweep: (task: Task<Void, Never>, at: Duration)?
+    /// The one timer that closes them.
+    let registrationSweep: AgentTimer
     /// Who may hold a socket-path connection (checked on the accept thread).
     let admission: IPCAdmission
     var inFlight: Set<String> = []
@@ -52,10 +53,12 @@ public actor Agent: Service {
     var listener: Int32 = -1
     var monitor: ReachabilityMonitor?
     var background: [Task<Void, Never>] = []
-    var timer: Task<Void, Never>?
-    /// When ``timer`` fires (machine time), nil when none is armed.
-    var timerDeadline: Duration?
-    let epoch = ContinuousClock.now
+    /// The handler rules' one timer (the machines' next deadline).
+    let rulesTimer: AgentTimer
+    /// Every "now", wall time and timer of the agent (``AgentConfiguration/clock``).
+    let clock: any RouseClock
+    /// The agent's time zero on ``clock``: machine time (``now``) counts from it.
+    let epoch: RouseInstant
     /// The handler report the gateway last accepted (nil: none since the channel opened).
     var handlerReportSent: String?
     /// A handler report is on its way to the gateway.
@@ -67,7 +70,7 @@ public actor Agent: Service {
     var tokenRetry: Task<Void, Never>?
     var tokenRetryDelay = Duration.milliseconds(500)
     /// UNIX time (milliseconds) at ``epoch``: maps strike times to wall time and back across restarts.
-    let wallEpochMilliseconds = Int64(Date().timeIntervalSince1970 * 1000)
+    let wallEpochMilliseconds: Int64
     /// Who holds audio (activations): fed by handler requests, calls, lifecycle, deaths.
     var arbiter = ActivationArbiter()
     /// What the arbiter was last told of each handler's run state.
@@ -90,6 +93,8 @@ public actor Agent: Service {
     var transfers = TransferShell()
     /// Background fetch: see `Agent+Fetch.swift`.
     var fetches = FetchShell()
+    /// The one timer of every handler's fetches.
+    let fetchTimer: AgentTimer
 
     /// An agent; nothing runs until ``start()``.
     public init(
@@ -102,6 +107,12 @@ public actor Agent: Service {
         self.logger = logger
         self.store = store
         self.state = try store.load()
+        self.clock = configuration.clock
+        self.epoch = clock.now
+        self.wallEpochMilliseconds = clock.wallMilliseconds
+        self.rulesTimer = AgentTimer(clock: clock)
+        self.registrationSweep = AgentTimer(clock: clock)
+        self.fetchTimer = AgentTimer(clock: clock)
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
         self.admission = IPCAdmission(exempt: [0, AgentSyscalls.uid])
         self.curl = try CurlHTTPClient(logger: logger)
@@ -111,7 +122,7 @@ public actor Agent: Service {
                 ? nil
                 : ActivationHookRunner(command: command, timeout: configuration.activationHookTimeout, logger: logger)
         }
-        let now = ContinuousClock.now - epoch
+        let now = epoch.duration(to: clock.now)
         for handler in configuration.handlers {
             var machine = HandlerMachine(rules: handler.rules)
             if let persisted = state.handlers[handler.name] {
@@ -121,8 +132,13 @@ public actor Agent: Service {
         }
     }
 
-    var now: Duration { ContinuousClock.now - epoch }
-    var wallMilliseconds: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    /// Machine time: since ``epoch`` on the agent's clock (what the machines' deadlines count in).
+    var now: Duration { epoch.duration(to: clock.now) }
+    /// The wall clock in UNIX milliseconds, from the agent's clock.
+    var wallMilliseconds: Int64 { clock.wallMilliseconds }
+
+    /// The instant of machine time `time`.
+    func instant(_ time: Duration) -> RouseInstant { epoch.advanced(by: time) }
 
     /// Runs until graceful shutdown (ServiceLifecycle), then stops.
     public func run() async throws {
@@ -170,8 +186,8 @@ public actor Agent: Service {
         for task in background { task.cancel() }
         handlerReportTask?.cancel()
         tokenRetry?.cancel()
-        timer?.cancel()
-        registrationSweep?.task.cancel()
+        rulesTimer.cancel()
+        registrationSweep.cancel()
         monitor?.stop()
         if listener >= 0 {
             AgentSyscalls.shutdown(listener)
@@ -189,8 +205,9 @@ public actor Agent: Service {
         }
         await hooks?.drain()
         stopTransfers()
-        fetches.timer?.task.cancel()
-        // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed.
+        fetchTimer.cancel()
+        // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed. Real time,
+        // not the agent's clock: this waits for the kernel, and a test's manual clock would never let it end.
         for _ in 0..<50 where slots.values.contains(where: { $0.process != nil }) {
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -217,13 +234,13 @@ public actor Agent: Service {
                 logger.info("enrolled", metadata: ["device": "\(device)"])
             } catch {
                 logger.warning("enrollment failed", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: delay)
+                try? await clock.sleep(for: delay)
                 delay = min(delay * 2, configuration.backoff.maximum)
             }
         }
         guard !Task.isCancelled else { return }
         let channel = DeviceChannel(
-            api: api, credential: state.credential, backoff: configuration.backoff, logger: logger,
+            api: api, credential: state.credential, backoff: configuration.backoff, clock: clock, logger: logger,
             events: DeviceChannel.Events(
                 push: { push in await self.received(push) },
                 state: { state in await self.channelChanged(state) }))
@@ -322,8 +339,9 @@ public actor Agent: Service {
         guard tokenRetry == nil, gatewayReachable else { return }
         let delay = tokenRetryDelay
         tokenRetryDelay = min(tokenRetryDelay * 2, configuration.backoff.maximum)
+        let clock = clock
         tokenRetry = Task {
-            try? await Task.sleep(for: delay)
+            try? await clock.sleep(for: delay)
             guard !Task.isCancelled else { return }
             await self.retryTokens()
         }
@@ -464,26 +482,21 @@ public actor Agent: Service {
 
     func rescheduleTimer() {
         let current = now
-        let next = slots.values.compactMap { $0.machine.nextDeadline(now: current) }.min()
-        // The timer already sleeps until then, or earlier (a tick before anything is due does nothing and
-        // reschedules): keep it. A cancelled sleep still wakes the process at its deadline, so re-creating the timer
-        // at every input would leave one wake-up behind each time.
-        if let next, timer != nil, let armed = timerDeadline, armed <= next { return }
-        timer?.cancel()
-        timer = nil
-        timerDeadline = next
-        guard let next else { return }
-        let delay = max(.zero, next - current)
-        timer = Task {
-            try? await Task.sleep(for: delay)
-            guard !Task.isCancelled else { return }
-            self.tick()
+        guard let next = slots.values.compactMap({ $0.machine.nextDeadline(now: current) }).min() else {
+            rulesTimer.cancel()
+            return
         }
+        rulesTimer.arm(at: instant(next)) { await self.tick() }
+    }
+
+    /// Waits until the timers whose deadline has passed on the agent's clock have run (a test that advanced a
+    /// ``ManualClock`` then sees what they did, or that they did nothing).
+    package func settleTimers() async {
+        while let due = rulesTimer.due { await due.value }
     }
 
     private func tick() {
-        timer = nil
-        timerDeadline = nil
+        rulesTimer.fired()
         let current = now
         for name in slots.keys.sorted() {
             let actions = slots[name]!.machine.tick(now: current)

@@ -207,9 +207,9 @@ struct AgentActivationTests {
     }
 
     @Test func backgroundAudioKeepsAHandlerAwakeAndSuspensionInterruptsTheRest() async throws {
-        let harness = try await AgentHarness {
-            try AgentHarness.audioHandlers($0, ["player": "report"], suspendAfter: .milliseconds(300))
-        }
+        let harness = try await AgentHarness(
+            handlers: { try AgentHarness.audioHandlers($0, ["player": "report"], suspendAfter: .milliseconds(300)) },
+            configure: { _, configuration in configuration.clock = AgentHarness.manualClock() })
         try await harness.startHandler("player", foreground: true)
         #expect(try await harness.activate("player", "music playback") == "event=granted")
         #expect(try await harness.activate("player", "chime ambient") == "event=granted")
@@ -219,11 +219,13 @@ struct AgentActivationTests {
             return status?.state == "background" && status?.holdsAudio == true
         }
         // Not suspended while it plays: three times the suspension delay (300 ms) pass without it.
-        try await Task.sleep(for: .milliseconds(900))
+        try await harness.advance(by: .milliseconds(900))
         #expect(await harness.handlerStatus("player")?.state == "background")
         // Once the background-capable session ends, it is suspended; the ambient one is interrupted first.
         try harness.command("player", "deactivate music")
-        try await eventually("suspended") { await harness.handlerStatus("player")?.state == "suspended" }
+        try await harness.waitAdvancingClock("suspended", by: .milliseconds(100)) {
+            await harness.handlerStatus("player")?.state == "suspended"
+        }
         let chime = await harness.session("player", "chime")
         #expect(chime?.state == .interrupted)
         #expect(chime?.interruptionReason == .appSuspended)
