@@ -33,7 +33,7 @@ extension Agent {
     /// At start: the persisted tasks come back (running ones resume when the network allows), spool files no task
     /// owns are deleted (counted), and sessions that finished while the agent was down wake their handlers.
     func restoreTransfers() {
-        transfers.book = TransferBook(restoring: state.transfers ?? [], limits: configuration.transferLimits)
+        transfers.book = TransferBook(restoring: durable.transfers, limits: configuration.transferLimits)
         transfers.savedShape = Self.shape(transfers.book.records)
         let owned = Set(transfers.book.records.map(\.spoolFile))
         for handler in AgentSyscalls.directoryEntries(spoolDirectory) {
@@ -46,7 +46,7 @@ extension Agent {
             }
         }
         expireTransfers()
-        for (handler, session) in transfers.book.finishedSessions where slots[handler] != nil {
+        for (handler, session) in transfers.book.finishedSessions where handlers.contains(handler) {
             perform(transfers: [.sessionFinished(handler: handler, session: session)])
         }
     }
@@ -115,7 +115,8 @@ extension Agent {
                     connection.send(.ok(.init()), requestID: requestID)
                 }
             case .transfersHandled(let request):
-                apply(name, slots[name]!.machine.transfersHandled(session: request.session ?? "", now: now))
+                let now = now
+                apply(name, handlers.step(name) { $0.transfersHandled(session: request.session ?? "", now: now) })
                 connection.send(.ok(.init()), requestID: requestID)
             case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
@@ -242,10 +243,11 @@ extension Agent {
                 notify(record)
             case .sessionFinished(let handler, let session):
                 expireTransfers()
-                guard slots[handler] != nil else { continue }
+                guard handlers.contains(handler) else { continue }
                 transfers.owedDone[handler, default: []].insert(session)
-                apply(handler, slots[handler]!.machine.transferEvents(session: session, now: now))
-                if slots[handler]?.connection != nil { deliverFinished(handler, session) }
+                let now = now
+                apply(handler, handlers.step(handler) { $0.transferEvents(session: session, now: now) })
+                if handlers.connection(of: handler) != nil { deliverFinished(handler, session) }
             case .removeSpool(let handler, let path):
                 let size = AgentSyscalls.fileSize(path: path)
                 AgentSyscalls.removeFile(path)
@@ -262,21 +264,23 @@ extension Agent {
 
     /// The session's results still held, then `transferSessionDone` (once).
     private func deliverFinished(_ handler: String, _ session: String) {
-        guard let connection = slots[handler]?.connection else { return }
+        guard let connection = handlers.connection(of: handler) else { return }
         for record in transfers.book.tasks(of: handler, session: session) where record.state.isTerminal {
             notify(record)
         }
         guard transfers.owedDone[handler]?.remove(session) != nil else { return }
-        let seconds = slots[handler]?.configuration.rules.backgroundDeadline ?? .seconds(30)
+        let seconds = handlers.configuration(of: handler)?.rules.backgroundDeadline ?? .seconds(30)
         connection.send(.transferSessionDone(.init(session: session, seconds: Double(seconds.components.seconds))))
     }
 
     /// Sends a task's state to its handler when connected: a result is then handed over (a completed download with
     /// its file's descriptor) and forgotten; progress is not sent to a suspended handler (its socket would fill).
     private func notify(_ record: TransferRecord) {
-        guard let slot = slots[record.handler], let connection = slot.connection else { return }
+        guard let connection = handlers.connection(of: record.handler) else { return }
         guard record.state.isTerminal else {
-            if slot.machine.lifecycle != .suspended { connection.send(.transferTask(Self.event(record))) }
+            if handlers.machine(of: record.handler)?.lifecycle != .suspended {
+                connection.send(.transferTask(Self.event(record)))
+            }
             return
         }
         var sent: Bool
@@ -393,8 +397,7 @@ extension Agent {
         let shape = Self.shape(transfers.book.records)
         guard shape != transfers.savedShape else { return }
         transfers.savedShape = shape
-        state.transfers = transfers.book.records
-        persist()
+        durable.setTransfers(transfers.book.records)
     }
 
     private static func shape(_ records: [TransferRecord]) -> [TransferRecord] {
@@ -422,7 +425,7 @@ extension Agent {
             var networkUsable: Bool
         }
         var spool: [String: Int64] = [:]
-        for name in slots.keys { spool[name] = account(name).bytes }
+        for name in handlers.names { spool[name] = account(name).bytes }
         let document = Document(
             tasks: transfers.book.records, spoolBytes: spool, running: transfers.jobs.count,
             metrics: transfers.metrics.merging(transfers.book.counters.map { ("book-\($0.key)", $0.value) }) { $1 },
