@@ -33,9 +33,10 @@ extension AgentSyscalls {
 
     /// Writes all of `bytes` at `offset`.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(AgentError) {
+        guard let base = bytes.baseAddress else { return }  // no address: nothing to write
         var done = 0
         while done < bytes.count {
-            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            let written = pwrite(fd, base + done, bytes.count - done, off_t(offset) + off_t(done))
             if written < 0 {
                 if errno == EINTR { continue }
                 throw .system("pwrite", errno)
