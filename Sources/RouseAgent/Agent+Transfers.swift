@@ -4,25 +4,8 @@ import RouseAgentCore
 import RouseCurl
 import RouseWire
 
-/// The background-transfer shell's state: the rules (``TransferBook``), the libcurl jobs running, the
-/// spool accounts, and the sessions whose results a handler is owed.
-struct TransferShell {
-    struct Job {
-        let token: Int
-        let task: Task<Void, Never>
-    }
-    var book = TransferBook()
-    var jobs: [Int: Job] = [:]
-    var nextToken = 1
-    var accounts: [String: SpoolAccount] = [:]
-    /// Finished sessions by handler: their results and `transferSessionDone` are owed.
-    var owedDone: [String: Set<String>] = [:]
-    /// The persisted tasks as last saved, progress left out (saved only when something else changes).
-    var savedShape: [TransferRecord] = []
-    /// Rule events by metric name (`rouse agent transfers` shows them).
-    var metrics: [String: Int] = [:]
-}
-
+/// The agent's steps for background transfers: requests from handlers, libcurl jobs, results handed back. The state
+/// is in ``Transfers``.
 extension Agent {
     /// The spool: `<transferSpool>/<handler>/<task>.download|upload`, 0700 directories and 0600 files of the agent's.
     var spoolDirectory: String {
@@ -33,15 +16,14 @@ extension Agent {
     /// At start: the persisted tasks come back (running ones resume when the network allows), spool files no task
     /// owns are deleted (counted), and sessions that finished while the agent was down wake their handlers.
     func restoreTransfers() {
-        transfers.book = TransferBook(restoring: durable.transfers, limits: configuration.transferLimits)
-        transfers.savedShape = Self.shape(transfers.book.records)
+        transfers.restore(durable.transfers, limits: configuration.transferLimits)
         let owned = Set(transfers.book.records.map(\.spoolFile))
         for handler in AgentSyscalls.directoryEntries(spoolDirectory) {
             for file in AgentSyscalls.directoryEntries(spoolDirectory + "/" + handler) {
                 let path = spoolDirectory + "/" + handler + "/" + file
                 if !owned.contains(path) {
                     AgentSyscalls.removeFile(path)
-                    transfers.metrics["spool-orphans-removed", default: 0] += 1
+                    transfers.count("spool-orphans-removed")
                 }
             }
         }
@@ -56,34 +38,33 @@ extension Agent {
     func expireTransfers() {
         let lifetime = configuration.transferResultLifetime
         let cutoff = wallMilliseconds - lifetime.components.seconds * 1000
-        perform(transfers: transfers.book.expire(finishedBefore: cutoff))
+        perform(transfers: transfers.step { $0.expire(finishedBefore: cutoff) })
     }
 
     /// The network's usability (the agent's reachability): running transfers wait, waiting ones resume.
     func transfersNetwork(_ usable: Bool) {
-        perform(transfers: transfers.book.network(usable: usable))
+        perform(transfers: transfers.step { $0.network(usable: usable) })
     }
 
     /// Whether the path to the network is expensive: discretionary tasks wait for one that is not.
     func transfersNetwork(expensive: Bool) {
-        perform(transfers: transfers.book.network(expensive: expensive))
+        perform(transfers: transfers.step { $0.network(expensive: expensive) })
     }
 
     /// The user stopped `name`: its pending tasks are cancelled and their files deleted.
     func transfersUserStopped(_ name: String) {
-        transfers.owedDone[name] = nil
-        perform(transfers: transfers.book.userStopped(handler: name))
+        transfers.forgive(name)
+        perform(transfers: transfers.step { $0.userStopped(handler: name) })
     }
 
     /// `name` registered: the results of its finished sessions, then `transferSessionDone` for each.
     func transfersRegistered(_ name: String) {
-        for session in (transfers.owedDone[name] ?? []).sorted() { deliverFinished(name, session) }
+        for session in transfers.owed(name) { deliverFinished(name, session) }
     }
 
     /// Stops every job (agent shutdown): tasks stay persisted as they are and resume at the next start.
     func stopTransfers() {
-        for job in transfers.jobs.values { job.task.cancel() }
-        transfers.jobs = [:]
+        transfers.stopAll()
     }
 
     /// A transfer request from registered handler `name`; `descriptor` (owned here) came with an `addTransfer`.
@@ -96,7 +77,9 @@ extension Agent {
             switch frame.message {
             case .transferSession(let request):
                 let session = request.session ?? ""
-                try transfers.book.openSession(handler: name, session: session)
+                try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
+                    try book.openSession(handler: name, session: session)
+                }
                 let tasks = transfers.book.tasks(of: name, session: session).map { Self.event($0) }
                 connection.send(.transferSessionReply(.init(session: session, tasks: tasks)), requestID: requestID)
                 // Results still owed go now (reattaching after a relaunch), files with them.
@@ -107,7 +90,9 @@ extension Agent {
                 let record = try addTransfer(name, request, descriptor: descriptor)
                 connection.send(.transferTask(Self.event(record)), requestID: requestID)
             case .cancelTransfer(let request):
-                let actions = try transfers.book.cancel(handler: name, id: request.taskID ?? -1)
+                let actions = try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
+                    try book.cancel(handler: name, id: request.taskID ?? -1)
+                }
                 perform(transfers: actions)
                 if case .notify(let record) = actions.first(where: { if case .notify = $0 { true } else { false } }) {
                     connection.send(.transferTask(Self.event(record)), requestID: requestID)
@@ -124,7 +109,7 @@ extension Agent {
                 return  // not a transfer request: Agent+IPC dispatches these
             }
         } catch {
-            transfers.metrics["refused-\(error.code)", default: 0] += 1
+            transfers.count("refused-\(error.code)")
             logger.notice(
                 "transfer request refused", metadata: ["handler": "\(name)", "error": "\(error.code)"])
             connection.sendError(error.code, error.detail, requestID: requestID)
@@ -152,10 +137,12 @@ extension Agent {
         }
         do throws(TransferRefusal) {
             let method = kind == .download ? "GET" : (request.method ?? "PUT")
-            let (id, actions) = try transfers.book.add(
-                handler: name, session: request.session ?? "", kind: kind, url: url, method: method,
-                headers: request.headers ?? [], discretionary: request.discretionary ?? false,
-                spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
+            let (id, actions) = try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
+                try book.add(
+                    handler: name, session: request.session ?? "", kind: kind, url: url, method: method,
+                    headers: request.headers ?? [], discretionary: request.discretionary ?? false,
+                    spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
+            }
             guard let record = transfers.book.tasks[id] else { throw TransferRefusal(code: "internal", detail: "") }
             if let incoming { rename(incoming.path, record.spoolFile) }
             perform(transfers: actions)
@@ -197,8 +184,7 @@ extension Agent {
                 code: "spoolFull",
                 detail: "\(size) bytes do not fit the handler's spool budget of \(account(name).limit)")
         }
-        transfers.nextToken += 1
-        let path = "\(directory)/incoming-\(transfers.nextToken)"
+        let path = "\(directory)/incoming-\(transfers.makeToken())"
         do throws(AgentError) {
             let fd = try AgentSyscalls.openSpool(path)
             defer { AgentSyscalls.close(fd) }
@@ -222,12 +208,10 @@ extension Agent {
     /// The spool budget account of `handler` (created from its files' sizes).
     @discardableResult
     func account(_ handler: String) -> SpoolAccount {
-        if let account = transfers.accounts[handler] { return account }
-        let used = transfers.book.records.filter { $0.handler == handler }
-            .reduce(Int64(0)) { $0 + AgentSyscalls.fileSize(path: $1.spoolFile) }
-        let account = SpoolAccount(limit: transfers.book.limits.spoolBytesPerHandler, used: used)
-        transfers.accounts[handler] = account
-        return account
+        transfers.account(handler) {
+            transfers.book.records.filter { $0.handler == handler }
+                .reduce(Int64(0)) { $0 + AgentSyscalls.fileSize(path: $1.spoolFile) }
+        }
     }
 
     // MARK: Actions
@@ -237,14 +221,15 @@ extension Agent {
             switch action {
             case .start(let record): startJob(record)
             case .stop(let id):
-                transfers.jobs.removeValue(forKey: id)?.task.cancel()
+                transfers.stop(id)
             case .notify(let record):
-                transfers.book.stamp(id: record.id, wallMilliseconds: wallMilliseconds)
+                let wall = wallMilliseconds
+                transfers.step { $0.stamp(id: record.id, wallMilliseconds: wall) }
                 notify(record)
             case .sessionFinished(let handler, let session):
                 expireTransfers()
                 guard handlers.contains(handler) else { continue }
-                transfers.owedDone[handler, default: []].insert(session)
+                transfers.owe(handler, session: session)
                 let now = now
                 apply(handler, handlers.step(handler) { $0.transferEvents(session: session, now: now) })
                 if handlers.connection(of: handler) != nil { deliverFinished(handler, session) }
@@ -253,7 +238,7 @@ extension Agent {
                 AgentSyscalls.removeFile(path)
                 account(handler).release(size)
             case .log(let text, let metric, let values):
-                if let metric { transfers.metrics[metric, default: 0] += 1 }
+                if let metric { transfers.count(metric) }
                 var metadata: Logger.Metadata = [:]
                 for (key, value) in values { metadata[key] = "\(value)" }
                 logger.notice("\(text)", metadata: metadata)
@@ -268,7 +253,7 @@ extension Agent {
         for record in transfers.book.tasks(of: handler, session: session) where record.state.isTerminal {
             notify(record)
         }
-        guard transfers.owedDone[handler]?.remove(session) != nil else { return }
+        guard transfers.settle(handler, session: session) else { return }
         let seconds = handlers.configuration(of: handler)?.rules.backgroundDeadline ?? .seconds(30)
         connection.send(.transferSessionDone(.init(session: session, seconds: Double(seconds.components.seconds))))
     }
@@ -300,7 +285,7 @@ extension Agent {
         } else {
             sent = connection.send(.transferTask(Self.event(record)))
         }
-        if sent { perform(transfers: transfers.book.delivered(id: record.id)) }
+        if sent { perform(transfers: transfers.step { $0.delivered(id: record.id) }) }
     }
 
     private func startJob(_ record: TransferRecord) {
@@ -312,8 +297,9 @@ extension Agent {
             fd = try AgentSyscalls.openSpool(record.spoolFile)
         } catch {
             perform(
-                transfers: transfers.book.finished(
-                    id: id, .failure(code: "spoolFull", detail: "\(error)", bytes: 0, validator: nil)))
+                transfers: transfers.step {
+                    $0.finished(id: id, .failure(code: "spoolFull", detail: "\(error)", bytes: 0, validator: nil))
+                })
             return
         }
         let resume = download ? (AgentSyscalls.fileSize(fd)?.size ?? 0) : 0
@@ -325,8 +311,7 @@ extension Agent {
             headers.append(("Range", "bytes=\(resume)-"))
             if let validator = record.validator { headers.append(("If-Range", validator)) }
         }
-        transfers.nextToken += 1
-        let token = transfers.nextToken
+        let token = transfers.makeToken()
         let sink = SpoolSink(
             fd: fd, upload: !download, resumeFrom: resume, account: account(record.handler),
             onProgress: { bytes, total, validator in
@@ -356,19 +341,19 @@ extension Agent {
             sink.close()
             self.transferEnded(id, token: token, outcome)
         }
-        transfers.jobs[id] = TransferShell.Job(token: token, task: task)
+        transfers.started(id, token: token, task)
     }
 
     private func transferProgress(_ id: Int, token: Int, bytes: Int64, total: Int64?, validator: String?) {
-        guard transfers.jobs[id]?.token == token else { return }
-        perform(transfers: transfers.book.progress(id: id, bytes: bytes, total: total, validator: validator))
+        guard transfers.isRunning(id, token: token) else { return }
+        perform(transfers: transfers.step { $0.progress(id: id, bytes: bytes, total: total, validator: validator) })
     }
 
     private func transferEnded(_ id: Int, token: Int, _ outcome: TransferBook.Outcome?) {
-        guard transfers.jobs[id]?.token == token else { return }
-        transfers.jobs[id] = nil
+        guard transfers.isRunning(id, token: token) else { return }
+        transfers.ended(id)
         guard let outcome else { return }
-        perform(transfers: transfers.book.finished(id: id, outcome))
+        perform(transfers: transfers.step { $0.finished(id: id, outcome) })
     }
 
     private static func failure(_ error: any Error, sink: SpoolSink) -> TransferBook.Outcome {
@@ -394,18 +379,8 @@ extension Agent {
 
     /// Persists the tasks when more than their progress changed.
     private func saveTransfers() {
-        let shape = Self.shape(transfers.book.records)
-        guard shape != transfers.savedShape else { return }
-        transfers.savedShape = shape
-        durable.setTransfers(transfers.book.records)
-    }
-
-    private static func shape(_ records: [TransferRecord]) -> [TransferRecord] {
-        records.map { record in
-            var record = record
-            record.bytes = 0
-            return record
-        }
+        guard let records = transfers.recordsToSave() else { return }
+        durable.setTransfers(records)
     }
 
     static func event(_ record: TransferRecord) -> AgentEvent.TransferTask {
@@ -427,7 +402,7 @@ extension Agent {
         var spool: [String: Int64] = [:]
         for name in handlers.names { spool[name] = account(name).bytes }
         let document = Document(
-            tasks: transfers.book.records, spoolBytes: spool, running: transfers.jobs.count,
+            tasks: transfers.book.records, spoolBytes: spool, running: transfers.running,
             metrics: transfers.metrics.merging(transfers.book.counters.map { ("book-\($0.key)", $0.value) }) { $1 },
             networkUsable: transfers.book.networkUsable)
         let encoder = JSONEncoder()

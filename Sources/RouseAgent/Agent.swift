@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// Its state is in parts, each a class that owns its own and is touched only on the actor's isolation: the handler
 /// table (``HandlerTable``: configurations, rules, processes, connections), the gateway link (``GatewayLink``),
 /// the IPC connections (``IPCRegistry``), activations (``ActivationCoordinator``), preservation
-/// (``Preservations``), background fetch (``Fetches``) and transfers (``TransferShell``), and what survives a
+/// (``Preservations``), background fetch (``Fetches``) and transfers (``Transfers``), and what survives a
 /// restart (``DurableState``). The actor wires them: its steps (in `Agent+*.swift`) read one part and tell another.
 public actor Agent: Service {
     let configuration: AgentConfiguration
@@ -43,8 +43,8 @@ public actor Agent: Service {
     let persistence: AgentPersistence?
     /// State preservation's flags and waits.
     let preservations = Preservations()
-    /// Background transfers: see `Agent+Transfers.swift`.
-    var transfers = TransferShell()
+    /// Background transfers: the rules, the jobs, the spool accounts, the results owed.
+    let transfers = Transfers()
     /// Background fetch: see `Agent+Fetch.swift`.
     let fetches: Fetches
     var listener: Int32 = -1
