@@ -6,7 +6,8 @@ import PackageDescription
 let strict = Context.environment["ROUSE_STRICT"] == "1"
 let swiftSettings: [SwiftSetting] =
     [
-        .enableUpcomingFeature("ExistentialAny")
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
     ] + (strict ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
@@ -99,7 +100,7 @@ let package = Package(
         .target(
             name: "RouseMockAPNs",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2",
+                "RouseAPNs", "RouseHTTP2", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -175,15 +176,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient", "RouseWire"],
+            dependencies: ["RouseAgentClient", "RouseActivation", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "rouse",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseCurl",
-                "RouseBuildInfo", "RouseDaemon",
+                "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
+                "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -211,9 +212,9 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
+                "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseAgentCore", "RouseChildProcess", "RouseDaemon",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -240,13 +241,13 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseMockAPNsTests",
-            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
+            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseTestSupport"],
             resources: [],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseHTTP2", "RouseTestSupport"],
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -266,14 +267,14 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
-                "RouseCurl", "RouseTestSupport", "RouseState",
+                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseNetlink", "RouseTestSupport"],
+            dependencies: ["RouseReachability", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.

@@ -1,6 +1,7 @@
 import Logging
 import RouseAgentCore
 import RouseReachability
+import RouseWire
 
 /// The agent's steps on the gateway link (``GatewayLink``): enrollment, reachability, the channel's state, tokens
 /// and the handler report.

@@ -1,5 +1,7 @@
 import Logging
+import RouseActivation
 import RouseAgentCore
+import RouseState
 
 extension Agent {
     /// Applies a new set of handler configurations (SIGHUP): new handlers are added, removed ones are

@@ -3,6 +3,7 @@ import Logging
 import RouseAgentCore
 import RouseCurl
 import RouseWire
+import Synchronization
 
 /// The agent's steps for background transfers: requests from handlers, libcurl jobs, results handed back. The state
 /// is in ``Transfers``.

@@ -4,7 +4,7 @@
 ///
 /// Every method is called on the client's loop thread (inside `curl_multi_perform`), one transfer at a time;
 /// an implementation must not block for long (a local file's read or write is fine).
-public protocol CurlBodySink: AnyObject, Sendable {
+package protocol CurlBodySink: AnyObject, Sendable {
     /// The final response head arrived (status ≥ 200). Return false to abort the transfer (`CURLE_WRITE_ERROR`).
     func head(status: Int, headers: [(name: String, value: String)]) -> Bool
     /// A piece of the response body. Return false to abort the transfer (`CURLE_WRITE_ERROR`).
@@ -15,25 +15,25 @@ public protocol CurlBodySink: AnyObject, Sendable {
 }
 
 /// An upload whose body comes from a ``CurlBodySink``'s `read(into:)` rather than ``CurlRequest/body``.
-public struct CurlUpload: Sendable {
+package struct CurlUpload: Sendable {
     /// Exact body size in bytes (sent as `Content-Length`).
-    public var size: Int64
+    package var size: Int64
 
     /// An upload of `size` bytes.
-    public init(size: Int64) { self.size = size }
+    package init(size: Int64) { self.size = size }
 }
 
 /// The low-speed limit of a long transfer (`CURLOPT_LOW_SPEED_LIMIT`, `CURLOPT_LOW_SPEED_TIME`): slower than
 /// `bytesPerSecond` for `duration` fails it with `CURLE_OPERATION_TIMEDOUT`, where a total deadline could not tell a
 /// stalled link from a large file.
-public struct CurlLowSpeed: Sendable {
+package struct CurlLowSpeed: Sendable {
     /// Bytes per second below which the transfer counts as stalled.
-    public var bytesPerSecond: Int
+    package var bytesPerSecond: Int
     /// How long it may stay below.
-    public var duration: Duration
+    package var duration: Duration
 
     /// A low-speed limit.
-    public init(bytesPerSecond: Int, duration: Duration) {
+    package init(bytesPerSecond: Int, duration: Duration) {
         self.bytesPerSecond = bytesPerSecond
         self.duration = duration
     }
@@ -43,7 +43,7 @@ extension CurlHTTPClient {
     /// Sends `request` with its response body going to `sink` (and, with ``CurlRequest/upload``, its request body
     /// coming from it); returns the response head (the returned body is empty). Cancelling the awaiting task
     /// removes the transfer. Throws ``CurlError`` like ``send(_:)``.
-    public func send(_ request: CurlRequest, sink: any CurlBodySink) async throws -> CurlResponse {
+    package func send(_ request: CurlRequest, sink: any CurlBodySink) async throws -> CurlResponse {
         try await send(request, transfer: try CurlTransfer(request: request, streaming: false, sink: sink))
     }
 }

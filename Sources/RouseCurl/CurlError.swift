@@ -1,8 +1,8 @@
 /// An error from the curl transport: a libcurl code with its text and the operation that failed, plus what
 /// the caller most needs for retries: whether the server may have processed the request.
-public struct CurlError: Error, Sendable, CustomStringConvertible {
+package struct CurlError: Error, Sendable, CustomStringConvertible {
     /// Whether the server may have acted on the request when the error happened.
-    public enum Processing: Sendable, Hashable {
+    package enum Processing: Sendable, Hashable {
         /// The request never left this process (connect, TLS, proxy or option failure, or a deadline
         /// before the request was sent). Safe to retry on a fresh connection.
         case notProcessed
@@ -23,12 +23,12 @@ public struct CurlError: Error, Sendable, CustomStringConvertible {
 
     private let kind: Kind
     /// What was being done: `curl_easy_init`, `setopt CURLOPT_SSLCERT`, `transfer`, …
-    public let operation: String
+    package let operation: String
     /// libcurl's error buffer for the transfer (often names the peer and the exact TLS problem), or our own
     /// explanation for errors that are not libcurl's.
-    public let detail: String
+    package let detail: String
     /// Whether the server may have processed the request.
-    public let processing: Processing
+    package let processing: Processing
 
     init(code: CurlCode, operation: String, detail: String = "", processing: Processing = .notProcessed) {
         self.kind = .easy(code)
@@ -72,28 +72,28 @@ public struct CurlError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The libcurl easy code, when the error came from libcurl's easy interface or from a transfer.
-    public var code: CurlCode? {
+    package var code: CurlCode? {
         if case .easy(let code) = kind { return code }
         return nil
     }
 
     /// The libcurl multi code, when the error came from the multi interface.
-    public var multiCode: CurlMultiCode? {
+    package var multiCode: CurlMultiCode? {
         if case .multi(let code) = kind { return code }
         return nil
     }
 
     /// True when the connect or total deadline passed (`CURLE_OPERATION_TIMEDOUT`).
-    public var isTimeout: Bool { code == .operationTimedOut }
+    package var isTimeout: Bool { code == .operationTimedOut }
 
     /// True when the request was refused before anything was sent because it could not be expressed.
-    public var isInvalidRequest: Bool { kind == .invalidRequest }
+    package var isInvalidRequest: Bool { kind == .invalidRequest }
 
     /// True when the client was shut down under the transfer.
-    public var isClientShutdown: Bool { kind == .clientShutdown }
+    package var isClientShutdown: Bool { kind == .clientShutdown }
 
     /// One line: operation, code, libcurl's text, detail and processing.
-    public var description: String {
+    package var description: String {
         var text: String
         switch kind {
         case .easy(let code): text = "\(operation): CURLcode \(code.rawValue) (\(code))"

@@ -1,43 +1,43 @@
 /// One HTTP request for ``CurlHTTPClient``: what to send, the deadlines, and how to reach the server.
-public struct CurlRequest: Sendable {
+package struct CurlRequest: Sendable {
     /// HTTP method, e.g. `GET`, `POST`.
-    public var method: String
+    package var method: String
     /// Absolute URL (`https://…` or `http://…`).
-    public var url: String
+    package var url: String
     /// Request headers in order. libcurl's own defaults (`Accept`, `Content-Type` for bodies, `Expect`) are
     /// suppressed: what is listed here is what is sent.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// Request body; sent when non-empty or when the method is not `GET`/`HEAD`.
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// Deadline for name resolution, TCP, proxy and TLS handshakes (`CURLOPT_CONNECTTIMEOUT_MS`).
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// Deadline for the whole transfer, connect included (`CURLOPT_TIMEOUT_MS`). Streams use it as their
     /// maximum lifetime.
-    public var timeout: Duration
+    package var timeout: Duration
     /// Which HTTP version to speak.
-    public var httpVersion: CurlHTTPVersionPreference
+    package var httpVersion: CurlHTTPVersionPreference
     /// Server verification and client certificate.
-    public var tls: CurlTLSOptions
+    package var tls: CurlTLSOptions
     /// Proxy settings; nil leaves libcurl's defaults, which read `https_proxy`, `http_proxy`, `all_proxy`
     /// and `no_proxy` from the environment.
-    public var proxy: CurlProxyOptions?
+    package var proxy: CurlProxyOptions?
     /// Buffered responses larger than this fail with `CURLE_WRITE_ERROR` (streams are not limited).
-    public var maxResponseBodyBytes: Int
+    package var maxResponseBodyBytes: Int
     /// TCP keepalive probes after this much idle time, then at this interval (`CURLOPT_TCP_KEEPALIVE`,
     /// `CURLOPT_TCP_KEEPIDLE`, `CURLOPT_TCP_KEEPINTVL`); nil leaves them off. For long-lived streams:
     /// libcurl 7.88 cannot send HTTP/2 PINGs on multi-interface connections (`curl_easy_upkeep` only serves
     /// handles run by `curl_easy_perform`), so TCP keepalive is the only liveness probe available here.
-    public var tcpKeepAlive: Duration?
+    package var tcpKeepAlive: Duration?
     /// An upload whose body a ``CurlBodySink`` reads (``CurlHTTPClient/send(_:sink:)``); `body` must be empty.
-    public var upload: CurlUpload?
+    package var upload: CurlUpload?
     /// Fail when slower than this for a while (long downloads); nil: only ``timeout`` bounds the transfer.
-    public var lowSpeed: CurlLowSpeed?
+    package var lowSpeed: CurlLowSpeed?
     /// Redirects followed (`CURLOPT_FOLLOWLOCATION`, to http and https only); 0: none, a 3xx is the response.
-    public var maxRedirects = 0
+    package var maxRedirects = 0
 
     /// A request with the common defaults: 10 s to connect, 30 s in total, HTTP/2 over TLS, peer and host
     /// verification on, at most 16 MiB of response body.
-    public init(
+    package init(
         method: String = "GET",
         url: String,
         headers: [(name: String, value: String)] = [],
@@ -65,7 +65,7 @@ public struct CurlRequest: Sendable {
 }
 
 /// The HTTP version a request asks libcurl for (`CURLOPT_HTTP_VERSION`).
-public enum CurlHTTPVersionPreference: Sendable, Hashable {
+package enum CurlHTTPVersionPreference: Sendable, Hashable {
     /// HTTP/2 over TLS (ALPN `h2`), HTTP/1.1 for cleartext URLs (`CURL_HTTP_VERSION_2TLS`).
     case http2TLS
     /// HTTP/2 without negotiation, also over cleartext: h2c prior knowledge
@@ -77,9 +77,9 @@ public enum CurlHTTPVersionPreference: Sendable, Hashable {
 
 /// TLS settings of one request. libcurl keys connection reuse on them, so requests with different client
 /// certificates never share a connection.
-public struct CurlTLSOptions: Sendable {
+package struct CurlTLSOptions: Sendable {
     /// A client certificate with its private key.
-    public enum ClientCertificate: Sendable {
+    package enum ClientCertificate: Sendable {
         /// PEM files: certificate (optionally followed by its chain) and private key; `keyPassword` for an
         /// encrypted key.
         case pem(certificateFile: String, keyFile: String, keyPassword: String? = nil)
@@ -92,18 +92,18 @@ public struct CurlTLSOptions: Sendable {
     }
 
     /// CA bundle used to verify the server (`CURLOPT_CAINFO`); nil uses the system store.
-    public var caFile: String?
+    package var caFile: String?
     /// PEM CA certificates held in memory (`CURLOPT_CAINFO_BLOB`), used instead of `caFile` when set.
-    public var caPEM: [UInt8]?
+    package var caPEM: [UInt8]?
     /// Client certificate for mutual TLS (APNs certificate auth).
-    public var clientCertificate: ClientCertificate?
+    package var clientCertificate: ClientCertificate?
     /// Verify the server certificate chain (`CURLOPT_SSL_VERIFYPEER`).
-    public var verifyPeer: Bool
+    package var verifyPeer: Bool
     /// Verify that the certificate names the host (`CURLOPT_SSL_VERIFYHOST`).
-    public var verifyHost: Bool
+    package var verifyHost: Bool
 
     /// TLS options; verification is on unless switched off.
-    public init(
+    package init(
         caFile: String? = nil,
         caPEM: [UInt8]? = nil,
         clientCertificate: ClientCertificate? = nil,
@@ -119,22 +119,22 @@ public struct CurlTLSOptions: Sendable {
 }
 
 /// Proxy settings of one request (libcurl's `CURLOPT_PROXY*` family).
-public struct CurlProxyOptions: Sendable {
+package struct CurlProxyOptions: Sendable {
     /// Proxy URL with scheme: `http://`, `https://`, `socks5h://` …; "" disables proxies, environment included.
-    public var url: String
+    package var url: String
     /// Hosts that bypass the proxy, comma separated (`CURLOPT_NOPROXY`); nil keeps `no_proxy`.
-    public var noProxy: String?
+    package var noProxy: String?
     /// Proxy user name and password (`CURLOPT_PROXYUSERNAME`, `CURLOPT_PROXYPASSWORD`).
-    public var credentials: (user: String, password: String)?
+    package var credentials: (user: String, password: String)?
     /// Always tunnel through `CONNECT` (`CURLOPT_HTTPPROXYTUNNEL`); HTTPS URLs tunnel anyway.
-    public var tunnel: Bool
+    package var tunnel: Bool
     /// CA bundle for an HTTPS proxy (`CURLOPT_PROXY_CAINFO`).
-    public var caFile: String?
+    package var caFile: String?
     /// Verify an HTTPS proxy's certificate and name.
-    public var verify: Bool
+    package var verify: Bool
 
     /// Proxy settings; tunnelling and verification on.
-    public init(
+    package init(
         url: String,
         noProxy: String? = nil,
         credentials: (user: String, password: String)? = nil,

@@ -1,26 +1,26 @@
 /// The HTTP version a response came over (`CURLINFO_HTTP_VERSION`), kept open.
-public struct CurlHTTPVersion: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct CurlHTTPVersion: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// libcurl's numeric value (`CURL_HTTP_VERSION_*`).
-    public let rawValue: Int
+    package let rawValue: Int
 
     /// Wraps libcurl's numeric value.
-    public init(rawValue: Int) {
+    package init(rawValue: Int) {
         self.rawValue = rawValue
     }
 
     /// Unknown (no response).
-    public static let unknown = CurlHTTPVersion(rawValue: 0)
+    package static let unknown = CurlHTTPVersion(rawValue: 0)
     /// HTTP/1.0.
-    public static let http1_0 = CurlHTTPVersion(rawValue: 1)
+    package static let http1_0 = CurlHTTPVersion(rawValue: 1)
     /// HTTP/1.1.
-    public static let http1_1 = CurlHTTPVersion(rawValue: 2)
+    package static let http1_1 = CurlHTTPVersion(rawValue: 2)
     /// HTTP/2.
-    public static let http2 = CurlHTTPVersion(rawValue: 3)
+    package static let http2 = CurlHTTPVersion(rawValue: 3)
     /// HTTP/3.
-    public static let http3 = CurlHTTPVersion(rawValue: 30)
+    package static let http3 = CurlHTTPVersion(rawValue: 30)
 
     /// "HTTP/2" and so on.
-    public var description: String {
+    package var description: String {
         switch self {
         case .http1_0: "HTTP/1.0"
         case .http1_1: "HTTP/1.1"
@@ -32,18 +32,18 @@ public struct CurlHTTPVersion: RawRepresentable, Hashable, Sendable, CustomStrin
 }
 
 /// Which connection carried a transfer, so callers (and tests) can tell connections apart.
-public struct CurlConnectionInfo: Sendable, Hashable {
+package struct CurlConnectionInfo: Sendable, Hashable {
     /// Connections libcurl opened for this transfer (`CURLINFO_NUM_CONNECTS`): 0 when it reused one.
-    public var newConnections: Int
+    package var newConnections: Int
     /// Local port of the connection (`CURLINFO_LOCAL_PORT`); equal ports mean the same connection.
-    public var localPort: Int
+    package var localPort: Int
     /// Address of the server or proxy it connected to (`CURLINFO_PRIMARY_IP`).
-    public var remoteAddress: String
+    package var remoteAddress: String
     /// Port of the server or proxy (`CURLINFO_PRIMARY_PORT`).
-    public var remotePort: Int
+    package var remotePort: Int
 
     /// Connection facts as libcurl reports them.
-    public init(newConnections: Int, localPort: Int, remoteAddress: String, remotePort: Int) {
+    package init(newConnections: Int, localPort: Int, remoteAddress: String, remotePort: Int) {
         self.newConnections = newConnections
         self.localPort = localPort
         self.remoteAddress = remoteAddress
@@ -52,18 +52,18 @@ public struct CurlConnectionInfo: Sendable, Hashable {
 }
 
 /// Status line and headers of a response.
-public struct CurlResponseHead: Sendable {
+package struct CurlResponseHead: Sendable {
     /// HTTP status code.
-    public var status: Int
+    package var status: Int
     /// Response headers in the order received (names as sent; HTTP/2 sends them lower case).
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// Protocol version of the response.
-    public var httpVersion: CurlHTTPVersion
+    package var httpVersion: CurlHTTPVersion
     /// The connection that carried it.
-    public var connection: CurlConnectionInfo
+    package var connection: CurlConnectionInfo
 
     /// A response head; the client builds these, tests of code above the transport may too.
-    public init(
+    package init(
         status: Int,
         headers: [(name: String, value: String)],
         httpVersion: CurlHTTPVersion,
@@ -76,43 +76,43 @@ public struct CurlResponseHead: Sendable {
     }
 
     /// The first value of header `name`, compared case-insensitively.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         let wanted = name.lowercased()
         return headers.first { $0.name.lowercased() == wanted }?.value
     }
 }
 
 /// A complete, buffered response.
-public struct CurlResponse: Sendable {
+package struct CurlResponse: Sendable {
     /// Status, headers, version and connection.
-    public var head: CurlResponseHead
+    package var head: CurlResponseHead
     /// The whole body.
-    public var body: [UInt8]
+    package var body: [UInt8]
 
     /// A buffered response; the client builds these, tests of code above the transport may too.
-    public init(head: CurlResponseHead, body: [UInt8]) {
+    package init(head: CurlResponseHead, body: [UInt8]) {
         self.head = head
         self.body = body
     }
 
     /// HTTP status code.
-    public var status: Int { head.status }
+    package var status: Int { head.status }
     /// Response headers in order.
-    public var headers: [(name: String, value: String)] { head.headers }
+    package var headers: [(name: String, value: String)] { head.headers }
     /// Protocol version of the response.
-    public var httpVersion: CurlHTTPVersion { head.httpVersion }
+    package var httpVersion: CurlHTTPVersion { head.httpVersion }
     /// The connection that carried it.
-    public var connection: CurlConnectionInfo { head.connection }
+    package var connection: CurlConnectionInfo { head.connection }
 
     /// The first value of header `name`, compared case-insensitively.
-    public func header(_ name: String) -> String? { head.header(name) }
+    package func header(_ name: String) -> String? { head.header(name) }
 }
 
 /// A response whose body arrives as it is received: for long-lived streams such as the device channel.
-public struct CurlStreamingResponse: Sendable {
+package struct CurlStreamingResponse: Sendable {
     /// Status, headers, version and connection, known before any body byte.
-    public let head: CurlResponseHead
+    package let head: CurlResponseHead
     /// Body chunks as libcurl hands them over; finishes at the end of the stream or throws ``CurlError``.
     /// Ending the iteration early (or dropping the stream) cancels the transfer.
-    public let body: AsyncThrowingStream<[UInt8], any Error>
+    package let body: AsyncThrowingStream<[UInt8], any Error>
 }

@@ -3,22 +3,22 @@ import Logging
 import RouseWire
 
 /// One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
-public struct JSONLogHandler: LogHandler {
+package struct JSONLogHandler: LogHandler {
     let label: String
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
 
     /// A handler for `label` (pass it to `LoggingSystem.bootstrap`).
-    public init(label: String) {
+    package init(label: String) {
         self.label = label
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
         var line = "{\"time\":\(Date().timeIntervalSince1970),\"level\":\"\(event.level)\""
@@ -35,8 +35,8 @@ public struct JSONLogHandler: LogHandler {
 
 /// Every program's logging set-up: one JSON object per line on stderr (`json`), or swift-log's plain stderr lines,
 /// at `level`. Called once by each `main`, before its first `Logger`.
-public enum RouseLogging {
-    public static func bootstrap(level: Logger.Level, json: Bool = false) {
+package enum RouseLogging {
+    package static func bootstrap(level: Logger.Level, json: Bool = false) {
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler =
                 json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)

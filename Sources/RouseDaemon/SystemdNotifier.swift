@@ -2,9 +2,9 @@ import Glibc
 
 /// The systemd notify protocol (`sd_notify`): a datagram to `$NOTIFY_SOCKET`, so the unit can be `Type=notify`.
 /// Without `$NOTIFY_SOCKET` (not started by systemd) it does nothing.
-public enum SystemdNotifier {
+package enum SystemdNotifier {
     /// Sends `state` (`READY=1`, `WATCHDOG=1`, `STOPPING=1`, `STATUS=…`); does nothing outside systemd.
-    public static func notify(_ state: String) {
+    package static func notify(_ state: String) {
         guard let path = getenv("NOTIFY_SOCKET").map({ String(cString: $0) }), !path.isEmpty else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return }

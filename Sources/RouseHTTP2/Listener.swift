@@ -1,6 +1,8 @@
 import CRouseShim
 import Glibc
+import Logging
 import RouseSystem
+import Synchronization
 
 /// One listening socket on one loop; accepts connections and hands them to `ServerConnection`.
 final class Listener: EventLoopFDHandler {

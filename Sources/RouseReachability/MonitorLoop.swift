@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import RouseNetlink
+import Synchronization
 
 /// The monitor thread's body: owns the sockets and the evaluator; everything here runs on that one
 /// thread. Shared state is reached only through `ReachabilityMonitor.shared` (a `Mutex`).

@@ -2,23 +2,23 @@ import Foundation
 
 /// A message of the agent's IPC protocol: ``AgentRequest`` (to the agent) or ``AgentEvent`` (from it). It
 /// encodes its `type` and its members into the frame's one flat JSON object.
-public protocol IPCMessage: Codable, Sendable, Equatable {
+package protocol IPCMessage: Codable, Sendable, Equatable {
     /// The `type` member: the message's wire name.
     var type: String { get }
 }
 
 /// One IPC frame's JSON object: a message with the members every message may carry, `v` (the protocol
 /// version) and `requestID` (set by a request that awaits its answer; the answer echoes it).
-public struct IPCFrame<Message: IPCMessage>: Sendable, Equatable, Codable {
+package struct IPCFrame<Message: IPCMessage>: Sendable, Equatable, Codable {
     /// `v`: the sender's protocol version.
-    public var version: Int
+    package var version: Int
     /// Correlates a request with its answer.
-    public var requestID: Int?
+    package var requestID: Int?
     /// The message.
-    public var message: Message
+    package var message: Message
 
     /// A frame of this version's protocol.
-    public init(_ message: Message, requestID: Int? = nil) {
+    package init(_ message: Message, requestID: Int? = nil) {
         self.version = FrameCodec.version
         self.requestID = requestID
         self.message = message
@@ -30,7 +30,7 @@ public struct IPCFrame<Message: IPCMessage>: Sendable, Equatable, Codable {
     }
 
     /// Decodes `v`, `requestID` and the message from the same object.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         version = try container.decode(Int.self, forKey: .version)
         requestID = try container.decodeIfPresent(Int.self, forKey: .requestID)
@@ -38,7 +38,7 @@ public struct IPCFrame<Message: IPCMessage>: Sendable, Equatable, Codable {
     }
 
     /// Encodes `v`, `requestID` and the message into one object.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(version, forKey: .version)
         try container.encodeIfPresent(requestID, forKey: .requestID)
@@ -48,19 +48,19 @@ public struct IPCFrame<Message: IPCMessage>: Sendable, Equatable, Codable {
 
 /// Framing of the IPC protocol: each frame is a 4-byte big-endian length followed by that many bytes of
 /// UTF-8 JSON (one ``IPCFrame`` object, members in sorted order). Frames are at most ``maxFrameBytes``.
-public enum FrameCodec {
+package enum FrameCodec {
     /// The protocol version this library speaks.
-    public static let version = 1
+    package static let version = 1
     /// Largest frame body accepted (64 KiB).
-    public static let maxFrameBytes = 64 * 1024
+    package static let maxFrameBytes = 64 * 1024
 
     /// The bytes of one frame for `message`.
-    public static func encode<Message: IPCMessage>(_ message: Message, requestID: Int? = nil) -> [UInt8] {
+    package static func encode<Message: IPCMessage>(_ message: Message, requestID: Int? = nil) -> [UInt8] {
         encode(IPCFrame(message, requestID: requestID))
     }
 
     /// The bytes of one frame.
-    public static func encode<Message: IPCMessage>(_ frame: IPCFrame<Message>) -> [UInt8] {
+    package static func encode<Message: IPCMessage>(_ frame: IPCFrame<Message>) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Only a non-finite number fails to encode; none is ever sent.
@@ -74,18 +74,18 @@ public enum FrameCodec {
 }
 
 /// Incremental frame decoder (a value): feed bytes as they arrive, take complete frames out.
-public struct FrameDecoder<Message: IPCMessage>: Sendable {
+package struct FrameDecoder<Message: IPCMessage>: Sendable {
     private var buffer: [UInt8] = []
 
     /// An empty decoder.
-    public init() {}
+    package init() {}
 
     /// Appends bytes read from the peer.
-    public mutating func append(_ bytes: some Sequence<UInt8>) { buffer.append(contentsOf: bytes) }
+    package mutating func append(_ bytes: some Sequence<UInt8>) { buffer.append(contentsOf: bytes) }
 
     /// The next complete frame, nil when more bytes are needed; throws on a malformed frame (the
     /// connection should then be closed after an `error` frame).
-    public mutating func next() throws(FrameError) -> IPCFrame<Message>? {
+    package mutating func next() throws(FrameError) -> IPCFrame<Message>? {
         guard buffer.count >= 4 else { return nil }
         let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
         guard length > 0, length <= FrameCodec.maxFrameBytes else { throw .badLength(length) }

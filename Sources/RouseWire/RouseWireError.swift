@@ -80,26 +80,26 @@ package struct ChannelRecordError: Error, Sendable, Equatable, CustomStringConve
 }
 
 /// Bytes from an IPC peer that are not a valid frame.
-public struct FrameError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct FrameError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Short code sent back in the `error` frame: `malformedFrame`, `unsupportedVersion`.
-    public let code: String
+    package let code: String
     /// What was wrong.
-    public let detail: String
+    package let detail: String
 
     /// The declared length exceeds ``FrameCodec/maxFrameBytes`` (or is zero).
-    public static func badLength(_ length: Int) -> FrameError {
+    package static func badLength(_ length: Int) -> FrameError {
         FrameError(code: "malformedFrame", detail: "frame length \(length) not in 1...\(FrameCodec.maxFrameBytes)")
     }
     /// The body is not a JSON object with `v` and `type`, or a member of a known `type` has the wrong kind of
     /// value.
-    public static func badJSON(_ detail: String) -> FrameError {
+    package static func badJSON(_ detail: String) -> FrameError {
         FrameError(code: "malformedFrame", detail: "frame body is not a protocol message: \(detail)")
     }
     /// The version is not one this side speaks.
-    public static func badVersion(_ version: Int) -> FrameError {
+    package static func badVersion(_ version: Int) -> FrameError {
         FrameError(
             code: "unsupportedVersion", detail: "protocol version \(version) (supported: \(FrameCodec.version))")
     }
 
-    public var description: String { "\(code): \(detail)" }
+    package var description: String { "\(code): \(detail)" }
 }

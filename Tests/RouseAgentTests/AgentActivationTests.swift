@@ -3,6 +3,7 @@ import Glibc
 import RouseActivation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseClock
 import RouseTestSupport
 import Testing

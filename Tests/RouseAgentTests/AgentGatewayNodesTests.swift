@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import RouseAgent
+import RouseAgentCore
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Testing
 

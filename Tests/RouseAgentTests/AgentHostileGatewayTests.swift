@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import RouseAgent
+import RouseAgentCore
 import RouseHTTP2
+import RouseSystem
 import RouseTestSupport
 import Synchronization
 import Testing

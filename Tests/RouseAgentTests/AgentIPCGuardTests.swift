@@ -2,7 +2,9 @@ import Foundation
 import Glibc
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import RouseAgent
 import RouseAgentClient
 import RouseAgentCore
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import RouseHTTP2
+import RouseSystem
 import RouseTestSupport
 
 /// A closure-backed connection handler for kernel tests.
