@@ -83,7 +83,8 @@ public actor Agent: Service {
         let hooks = configuration.activationHook.flatMap { command in
             command.isEmpty
                 ? nil
-                : ActivationHookRunner(command: command, timeout: configuration.activationHookTimeout, logger: logger)
+                : ActivationHookRunner(
+                    command: command, timeout: configuration.activationHookTimeout, clock: time.clock, logger: logger)
         }
         let handlers = HandlerTable()
         self.handlers = handlers
@@ -123,9 +124,10 @@ public actor Agent: Service {
         let listenerFD = listener
         let accepted = AsyncStream<(Int32, IPCConnection.Peer)>.makeStream()
         let admission = admission
+        let clock = time.clock
         let logger = logger
         let thread = Thread {
-            admission.acceptLoop(listener: listenerFD, logger: logger) { fd, peer in
+            admission.acceptLoop(listener: listenerFD, clock: clock, logger: logger) { fd, peer in
                 accepted.continuation.yield((fd, peer))
             }
             accepted.continuation.finish()
