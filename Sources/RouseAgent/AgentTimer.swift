@@ -6,17 +6,17 @@ import RouseClock
 /// An armed timer due no later than a new deadline is kept rather than re-created: a cancelled sleep would still wake
 /// the process at its deadline, so re-arming at every input would leave one wake-up behind each time. A timer that
 /// fires before anything is due does nothing and is armed again by its owner.
-final class AgentTimer {
+package final class AgentTimer {
     private let clock: any RouseClock
     private var task: Task<Void, Never>?
     /// When the armed timer fires; nil when none is armed.
-    private(set) var deadline: RouseInstant?
+    package private(set) var deadline: RouseInstant?
 
     /// A timer on `clock`, unarmed.
-    init(clock: any RouseClock) { self.clock = clock }
+    package init(clock: any RouseClock) { self.clock = clock }
 
     /// Arms the timer to run `fire` at `deadline`, unless it is armed for that time or earlier already.
-    func arm(at deadline: RouseInstant, _ fire: @escaping @Sendable () async -> Void) {
+    package func arm(at deadline: RouseInstant, _ fire: @escaping @Sendable () async -> Void) {
         if task != nil, let armed = self.deadline, armed <= deadline { return }
         cancel()
         self.deadline = deadline
@@ -29,20 +29,20 @@ final class AgentTimer {
     }
 
     /// Disarms the timer (the firing it would have done does not happen).
-    func cancel() {
+    package func cancel() {
         task?.cancel()
         task = nil
         deadline = nil
     }
 
     /// Marks the timer unarmed: its owner calls this first when the timer fires.
-    func fired() {
+    package func fired() {
         task = nil
         deadline = nil
     }
 
     /// The armed timer's task when its deadline has passed (tests wait for it after advancing a manual clock).
-    var due: Task<Void, Never>? {
+    package var due: Task<Void, Never>? {
         guard let deadline, deadline <= clock.now else { return nil }
         return task
     }
