@@ -13,11 +13,11 @@ extension AgentHarness {
     static func audioHandlers(
         _ directory: String, _ modes: [String: String], suspendAfter: Duration = .seconds(120)
     ) throws -> [HandlerConfiguration] {
-        try modes.keys.sorted().map { name in
+        try modes.sorted { $0.key < $1.key }.map { name, mode in
             let fifo = "\(directory)/\(name).fifo"
             guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo \(fifo): errno \(errno)") }
             return try handler(
-                name, mode: modes[name]!, directory: directory, arguments: ["--commands", fifo]
+                name, mode: mode, directory: directory, arguments: ["--commands", fifo]
             ) { $0.suspendAfter = suspendAfter }
         }
     }
