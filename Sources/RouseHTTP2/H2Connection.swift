@@ -42,8 +42,14 @@ class H2Connection: EventLoopFDHandler {
         self.phase = connecting ? .connecting : .handshaking
     }
 
+    /// The session was made with `NGHTTP2Allocator.memory` (server sessions), which counts live sessions.
+    var sessionFromCountingAllocator = false
+
     deinit {
-        if let session { nghttp2_session_del(session) }
+        if let session {
+            nghttp2_session_del(session)
+            if sessionFromCountingAllocator { NGHTTP2Allocator.sessionDeleted() }
+        }
     }
 
     // MARK: subclass hooks
@@ -62,6 +68,10 @@ class H2Connection: EventLoopFDHandler {
     /// `h2` was already refused in the handshake (`no_application_protocol`, see `TLSContext`). Clients say no:
     /// they offered `h2` and a server that ignores ALPN may not speak HTTP/2.
     var servesWithoutALPN: Bool { false }
+
+    /// The output buffer keeps its capacity once written out up to this size (no regrowth per batch); a larger one,
+    /// grown by a burst, is freed.
+    var keptOutputCapacity: Int { 1 << 17 }
 
     /// Whether the session's first frames wait until the peer's first bytes arrived (servers without ALPN h2).
     var awaitsPrefaceBeforeSending: Bool { false }
@@ -255,7 +265,7 @@ class H2Connection: EventLoopFDHandler {
             case .bytes(let n):
                 outputOffset += n
                 if outputOffset == output.count {
-                    output.removeAll(keepingCapacity: output.capacity <= 1 << 17)
+                    output.removeAll(keepingCapacity: output.capacity <= keptOutputCapacity)
                     outputOffset = 0
                 }
             case .wouldBlock, .endOfFile:
