@@ -66,6 +66,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
+        // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
+        .target(name: "RouseAgentCore", swiftSettings: swiftSettings),
         // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
         .target(name: "RouseClock", swiftSettings: swiftSettings),
         // `--version` of every binary; deploy/package.sh stamps release builds.
@@ -155,8 +158,8 @@ let package = Package(
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "RouseState", "RouseSystem",
-                "RouseWire",
+                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseReachability",
+                "RouseState", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -183,8 +186,8 @@ let package = Package(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseBuildInfo", "RouseDaemon",
-                "RouseClock",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
+                "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -214,7 +217,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon", "RouseClock",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -233,6 +236,7 @@ let package = Package(
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
@@ -265,8 +269,8 @@ let package = Package(
         .testTarget(
             name: "RouseAgentTests",
             dependencies: [
-                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseTestSupport", "RouseAPNs",
-                "RouseActivation", "RouseChildProcess", "RouseSystem", "RouseWire",
+                "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
+                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -278,7 +282,8 @@ let package = Package(
         ),
         // The first-run commands and the CLI's manners, through the built products.
         .testTarget(
-            name: "RouseFirstRunTests", dependencies: ["RouseAgent", "RouseGateway", "RouseTestSupport"],
+            name: "RouseFirstRunTests",
+            dependencies: ["RouseAgent", "RouseAgentCore", "RouseGateway", "RouseTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",

@@ -1,4 +1,5 @@
 import Foundation
+import RouseAgentCore
 import RouseSystem
 
 /// One handler's configuration file (`/etc/rouse/handlers.d/<name>.toml`):

@@ -1,4 +1,5 @@
 import Logging
+import RouseClock
 import RouseSystem
 import Synchronization
 
@@ -45,13 +46,15 @@ final class IPCAdmission: Sendable {
     /// The accept loop (on a thread of its own): admitted connections go to `deliver` with their peer (pidfd
     /// opened here); others are closed at once. A shortage (at `accept4` or at the peer's pidfd) closes what was
     /// accepted and backs off; it is logged at most every 10 s. Ends when the listener is shut down.
-    func acceptLoop(listener: Int32, logger: Logger, deliver: @Sendable (Int32, IPCConnection.Peer) -> Void) {
+    func acceptLoop(
+        listener: Int32, clock: any RouseClock, logger: Logger, deliver: @Sendable (Int32, IPCConnection.Peer) -> Void
+    ) {
         var backoff = 10
-        var lastLogged: ContinuousClock.Instant?
+        var lastLogged: RouseInstant?
         func shortage(_ error: AgentError) {
-            if lastLogged.map({ ContinuousClock.now - $0 >= .seconds(10) }) ?? true {
+            if lastLogged.map({ $0.duration(to: clock.now) >= .seconds(10) }) ?? true {
                 logger.error("IPC accept failed: backing off", metadata: ["error": "\(error.detail)"])
-                lastLogged = .now
+                lastLogged = clock.now
             }
             Sys.pause(milliseconds: backoff)
             backoff = min(backoff * 2, 1000)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseChildProcess
 
 /// `rouse-bench transfers`: a background download through the agent (in this process: IPC from a real handler,
