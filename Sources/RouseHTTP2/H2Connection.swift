@@ -195,7 +195,7 @@ class H2Connection: EventLoopFDHandler {
                 budget -= n
                 awaitingFirstBytes = false
                 inCallback = true
-                let rv = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), n)
+                let rv = nghttp2_session_mem_recv(session, buffer.bindMemory(to: UInt8.self).baseAddress, n)
                 inCallback = false
                 if rv == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
                     refuseNonHTTP2()

@@ -155,8 +155,8 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
         let n = min(available, length)
         if n > 0 {
             stream.responseBody.withUnsafeBytes { raw in
-                buffer.update(
-                    from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + stream.responseOffset, count: n)
+                let bytes = raw.bindMemory(to: UInt8.self)[stream.responseOffset..<stream.responseOffset + n]
+                _ = UnsafeMutableBufferPointer(start: buffer, count: n).initialize(fromContentsOf: bytes)
             }
             stream.responseOffset += n
         }

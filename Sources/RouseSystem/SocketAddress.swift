@@ -126,10 +126,13 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         if family == AF_UNIX { return "unix" }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         withUnsafeBytes(of: storage) { raw in
+            // sin6_addr at byte 8 of sockaddr_in6, sin_addr at byte 4 of sockaddr_in.
             if family == AF_INET6 {
-                _ = inet_ntop(AF_INET6, raw.baseAddress! + 8, &buffer, socklen_t(buffer.count))
+                _ = inet_ntop(
+                    AF_INET6, UnsafeRawBufferPointer(rebasing: raw[8...]).baseAddress, &buffer, socklen_t(buffer.count))
             } else {
-                _ = inet_ntop(AF_INET, raw.baseAddress! + 4, &buffer, socklen_t(buffer.count))
+                _ = inet_ntop(
+                    AF_INET, UnsafeRawBufferPointer(rebasing: raw[4...]).baseAddress, &buffer, socklen_t(buffer.count))
             }
         }
         let end = buffer.firstIndex(of: 0) ?? buffer.endIndex

@@ -67,7 +67,12 @@ extension Sys {
         let array = Array(bytes)
         var offset = 0
         while offset < array.count {
-            let n = retrying { array.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) } }
+            let n = retrying {
+                array.withUnsafeBytes { raw in
+                    let rest = UnsafeRawBufferPointer(rebasing: raw[offset...])
+                    return Glibc.write(fd, rest.baseAddress, rest.count)
+                }
+            }
             offset += try check("write", n, path: path)
         }
     }
@@ -76,7 +81,8 @@ extension Sys {
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
         var done = 0
         while done < bytes.count {
-            let n = retrying { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
+            let n = retrying { pwrite(fd, rest.baseAddress, rest.count, off_t(offset) + off_t(done)) }
             done += try check("pwrite", n)
         }
     }
@@ -186,7 +192,7 @@ extension Sys {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { raw in retrying { Glibc.read(fd, raw.baseAddress!, raw.count) } }
+            let n = chunk.withUnsafeMutableBytes { raw in retrying { Glibc.read(fd, raw.baseAddress, raw.count) } }
             if n == 0 { return result }
             result.append(contentsOf: chunk[0..<(try check("read", n, path: path))])
         }

@@ -142,7 +142,8 @@ enum TransferBench {
             if !json {
                 print(
                     String(
-                        format: "round %d: agent %.0f MiB/s, curl %.0f MiB/s", round, agentRates.last!, curlRates.last!)
+                        format: "round %d: agent %.0f MiB/s, curl %.0f MiB/s", round, agentRates.last ?? 0,
+                        curlRates.last ?? 0)
                 )
             }
         }
