@@ -8,15 +8,15 @@ import RouseSystem
 /// posix_spawn, not `Foundation.Process`: Swift 6.3.1's `Process.run` can SIGSEGV while it closes the inherited
 /// descriptors (swift-corelibs-foundation PR #5472). Every child gets fds 0-2 from us and every other descriptor
 /// closed, its own process group, default signal dispositions and an empty signal mask.
-public enum ChildProcess {
+package enum ChildProcess {
     /// What a finished program left.
-    public struct Output: Sendable {
+    package struct Output: Sendable {
         /// The exit code, or 128 + the signal that ended it.
-        public let status: Int32
-        public let stdout: String
-        public let stderr: String
+        package let status: Int32
+        package let stdout: String
+        package let stderr: String
         /// The signal that ended it (nil: it exited).
-        public let signal: Int32?
+        package let signal: Int32?
 
         init(raw: Int32, stdout: [UInt8], stderr: [UInt8]) {
             (status, signal) = ChildProcess.decode(raw)
@@ -26,10 +26,10 @@ public enum ChildProcess {
     }
 
     /// A program could not be run, or ran out of time.
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
 
-        public init(description: String) { self.description = description }
+        package init(description: String) { self.description = description }
 
         /// `body`'s `SystemError` as a failure of the same description.
         static func system<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(Failure) -> T {
@@ -38,7 +38,7 @@ public enum ChildProcess {
     }
 
     /// Where a started child's stdout or stderr goes.
-    public enum Sink: Sendable {
+    package enum Sink: Sendable {
         /// `/dev/null`.
         case discard
         /// Our own stdout or stderr (a benchmark shows its servers' warnings).
@@ -52,10 +52,10 @@ public enum ChildProcess {
     /// Variables added to the environment of every child started by this task and its child tasks. A test scope
     /// tags what it starts this way, so that it can find (and kill) even the descendants that left its process
     /// group: rouse-agent hands its environment on to the handlers it launches.
-    @TaskLocal public static var addedEnvironment: [String: String] = [:]
+    @TaskLocal package static var addedEnvironment: [String: String] = [:]
 
     /// Fails with a clear reason when `path` is not an executable (tests never skip silently).
-    public static func require(_ path: String) throws {
+    package static func require(_ path: String) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw Failure(description: "\(path) is missing: run deploy/install-deps.sh (it installs the test tools)")
         }
@@ -63,7 +63,7 @@ public enum ChildProcess {
 
     /// Starts `path` in a process group of its own, stdin `/dev/null`; `environment` replaces ours when given.
     /// `onStdoutLine` (with `stdout: .lines`) sees each line on the reader thread, as soon as it is read.
-    public static func start(
+    package static func start(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil, stdout: Sink = .discard,
         stderr: Sink = .discard, onStdoutLine: (@Sendable (String) -> Void)? = nil
     ) throws -> RunningChild {
@@ -97,7 +97,7 @@ public enum ChildProcess {
     }
 
     /// Runs `path` and blocks until it exits (no deadline: for quick, local programs such as `ip`).
-    public static func runSync(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
+    package static func runSync(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
         -> Output
     {
         let spawned = try spawnPiped(path, arguments, environment: environment)
@@ -109,7 +109,7 @@ public enum ChildProcess {
     }
 
     /// Runs `path` with `arguments` and waits for it, killing it (its process group) after `timeout`.
-    public static func run(
+    package static func run(
         _ path: String, _ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)
     ) async throws -> Output {
         let spawned = try spawnPiped(path, arguments, environment: nil)
@@ -137,7 +137,7 @@ public enum ChildProcess {
     /// Kills (SIGKILL) every process whose environment holds `variable=value`, until none is left: the
     /// descendants of a test's children, including those that left their process group. Returns their pids.
     @discardableResult
-    public static func killAll(carrying variable: String, _ value: String) -> [pid_t] {
+    package static func killAll(carrying variable: String, _ value: String) -> [pid_t] {
         let entry = Array("\(variable)=\(value)".utf8)
         var killed: [pid_t] = []
         // A process may start another one while we look: look again until a pass finds nothing (bounded).

@@ -5,13 +5,13 @@ import Glibc
 
 extension Sys {
     /// What Rouse needs of a passwd entry.
-    public struct Account: Sendable, Equatable {
-        public var name: String
-        public var uid: UInt32
-        public var gid: UInt32
-        public var home: String
+    package struct Account: Sendable, Equatable {
+        package var name: String
+        package var uid: UInt32
+        package var gid: UInt32
+        package var home: String
 
-        public init(name: String, uid: UInt32, gid: UInt32, home: String) {
+        package init(name: String, uid: UInt32, gid: UInt32, home: String) {
             self.name = name
             self.uid = uid
             self.gid = gid
@@ -27,26 +27,26 @@ extension Sys {
     }
 
     /// Current real uid.
-    public static var uid: UInt32 { getuid() }
+    package static var uid: UInt32 { getuid() }
 
     /// Current real gid.
-    public static var gid: UInt32 { getgid() }
+    package static var gid: UInt32 { getgid() }
 
     /// The effective user id of this process.
-    public static var effectiveUID: UInt32 { geteuid() }
+    package static var effectiveUID: UInt32 { geteuid() }
 
     /// A user's account (passwd entry) by name.
-    public static func account(named name: String) -> Account? {
+    package static func account(named name: String) -> Account? {
         getpwnam(name).map(Account.init)
     }
 
     /// A user's account by uid.
-    public static func account(uid: UInt32) -> Account? {
+    package static func account(uid: UInt32) -> Account? {
         getpwuid(uid).map(Account.init)
     }
 
     /// Every group `user` is a member of, with `gid` (getgrouplist(3)); just `gid` when it cannot be read.
-    public static func groups(of user: String, gid: UInt32) -> [UInt32] {
+    package static func groups(of user: String, gid: UInt32) -> [UInt32] {
         var count: Int32 = 32
         while true {
             var groups = [gid_t](repeating: 0, count: Int(count))
@@ -57,7 +57,7 @@ extension Sys {
     }
 
     /// gid of a group name.
-    public static func group(named name: String) -> UInt32? {
+    package static func group(named name: String) -> UInt32? {
         guard let entry = getgrnam(name) else { return nil }
         return entry.pointee.gr_gid
     }

@@ -9,13 +9,13 @@ import Glibc
 
 extension Sys {
     /// Most descriptors one read takes; more in one message are closed by the kernel (`MSG_CTRUNC`).
-    public static let maxDescriptorsPerRead = 4
+    package static let maxDescriptorsPerRead = 4
     private static let controlHeader = MemoryLayout<cmsghdr>.size
     private static func controlAlign(_ length: Int) -> Int { (length + 7) & ~7 }
 
     /// Sends all of `bytes`, `descriptor` attached to the first byte (`SCM_RIGHTS`); `nonBlocking`: throw `EAGAIN`
     /// instead of waiting for room in a full socket buffer.
-    public static func sendAll(_ socket: Int32, _ bytes: [UInt8], descriptor: Int32, nonBlocking: Bool = false)
+    package static func sendAll(_ socket: Int32, _ bytes: [UInt8], descriptor: Int32, nonBlocking: Bool = false)
         throws(SystemError)
     {
         precondition(controlHeader == 16, "cmsghdr layout")
@@ -57,7 +57,7 @@ extension Sys {
 
     /// One read of up to `capacity` bytes: the bytes (empty: the peer closed), the descriptors that came with them
     /// (close-on-exec, owned by the caller) and whether some were dropped for lack of room (`MSG_CTRUNC`).
-    public static func receiveWithDescriptors(_ socket: Int32, capacity: Int = 65536) throws(SystemError) -> (
+    package static func receiveWithDescriptors(_ socket: Int32, capacity: Int = 65536) throws(SystemError) -> (
         bytes: [UInt8], descriptors: [Int32], truncated: Bool
     ) {
         precondition(controlHeader == 16, "cmsghdr layout")

@@ -6,7 +6,7 @@ import Glibc
 
 extension Sys {
     /// Binds a netlink socket to the multicast `groups` (an `RTMGRP_*` bitmask; 0 for requests only).
-    public static func bindNetlink(_ fd: Int32, groups: UInt32) throws(SystemError) {
+    package static func bindNetlink(_ fd: Int32, groups: UInt32) throws(SystemError) {
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
         address.nl_groups = groups
@@ -19,7 +19,7 @@ extension Sys {
     }
 
     /// Sends one netlink datagram to the kernel (`sendto(2)`, address pid 0).
-    public static func sendToKernel(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+    package static func sendToKernel(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
         let sent = retrying {
@@ -36,7 +36,7 @@ extension Sys {
 
     /// `poll(2)` for readability: per descriptor, whether it is readable (or hung up). `timeoutMilliseconds` -1
     /// waits forever. Interrupted by a signal (EINTR): all false, so the caller re-checks its deadline.
-    public static func poll(_ descriptors: [Int32], timeoutMilliseconds: Int32) throws(SystemError) -> [Bool] {
+    package static func poll(_ descriptors: [Int32], timeoutMilliseconds: Int32) throws(SystemError) -> [Bool] {
         var fds = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         let result = Glibc.poll(&fds, nfds_t(fds.count), timeoutMilliseconds)
         if result < 0 {
@@ -48,7 +48,7 @@ extension Sys {
 
     /// Moves the calling thread into the network namespace at `path` (e.g. `/run/netns/NAME`). Sockets opened
     /// afterwards on this thread belong to that namespace.
-    public static func enterNetworkNamespace(path: String) throws(SystemError) {
+    package static func enterNetworkNamespace(path: String) throws(SystemError) {
         let fd = try open(path, O_RDONLY)
         defer { close(fd) }
         _ = try check("setns", rouse_setns_net(fd), path: path)
@@ -57,7 +57,7 @@ extension Sys {
     /// Starts a detached thread running `body`, named `name` (at most 15 bytes are kept). A plain `pthread`: no
     /// Foundation, and nothing of libdispatch's worker pool (whose monitor timer, once started, wakes the process
     /// every second).
-    public static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
+    package static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
         final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
             let name: String
             let body: @Sendable () -> Void
@@ -85,7 +85,7 @@ extension Sys {
     }
 
     /// Sleeps the calling thread (`nanosleep`, resumed after signals).
-    public static func sleep(seconds: Double) {
+    package static func sleep(seconds: Double) {
         guard seconds > 0 else { return }
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
         var remaining = timespec()
@@ -93,17 +93,17 @@ extension Sys {
     }
 
     /// The wall clock (`CLOCK_REALTIME`), in seconds since 1970 with microsecond resolution.
-    public static func wallClockSeconds() -> Double {
+    package static func wallClockSeconds() -> Double {
         var spec = timespec()
         guard clock_gettime(CLOCK_REALTIME, &spec) == 0 else { return 0 }
         return Double(spec.tv_sec) + Double(spec.tv_nsec / 1000) / 1_000_000
     }
 
     /// CPU time (user + system) of the whole process, in nanoseconds.
-    public static func processCPUTimeNanoseconds() -> UInt64 { cpuTime(CLOCK_PROCESS_CPUTIME_ID) }
+    package static func processCPUTimeNanoseconds() -> UInt64 { cpuTime(CLOCK_PROCESS_CPUTIME_ID) }
 
     /// CPU time of the calling thread, in nanoseconds.
-    public static func threadCPUTimeNanoseconds() -> UInt64 { cpuTime(CLOCK_THREAD_CPUTIME_ID) }
+    package static func threadCPUTimeNanoseconds() -> UInt64 { cpuTime(CLOCK_THREAD_CPUTIME_ID) }
 
     private static func cpuTime(_ clock: clockid_t) -> UInt64 {
         var spec = timespec()
@@ -112,14 +112,14 @@ extension Sys {
     }
 
     /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, `USER_HZ`).
-    public static let clockTicksPerSecond: Double = {
+    package static let clockTicksPerSecond: Double = {
         let ticks = sysconf(Int32(_SC_CLK_TCK))
         return ticks > 0 ? Double(ticks) : 100
     }()
 
     /// `getaddrinfo(3)` for a host name: the raw IPv4 (4 bytes) and IPv6 (16 bytes) addresses in the resolver's
     /// order of preference. Blocks. A failure is thrown with the `EAI_*` code in place of an errno.
-    public static func resolve(host: String) throws(SystemError) -> [[UInt8]] {
+    package static func resolve(host: String) throws(SystemError) -> [[UInt8]] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

@@ -7,14 +7,14 @@ import Glibc
 extension Sys {
     /// `mmap(2)` of `length` bytes of private anonymous memory, read-write, or `nil` when the kernel refuses. Pages
     /// count in the resident set only once written.
-    public static func mapAnonymous(length: Int) -> UnsafeMutableRawPointer? {
+    package static func mapAnonymous(length: Int) -> UnsafeMutableRawPointer? {
         let pointer = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         guard let pointer, pointer != MAP_FAILED else { return nil }
         return pointer
     }
 
     /// `munmap(2)` of a mapping made by `mapAnonymous`.
-    public static func unmap(_ pointer: UnsafeMutableRawPointer, length: Int) {
+    package static func unmap(_ pointer: UnsafeMutableRawPointer, length: Int) {
         if munmap(pointer, length) != 0 { preconditionFailure("munmap of a mapping we did not make") }
     }
 }

@@ -11,7 +11,7 @@ extension Sys {
     /// posix_spawn in a new process group with `channel` as fd 3 (-1: none) and no other descriptor above 2;
     /// returns the pid and its pidfd. With `identity`, the child switches to that uid, gid and supplementary
     /// groups first (fork + exec: posix_spawn cannot). A child whose pidfd cannot be opened is killed and reaped.
-    public static func spawn(
+    package static func spawn(
         path: String, arguments: [String], environment: [String], channel: Int32,
         identity: (uid: UInt32, gid: UInt32, groups: [UInt32])? = nil
     ) throws(SystemError) -> (pid: Int32, pidfd: Int32) {
@@ -44,7 +44,7 @@ extension Sys {
     /// posix_spawn of `path` in a new process group with `stdin`, `stdout`, `stderr` as its fds 0-2, every other
     /// descriptor closed, default signal dispositions and an empty signal mask (see `rouse_spawn_piped`).
     /// `arguments` starts with the program's name (`argv[0]`); `environment` nil: this process's.
-    public static func spawnPiped(
+    package static func spawnPiped(
         _ path: String, arguments: [String], environment: [String]?, stdin: Int32, stdout: Int32, stderr: Int32
     ) throws(SystemError) -> pid_t {
         var pid: pid_t = 0
@@ -59,19 +59,19 @@ extension Sys {
     }
 
     /// A close-on-exec pipe (`pipe2`): no child spawned meanwhile by another thread inherits either end.
-    public static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
+    package static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
         _ = try check("pipe2", rouse_pipe_cloexec(&fds))
         return (fds[0], fds[1])
     }
 
     /// A close-on-exec copy of `fd` above 2 (a child's fd 0-2 are always `dup2` targets of a higher descriptor).
-    public static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
+    package static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
         try check("fcntl F_DUPFD_CLOEXEC", fcntl(fd, F_DUPFD_CLOEXEC, 3))
     }
 
     /// Marks `fd` close-on-exec (best effort: a descriptor that is not open stays as it is).
-    public static func setCloseOnExec(_ fd: Int32) {
+    package static func setCloseOnExec(_ fd: Int32) {
         let flags = fcntl(fd, F_GETFD)
         if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
@@ -79,7 +79,7 @@ extension Sys {
     /// Writes all of `bytes` to a pipe; false when the reader went away (`EPIPE`) or on another error. Call it on
     /// a thread of its own: SIGPIPE is blocked on the calling thread first, so a child that exits without reading
     /// its input cannot kill us (the signal stays pending on that thread and ends with it).
-    public static func writeToChild(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    package static func writeToChild(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var pipeSignal = sigset_t()
         sigemptyset(&pipeSignal)
         sigaddset(&pipeSignal, SIGPIPE)
@@ -89,7 +89,7 @@ extension Sys {
 
     /// Reads up to `buffer.count` bytes of a child's output; 0 at the end of the stream, or on an error (the
     /// reader stops either way).
-    public static func readFromChild(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    package static func readFromChild(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
         (try? read(fd, into: buffer)) ?? 0
     }
 
@@ -104,7 +104,7 @@ extension Sys {
 
     /// Blocks until the child behind `pidfd` exits and reaps it; its exit status (128+signal when killed), -1 when
     /// it cannot be waited for.
-    public static func wait(pidfd: Int32) -> Int32 {
+    package static func wait(pidfd: Int32) -> Int32 {
         var status: Int32 = -1
         _ = rouse_pidfd_wait(pidfd, &status)
         return status
@@ -112,7 +112,7 @@ extension Sys {
 
     /// Blocks until the process behind `pidfd` exits (a process that is not our child: it cannot be reaped
     /// here, only watched; `poll` reports the pidfd readable at exit). Returns -1: the status is its parent's.
-    public static func waitForExit(pidfd: Int32) -> Int32 {
+    package static func waitForExit(pidfd: Int32) -> Int32 {
         var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
         while true {
             let result = Glibc.poll(&entry, 1, -1)
@@ -122,20 +122,20 @@ extension Sys {
     }
 
     /// Waits up to `milliseconds` for the process behind `pidfd` to exit: true when it did.
-    public static func waitForExit(pidfd: Int32, milliseconds: Int32) -> Bool {
+    package static func waitForExit(pidfd: Int32, milliseconds: Int32) -> Bool {
         rouse_pidfd_poll(pidfd, milliseconds) > 0
     }
 
     /// Blocks until child `pid` has exited, without reaping it: the pid (and its process group number) stays ours
     /// until ``reap(_:)``, so a signal sent before that cannot reach another process.
-    public static func waitForExit(pid: pid_t) {
+    package static func waitForExit(pid: pid_t) {
         var info = siginfo_t()
         while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && Glibc.errno == EINTR {}
     }
 
     /// Reaps an exited child; its raw wait status.
     @discardableResult
-    public static func reap(_ pid: pid_t) -> Int32 {
+    package static func reap(_ pid: pid_t) -> Int32 {
         var raw: Int32 = 0
         while waitpid(pid, &raw, 0) < 0 && Glibc.errno == EINTR {}
         return raw
@@ -143,45 +143,45 @@ extension Sys {
 
     /// Signals the process behind `pidfd`; false when it is already gone (`ESRCH`).
     @discardableResult
-    public static func signal(pidfd: Int32, _ signal: Int32) -> Bool {
+    package static func signal(pidfd: Int32, _ signal: Int32) -> Bool {
         rouse_pidfd_send_signal(pidfd, signal) == 0
     }
 
     /// Signals a whole process group (only while its leader's pidfd is alive or its leader is our unreaped child,
     /// so the group id cannot have been reused); false when the group is gone.
     @discardableResult
-    public static func signalGroup(_ pgid: Int32, _ signal: Int32) -> Bool {
+    package static func signalGroup(_ pgid: Int32, _ signal: Int32) -> Bool {
         Glibc.kill(-pgid, signal) == 0
     }
 
     /// Signals one process; false when it is gone.
     @discardableResult
-    public static func signal(pid: Int32, _ signal: Int32) -> Bool {
+    package static func signal(pid: Int32, _ signal: Int32) -> Bool {
         Glibc.kill(pid, signal) == 0
     }
 
     /// A pidfd for an existing process, nil when it is gone (`ESRCH`) or not ours to open.
-    public static func openPidfd(pid: Int32) -> Int32? {
+    package static func openPidfd(pid: Int32) -> Int32? {
         let fd = rouse_pidfd_open(pid)
         return fd >= 0 ? fd : nil
     }
 
     /// The pid behind a pidfd, nil once the process exited.
-    public static func pid(ofPidfd pidfd: Int32) -> Int32? {
+    package static func pid(ofPidfd pidfd: Int32) -> Int32? {
         let pid = rouse_pidfd_pid(pidfd)
         return pid > 0 ? pid : nil
     }
 
     /// This process's pid.
-    public static var processID: Int32 { getpid() }
+    package static var processID: Int32 { getpid() }
 
     /// Sleeps the calling thread (start-up clean-up, accept back-off).
-    public static func pause(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
+    package static func pause(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
 
     // MARK: /proc
 
     /// The cgroup v2 path of a process (`0::…` of `/proc/PID/cgroup`), nil when it is gone.
-    public static func cgroupPath(pid: Int32) -> String? {
+    package static func cgroupPath(pid: Int32) -> String? {
         guard let text = readText("/proc/\(pid)/cgroup"),
             let line = text.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
         else { return nil }
@@ -195,32 +195,32 @@ extension Sys {
     }
 
     /// Field 5 of `/proc/<pid>/stat`: the process group.
-    public static func processGroup(pid: Int32) -> Int32? {
+    package static func processGroup(pid: Int32) -> Int32? {
         guard let fields = statFields(pid: pid), fields.count > 2 else { return nil }
         return Int32(fields[2])
     }
 
     /// Field 22 of `/proc/<pid>/stat` (start time, clock ticks since boot); with the pid it names one process
     /// for the life of the system. Nil when the process is gone.
-    public static func startTime(pid: Int32) -> UInt64? {
+    package static func startTime(pid: Int32) -> UInt64? {
         // After "(comm)" come fields 3, 4, …: field 22 is the 20th of them.
         guard let fields = statFields(pid: pid), fields.count > 19 else { return nil }
         return UInt64(fields[19])
     }
 
     /// Whether a live process has this pid (`/proc/PID/stat` exists and its state is not zombie or dead).
-    public static func processExists(_ pid: Int32) -> Bool {
+    package static func processExists(_ pid: Int32) -> Bool {
         guard let stat = readText("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return false }
         let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
         return state != "Z" && state != "X"
     }
 
     /// `/proc/<pid>/exe` resolved.
-    public static func executable(pid: Int32) -> String? { readLink("/proc/\(pid)/exe") }
+    package static func executable(pid: Int32) -> String? { readLink("/proc/\(pid)/exe") }
 
     /// The pids (ours excepted) whose environment, `/proc/PID/environ`, holds `entry` (`KEY=value`) exactly.
     /// Processes of other users are skipped unless we are root; zombies have no environment left.
-    public static func processes(withEnvironmentEntry entry: [UInt8]) -> [pid_t] {
+    package static func processes(withEnvironmentEntry entry: [UInt8]) -> [pid_t] {
         let ours = getpid()
         return ((try? directoryEntries("/proc")) ?? []).compactMap { name in
             guard let pid = pid_t(name), pid != ours, environment(of: pid, holds: entry) else { return nil }
@@ -230,7 +230,7 @@ extension Sys {
 
     /// SIGKILL to `pid` if it (still) holds `entry` in its environment, through a pidfd opened before the check:
     /// a pid reused meanwhile by another process cannot be hit. True when the signal went out.
-    public static func kill(_ pid: pid_t, ifItStillCarries entry: [UInt8]) -> Bool {
+    package static func kill(_ pid: pid_t, ifItStillCarries entry: [UInt8]) -> Bool {
         guard let pidfd = openPidfd(pid: pid) else { return false }
         defer { close(pidfd) }
         guard environment(of: pid, holds: entry) else { return false }

@@ -7,7 +7,7 @@ import Glibc
 extension Sys {
     /// A listening `AF_UNIX` stream socket at `path` (an old socket file is replaced), given `mode` after bind (the
     /// unit's `UMask=0077` made it 0600). Blocking, close-on-exec. ENAMETOOLONG when the path does not fit.
-    public static func listen(path: String, mode: mode_t, backlog: Int32 = 64) throws(SystemError) -> Int32 {
+    package static func listen(path: String, mode: mode_t, backlog: Int32 = 64) throws(SystemError) -> Int32 {
         guard let address = SocketAddress(unixPath: path, relative: true) else {
             throw SystemError(call: "bind", code: .nameTooLong, path: path)
         }
@@ -26,7 +26,7 @@ extension Sys {
 
     /// A blocking, close-on-exec connection to the `AF_UNIX` stream socket at `path`. ENAMETOOLONG when the path
     /// does not fit.
-    public static func connect(unixPath path: String) throws(SystemError) -> Int32 {
+    package static func connect(unixPath path: String) throws(SystemError) -> Int32 {
         guard let address = SocketAddress(unixPath: path, relative: true) else {
             throw SystemError(call: "connect", code: .nameTooLong, path: path)
         }
@@ -41,7 +41,7 @@ extension Sys {
     }
 
     /// What one blocking `accept4` gave.
-    public enum Accepted: Sendable, Equatable {
+    package enum Accepted: Sendable, Equatable {
         /// A connection (close-on-exec).
         case connection(Int32)
         /// A shortage that passes (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`, `EPERM` from a firewall): back off and
@@ -52,7 +52,7 @@ extension Sys {
     }
 
     /// Accepts one connection, blocking. `EINTR` and `ECONNABORTED` (the peer gave up) are retried.
-    public static func acceptConnection(_ listener: Int32) -> Accepted {
+    package static func acceptConnection(_ listener: Int32) -> Accepted {
         while true {
             let fd = rouse_accept(listener)
             if fd >= 0 { return .connection(fd) }
@@ -66,7 +66,7 @@ extension Sys {
     }
 
     /// A connected pair of blocking, close-on-exec stream sockets.
-    public static func socketPair() throws(SystemError) -> (Int32, Int32) {
+    package static func socketPair() throws(SystemError) -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         _ = try check("socketpair", socketpair(AF_UNIX, type, 0, &fds))
@@ -74,7 +74,7 @@ extension Sys {
     }
 
     /// `SO_PEERCRED` alone (no descriptor opened): who is connected; nil when it cannot be read.
-    public static func peerCredentials(_ fd: Int32) -> (pid: Int32, uid: UInt32, gid: UInt32)? {
+    package static func peerCredentials(_ fd: Int32) -> (pid: Int32, uid: UInt32, gid: UInt32)? {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0
@@ -83,7 +83,7 @@ extension Sys {
     }
 
     /// `SO_PEERGROUPS`: the peer's supplementary groups at connect time (empty when they cannot be read).
-    public static func peerGroups(_ fd: Int32) -> [UInt32] {
+    package static func peerGroups(_ fd: Int32) -> [UInt32] {
         var capacity: Int32 = 64
         while capacity <= 65536 {
             var groups = [gid_t](repeating: 0, count: Int(capacity))
@@ -97,7 +97,7 @@ extension Sys {
 
     /// The peer's pidfd where the kernel offers one (`SO_PEERPIDFD`, Linux 6.5+), else a pidfd opened from `pid`
     /// (its `SO_PEERCRED` pid, read by the caller; such a pidfd is checked against pid reuse by the caller).
-    public static func peerPidfd(_ fd: Int32, pid: Int32) throws(SystemError) -> (pidfd: Int32, kernel: Bool) {
+    package static func peerPidfd(_ fd: Int32, pid: Int32) throws(SystemError) -> (pidfd: Int32, kernel: Bool) {
         let kernel = rouse_peer_pidfd(fd)
         if kernel >= 0 { return (kernel, true) }
         return (try check("pidfd_open", rouse_pidfd_open(pid)), false)
@@ -105,7 +105,7 @@ extension Sys {
 
     /// Sends all of `bytes` (never raising SIGPIPE); `nonBlocking`: throw `EAGAIN` instead of waiting for room in
     /// a full socket buffer (the bytes written before it stay written).
-    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], nonBlocking: Bool = false) throws(SystemError) {
+    package static func sendAll(_ fd: Int32, _ bytes: [UInt8], nonBlocking: Bool = false) throws(SystemError) {
         let flags = Int32(MSG_NOSIGNAL) | (nonBlocking ? Int32(MSG_DONTWAIT) : 0)
         var offset = 0
         while offset < bytes.count {

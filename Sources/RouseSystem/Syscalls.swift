@@ -25,7 +25,7 @@ import Glibc
 //   ENOSPC, EIO, …): thrown as `SystemError`.
 
 /// Thin, typed wrappers around the system calls Rouse makes.
-public enum Sys {
+package enum Sys {
     @inline(__always)
     static func check(_ call: String, _ result: Int32, path: String? = nil) throws(SystemError) -> Int32 {
         if result >= 0 { return result }
@@ -56,17 +56,17 @@ public enum Sys {
     }
 
     /// `close(2)`: nothing is reported (the descriptor is released whatever it returns; see the policy above).
-    public static func close(_ fd: Int32) {
+    package static func close(_ fd: Int32) {
         _ = Glibc.close(fd)
     }
 
     // MARK: epoll
 
-    public static func epollCreate() throws(SystemError) -> Int32 {
+    package static func epollCreate() throws(SystemError) -> Int32 {
         try check("epoll_create1", epoll_create1(Int32(EPOLL_CLOEXEC)))
     }
 
-    public static func epollControl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, data: UInt64)
+    package static func epollControl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, data: UInt64)
         throws(SystemError)
     {
         var event = epoll_event()
@@ -76,7 +76,7 @@ public enum Sys {
     }
 
     /// `epoll_wait(2)`; returns 0 when interrupted by a signal.
-    public static func epollWait(
+    package static func epollWait(
         _ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, _ capacity: Int32, timeoutMS: Int32
     ) throws(SystemError) -> Int32 {
         let n = epoll_wait(epfd, events, capacity, timeoutMS)
@@ -86,18 +86,18 @@ public enum Sys {
 
     // MARK: eventfd
 
-    public static func eventFD() throws(SystemError) -> Int32 {
+    package static func eventFD() throws(SystemError) -> Int32 {
         try check("eventfd", eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)))
     }
 
     /// Adds one to an eventfd counter (wakes its reader).
-    public static func eventFDSignal(_ fd: Int32) {
+    package static func eventFDSignal(_ fd: Int32) {
         var one: UInt64 = 1
         _ = retrying { Glibc.write(fd, &one, 8) }
     }
 
     /// Resets an eventfd counter.
-    public static func eventFDDrain(_ fd: Int32) {
+    package static func eventFDDrain(_ fd: Int32) {
         var value: UInt64 = 0
         _ = retrying { Glibc.read(fd, &value, 8) }
     }
@@ -105,24 +105,24 @@ public enum Sys {
     // MARK: sockets
 
     /// `socket(2)`, close-on-exec, and non-blocking unless `nonBlocking` is false.
-    public static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0, nonBlocking: Bool = true)
+    package static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0, nonBlocking: Bool = true)
         throws(SystemError) -> Int32
     {
         let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         return try check("socket", Glibc.socket(family, type | flags, proto))
     }
 
-    public static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
+    package static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
         var v = value
         _ = try check("setsockopt", setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)))
     }
 
-    public static func setLinger(_ fd: Int32, onOff: Int32, seconds: Int32) throws(SystemError) {
+    package static func setLinger(_ fd: Int32, onOff: Int32, seconds: Int32) throws(SystemError) {
         var l = linger(l_onoff: onOff, l_linger: seconds)
         _ = try check("setsockopt", setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size)))
     }
 
-    public static func bind(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
+    package static func bind(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
         var storage = address.storage
         let r = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, address.length) }
@@ -130,12 +130,12 @@ public enum Sys {
         _ = try check("bind", r, path: address.unixPath)
     }
 
-    public static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
+    package static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
         _ = try check("listen", Glibc.listen(fd, backlog))
     }
 
     /// `accept4(2)`; `nil` when no connection is pending.
-    public static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress)? {
+    package static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let r = withUnsafeMutablePointer(to: &storage) { p in
@@ -153,7 +153,7 @@ public enum Sys {
     }
 
     /// Non-blocking `connect(2)`; returns `true` when connected at once, `false` when in progress.
-    public static func connect(_ fd: Int32, _ address: SocketAddress) throws(SystemError) -> Bool {
+    package static func connect(_ fd: Int32, _ address: SocketAddress) throws(SystemError) -> Bool {
         var storage = address.storage
         let r = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sp in
@@ -166,7 +166,7 @@ public enum Sys {
     }
 
     /// An integer socket option (`getsockopt(2)`).
-    public static func option(_ fd: Int32, _ level: Int32, _ name: Int32) throws(SystemError) -> Int32 {
+    package static func option(_ fd: Int32, _ level: Int32, _ name: Int32) throws(SystemError) -> Int32 {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         _ = try check("getsockopt", getsockopt(fd, level, name, &value, &length))
@@ -174,14 +174,14 @@ public enum Sys {
     }
 
     /// The pending error of a socket (`SO_ERROR`), 0 if none.
-    public static func socketError(_ fd: Int32) -> Int32 {
+    package static func socketError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length)
         return value
     }
 
-    public static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+    package static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let r = withUnsafeMutablePointer(to: &storage) {
@@ -192,7 +192,7 @@ public enum Sys {
     }
 
     /// Result of a non-blocking read or write.
-    public enum IOResult: Equatable, Sendable {
+    package enum IOResult: Equatable, Sendable {
         case bytes(Int)
         case wouldBlock
         case endOfFile
@@ -200,7 +200,7 @@ public enum Sys {
 
     /// `recv(2)`; with `MSG_TRUNC` in `flags` on a datagram socket, a count larger than the buffer means the
     /// datagram did not fit.
-    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, flags: Int32 = 0)
+    package static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, flags: Int32 = 0)
         throws(SystemError) -> IOResult
     {
         let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, flags) }
@@ -211,7 +211,7 @@ public enum Sys {
         throw SystemError(call: "recv", errno: e)
     }
 
-    public static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
+    package static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
         let n = retrying { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
         if n >= 0 { return .bytes(n) }
         let e = Glibc.errno
@@ -221,7 +221,7 @@ public enum Sys {
 
     /// `write(2)` of every byte to a blocking descriptor (stdout, a pipe): short writes continue, EINTR
     /// retries; EPIPE and the rest are thrown.
-    public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) {
         var offset = 0
         while offset < buffer.count {
             let n = retrying { Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset) }
@@ -231,7 +231,7 @@ public enum Sys {
     }
 
     /// `shutdown(2)` of both directions; errors ignored (the peer may be gone).
-    public static func shutdownBoth(_ fd: Int32) {
+    package static func shutdownBoth(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
     }
 }

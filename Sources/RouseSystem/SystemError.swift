@@ -1,31 +1,31 @@
 /// A failed system call: which call, on which path when there is one, and the `errno` it left (see the policy in
 /// `Syscalls.swift`).
-public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The system call that failed (`"epoll_wait"`, `"accept4"`, `"open"`, …).
-    public let call: String
+    package let call: String
     /// The `errno` read right after the call.
-    public let code: Errno
+    package let code: Errno
     /// The file or socket path the call was given, when it took one.
-    public let path: String?
+    package let path: String?
 
     /// The `errno` value, as a number.
-    public var errno: Int32 { code.rawValue }
+    package var errno: Int32 { code.rawValue }
 
-    public init(call: String, errno: Int32, path: String? = nil) {
+    package init(call: String, errno: Int32, path: String? = nil) {
         self.init(call: call, code: Errno(rawValue: errno), path: path)
     }
 
-    public init(call: String, code: Errno, path: String? = nil) {
+    package init(call: String, code: Errno, path: String? = nil) {
         self.call = call
         self.code = code
         self.path = path
     }
 
     /// A shortage that passes (descriptors, memory, processes): worth trying again shortly.
-    public var isShortage: Bool { code.isShortage }
+    package var isShortage: Bool { code.isShortage }
 
     /// `call path: strerror (errno N)`.
-    public var description: String {
+    package var description: String {
         "\(call)\(path.map { " \($0)" } ?? ""): \(code) (errno \(errno))"
     }
 }
