@@ -73,10 +73,14 @@ let package = Package(
         // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, pidfds); no
         // daemon and no library product links it (the daemons' short children go through RouseState's ShortChild).
         .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
+        .target(
+            name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"],
+            swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
             dependencies: [
-                "CNghttp2", "COpenSSL", "CRouseShim", "RouseSystem",
+                "CNghttp2", "COpenSSL", "CRouseShim", "RouseClock", "RouseEventLoop", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -96,7 +100,7 @@ let package = Package(
         .target(
             name: "RouseMockAPNs",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2",
+                "RouseAPNs", "RouseClock", "RouseHTTP2",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -111,7 +115,7 @@ let package = Package(
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
+                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -123,7 +127,7 @@ let package = Package(
         .target(
             name: "RouseSender",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseCurl",
+                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RouseCurl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -140,7 +144,7 @@ let package = Package(
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: ["RouseHTTP2", "RouseWire", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseEventLoop", "RouseWire", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -210,7 +214,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon",
+                "RouseChildProcess", "RouseDaemon", "RouseEventLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -230,8 +234,10 @@ let package = Package(
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock"], swiftSettings: swiftSettings),
+        .testTarget(
             name: "RouseHTTP2Tests",
-            dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
+            dependencies: ["RouseHTTP2", "RouseEventLoop", "RouseSystem", "RouseCurl", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -242,7 +248,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseHTTP2", "RouseTestSupport"],
+            dependencies: [
+                "RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -251,7 +259,8 @@ let package = Package(
         .testTarget(
             name: "RouseGatewayTests",
             dependencies: [
-                "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseClock", "RouseEventLoop",
+                "RouseTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
@@ -262,7 +271,7 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
-                "RouseState",
+                "RouseState", "RouseEventLoop",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -1,5 +1,6 @@
 import CRouseShim
 import Glibc
+import RouseEventLoop
 import RouseSystem
 
 /// One listening socket on one loop; accepts connections and hands them to `ServerConnection`.
@@ -65,7 +66,7 @@ final class Listener: EventLoopFDHandler {
         paused = true
         shared.counters.acceptPauses.add(1, ordering: .relaxed)
         pausesSinceLog += 1
-        let now = MonotonicClock.now()
+        let now = loop.now
         if lastPauseLog == 0 || now &- lastPauseLog >= 10_000_000_000 {
             shared.logger.warning(
                 "accept failed: listener paused",

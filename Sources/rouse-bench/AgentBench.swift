@@ -4,6 +4,7 @@ import RouseAPNs
 import RouseAgent
 import RouseAgentClient
 import RouseChildProcess
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 

@@ -3,6 +3,7 @@ import Logging
 import RouseAPNs
 import RouseAgent
 import RouseAgentClient
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport

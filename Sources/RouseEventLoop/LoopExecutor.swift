@@ -1,6 +1,5 @@
 import Dispatch
 import Glibc
-import RouseHTTP2
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 
 /// Swift concurrency's executors (main and default) for a whole daemon process (see ``DaemonMain``): one
