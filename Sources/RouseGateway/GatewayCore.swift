@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseClock
 import RouseHTTP2
 import Synchronization
 
@@ -50,7 +51,8 @@ public final class GatewayCore: Sendable {
     let limits: GatewayConfiguration.Limits
     let metrics: GatewayMetrics
     let logger: Logger
-    let clock: @Sendable () -> Int64
+    /// Expirations, sweeps, heartbeats and leases read its wall clock (UNIX milliseconds).
+    let clock: any RouseClock
     /// This node's id among the nodes sharing the store (configuration `node`).
     let node: String
     private let queue = Mutex(Queue())
@@ -65,10 +67,10 @@ public final class GatewayCore: Sendable {
     /// Messages from other nodes not taken by the store thread yet.
     private let inbox = Mutex(NodeInbox())
 
-    /// A core over `store`. `clock` gives UNIX milliseconds (injected so tests control expiry).
+    /// A core over `store`, on `clock` (a test's manual clock controls expiry).
     init(
         store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
-        clock: @escaping @Sendable () -> Int64, node: String = GatewayConfiguration.defaultNode
+        clock: any RouseClock, node: String = GatewayConfiguration.defaultNode
     ) {
         self.node = node
         self.store = store
@@ -84,6 +86,8 @@ public final class GatewayCore: Sendable {
         let thread = Thread { [self] in runLoop() }
         thread.name = "rouse-gateway-store"
         thread.start()
+        // A test moving its manual clock: a sweep or heartbeat may be due now, not at the end of the current wait.
+        clock.whenAdvanced { [wakeup] in wakeup.signal() }
     }
 
     /// Runs the jobs already queued, then stops the thread and waits for it.
@@ -162,11 +166,11 @@ public final class GatewayCore: Sendable {
     private func runLoop() {
         // The node's lease, renewed by every sweep (several nodes); a previous life's channels are forgotten.
         runBatch([leaseJob(fresh: true)])
-        var nextSweep = clock() + Int64(limits.sweepIntervalSeconds) * 1000
-        var nextHeartbeat = clock() + Int64(limits.heartbeatSeconds) * 1000
+        var nextSweep = clock.wallMilliseconds + Int64(limits.sweepIntervalSeconds) * 1000
+        var nextHeartbeat = clock.wallMilliseconds + Int64(limits.heartbeatSeconds) * 1000
         while true {
             // Asleep until a job arrives or the next sweep or heartbeat is due: an idle gateway wakes for those only.
-            let before = clock()
+            let before = clock.wallMilliseconds
             var due = nextSweep - before
             if limits.heartbeatSeconds > 0 { due = min(due, nextHeartbeat - before) }
             // At least 10 ms: a due time that never moves (a stopped test clock, an interval of 0) cannot spin.
@@ -193,7 +197,7 @@ public final class GatewayCore: Sendable {
                 }
                 runBatch(jobs)
             }
-            let now = clock()
+            let now = clock.wallMilliseconds
             if now >= nextSweep {
                 nextSweep = now + Int64(max(limits.sweepIntervalSeconds, 1)) * 1000
                 runBatch([sweepJob()])
@@ -239,7 +243,7 @@ public final class GatewayCore: Sendable {
     }
 
     private func run(_ jobs: [Job], from state: CoreState) throws -> (CoreState, [@Sendable () -> Void]) {
-        let now = clock()
+        let now = clock.wallMilliseconds
         return try store.write { transaction in
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
