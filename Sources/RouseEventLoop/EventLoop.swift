@@ -86,6 +86,9 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// Now on the loop's clock, in nanoseconds since its origin: what connections compare their deadlines with.
     package var now: UInt64 { clock.now.nanoseconds }
 
+    /// `EPOLLIN`, for users that import no epoll header: the descriptor is readable (or hung up, or in error).
+    package static var readable: UInt32 { EPOLLIN.rawValue }
+
     package func register(_ fd: Int32, events: UInt32, handler: any EventLoopFDHandler) throws {
         try Sys.epollControl(epfd, EPOLL_CTL_ADD, fd, events: events, data: UInt64(UInt32(bitPattern: fd)))
         handlers[fd] = handler
@@ -97,6 +100,12 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
 
     package func unregister(_ fd: Int32) {
         try? Sys.epollControl(epfd, EPOLL_CTL_DEL, fd, events: 0, data: 0)
+        handlers[fd] = nil
+    }
+
+    /// Drops the handler of a descriptor that was closed already (by a library that owns it, such as libpq on a
+    /// lost connection): closing removed it from epoll, and `unregister` would name a descriptor no longer ours.
+    package func forget(_ fd: Int32) {
         handlers[fd] = nil
     }
 

@@ -80,7 +80,7 @@ public final class Gateway: Sendable {
         core.start()
         if let postgres = store as? PostgresGatewayStore {
             listener = try PostgresNotifications(
-                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger
+                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock
             ) { messages in core.received(messages) }
         } else {
             listener = nil
