@@ -108,7 +108,8 @@ let package = Package(
         .target(
             name: "RouseReachability",
             dependencies: [
-                "RouseNetlink", "RouseSystem", "RouseWire", .product(name: "Logging", package: "swift-log"),
+                "RouseEventLoop", "RouseNetlink", "RouseSystem", "RouseWire",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
