@@ -279,7 +279,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseNetlink", "RouseTestSupport"],
+            dependencies: ["RouseReachability", "RouseEventLoop", "RouseNetlink", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.

@@ -82,6 +82,14 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         loop.execute { [self] in iteration() }
     }
 
+    /// A pass now, from the loop's own thread (the monitor's `stop` or `sync` called there): the kernel's messages
+    /// and the commands are read whether or not the loop saw them ready yet.
+    func runNow() {
+        netlinkReady = true
+        commandsReady = true
+        iteration()
+    }
+
     private func iteration() {
         iterationQueued = false
         guard let events else { return }

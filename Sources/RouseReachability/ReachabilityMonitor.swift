@@ -72,6 +72,9 @@ public final class ReachabilityMonitor: Sendable {
         var startError: ReachabilityError?
         /// The loop the monitor made for itself (stopped with it), if it did not run on the caller's.
         var ownLoop: EventLoop?
+        /// The loop it runs on and its state there (touched on that loop only), once started.
+        var loop: EventLoop?
+        var runner: MonitorLoop?
 
         /// The active synchronous handlers, in subscription order.
         var synchronousHandlers: [@Sendable (ReachabilityNotice) -> Void] {
@@ -129,12 +132,20 @@ public final class ReachabilityMonitor: Sendable {
             shared.withLock { $0.ownLoop = loop }
             loop.start()
         }
-        loop.execute { [self] in
-            MonitorLoop(monitor: self, eventDescriptor: eventDescriptor, loop: loop).start(ready: ready) { [self] in
+        let runner = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor, loop: loop)
+        shared.withLock { state in
+            state.loop = loop
+            state.runner = runner
+        }
+        let begin: @Sendable () -> Void = { [self] in
+            runner.start(ready: ready) { [self] in
                 NetlinkSystem.close(eventDescriptor)
                 exited.signal()
             }
         }
+        // Called on the caller's loop itself (an actor on a daemon's executor loop): waiting for a job queued there
+        // would wait for ever.
+        if loop.inLoop { begin() } else { loop.execute(begin) }
         ready.wait()
         if let error = shared.withLock({ $0.startError }) {
             exited.wait()
@@ -150,13 +161,15 @@ public final class ReachabilityMonitor: Sendable {
     /// Stops the monitor, waits until it is done (and its own loop's thread ended), and finishes every event stream.
     /// Idempotent.
     public func stop() {
-        let (wasRunning, continuations) = shared.withLock {
-            state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation]) in
+        let (wasRunning, continuations, onLoop) = shared.withLock {
+            state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation], MonitorLoop?) in
             var running = false
+            var onLoop: MonitorLoop?
             if case .running(let fd) = state.phase {
                 state.commands.append(.stop)
                 NetlinkSystem.signal(eventDescriptor: fd)
                 running = true
+                if state.loop?.inLoop == true { onLoop = state.runner }
             }
             state.phase = .stopped
             let streams = state.subscribers.values.compactMap {
@@ -165,8 +178,10 @@ public final class ReachabilityMonitor: Sendable {
                 return nil
             }
             state.subscribers = [:]
-            return (running, streams)
+            return (running, streams, onLoop)
         }
+        // On the monitor's loop: run the stop now rather than wait for a pass that cannot come while this one waits.
+        onLoop?.runNow()
         if wasRunning { exited.wait() }
         shared.withLock { $0.ownLoop.take() }?.stopAndWait()
         for continuation in continuations { continuation.finish() }
@@ -193,13 +208,14 @@ public final class ReachabilityMonitor: Sendable {
     @discardableResult
     public func sync(timeout seconds: Double = 10) -> Bool {
         let done = DispatchSemaphore(value: 0)
-        let running = shared.withLock { state -> Bool in
-            guard case .running(let fd) = state.phase else { return false }
+        let (running, onLoop) = shared.withLock { state -> (Bool, MonitorLoop?) in
+            guard case .running(let fd) = state.phase else { return (false, nil) }
             state.commands.append(.barrier(done))
             NetlinkSystem.signal(eventDescriptor: fd)
-            return true
+            return (true, state.loop?.inLoop == true ? state.runner : nil)
         }
         guard running else { return false }
+        onLoop?.runNow()
         return done.wait(timeout: .now() + seconds) == .success
     }
 
