@@ -238,7 +238,9 @@ let package = Package(
             name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseHTTP2Tests",
-            dependencies: ["RouseHTTP2", "RouseEventLoop", "RouseSystem", "RouseCurl", "RouseTestSupport"],
+            dependencies: [
+                "RouseHTTP2", "RouseClock", "RouseEventLoop", "RouseSystem", "RouseCurl", "RouseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
