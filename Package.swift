@@ -6,7 +6,8 @@ import PackageDescription
 let strict = Context.environment["ROUSE_STRICT"] == "1"
 let swiftSettings: [SwiftSetting] =
     [
-        .enableUpcomingFeature("ExistentialAny")
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
     ] + (strict ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
@@ -100,7 +101,7 @@ let package = Package(
         .target(
             name: "RouseMockAPNs",
             dependencies: [
-                "RouseAPNs", "RouseClock", "RouseHTTP2",
+                "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -177,15 +178,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient", "RouseWire"],
+            dependencies: ["RouseAgentClient", "RouseActivation", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "rouse",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseCurl", "RouseBuildInfo",
-                "RouseDaemon",
+                "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseBuildInfo", "RouseDaemon",
+                "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -213,9 +214,9 @@ let package = Package(
         .executableTarget(
             name: "rouse-bench",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseMockAPNs", "RouseReachability", "RouseSystem", "RouseGateway",
+                "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon", "RouseEventLoop",
+                "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -245,15 +246,13 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseMockAPNsTests",
-            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseHTTP2", "RouseTestSupport"],
+            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseTestSupport"],
             resources: [],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: [
-                "RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseTestSupport",
-            ],
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -273,15 +272,15 @@ let package = Package(
         .testTarget(
             name: "RouseAgentTests",
             dependencies: [
-                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseTestSupport",
-                "RouseState", "RouseEventLoop",
+                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseTestSupport", "RouseAPNs",
+                "RouseActivation", "RouseChildProcess", "RouseEventLoop", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseEventLoop", "RouseNetlink", "RouseTestSupport"],
+            dependencies: ["RouseReachability", "RouseEventLoop", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseActivation
 import RouseAgentClient
 
 extension Agent {

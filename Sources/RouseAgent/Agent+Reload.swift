@@ -1,4 +1,6 @@
 import Logging
+import RouseActivation
+import RouseState
 
 extension Agent {
     /// Applies a new set of handler configurations (SIGHUP): new handlers are added, removed ones are

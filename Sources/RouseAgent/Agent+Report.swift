@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 extension Agent {
     /// `{"handlers":[{"topic":…,"strikes":…,"voipBlocked":…}]}` by topic (handlers sharing a topic are merged:

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseCurl
 import RouseWire
+import Synchronization
 
 /// The background-transfer shell's state: the rules (``TransferBook``), the libcurl jobs running, the
 /// spool accounts, and the sessions whose results a handler is owed.

@@ -168,7 +168,22 @@ public final class ManualClock: RouseClock {
     }
 }
 
+/// The conversions from `Duration` every part needs, in one place (the standard library has only `components`).
 extension Duration {
+    /// The duration in seconds, fractions included.
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+
+    /// The duration in milliseconds, fractions included.
+    public var inMilliseconds: Double { Double(components.seconds) * 1e3 + Double(components.attoseconds) / 1e15 }
+
+    /// The duration in microseconds, fractions included.
+    public var inMicroseconds: Double { Double(components.seconds) * 1e6 + Double(components.attoseconds) / 1e12 }
+
+    /// The duration in whole milliseconds, rounded toward zero (negative durations stay negative).
+    public var wholeMilliseconds: Int64 {
+        components.seconds &* 1000 &+ components.attoseconds / 1_000_000_000_000_000
+    }
+
     /// The duration in whole nanoseconds, 0 when it is not positive (a deadline already past).
     public var wholeNanoseconds: UInt64 {
         // -0.5 s is (0 s, -5e17 as): the seconds alone cannot tell, hence the comparison first.

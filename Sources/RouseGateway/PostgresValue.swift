@@ -1,3 +1,4 @@
+import Foundation
 /// A value bound to a statement parameter: text, or bytes (sent in binary, as `bytea`).
 enum PostgresValue {
     case text(String)

@@ -1,5 +1,6 @@
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseHTTP2
 
 /// One provider connection on the APNs-compatible API: the same rules as APNs (shared with the mock through

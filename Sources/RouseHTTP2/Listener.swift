@@ -1,7 +1,9 @@
 import CRouseShim
 import Glibc
+import Logging
 import RouseEventLoop
 import RouseSystem
+import Synchronization
 
 /// One listening socket on one loop; accepts connections and hands them to `ServerConnection`.
 final class Listener: EventLoopFDHandler {

@@ -1,4 +1,5 @@
 import CNghttp2
+import Logging
 
 /// The nghttp2 server callbacks, created once. Each gets the `ServerConnection` as `user_data`.
 final class ServerCallbacks: @unchecked Sendable {  // immutable after init; nghttp2 only reads the callback table.

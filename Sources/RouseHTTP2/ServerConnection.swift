@@ -2,8 +2,10 @@ import CNghttp2
 import CRouseShim
 import Glibc
 import Logging
+import RouseClock
 import RouseEventLoop
 import RouseSystem
+import Synchronization
 
 /// One accepted connection: transport (TLS or h2c) + nghttp2 server session + the application's handler.
 /// Loop-confined: every method runs on `loop`'s thread.

@@ -2,6 +2,7 @@ import Logging
 import RouseAPNs
 import RouseClock
 import RouseHTTP2
+import RouseSystem
 
 /// The mock APNs on the HTTP/2 kernel: TLS (optionally asking for provider certificates), the engine's decision
 /// carried out per stream, and an optional admin endpoint (h2c) for inspection and faults.

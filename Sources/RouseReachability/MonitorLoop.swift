@@ -2,6 +2,7 @@ import Dispatch
 import Logging
 import RouseEventLoop
 import RouseNetlink
+import Synchronization
 
 /// The monitor on its event loop: owns the sockets and the evaluator; everything here runs on the loop's
 /// thread. Shared state is reached only through `ReachabilityMonitor.shared` (a `Mutex`).

@@ -4,6 +4,7 @@ import Logging
 import RouseActivation
 import RouseAgent
 import RouseAgentClient
+import RouseClock
 
 /// The IPC half of `rouse-bench activation`: an in-process `Agent` (no gateway: activations do not need one),
 /// this process registered as handler `bench` over the agent's Unix socket, and the example handler launched
@@ -113,7 +114,7 @@ extension ActivationBench {
     }
 
     private static func microseconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+        duration.inMicroseconds
     }
 
     /// Whether `message` is activation event `event` for the session `music`.

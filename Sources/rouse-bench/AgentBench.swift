@@ -4,6 +4,7 @@ import RouseAPNs
 import RouseAgent
 import RouseAgentClient
 import RouseChildProcess
+import RouseClock
 import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
@@ -247,8 +248,7 @@ enum AgentBench {
             await inProcess.reachabilityChanged(true)
             try await until("reopened") { await inProcess.status().channel == "open" }
             if let duration = await inProcess.lastReconnectDuration() {
-                reconnects.append(
-                    Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000)
+                reconnects.append(duration.inMilliseconds)
             }
         }
         await inProcess.shutdown()

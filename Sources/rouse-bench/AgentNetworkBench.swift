@@ -2,6 +2,7 @@ import Foundation
 import RouseAgent
 import RouseAgentClient
 import RouseChildProcess
+import RouseClock
 import RouseGateway
 
 /// The agent behind a veth pair in a network namespace (root only): link up → channel open, as the agent sees
@@ -131,7 +132,7 @@ enum AgentNetworkBench {
             try ip(["-n", namespace, "link", "set", inside, "up"])
             try await until("open")
             let elapsed = ContinuousClock.now - start
-            samples.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+            samples.append(elapsed.inMilliseconds)
         }
         return samples
     }

@@ -1,5 +1,6 @@
 import Foundation
 import RouseChildProcess
+import RouseClock
 import RouseSystem
 
 /// Process and measurement helpers shared by the benchmarks.
@@ -96,5 +97,5 @@ enum Bench {
 
 extension Duration {
     /// The duration in seconds, for figures.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    var seconds: Double { inSeconds }
 }

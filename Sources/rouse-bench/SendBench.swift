@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseDaemon
 import RouseSender
 import Synchronization
@@ -131,7 +132,7 @@ enum SendBench {
     }
 
     static func milliseconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+        d.inMilliseconds
     }
 
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {

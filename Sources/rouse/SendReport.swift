@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseClock
 import RouseSender
 import Synchronization
 
@@ -55,7 +56,7 @@ final class SendReport: Sendable {
     var snapshot: Counts { counts.withLock { $0 } }
 
     static func milliseconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+        d.inMilliseconds
     }
 
     static func textLine(_ r: PushResult, milliseconds: Double) -> String {

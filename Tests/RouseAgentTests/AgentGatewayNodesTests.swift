@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Testing
 

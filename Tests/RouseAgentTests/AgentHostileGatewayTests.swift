@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseHTTP2
+import RouseSystem
 import RouseTestSupport
 import Synchronization
 import Testing

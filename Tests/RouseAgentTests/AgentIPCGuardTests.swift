@@ -3,6 +3,7 @@ import Glibc
 import RouseAgent
 import RouseAgentClient
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Testing
 

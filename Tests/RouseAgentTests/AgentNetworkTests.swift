@@ -3,6 +3,7 @@ import Logging
 import RouseAgent
 import RouseAgentClient
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Synchronization
 import Testing

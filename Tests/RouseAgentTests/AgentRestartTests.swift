@@ -4,6 +4,7 @@ import Logging
 import RouseAgent
 import RouseAgentClient
 import RouseGateway
+import RouseHTTP2
 import RouseTestSupport
 import Testing
 

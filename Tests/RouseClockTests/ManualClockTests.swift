@@ -64,10 +64,15 @@ import Testing
         #expect(clock.wallMilliseconds > 1_577_836_800_000)
     }
 
-    @Test func wholeNanosecondsClampsNegativeDurations() {
+    @Test func durationConversions() {
         #expect(Duration.milliseconds(-500).wholeNanoseconds == 0)
         #expect(Duration.seconds(2).wholeNanoseconds == 2_000_000_000)
         #expect(Duration.microseconds(1_500).wholeNanoseconds == 1_500_000)
+        #expect(Duration.milliseconds(-1_500).wholeMilliseconds == -1_500)
+        #expect(Duration.microseconds(2_500).wholeMilliseconds == 2)
+        #expect(Duration.milliseconds(1_250).inSeconds == 1.25)
+        #expect(Duration.microseconds(1_500).inMilliseconds == 1.5)
+        #expect(Duration.nanoseconds(2_500).inMicroseconds == 2.5)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RouseClock
+import RouseCurl
 import RouseGateway
 import RouseTestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
 import Testing

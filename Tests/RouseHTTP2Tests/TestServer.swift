@@ -1,5 +1,6 @@
 import RouseClock
 import RouseHTTP2
+import RouseSystem
 import RouseTestSupport
 
 /// A closure-backed connection handler for kernel tests.

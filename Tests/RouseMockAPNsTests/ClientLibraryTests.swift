@@ -1,4 +1,5 @@
 import Foundation
+import RouseAPNs
 import RouseMockAPNs
 import RouseTestSupport
 import Testing

@@ -1,3 +1,4 @@
+import Foundation
 import RouseAPNs
 import RouseSender
 import Testing

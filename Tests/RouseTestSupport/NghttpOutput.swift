@@ -1,3 +1,4 @@
+import Foundation
 /// Reading `nghttp -v` output.
 public enum NghttpOutput {
     /// The MAX_CONCURRENT_STREAMS values of every SETTINGS frame the server sent (nghttp's "recv"), in order.
