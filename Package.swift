@@ -252,7 +252,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseTestSupport"],
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseClock", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
