@@ -50,7 +50,7 @@ package final class LoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor
     ) {
         let job = UnownedJob(job)
         // The continuous and suspending clocks (all the agent uses) measure in `Duration`; the loop's timers run on
-        // CLOCK_MONOTONIC.
+        // its clock, the SystemClock (CLOCK_MONOTONIC) that `install` gives it.
         let wait = max(.zero, (delay as? Duration) ?? .zero)  // a deadline already past: now
         loop.execute { [self] in
             loop.schedule(after: wait) { [self] in run(job) }
