@@ -71,7 +71,7 @@ public final class Gateway: Sendable {
                     metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
             }
         }
-        let core = GatewayCore(
+        let core = try GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock,
             node: configuration.node)
         self.core = core
@@ -80,7 +80,8 @@ public final class Gateway: Sendable {
         core.start()
         if let postgres = store as? PostgresGatewayStore {
             listener = try PostgresNotifications(
-                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock
+                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock,
+                on: core.loop
             ) { messages in core.received(messages) }
         } else {
             listener = nil
@@ -147,6 +148,7 @@ public final class Gateway: Sendable {
         await provider.shutdown(gracePeriod: gracePeriod)
         await core.stop()
         await listener?.stop()
+        core.stopLoop()
         await device.shutdown(gracePeriod: gracePeriod)
         await admin?.shutdown(gracePeriod: .seconds(1))
         logger.info("gateway stopped")
