@@ -47,9 +47,11 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // Syscalls and rtnetlink only: no library beyond libc (CRouseShim re-exports it).
+        // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
+        // curl's variadic calls (libcurl only), OpenSSL's macros (OpenSSL only).
         .target(name: "CRouseSys"),
-        .target(name: "CRouseShim", dependencies: ["CCurl", "CNghttp2", "COpenSSL", "CRouseSys"]),
+        .target(name: "CRouseCurl", dependencies: ["CCurl"]),
+        .target(name: "CRouseOpenSSL", dependencies: ["COpenSSL"]),
 
         // MARK: Pure Swift models (no C module)
         // The two protocols our programs speak to each other: the device channel, the agent IPC.
@@ -64,6 +66,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
+        // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
+        .target(name: "RouseAgentCore", swiftSettings: swiftSettings),
         // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
         .target(name: "RouseClock", swiftSettings: swiftSettings),
         // `--version` of every binary; deploy/package.sh stamps release builds.
@@ -71,9 +76,10 @@ let package = Package(
 
         // MARK: Bindings
         .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
-        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, pidfds); no
-        // daemon and no library product links it (the daemons' short children go through RouseState's ShortChild).
-        .target(name: "RouseChildProcess", dependencies: ["CRouseShim"], swiftSettings: swiftSettings),
+        // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, through
+        // RouseSystem); no daemon and no library product links it (the daemons' short children go through RouseState's
+        // ShortChild).
+        .target(name: "RouseChildProcess", dependencies: ["RouseSystem"], swiftSettings: swiftSettings),
         // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
         .target(
             name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"],
@@ -81,14 +87,14 @@ let package = Package(
         .target(
             name: "RouseHTTP2",
             dependencies: [
-                "CNghttp2", "COpenSSL", "CRouseShim", "RouseClock", "RouseEventLoop", "RouseSystem",
+                "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseClock", "RouseEventLoop", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseCurl",
-            dependencies: ["CCurl", "CRouseShim", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CCurl", "CRouseCurl", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -138,7 +144,7 @@ let package = Package(
         .target(
             name: "RouseState",
             dependencies: [
-                "CRouseSys",
+                "RouseSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -151,14 +157,14 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation", "RouseWire"],
+            dependencies: ["RouseActivation", "RouseSystem", "RouseWire"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseActivation", "RouseCurl", "RouseReachability", "CRouseShim", "RouseState",
-                "RouseWire",
+                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseReachability",
+                "RouseState", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -185,8 +191,8 @@ let package = Package(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
-                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseState", "RouseBuildInfo", "RouseDaemon",
-                "RouseClock",
+                "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
+                "RouseDaemon", "RouseClock",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -216,7 +222,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -235,6 +241,7 @@ let package = Package(
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
+        .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock"], swiftSettings: swiftSettings),
         .testTarget(
@@ -272,8 +279,9 @@ let package = Package(
         .testTarget(
             name: "RouseAgentTests",
             dependencies: [
-                "RouseAgent", "RouseAgentClient", "RouseGateway", "RouseHTTP2", "RouseTestSupport", "RouseAPNs",
-                "RouseActivation", "RouseChildProcess", "RouseEventLoop", "RouseSystem", "RouseWire",
+                "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
+                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseEventLoop",
+                "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -285,12 +293,13 @@ let package = Package(
         ),
         // The first-run commands and the CLI's manners, through the built products.
         .testTarget(
-            name: "RouseFirstRunTests", dependencies: ["RouseAgent", "RouseGateway", "RouseTestSupport"],
+            name: "RouseFirstRunTests",
+            dependencies: ["RouseAgent", "RouseAgentCore", "RouseGateway", "RouseTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RouseStateTests",
             dependencies: [
-                "RouseState", "RouseTestSupport",
+                "RouseState", "RouseSystem", "RouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

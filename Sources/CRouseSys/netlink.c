@@ -1,24 +1,16 @@
 #define _GNU_SOURCE
 #include "rouse_netlink.h"
-#include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <sys/ioctl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-
-int rouse_netlink_socket_type(void) { return SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC; }
-
-int rouse_eventfd_open(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 int rouse_setns_net(int fd) { return setns(fd, CLONE_NEWNET); }
 
 int rouse_so_rcvbufforce(void) { return SO_RCVBUFFORCE; }
-
-int rouse_open_rdonly_cloexec(void) { return O_RDONLY | O_CLOEXEC; }
 
 int rouse_set_thread_name(const char *name) {
     char truncated[16];

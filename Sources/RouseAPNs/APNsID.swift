@@ -45,12 +45,18 @@ public enum APNsID {
                 }
                 let word = index < 8 ? h : l
                 let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (index & 7)))
-                out[i] = hexDigits[Int(byte >> 4)]
-                out[i + 1] = hexDigits[Int(byte & 0x0F)]
+                // Digits by arithmetic: the table's lazy global and bounds checks cost more than the rest.
+                out[i] = lowercaseHexDigit(byte >> 4)
+                out[i + 1] = lowercaseHexDigit(byte & 0x0F)
                 i += 2
             }
             return i
         }
+    }
+
+    @inline(__always)
+    private static func lowercaseHexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
     }
 
     /// Formats 16 bytes as a canonical lowercase UUID.

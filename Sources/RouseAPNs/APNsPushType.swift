@@ -77,7 +77,19 @@ public struct APNsPushType: RawRepresentable, Hashable, Sendable, CustomStringCo
     public func bundleID(fromTopic topic: String) -> Substring? {
         guard let suffix = topicSuffix else { return Substring(topic) }
         if suffix.isEmpty { return topic.isEmpty ? nil : Substring(topic) }
-        guard topic.utf8.count > suffix.utf8.count, topic.hasSuffix(suffix) else { return nil }
+        guard topic.utf8.count > suffix.utf8.count else { return nil }
+        // ASCII topics (every bundle ID): a byte comparison, the same answer as `hasSuffix` and `dropLast` on
+        // characters at a fraction of their cost (they were a sixth of the mock's validation time).
+        var suffixCopy = suffix
+        if let ascii = topic.utf8.withContiguousStorageIfAvailable({ bytes in
+            suffixCopy.withUTF8 { tail in
+                bytes.allSatisfy { $0 < 0x80 }
+                    ? UnsafeBufferPointer(rebasing: bytes[(bytes.count - tail.count)...]).elementsEqual(tail) : nil
+            }
+        }), let matches = ascii {
+            return matches ? Substring(topic.utf8.dropLast(suffix.utf8.count)) : nil
+        }
+        guard topic.hasSuffix(suffix) else { return nil }
         return topic.dropLast(suffix.count)
     }
 }

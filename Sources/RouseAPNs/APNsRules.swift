@@ -5,6 +5,9 @@ public enum APNsRules {
     /// The path prefix of a push request.
     public static let devicePathPrefix = "/3/device/"
 
+    /// `devicePathPrefix`'s bytes, for comparisons on a path's contiguous UTF-8.
+    private static let devicePathPrefixBytes: [UInt8] = Array(devicePathPrefix.utf8)
+
     /// Longest device token accepted, in hex digits. Apple: "Don't make assumptions about device token
     /// size", so this bound only protects against garbage (512 bytes of token).
     public static let maxDeviceTokenHexDigits = 1024
@@ -24,10 +27,30 @@ public enum APNsRules {
     /// - 400 BadDeviceToken: "The specified device token is invalid." [RESP] (see `checkDeviceToken`).
     public static func deviceToken(fromPath path: String) -> Result<Substring, APNsReason> {
         let utf8 = path.utf8
+        // Byte comparisons on the contiguous UTF-8 (native strings always have it): the generic `starts(with:)`
+        // and per-byte walk of a `Substring` cost thousands of instructions per request in the mock's profile.
+        let prefixLength = devicePathPrefix.utf8.count
+        let verdict = utf8.withContiguousStorageIfAvailable { bytes -> Result<Void, APNsReason> in
+            guard bytes.count >= prefixLength,
+                UnsafeBufferPointer(rebasing: bytes[..<prefixLength]).elementsEqual(devicePathPrefixBytes)
+            else {
+                return .failure(path == "/3/device" ? .missingDeviceToken : .badPath)
+            }
+            if bytes.count == prefixLength { return .failure(.missingDeviceToken) }
+            if let reason = checkDeviceToken(bytes: UnsafeBufferPointer(rebasing: bytes[prefixLength...])) {
+                return .failure(reason)
+            }
+            return .success(())
+        }
+        switch verdict {
+        case .success?: return .success(Substring(utf8.dropFirst(prefixLength)))
+        case .failure(let reason)?: return .failure(reason)
+        case nil: break
+        }
         guard utf8.starts(with: devicePathPrefix.utf8) else {
             return path == "/3/device" ? .failure(.missingDeviceToken) : .failure(.badPath)
         }
-        let token = path.utf8.dropFirst(devicePathPrefix.utf8.count)
+        let token = path.utf8.dropFirst(prefixLength)
         if token.isEmpty { return .failure(.missingDeviceToken) }
         let substring = Substring(token)
         if let reason = checkDeviceToken(substring) { return .failure(reason) }
@@ -38,9 +61,18 @@ public enum APNsRules {
     /// digits, of any length (Apple: "Don't make assumptions about device token size"). Else BadDeviceToken.
     public static func checkDeviceToken(_ token: some StringProtocol) -> APNsReason? {
         let utf8 = token.utf8
+        if let verdict = utf8.withContiguousStorageIfAvailable({ checkDeviceToken(bytes: $0) }) { return verdict }
         let count = utf8.count
         guard count > 0, count % 2 == 0, count <= maxDeviceTokenHexDigits else { return .badDeviceToken }
         for byte in utf8 where !isHexDigit(byte) { return .badDeviceToken }
+        return nil
+    }
+
+    /// `checkDeviceToken` on the token's UTF-8 bytes.
+    static func checkDeviceToken(bytes: UnsafeBufferPointer<UInt8>) -> APNsReason? {
+        let count = bytes.count
+        guard count > 0, count % 2 == 0, count <= maxDeviceTokenHexDigits else { return .badDeviceToken }
+        for byte in bytes where !isHexDigit(byte) { return .badDeviceToken }
         return nil
     }
 

@@ -1,7 +1,8 @@
-import CRouseShim
 import Foundation
 import Logging
 import RouseActivation
+import RouseClock
+import RouseSystem
 import Synchronization
 
 /// Runs the activation hook command once per grant/revoke (`HookEvent`), in order, one at a time, without
@@ -10,6 +11,8 @@ import Synchronization
 final class ActivationHookRunner: Sendable {
     let command: [String]
     let timeout: Duration
+    /// Reads how long a run took (its deadline is the kernel's: `poll` on the hook's pidfd, in real time).
+    let clock: any RouseClock
     let logger: Logger
     /// Runs waiting, whether the worker thread is running, and who waits for the queue to empty. The worker is a
     /// thread of its own that exists only while there is work: no libdispatch queue (its workers leave
@@ -17,9 +20,10 @@ final class ActivationHookRunner: Sendable {
     private let work = Mutex<(queue: [HookEvent], running: Bool, drained: [CheckedContinuation<Void, Never>])>(
         ([], false, []))
 
-    init(command: [String], timeout: Duration, logger: Logger) {
+    init(command: [String], timeout: Duration, clock: any RouseClock, logger: Logger) {
         self.command = command
         self.timeout = timeout
+        self.clock = clock
         self.logger = logger
     }
 
@@ -71,29 +75,27 @@ final class ActivationHookRunner: Sendable {
         // PATH, LANG and ROUSE_* of the agent's environment: not its credentials or notify socket.
         var environment = ProcessInfo.processInfo.environment.filter { HandlerCredentials.inherited($0.key) }
         for (key, value) in event.environment { environment[key] = value }
-        let started = ContinuousClock.now
+        let started = clock.now
         let spawned: (pid: Int32, pidfd: Int32)
         do {
-            spawned = try AgentSyscalls.spawn(
-                path: command[0], arguments: command + event.arguments,
-                environment: environment.map { "\($0.key)=\($0.value)" }, channel: -1)
+            spawned = try AgentError.wrapping(
+                try Sys.spawn(
+                    path: command[0], arguments: command + event.arguments,
+                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: -1))
         } catch {
             logger.error("activation hook failed to start", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             return
         }
-        defer { AgentSyscalls.close(spawned.pidfd) }
-        let milliseconds = Int32(
-            clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let exited = rouse_agent_pidfd_poll(spawned.pidfd, milliseconds) > 0
+        defer { Sys.close(spawned.pidfd) }
+        let exited = Sys.waitForExit(pidfd: spawned.pidfd, milliseconds: Int32(clamping: timeout.wholeMilliseconds))
         if !exited {
-            AgentSyscalls.signal(pidfd: spawned.pidfd, SIGKILL)
-            AgentSyscalls.signalGroup(spawned.pid, SIGKILL)
+            Sys.signal(pidfd: spawned.pidfd, SIGKILL)
+            Sys.signalGroup(spawned.pid, SIGKILL)
         }
-        let status = AgentSyscalls.wait(pidfd: spawned.pidfd)
-        let elapsed = ContinuousClock.now - started
+        let status = Sys.wait(pidfd: spawned.pidfd)
         var fields = metadata
         fields["status"] = "\(status)"
-        fields["ms"] = "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)"
+        fields["ms"] = "\(started.duration(to: clock.now).wholeMilliseconds)"
         if !exited {
             logger.warning("activation hook killed at its deadline", metadata: fields)
         } else if status != 0 {

@@ -1,27 +1,17 @@
 import Foundation
 import Logging
+import RouseAgentCore
+import RouseSystem
 import RouseWire
 
-/// Background fetch's shell state: a ``FetchScheduler`` per handler that declares `fetch-minimum-seconds`,
-/// the fetch each one runs, and the one timer for all of them.
-struct FetchShell {
-    struct Running {
-        let id: String
-        /// The handler's `rchar + wchar` at the start (`/proc/<pid>/io`), nil when it was not running.
-        let ioAtStart: Int64?
-    }
-    var schedulers: [String: FetchScheduler] = [:]
-    var running: [String: Running] = [:]
-    var timer: (task: Task<Void, Never>, at: Duration)?
-    var nextID = 1
-}
-
+/// The agent's steps for background fetch: when fetches are due, starting and ending them. Their schedules and the
+/// fetch each handler runs are in ``Fetches``.
 extension Agent {
     /// At start: a scheduler for each handler that fetches.
     func startFetch() {
-        for name in slots.keys.sorted() {
-            guard let minimum = slots[name]?.configuration.fetchMinimum else { continue }
-            fetches.schedulers[name] = FetchScheduler(minimum: minimum, now: now)
+        for name in handlers.names {
+            guard let minimum = handlers.configuration(of: name)?.fetchMinimum else { continue }
+            fetches.schedule(name, minimum: minimum, now: now)
         }
         armFetchTimer()
     }
@@ -29,22 +19,12 @@ extension Agent {
     /// One timer, at the earliest preferred fetch; none while the network is unusable. An armed timer due no later is
     /// kept (a cancelled sleep would still wake the agent at its deadline).
     func armFetchTimer() {
-        let next = fetches.schedulers.values.compactMap { $0.nextTimer(networkUsable: gatewayReachable) }.min()
-        guard let next else { return }
-        if let armed = fetches.timer, armed.at <= next { return }
-        fetches.timer?.task.cancel()
-        let delay = max(.zero, next - now)
-        fetches.timer = (
-            Task {
-                try? await Task.sleep(for: delay)
-                guard !Task.isCancelled else { return }
-                self.fetchTimerFired()
-            }, next
-        )
+        guard let next = fetches.nextTimer(networkUsable: link.reachable) else { return }
+        fetches.timer.arm(at: time.instant(next)) { await self.fetchTimerFired() }
     }
 
     private func fetchTimerFired() {
-        fetches.timer = nil
+        fetches.timer.fired()
         fetchOpportunity(wakeUp: false)
     }
 
@@ -54,14 +34,12 @@ extension Agent {
     func fetchOpportunity(wakeUp: Bool) {
         let current = now
         var woke = wakeUp
-        for name in fetches.schedulers.keys.sorted()
-        where fetches.schedulers[name]!.due(now: current, networkUsable: gatewayReachable, wakeUp: false) {
+        for name in fetches.due(now: current, networkUsable: link.reachable, wakeUp: false) {
             beginFetch(name)
             woke = true
         }
         if woke {
-            for name in fetches.schedulers.keys.sorted()
-            where fetches.schedulers[name]!.due(now: current, networkUsable: gatewayReachable, wakeUp: true) {
+            for name in fetches.due(now: current, networkUsable: link.reachable, wakeUp: true) {
                 beginFetch(name)
             }
         }
@@ -69,27 +47,27 @@ extension Agent {
     }
 
     private func beginFetch(_ name: String) {
-        guard slots[name] != nil else { return }
-        let id = "fetch-\(fetches.nextID)"
-        fetches.nextID += 1
-        let (started, actions) = slots[name]!.machine.fetch(id: id, now: now)
+        guard handlers.contains(name) else { return }
+        let id = fetches.makeID()
+        let now = now
+        guard let (started, actions) = handlers.step(name, { $0.fetch(id: id, now: now) }) else { return }
         guard started else {
-            fetches.schedulers[name]?.skipped(now: now)
+            fetches.skipped(name, now: now)
             return
         }
-        fetches.schedulers[name]?.started(now: now)
+        fetches.started(name, now: now)
         apply(name, actions)
-        fetches.running[name] = FetchShell.Running(id: id, ioAtStart: handlerIO(name))
+        fetches.run(name, Fetches.Running(id: id, ioAtStart: handlerIO(name)))
         logger.info("background fetch", metadata: ["handler": "\(name)", "fetch-id": "\(id)"])
         sendFetch(name)
     }
 
     /// Sends the running fetch to `name` when connected (after a launch: when it registers).
     func sendFetch(_ name: String) {
-        guard let running = fetches.running[name], slots[name]?.machine.openFetches[running.id] != nil,
-            let connection = slots[name]?.connection
+        guard let running = fetches.running(name), handlers.machine(of: name)?.openFetches[running.id] != nil,
+            let connection = handlers.connection(of: name)
         else { return }
-        let seconds = slots[name]?.configuration.rules.backgroundDeadline ?? .seconds(30)
+        let seconds = handlers.configuration(of: name)?.rules.backgroundDeadline ?? .seconds(30)
         connection.send(.fetch(.init(fetchID: running.id, seconds: Double(seconds.components.seconds))))
     }
 
@@ -98,14 +76,14 @@ extension Agent {
         _ name: String, _ connection: IPCConnection, _ request: AgentRequest.FetchComplete, requestID: Int?
     ) {
         guard let id = request.fetchID, let result = request.result.flatMap(BackgroundFetchResult.init(rawValue:)),
-            fetches.running[name]?.id == id
+            fetches.running(name)?.id == id
         else {
             connection.sendError(
                 "badRequest", "fetchComplete needs the running fetch's fetchID and result newData|noData|failed",
                 requestID: requestID)
             return
         }
-        apply(name, slots[name]!.machine.fetchCompleted(id: id, now: now))
+        apply(name, handlers.step(name) { $0.fetchCompleted(id: id, now: now) })
         let outcome: FetchScheduler.Outcome =
             switch result {
             case .newData: .newData
@@ -118,13 +96,13 @@ extension Agent {
 
     /// The handler exited or disconnected: a fetch it did not complete counts as timed out.
     func fetchHandlerGone(_ name: String) {
-        if fetches.running[name] != nil { endFetch(name, .timedOut) }
+        if fetches.running(name) != nil { endFetch(name, .timedOut) }
     }
 
     private func endFetch(_ name: String, _ outcome: FetchScheduler.Outcome) {
-        guard let running = fetches.running.removeValue(forKey: name) else { return }
+        guard let running = fetches.ended(name) else { return }
         let io = running.ioAtStart.flatMap { start in handlerIO(name).map { $0 - start } } ?? handlerIO(name) ?? 0
-        let factor = fetches.schedulers[name]?.ended(outcome, bytes: io, now: now)
+        let factor = fetches.record(name, outcome, bytes: io, now: now)
         logger.info(
             "background fetch ended",
             metadata: [
@@ -137,8 +115,8 @@ extension Agent {
     /// The handler's bytes read and written (`rchar + wchar` of `/proc/<pid>/io`): what it moved during a fetch. An
     /// approximation (files count too); nil when it is not running.
     private func handlerIO(_ name: String) -> Int64? {
-        guard let pid = slots[name]?.process?.pid ?? slots[name]?.connection?.peer?.pid,
-            let text = AgentSyscalls.readFile("/proc/\(pid)/io")
+        guard let pid = handlers.process(of: name)?.pid ?? handlers.connection(of: name)?.peer?.pid,
+            let text = Sys.readText("/proc/\(pid)/io")
         else { return nil }
         var total: Int64 = 0
         for line in text.split(separator: "\n") where line.hasPrefix("rchar:") || line.hasPrefix("wchar:") {
@@ -149,10 +127,6 @@ extension Agent {
 
     /// `rouse agent status`: the next planned fetch and the history that set it.
     func fetchStatus(_ name: String) -> AgentStatus.Fetch? {
-        guard let scheduler = fetches.schedulers[name] else { return nil }
-        return AgentStatus.Fetch(
-            minimumSeconds: FetchScheduler.seconds(scheduler.minimum), factor: scheduler.factor,
-            nextInSeconds: gatewayReachable ? max(0, FetchScheduler.seconds(scheduler.preferred - now)) : nil,
-            running: fetches.running[name]?.id, history: scheduler.history)
+        fetches.status(name, now: now, networkUsable: link.reachable)
     }
 }

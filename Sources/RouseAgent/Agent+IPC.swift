@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import RouseActivation
+import RouseAgentCore
+import RouseSystem
 import RouseWire
 
 extension Agent {
@@ -8,46 +10,27 @@ extension Agent {
     /// register (or, for an admin request, finish) within ``registrationTimeout``.
     func accepted(_ fd: Int32, peer: IPCConnection.Peer) {
         let connection = makeConnection(fd: fd, peer: peer, launchedFor: nil)
-        registrationDeadlines[connection.id] = now + Self.registrationTimeout
+        ipc.expectRegistration(connection, by: now + IPCRegistry.registrationTimeout)
         armRegistrationSweep()
     }
 
-    /// Time a socket-path connection has to register (an admin connection: to finish).
-    static let registrationTimeout = Duration.seconds(5)
-
-    /// One timer for every connection that has not registered yet. An armed timer due no later than the earliest
-    /// deadline is kept: a cancelled sleep would still wake the agent at its deadline.
+    /// One timer for every connection that has not registered yet.
     private func armRegistrationSweep() {
-        guard let next = registrationDeadlines.values.min() else { return }
-        if let armed = registrationSweep, armed.at <= next { return }
-        registrationSweep?.task.cancel()
-        let delay = max(.zero, next - now)
-        registrationSweep = (
-            Task {
-                try? await Task.sleep(for: delay)
-                guard !Task.isCancelled else { return }
-                self.sweepRegistrations()
-            }, next
-        )
+        guard let next = ipc.nextDeadline else { return }
+        ipc.sweep.arm(at: time.instant(next)) { await self.sweepRegistrations() }
     }
 
     private func sweepRegistrations() {
-        registrationSweep = nil
-        let current = now
-        for (id, deadline) in registrationDeadlines where deadline <= current {
-            registrationDeadlines[id] = nil
-            guard let connection = connections[id], registered[id] == nil else { continue }
-            connection.sendError("registrationTimeout", "no register within \(Self.registrationTimeout)")
+        ipc.sweep.fired()
+        for connection in ipc.overdue(now: now) {
+            connection.sendError("registrationTimeout", "no register within \(IPCRegistry.registrationTimeout)")
             connection.close()
         }
         armRegistrationSweep()
     }
 
     func makeConnection(fd: Int32, peer: IPCConnection.Peer?, launchedFor: String?) -> IPCConnection {
-        let connection = IPCConnection(id: nextConnectionID, fd: fd, peer: peer, launchedFor: launchedFor)
-        nextConnectionID += 1
-        connections[connection.id] = connection
-        connection.start()
+        let connection = ipc.open(fd: fd, peer: peer, launchedFor: launchedFor)
         Task {
             for await inbound in connection.inbound { self.handle(connection, inbound) }
         }
@@ -57,28 +40,24 @@ extension Agent {
     private func handle(_ connection: IPCConnection, _ inbound: IPCConnection.Inbound) {
         switch inbound {
         case .closed:
-            connections.removeValue(forKey: connection.id)
-            registrationDeadlines[connection.id] = nil
+            let name = ipc.closed(connection)
             if let peer = connection.peer, connection.launchedFor == nil { admission.release(uid: peer.uid) }
-            guard let name = registered.removeValue(forKey: connection.id), var slot = slots[name],
-                slot.connection === connection
-            else { return }
-            slot.connection = nil
-            if slot.process == nil, slot.preservation.launchBegun {
+            guard let name, handlers.detach(name, connection) else { return }
+            let running = handlers.process(of: name) != nil
+            if !running, preservations.flags(of: name).launchBegun {
                 launchAbandoned(name)
-                slot.preservation = Preservation()
+                preservations.reset(name)
             }
-            slots[name] = slot
-            wakePreserveWaiters(name)  // it can no longer answer
+            preservations.wake(name)  // it can no longer answer
             holderGone(name, reason: .connectionClosed)
-            if slot.process == nil {
+            if !running {
                 fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.
-                apply(name, slots[name]!.machine.exited(now: now))
+                apply(name, handlers.step(name) { $0.exited(now: now) })
             }
         case .messageWithDescriptor(let frame, let descriptor):
-            guard let name = registered[connection.id] else {
-                AgentSyscalls.close(descriptor)
+            guard let name = ipc.handler(of: connection) else {
+                Sys.close(descriptor)
                 handleUnregistered(connection, frame)
                 return
             }
@@ -89,7 +68,7 @@ extension Agent {
                 metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
             connection.close()
         case .message(let frame):
-            if let name = registered[connection.id] {
+            if let name = ipc.handler(of: connection) {
                 handleRegistered(name, connection, frame)
             } else {
                 handleUnregistered(connection, frame)
@@ -97,7 +76,7 @@ extension Agent {
         }
     }
 
-    private var agentUID: UInt32 { AgentSyscalls.uid }
+    private var agentUID: UInt32 { Sys.uid }
 
     /// Admin requests come from root, the agent's own user or a member of the configured admin group, and never
     /// from a handler: not on the connection its launch created, nor from any process in a handler's cgroup or
@@ -105,7 +84,7 @@ extension Agent {
     private func isAdmin(_ connection: IPCConnection) -> Bool {
         guard connection.launchedFor == nil, let peer = connection.peer, !isHandlerProcess(peer) else { return false }
         if peer.uid == 0 || peer.uid == agentUID { return true }
-        guard let name = configuration.adminGroup, let group = AgentSyscalls.group(named: name) else { return false }
+        guard let name = configuration.adminGroup, let group = Sys.group(named: name) else { return false }
         return peer.gid == group || peer.groups.contains(group)
     }
 
@@ -124,10 +103,10 @@ extension Agent {
     /// Whether the peer is one of our handlers or something a handler started. Read from `/proc`, then checked
     /// against the peer's pidfd: a peer that is gone (its pid perhaps reused) counts as a handler (refused).
     private func isHandlerProcess(_ peer: IPCConnection.Peer) -> Bool {
-        let leaders = Set(slots.values.compactMap { $0.process?.pid })
-        let inCgroup = AgentSyscalls.cgroupPath(pid: peer.pid).map { control.holds(cgroupPath: $0) } ?? true
-        let group = AgentSyscalls.processGroup(pid: peer.pid)
-        guard peer.pidfd >= 0, AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return true }
+        let leaders = Set(handlers.processes.map(\.pid))
+        let inCgroup = Sys.cgroupPath(pid: peer.pid).map { control.holds(cgroupPath: $0) } ?? true
+        let group = Sys.processGroup(pid: peer.pid)
+        guard peer.pidfd >= 0, Sys.pid(ofPidfd: peer.pidfd) == peer.pid else { return true }
         return inCgroup || leaders.contains(peer.pid) || group.map { leaders.contains($0) } ?? true
     }
 
@@ -136,7 +115,7 @@ extension Agent {
         let requestID = frame.requestID
         switch frame.message {
         case .register(let register):
-            guard let name = register.handler, slots[name] != nil else {
+            guard let name = register.handler, handlers.contains(name) else {
                 connection.sendError("unknownHandler", "no handler named \(register.handler ?? "(none)")")
                 connection.close()
                 return
@@ -149,18 +128,16 @@ extension Agent {
                 connection.close()
                 return
             }
-            var slot = slots[name]!
-            slot.connection = connection
-            slots[name] = slot
-            registered[connection.id] = name
-            registrationDeadlines[connection.id] = nil
-            connection.send(.registered(.init(handler: name, launchReason: slot.launchReason ?? "connected")))
+            handlers.attach(name, connection)
+            ipc.register(connection, as: name)
+            connection.send(
+                .registered(.init(handler: name, launchReason: handlers.launchReason(of: name) ?? "connected")))
             handTokens(name, force: true)
-            connection.send(.reachability(.init(reachable: gatewayReachable)))
+            connection.send(.reachability(.init(reachable: link.reachable)))
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
             registeredForPreservation(name, connection, optIn: register.preserves == true)
-            flushActivationOutbox(name)
-            apply(name, slots[name]!.machine.registered(now: now))
+            activations.flushOutbox(name)
+            apply(name, handlers.step(name) { $0.registered(now: now) })
             transfersRegistered(name)
             sendFetch(name)
         case .status:
@@ -168,7 +145,7 @@ extension Agent {
             connection.send(.statusReply(.init(detail: statusJSON())), requestID: requestID)
         case .sessions:
             guard requireAdmin(connection, "sessions", requestID: requestID) else { return }
-            connection.send(.sessionsReply(.init(detail: arbiter.snapshot.json())), requestID: requestID)
+            connection.send(.sessionsReply(.init(detail: activations.snapshot.json())), requestID: requestID)
         case .routeChanged(let change):
             guard requireAdmin(connection, "routeChanged", requestID: requestID) else { return }
             guard let reason = change.reason, !reason.isEmpty else {
@@ -181,7 +158,7 @@ extension Agent {
             guard let name = adminTarget(connection, "reregister", request.handler, requestID: requestID) else {
                 return
             }
-            apply(name, slots[name]!.machine.reregister())
+            apply(name, handlers.step(name) { $0.reregister() })
             connection.send(.ok(.init()), requestID: requestID)
         case .userControl(let control):
             guard let name = adminTarget(connection, "userControl", control.handler, requestID: requestID) else {
@@ -190,9 +167,9 @@ extension Agent {
             if control.state == "stopped" {
                 quitByUser(name)
                 transfersUserStopped(name)
-                apply(name, slots[name]!.machine.userStop())
+                apply(name, handlers.step(name) { $0.userStop() })
             } else {
-                apply(name, slots[name]!.machine.userStart(now: now))
+                apply(name, handlers.step(name) { $0.userStart(now: now) })
             }
             connection.send(.ok(.init()), requestID: requestID)
         case .rotateKey:
@@ -217,7 +194,7 @@ extension Agent {
         _ connection: IPCConnection, _ request: String, _ handler: String?, requestID: Int?
     ) -> String? {
         guard requireAdmin(connection, request, requestID: requestID) else { return nil }
-        guard let name = handler, slots[name] != nil else {
+        guard let name = handler, handlers.contains(name) else {
             connection.sendError(
                 "unknownHandler", "\(request): no handler named \(handler ?? "(none)")", requestID: requestID)
             return nil
@@ -228,35 +205,36 @@ extension Agent {
     /// Who may act as handler `name`: the connection its launch created, or a peer whose uid is the
     /// handler's and whose executable is the handler's command, checked through its pidfd.
     private func authorize(_ connection: IPCConnection, as name: String) -> String? {
-        guard let slot = slots[name] else { return "unknown handler" }
+        guard let handler = handlers.configuration(of: name) else { return "unknown handler" }
+        let connected = handlers.connection(of: name) != nil
         if let launchedFor = connection.launchedFor {
             return launchedFor == name ? nil : "this connection belongs to handler \(launchedFor)"
         }
-        if slot.preservation.adopted, slot.connection == nil {
+        if preservations.flags(of: name).adopted, !connected {
             return isAdoptedProcess(name, connection) ? nil : "handler \(name) runs as a re-attached process"
         }
         guard let peer = connection.peer, peer.pidfd >= 0 else { return "no peer credentials" }
         guard
             let expectedUID = try? HandlerCredentials.resolve(
-                slot.configuration, agentUID: agentUID, agentGID: AgentSyscalls.gid,
+                handler, agentUID: agentUID, agentGID: Sys.gid,
                 defaultUser: configuration.handlerUser
             ).account.uid
         else { return "handler \(name) may not run (see its launch error)" }
         guard peer.uid == expectedUID else { return "uid \(peer.uid) is not the handler's uid \(expectedUID)" }
-        guard let executable = AgentSyscalls.executable(pid: peer.pid),
-            let expected = AgentSyscalls.realPath(slot.configuration.command[0])
+        guard let executable = Sys.executable(pid: peer.pid), let command = handler.command.first,
+            let expected = Sys.realPath(command)
         else { return "cannot read the peer's executable" }
         // The pidfd pins the process: if it still has pid `peer.pid`, the executable read above is its own.
-        guard AgentSyscalls.pid(ofPidfd: peer.pidfd) == peer.pid else { return "peer exited while being checked" }
+        guard Sys.pid(ofPidfd: peer.pidfd) == peer.pid else { return "peer exited while being checked" }
         guard executable == expected else { return "executable \(executable) is not \(expected)" }
-        if slot.connection != nil { return "handler \(name) is already connected" }
+        if connected { return "handler \(name) is already connected" }
         return nil
     }
 
     /// A message from registered handler `name`.
     private func handleRegistered(_ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>) {
         let requestID = frame.requestID
-        guard slots[name]?.connection === connection else {
+        guard handlers.connection(of: name) === connection else {
             // Its handler was removed by a reload (or replaced): nothing to act on.
             connection.sendError("unknownHandler", "handler \(name) is no longer configured", requestID: requestID)
             connection.close()
@@ -269,11 +247,11 @@ extension Agent {
                 connection.sendError("badRequest", "reportCall needs callID", requestID: requestID)
                 return
             }
-            apply(name, slots[name]!.machine.reportCall(pushID: report.pushID, callID: callID, now: current))
+            apply(name, handlers.step(name) { $0.reportCall(pushID: report.pushID, callID: callID, now: current) })
             callStarted(name, connection, report)
         case .callEnded(let ended):
-            apply(name, slots[name]!.machine.callEnded(callID: ended.callID ?? "", now: current))
-            if slots[name]?.machine.activeCalls.isEmpty == true {
+            apply(name, handlers.step(name) { $0.callEnded(callID: ended.callID ?? "", now: current) })
+            if handlers.machine(of: name)?.activeCalls.isEmpty == true {
                 callEnded(name, notifyOthers: ended.notifyOthers ?? true)
             }
         case .activate(let request):
@@ -288,15 +266,18 @@ extension Agent {
                     "badRequest", "complete needs pushID and result newData|noData|failed", requestID: requestID)
                 return
             }
-            apply(name, slots[name]!.machine.complete(pushID: pushID, result: result, now: current))
+            apply(name, handlers.step(name) { $0.complete(pushID: pushID, result: result, now: current) })
         case .beginTask(let task):
-            let (id, actions) = slots[name]!.machine.beginTask(name: task.taskName ?? "unnamed", now: current)
+            guard
+                let (id, actions) = handlers.step(
+                    name, { $0.beginTask(name: task.taskName ?? "unnamed", now: current) })
+            else { return }
             if id == nil {
                 connection.sendError("taskInvalid", "no background time left", requestID: requestID)
             }
             apply(name, actions)
         case .endTask(let task):
-            apply(name, slots[name]!.machine.endTask(id: task.taskID ?? -1, now: current))
+            apply(name, handlers.step(name) { $0.endTask(id: task.taskID ?? -1, now: current) })
         case .setState(let request):
             guard let state = request.state.flatMap(HandlerLifecycle.init(rawValue:)),
                 [.active, .inactive, .background].contains(state)
@@ -305,7 +286,7 @@ extension Agent {
                     "badRequest", "setState needs state active|inactive|background", requestID: requestID)
                 return
             }
-            apply(name, slots[name]!.machine.setState(state, now: current))
+            apply(name, handlers.step(name) { $0.setState(state, now: current) })
             if state == .background { wentToBackground(name) }
         case .status:
             // A handler sees itself: its own state and tokens, not the others' nor the device id.

@@ -1,24 +1,14 @@
 import Foundation
 import Logging
 import RouseActivation
+import RouseAgentCore
 import RouseState
 import RouseWire
 
+/// The agent's steps for state preservation: the handlers' archives and the agent's own, offers and answers, the
+/// requests to preserve before a suspension or termination. The per-handler flags and the waits are in
+/// ``Preservations``; the archives in ``AgentPersistence``.
 extension Agent {
-    /// One handler's preservation state in its slot (a plain value; reset at each launch).
-    struct Preservation {
-        /// The handler opted in (`register` with `preserves`, or it preserved).
-        var optedIn = false
-        /// `beginLaunch` ran for this process (not again when a re-attached handler reconnects).
-        var launchBegun = false
-        /// The restoration on offer, until the handler answers.
-        var offer: Restoration?
-        /// The next `.suspend`/`.kill` runs at once: the handler was already asked to preserve.
-        var asked = false
-        /// The process was launched by an earlier agent and re-attached.
-        var adopted = false
-    }
-
     /// Name of the agent's own archive.
     static let ownArchive = "rouse-agent"
     /// Format of the agent's own pieces; an archive with another writer version is discarded.
@@ -31,12 +21,9 @@ extension Agent {
     /// After `register`: records the opt-in; at the first registration of a launch, `beginLaunch` and the
     /// offer of what was preserved, then `finishLaunch` after the grace period if it is still up.
     func registeredForPreservation(_ name: String, _ connection: IPCConnection, optIn: Bool) {
-        guard let persistence, var slot = slots[name] else { return }
+        guard let persistence, handlers.contains(name) else { return }
         let metadata: Logger.Metadata = ["handler": "\(name)"]
-        slot.preservation.optedIn = optIn
-        let beginning = !slot.preservation.launchBegun
-        slot.preservation.launchBegun = true
-        slots[name] = slot
+        let beginning = preservations.registered(name, optIn: optIn)
         guard optIn else {
             if beginning, (try? persistence.preservation.forget(handler: name)) == nil {
                 logger.warning("preserved state not forgotten", metadata: metadata)
@@ -46,7 +33,7 @@ extension Agent {
         guard beginning else { return }
         do {
             if let offer = try persistence.preservation.beginLaunch(handler: name) {
-                slots[name]?.preservation.offer = offer
+                preservations.offer(offer, to: name)
                 let pieces = Dictionary(
                     offer.pieces.map { ($0.path.description, Data($0.data).base64EncodedString()) },
                     uniquingKeysWith: { $1 })
@@ -59,14 +46,15 @@ extension Agent {
             logger.error("preserved state not offered", metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
         let grace = configuration.restorationGrace
+        let clock = time.clock
         Task {
-            try? await Task.sleep(for: grace)
+            try? await clock.sleep(for: grace)
             self.finishLaunch(name, connection)
         }
     }
 
     private func finishLaunch(_ name: String, _ connection: IPCConnection) {
-        guard let persistence, slots[name]?.connection === connection else { return }
+        guard let persistence, handlers.connection(of: name) === connection else { return }
         do {
             try persistence.preservation.finishLaunch(handler: name)
             logger.info("handler launch finished", metadata: ["handler": "\(name)"])
@@ -89,7 +77,7 @@ extension Agent {
     /// `preserve`: every piece checked first (base64, path); one bad piece ⇒ a precise error and nothing
     /// stored (the previous archive stays).
     func preserveReceived(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.Preserve) {
-        defer { wakePreserveWaiters(name) }
+        defer { preservations.wake(name) }
         guard let persistence else {
             connection.sendError("unavailable", "this agent keeps no preserved state")
             return
@@ -101,7 +89,7 @@ extension Agent {
         var archive = PreservationArchive(
             info: .init(
                 handler: name, writerVersion: version, agentVersion: Self.version,
-                createdAt: Int64(Date().timeIntervalSince1970)))
+                createdAt: wallMilliseconds / 1000))
         for (text, data) in encoded.sorted(by: { $0.key < $1.key }) {
             guard let bytes = Data(base64Encoded: data) else {
                 connection.sendError("badRequest", "piece \(text): data is not base64; nothing preserved")
@@ -115,7 +103,7 @@ extension Agent {
             }
         }
         let orphans = archive.orphans.map(\.description)
-        slots[name]?.preservation.optedIn = true
+        preservations.optedIn(name)
         do {
             guard try persistence.preservation.preserve(archive) else {
                 connection.sendError(
@@ -128,7 +116,7 @@ extension Agent {
             return
         }
         let kept = archive.preservedPieces.count
-        preservesStored += 1
+        preservations.countStored()
         logger.info(
             "handler state preserved",
             metadata: ["handler": "\(name)", "pieces": "\(kept)", "orphans": "\(orphans.count)"])
@@ -139,11 +127,10 @@ extension Agent {
 
     /// `restoreReply`: the handler's answer to the offer, run through the restoration rules.
     func restoreReplied(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.RestoreReply) {
-        guard let persistence, let offer = slots[name]?.preservation.offer else {
+        guard let persistence, let offer = preservations.takeOffer(name) else {
             connection.sendError("badRequest", "no restoration is on offer")
             return
         }
-        slots[name]?.preservation.offer = nil
         var metadata: Logger.Metadata = ["handler": "\(name)"]
         do {
             guard message.accepted == true else {
@@ -162,7 +149,7 @@ extension Agent {
             metadata["skipped"] = "\(outcome.skipped.count)"
             metadata["failed-at"] = "\(outcome.failedAt?.description ?? "-")"
             logger.info("handler restoration answered", metadata: metadata)
-            restorationsAnswered += 1
+            preservations.countAnswered()
         } catch {
             logger.error("restoration answer not recorded", metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
@@ -185,9 +172,10 @@ extension Agent {
     /// (or ``AgentConfiguration/preserveTimeout`` passed); the agent preserves its own state then too.
     /// Returns whether the action was deferred.
     func preservationDefers(_ name: String, _ action: HandlerAction) -> Bool {
-        guard persistence != nil, let slot = slots[name] else { return false }
-        if slot.preservation.asked {
-            slots[name]?.preservation.asked = false
+        guard persistence != nil, handlers.contains(name) else { return false }
+        let flags = preservations.flags(of: name)
+        if flags.asked {
+            preservations.setAsked(name, false)
             return false
         }
         let reason: String
@@ -200,7 +188,7 @@ extension Agent {
         default: return false
         }
         preserveAgentState()
-        guard slot.preservation.optedIn, slot.connection != nil else { return false }
+        guard flags.optedIn, handlers.connection(of: name) != nil else { return false }
         Task {
             await self.askToPreserve(name, reason: reason)
             self.performDeferred(name, action)
@@ -209,50 +197,40 @@ extension Agent {
     }
 
     private func performDeferred(_ name: String, _ action: HandlerAction) {
-        guard slots[name]?.process != nil || slots[name]?.connection != nil else { return }
+        guard handlers.process(of: name) != nil || handlers.connection(of: name) != nil else { return }
         // A push may have resumed the handler while it was preserving: then it is not suspended any more.
-        if action == .suspend && slots[name]?.machine.lifecycle != .suspended { return }
-        slots[name]?.preservation.asked = true
+        if action == .suspend && handlers.machine(of: name)?.lifecycle != .suspended { return }
+        preservations.setAsked(name, true)
         perform(name, action)
-        slots[name]?.preservation.asked = false
+        preservations.setAsked(name, false)
     }
 
     /// Sends `preserveRequest` and waits for the `preserve` answer, at most the preserve timeout.
     func askToPreserve(_ name: String, reason: String) async {
-        guard let connection = slots[name]?.connection else { return }
+        guard let connection = handlers.connection(of: name) else { return }
         guard connection.send(.preserveRequest(.init(reason: reason))) else { return }
         logger.debug("preservation requested", metadata: ["handler": "\(name)", "reason": "\(reason)"])
-        let id = nextPreserveWaiter
-        nextPreserveWaiter += 1
         let timeout = configuration.preserveTimeout
+        let clock = time.clock
         await withCheckedContinuation { continuation in
-            preserveWaiters[id] = (name, continuation)
+            let id = preservations.wait(for: name, continuation)
             Task {
-                try? await Task.sleep(for: timeout)
+                try? await clock.sleep(for: timeout)
                 self.expirePreserveWaiter(id)
             }
         }
     }
 
     private func expirePreserveWaiter(_ id: Int) {
-        guard let waiter = preserveWaiters.removeValue(forKey: id) else { return }
-        logger.notice("no preserve answer in time", metadata: ["handler": "\(waiter.handler)"])
-        waiter.continuation.resume()
-    }
-
-    /// Releases whoever waits for `name`'s preserve answer (it answered, or it is gone).
-    func wakePreserveWaiters(_ name: String) {
-        for (id, waiter) in preserveWaiters where waiter.handler == name {
-            preserveWaiters.removeValue(forKey: id)
-            waiter.continuation.resume()
-        }
+        guard let handler = preservations.expire(id) else { return }
+        logger.notice("no preserve answer in time", metadata: ["handler": "\(handler)"])
     }
 
     /// A handler went to the background: it is asked to preserve (no wait), the agent preserves its own.
     func wentToBackground(_ name: String) {
         guard persistence != nil else { return }
         preserveAgentState()
-        guard slots[name]?.preservation.optedIn == true else { return }
+        guard preservations.flags(of: name).optedIn else { return }
         Task { await self.askToPreserve(name, reason: "background") }
     }
 
@@ -263,9 +241,9 @@ extension Agent {
     /// most the timeout), then the agent's own state is preserved.
     func preserveAll(reason: String) async {
         guard persistence != nil else { return }
-        let names = slots.keys.sorted().filter { name in
-            guard let slot = slots[name] else { return false }
-            return slot.preservation.optedIn && slot.connection != nil && slot.machine.lifecycle != .suspended
+        let names = handlers.names.filter { name in
+            preservations.flags(of: name).optedIn && handlers.connection(of: name) != nil
+                && handlers.machine(of: name)?.lifecycle != .suspended
         }
         await withTaskGroup(of: Void.self) { group in
             for name in names { group.addTask { await self.askToPreserve(name, reason: reason) } }
@@ -282,19 +260,20 @@ extension Agent {
         var archive = PreservationArchive(
             info: .init(
                 handler: Self.ownArchive, writerVersion: Self.ownArchiveVersion, agentVersion: Self.version,
-                createdAt: Int64(Date().timeIntervalSince1970)))
+                createdAt: wallMilliseconds / 1000))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
             let handlers = try RestorationPath("handlers")
             archive.preserve([], at: handlers)
             let current = now
-            for (name, slot) in slots {
-                let snapshot = slot.machine.snapshot(now: current, wallEpochMilliseconds: wallEpochMilliseconds)
+            for name in self.handlers.names {
+                guard let machine = self.handlers.machine(of: name) else { continue }
+                let snapshot = machine.snapshot(now: current, wallEpochMilliseconds: time.wallEpochMilliseconds)
                 archive.preserve(Array(try encoder.encode(snapshot)), at: try handlers.appending(name))
             }
-            archive.preserve([gatewayReachable ? 1 : 0], at: try RestorationPath("reachability"))
-            archive.preserve(Array(arbiter.snapshot.json().utf8), at: try RestorationPath("activations"))
+            archive.preserve([link.reachable ? 1 : 0], at: try RestorationPath("reachability"))
+            archive.preserve(Array(activations.snapshot.json().utf8), at: try RestorationPath("activations"))
             try persistence.preservation.preserve(archive)
         } catch {
             logger.error("agent state not preserved", metadata: ["error": "\(error)"])
@@ -320,7 +299,7 @@ extension Agent {
                     identify: { path -> RestorationPath? in
                         switch (path.components.first, path.components.count) {
                         case ("handlers", 1), ("reachability", 1), ("activations", 1): path
-                        case ("handlers", 2): slots[path.identifier] == nil ? nil : path
+                        case ("handlers", 2): self.handlers.contains(path.identifier) ? path : nil
                         default: nil
                         }
                     },
@@ -338,11 +317,14 @@ extension Agent {
                 if outcome.failedAt == nil {
                     let current = now
                     for (name, snapshot) in snapshots {
-                        let running = slots[name]?.process != nil
-                        slots[name]?.machine.restore(snapshot, now: current, running: running)
-                        if let held = snapshot.held { inFlight.insert(held.id) }
+                        let running = self.handlers.process(of: name) != nil
+                        _ = self.handlers.step(name) { machine in
+                            machine.restore(snapshot, now: current, running: running)
+                            return []
+                        }
+                        if let held = snapshot.held { _ = link.beginDelivery(held.id) }
                     }
-                    if let reachable { gatewayReachable = reachable }
+                    if let reachable { _ = link.reachability(reachable) }
                     if let activations { restoreActivations(activations) }
                     logger.info(
                         "agent state restored",
@@ -353,8 +335,9 @@ extension Agent {
             logger.error("agent state not restored", metadata: ["error": "\(error)"])
         }
         let grace = configuration.restorationGrace
+        let clock = time.clock
         Task {
-            try? await Task.sleep(for: grace)
+            try? await clock.sleep(for: grace)
             self.finishOwnLaunch()
         }
     }

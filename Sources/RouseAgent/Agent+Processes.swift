@@ -2,29 +2,34 @@ import Foundation
 import Logging
 import RouseActivation
 import RouseAgentClient
+import RouseAgentCore
+import RouseSystem
 
+/// Handler lifecycle's steps on processes: launching, retrying a launch, watching for an exit.
 extension Agent {
     /// Launches the handler into the background with a fresh socketpair as fd 3 (its launch identity).
     func launch(_ name: String, reason: String) {
-        guard var slot = slots[name] else { return }
-        let handler = slot.configuration
+        guard let handler = handlers.configuration(of: name) else { return }
         let metadata: Logger.Metadata = ["handler": "\(name)", "reason": "\(reason)"]
         let identity: HandlerCredentials
+        let executable: String
         do throws(AgentError) {
+            guard let command = handler.command.first else { throw AgentError.identity("handler \(name): no command") }
+            executable = command
             identity = try HandlerCredentials.resolve(
-                handler, agentUID: AgentSyscalls.uid, agentGID: AgentSyscalls.gid,
+                handler, agentUID: Sys.uid, agentGID: Sys.gid,
                 defaultUser: configuration.handlerUser)
-            if let problem = ExecutableCheck.problem(executable: handler.command[0], runsAs: identity.account.uid) {
+            if let problem = ExecutableCheck.problem(executable: executable, runsAs: identity.account.uid) {
                 throw AgentError.identity("handler \(name): \(problem)")
             }
         } catch {
             logger.error("launch refused", metadata: metadata.merging(["error": "\(error.detail)"]) { $1 })
-            slots[name]?.launchRefused = error.detail
+            handlers.launchRefused(name, error.detail)
             launchFailed(name)
             return
         }
         do {
-            let (mine, theirs) = try AgentSyscalls.socketPair()
+            let (mine, theirs) = try AgentError.wrapping(try Sys.socketPair())
             let session = configuration.mode == .user ? sessionEnvironment : nil
             var environment = identity.environment(
                 for: handler, agent: ProcessInfo.processInfo.environment, extra: configuration.handlerEnvironment,
@@ -35,26 +40,22 @@ extension Agent {
             environment["ROUSE_AGENT_SOCKET"] = configuration.socketPath
             let spawned: (pid: Int32, pidfd: Int32)
             do {
-                spawned = try AgentSyscalls.spawn(
-                    path: handler.command[0], arguments: handler.command,
-                    environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs,
-                    identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil)
+                spawned = try AgentError.wrapping(
+                    try Sys.spawn(
+                        path: executable, arguments: handler.command,
+                        environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs,
+                        identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil))
             } catch {
-                AgentSyscalls.close(mine)
-                AgentSyscalls.close(theirs)
+                Sys.close(mine)
+                Sys.close(theirs)
                 throw error
             }
-            AgentSyscalls.close(theirs)
+            Sys.close(theirs)
             let cgroup = control.place(pid: spawned.pid, handler: name)
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
-            slot.process = process
-            slot.launchReason = reason
-            slot.launchRefused = nil
-            slot.launchAttempts = 0
-            slot.machine.launched(now: now)
-            slot.preservation = Preservation()
-            slots[name] = slot
-            remember(name, process, executable: AgentSyscalls.realPath(handler.command[0]) ?? handler.command[0])
+            handlers.launched(name, process, reason: reason, now: now)
+            preservations.reset(name)
+            remember(name, process, executable: Sys.realPath(executable) ?? executable)
             _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
             logger.info(
                 "handler launched",
@@ -63,14 +64,15 @@ extension Agent {
         } catch {
             // Out of descriptors or memory (an IPC flood, a loaded machine): the pushes waiting for this launch are
             // kept, and the launch is tried again every 250 ms until its launch deadline has passed.
-            let attempts = slots[name]?.launchAttempts ?? 0
+            let attempts = handlers.launchAttempts(of: name)
             if (error as? AgentError)?.isShortage == true,
                 Self.launchRetryDelay * (attempts + 1) < handler.rules.launchDeadline
             {
                 logger.warning("launch failed: trying again", metadata: metadata.merging(["error": "\(error)"]) { $1 })
-                slots[name]?.launchAttempts = attempts + 1
+                handlers.countLaunchAttempt(name)
+                let clock = time.clock
                 Task {
-                    try? await Task.sleep(for: Self.launchRetryDelay)
+                    try? await clock.sleep(for: Self.launchRetryDelay)
                     self.retryLaunch(name, reason: reason)
                 }
                 return
@@ -84,7 +86,7 @@ extension Agent {
     static let launchRetryDelay = Duration.milliseconds(250)
 
     private func retryLaunch(_ name: String, reason: String) {
-        guard let slot = slots[name], slot.process == nil, slot.machine.lifecycle == .launching else { return }
+        guard handlers.process(of: name) == nil, handlers.machine(of: name)?.lifecycle == .launching else { return }
         launch(name, reason: reason)
     }
 
@@ -93,7 +95,7 @@ extension Agent {
         let exited = AsyncStream<Int32>.makeStream()
         let waiter = Thread {
             let status =
-                child ? AgentSyscalls.wait(pidfd: process.pidfd) : AgentSyscalls.waitForExit(pidfd: process.pidfd)
+                child ? Sys.wait(pidfd: process.pidfd) : Sys.waitForExit(pidfd: process.pidfd)
             exited.continuation.yield(status)
             exited.continuation.finish()
         }
@@ -107,8 +109,8 @@ extension Agent {
     /// The handler cannot be launched: the pushes waiting for it are consumed (acknowledged), as iOS drops a
     /// push for an app it cannot launch; the failure is logged.
     private func launchFailed(_ name: String) {
-        let waiting = slots[name]?.machine.waiting ?? []
-        apply(name, slots[name]!.machine.exited(now: now))
+        let waiting = handlers.machine(of: name)?.waiting ?? []
+        apply(name, handlers.step(name) { $0.exited(now: now) })
         if !waiting.isEmpty {
             apply(name, waiting.map { HandlerAction.ack(pushID: $0.id) })
         }
@@ -117,20 +119,17 @@ extension Agent {
     func processExited(_ name: String, process: HandlerProcess, status: Int32) {
         process.close()
         control.remove(cgroup: process.cgroup)
-        guard var slot = slots[name], slot.process === process else { return }
+        let waiting = handlers.machine(of: name)?.waiting ?? []
+        guard handlers.processExited(name, process) else { return }
         logger.info("handler exited", metadata: ["handler": "\(name)", "status": "\(status)"])
-        slot.process = nil
-        slot.connection?.close()
-        slot.connection = nil
-        if slot.preservation.launchBegun { launchAbandoned(name) }
-        slot.preservation = Preservation()
-        slots[name] = slot
-        wakePreserveWaiters(name)  // it can no longer answer
+        if preservations.flags(of: name).launchBegun { launchAbandoned(name) }
+        preservations.reset(name)
+        preservations.wake(name)  // it can no longer answer
         holderGone(name, reason: .processExited)
         fetchHandlerGone(name)
         forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.
-        for push in slot.machine.waiting { inFlight.remove(push.id) }
-        apply(name, slots[name]!.machine.exited(now: now))
+        for push in waiting { link.endDelivery(push.id) }
+        apply(name, handlers.step(name) { $0.exited(now: now) })
     }
 }

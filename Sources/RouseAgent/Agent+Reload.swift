@@ -1,36 +1,35 @@
 import Logging
 import RouseActivation
+import RouseAgentCore
 import RouseState
 
 extension Agent {
     /// Applies a new set of handler configurations (SIGHUP): new handlers are added, removed ones are
     /// terminated and dropped, changed ones take the new settings (a changed file counts as registering the
     /// handler again: strikes are cleared).
-    public func reload(handlers: [HandlerConfiguration]) async {
-        let names = Set(handlers.map(\.name))
-        for name in slots.keys.sorted() where !names.contains(name) {
+    public func reload(handlers configurations: [HandlerConfiguration]) async {
+        let names = Set(configurations.map(\.name))
+        for name in handlers.names where !names.contains(name) {
             holderGone(name, reason: .terminatedByAgent)
-            if let process = slots[name]?.process {
+            let (process, connection) = handlers.remove(name)
+            if let process {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             }
-            slots[name]?.connection?.close()
-            slots.removeValue(forKey: name)
+            connection?.close()
+            preservations.reset(name)
             // Unregistered: its preserved state and launch record go too.
             if (try? persistence?.preservation.forget(handler: name)) == nil {
                 logger.warning("preserved state of a removed handler not deleted", metadata: ["handler": "\(name)"])
             }
             logger.info("handler removed", metadata: ["handler": "\(name)"])
         }
-        for handler in handlers {
-            if var slot = slots[handler.name] {
-                guard slot.configuration != handler else { continue }
-                slot.configuration = handler
-                slot.machine.rules = handler.rules
-                slots[handler.name] = slot
-                apply(handler.name, slots[handler.name]!.machine.reregister())
+        for handler in configurations {
+            if handlers.contains(handler.name) {
+                guard handlers.reconfigure(handler) else { continue }
+                apply(handler.name, handlers.step(handler.name) { $0.reregister() })
                 logger.info("handler updated", metadata: ["handler": "\(handler.name)"])
             } else {
-                slots[handler.name] = Slot(configuration: handler, machine: HandlerMachine(rules: handler.rules))
+                handlers.add(handler, machine: HandlerMachine(rules: handler.rules))
                 logger.info("handler added", metadata: ["handler": "\(handler.name)"])
             }
         }

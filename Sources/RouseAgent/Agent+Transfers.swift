@@ -1,28 +1,13 @@
 import Foundation
 import Logging
+import RouseAgentCore
 import RouseCurl
+import RouseSystem
 import RouseWire
 import Synchronization
 
-/// The background-transfer shell's state: the rules (``TransferBook``), the libcurl jobs running, the
-/// spool accounts, and the sessions whose results a handler is owed.
-struct TransferShell {
-    struct Job {
-        let token: Int
-        let task: Task<Void, Never>
-    }
-    var book = TransferBook()
-    var jobs: [Int: Job] = [:]
-    var nextToken = 1
-    var accounts: [String: SpoolAccount] = [:]
-    /// Finished sessions by handler: their results and `transferSessionDone` are owed.
-    var owedDone: [String: Set<String>] = [:]
-    /// The persisted tasks as last saved, progress left out (saved only when something else changes).
-    var savedShape: [TransferRecord] = []
-    /// Rule events by metric name (`rouse agent transfers` shows them).
-    var metrics: [String: Int] = [:]
-}
-
+/// The agent's steps for background transfers: requests from handlers, libcurl jobs, results handed back. The state
+/// is in ``Transfers``.
 extension Agent {
     /// The spool: `<transferSpool>/<handler>/<task>.download|upload`, 0700 directories and 0600 files of the agent's.
     var spoolDirectory: String {
@@ -33,20 +18,19 @@ extension Agent {
     /// At start: the persisted tasks come back (running ones resume when the network allows), spool files no task
     /// owns are deleted (counted), and sessions that finished while the agent was down wake their handlers.
     func restoreTransfers() {
-        transfers.book = TransferBook(restoring: state.transfers ?? [], limits: configuration.transferLimits)
-        transfers.savedShape = Self.shape(transfers.book.records)
+        transfers.restore(durable.transfers, limits: configuration.transferLimits)
         let owned = Set(transfers.book.records.map(\.spoolFile))
-        for handler in AgentSyscalls.directoryEntries(spoolDirectory) {
-            for file in AgentSyscalls.directoryEntries(spoolDirectory + "/" + handler) {
+        for handler in ((try? Sys.directoryEntries(spoolDirectory)) ?? []) {
+            for file in ((try? Sys.directoryEntries(spoolDirectory + "/" + handler)) ?? []) {
                 let path = spoolDirectory + "/" + handler + "/" + file
                 if !owned.contains(path) {
-                    AgentSyscalls.removeFile(path)
-                    transfers.metrics["spool-orphans-removed", default: 0] += 1
+                    _ = try? Sys.remove(path)
+                    transfers.count("spool-orphans-removed")
                 }
             }
         }
         expireTransfers()
-        for (handler, session) in transfers.book.finishedSessions where slots[handler] != nil {
+        for (handler, session) in transfers.book.finishedSessions where handlers.contains(handler) {
             perform(transfers: [.sessionFinished(handler: handler, session: session)])
         }
     }
@@ -56,47 +40,48 @@ extension Agent {
     func expireTransfers() {
         let lifetime = configuration.transferResultLifetime
         let cutoff = wallMilliseconds - lifetime.components.seconds * 1000
-        perform(transfers: transfers.book.expire(finishedBefore: cutoff))
+        perform(transfers: transfers.step { $0.expire(finishedBefore: cutoff) })
     }
 
     /// The network's usability (the agent's reachability): running transfers wait, waiting ones resume.
     func transfersNetwork(_ usable: Bool) {
-        perform(transfers: transfers.book.network(usable: usable))
+        perform(transfers: transfers.step { $0.network(usable: usable) })
     }
 
     /// Whether the path to the network is expensive: discretionary tasks wait for one that is not.
     func transfersNetwork(expensive: Bool) {
-        perform(transfers: transfers.book.network(expensive: expensive))
+        perform(transfers: transfers.step { $0.network(expensive: expensive) })
     }
 
     /// The user stopped `name`: its pending tasks are cancelled and their files deleted.
     func transfersUserStopped(_ name: String) {
-        transfers.owedDone[name] = nil
-        perform(transfers: transfers.book.userStopped(handler: name))
+        transfers.forgive(name)
+        perform(transfers: transfers.step { $0.userStopped(handler: name) })
     }
 
     /// `name` registered: the results of its finished sessions, then `transferSessionDone` for each.
     func transfersRegistered(_ name: String) {
-        for session in (transfers.owedDone[name] ?? []).sorted() { deliverFinished(name, session) }
+        for session in transfers.owed(name) { deliverFinished(name, session) }
     }
 
     /// Stops every job (agent shutdown): tasks stay persisted as they are and resume at the next start.
     func stopTransfers() {
-        for job in transfers.jobs.values { job.task.cancel() }
-        transfers.jobs = [:]
+        transfers.stopAll()
     }
 
     /// A transfer request from registered handler `name`; `descriptor` (owned here) came with an `addTransfer`.
     func handleTransfer(
         _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>, descriptor: Int32?
     ) {
-        defer { if let descriptor { AgentSyscalls.close(descriptor) } }
+        defer { if let descriptor { Sys.close(descriptor) } }
         let requestID = frame.requestID
         do throws(TransferRefusal) {
             switch frame.message {
             case .transferSession(let request):
                 let session = request.session ?? ""
-                try transfers.book.openSession(handler: name, session: session)
+                try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
+                    try book.openSession(handler: name, session: session)
+                }
                 let tasks = transfers.book.tasks(of: name, session: session).map { Self.event($0) }
                 connection.send(.transferSessionReply(.init(session: session, tasks: tasks)), requestID: requestID)
                 // Results still owed go now (reattaching after a relaunch), files with them.
@@ -107,7 +92,9 @@ extension Agent {
                 let record = try addTransfer(name, request, descriptor: descriptor)
                 connection.send(.transferTask(Self.event(record)), requestID: requestID)
             case .cancelTransfer(let request):
-                let actions = try transfers.book.cancel(handler: name, id: request.taskID ?? -1)
+                let actions = try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
+                    try book.cancel(handler: name, id: request.taskID ?? -1)
+                }
                 perform(transfers: actions)
                 if case .notify(let record) = actions.first(where: { if case .notify = $0 { true } else { false } }) {
                     connection.send(.transferTask(Self.event(record)), requestID: requestID)
@@ -115,7 +102,8 @@ extension Agent {
                     connection.send(.ok(.init()), requestID: requestID)
                 }
             case .transfersHandled(let request):
-                apply(name, slots[name]!.machine.transfersHandled(session: request.session ?? "", now: now))
+                let now = now
+                apply(name, handlers.step(name) { $0.transfersHandled(session: request.session ?? "", now: now) })
                 connection.send(.ok(.init()), requestID: requestID)
             case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
@@ -123,7 +111,7 @@ extension Agent {
                 return  // not a transfer request: Agent+IPC dispatches these
             }
         } catch {
-            transfers.metrics["refused-\(error.code)", default: 0] += 1
+            transfers.count("refused-\(error.code)")
             logger.notice(
                 "transfer request refused", metadata: ["handler": "\(name)", "error": "\(error.code)"])
             connection.sendError(error.code, error.detail, requestID: requestID)
@@ -139,7 +127,7 @@ extension Agent {
         }
         let directory = spoolDirectory + "/" + name
         do {
-            try AgentSyscalls.makeDirectories(directory)
+            try AgentError.wrapping(try Sys.makeDirectories(directory))
         } catch {
             throw TransferRefusal(code: "spoolFull", detail: "spool directory: \(error.detail)")
         }
@@ -151,17 +139,19 @@ extension Agent {
         }
         do throws(TransferRefusal) {
             let method = kind == .download ? "GET" : (request.method ?? "PUT")
-            let (id, actions) = try transfers.book.add(
-                handler: name, session: request.session ?? "", kind: kind, url: url, method: method,
-                headers: request.headers ?? [], discretionary: request.discretionary ?? false,
-                spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
+            let (id, actions) = try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
+                try book.add(
+                    handler: name, session: request.session ?? "", kind: kind, url: url, method: method,
+                    headers: request.headers ?? [], discretionary: request.discretionary ?? false,
+                    spoolFile: { "\(directory)/\($0).\(kind.rawValue)" }, uploadBytes: incoming?.size)
+            }
             guard let record = transfers.book.tasks[id] else { throw TransferRefusal(code: "internal", detail: "") }
-            if let incoming { rename(incoming.path, record.spoolFile) }
+            if let incoming { _ = try? Sys.rename(incoming.path, record.spoolFile) }
             perform(transfers: actions)
             return transfers.book.tasks[id] ?? record
         } catch {
             if let incoming {
-                AgentSyscalls.removeFile(incoming.path)
+                _ = try? Sys.remove(incoming.path)
                 account(name).release(incoming.size)
             }
             throw error
@@ -179,7 +169,7 @@ extension Agent {
             guard let descriptor else {
                 throw TransferRefusal(code: "badDescriptor", detail: "no descriptor came with the frame (SCM_RIGHTS)")
             }
-            guard let status = AgentSyscalls.fileSize(descriptor), status.regular else {
+            guard let status = Sys.fileSize(descriptor), status.regular else {
                 throw TransferRefusal(code: "badDescriptor", detail: "the descriptor is not a regular file")
             }
             (bytes, size) = (nil, status.size)
@@ -196,22 +186,22 @@ extension Agent {
                 code: "spoolFull",
                 detail: "\(size) bytes do not fit the handler's spool budget of \(account(name).limit)")
         }
-        transfers.nextToken += 1
-        let path = "\(directory)/incoming-\(transfers.nextToken)"
+        let path = "\(directory)/incoming-\(transfers.makeToken())"
         do throws(AgentError) {
-            let fd = try AgentSyscalls.openSpool(path)
-            defer { AgentSyscalls.close(fd) }
-            try AgentSyscalls.truncate(fd, to: 0)
+            let fd = try AgentError.wrapping(try Sys.openSpool(path))
+            defer { Sys.close(fd) }
+            try AgentError.wrapping(try Sys.truncate(fd, to: 0))
             if let bytes {
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)
                 defer { buffer.deallocate() }
                 buffer.copyBytes(from: bytes)
-                try AgentSyscalls.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0)
+                try AgentError.wrapping(
+                    try Sys.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0))
             } else if let descriptor {
-                try AgentSyscalls.copy(from: descriptor, to: fd, count: size)
+                try AgentError.wrapping(try Sys.copy(from: descriptor, to: fd, count: size))
             }
         } catch {
-            AgentSyscalls.removeFile(path)
+            _ = try? Sys.remove(path)
             account(name).release(size)
             throw TransferRefusal(code: "spoolFull", detail: "copying the upload: \(error.detail)")
         }
@@ -221,12 +211,10 @@ extension Agent {
     /// The spool budget account of `handler` (created from its files' sizes).
     @discardableResult
     func account(_ handler: String) -> SpoolAccount {
-        if let account = transfers.accounts[handler] { return account }
-        let used = transfers.book.records.filter { $0.handler == handler }
-            .reduce(Int64(0)) { $0 + AgentSyscalls.fileSize(path: $1.spoolFile) }
-        let account = SpoolAccount(limit: transfers.book.limits.spoolBytesPerHandler, used: used)
-        transfers.accounts[handler] = account
-        return account
+        transfers.account(handler) {
+            transfers.book.records.filter { $0.handler == handler }
+                .reduce(Int64(0)) { $0 + Sys.fileSize(path: $1.spoolFile) }
+        }
     }
 
     // MARK: Actions
@@ -236,22 +224,24 @@ extension Agent {
             switch action {
             case .start(let record): startJob(record)
             case .stop(let id):
-                transfers.jobs.removeValue(forKey: id)?.task.cancel()
+                transfers.stop(id)
             case .notify(let record):
-                transfers.book.stamp(id: record.id, wallMilliseconds: wallMilliseconds)
+                let wall = wallMilliseconds
+                transfers.step { $0.stamp(id: record.id, wallMilliseconds: wall) }
                 notify(record)
             case .sessionFinished(let handler, let session):
                 expireTransfers()
-                guard slots[handler] != nil else { continue }
-                transfers.owedDone[handler, default: []].insert(session)
-                apply(handler, slots[handler]!.machine.transferEvents(session: session, now: now))
-                if slots[handler]?.connection != nil { deliverFinished(handler, session) }
+                guard handlers.contains(handler) else { continue }
+                transfers.owe(handler, session: session)
+                let now = now
+                apply(handler, handlers.step(handler) { $0.transferEvents(session: session, now: now) })
+                if handlers.connection(of: handler) != nil { deliverFinished(handler, session) }
             case .removeSpool(let handler, let path):
-                let size = AgentSyscalls.fileSize(path: path)
-                AgentSyscalls.removeFile(path)
+                let size = Sys.fileSize(path: path)
+                _ = try? Sys.remove(path)
                 account(handler).release(size)
             case .log(let text, let metric, let values):
-                if let metric { transfers.metrics[metric, default: 0] += 1 }
+                if let metric { transfers.count(metric) }
                 var metadata: Logger.Metadata = [:]
                 for (key, value) in values { metadata[key] = "\(value)" }
                 logger.notice("\(text)", metadata: metadata)
@@ -262,31 +252,33 @@ extension Agent {
 
     /// The session's results still held, then `transferSessionDone` (once).
     private func deliverFinished(_ handler: String, _ session: String) {
-        guard let connection = slots[handler]?.connection else { return }
+        guard let connection = handlers.connection(of: handler) else { return }
         for record in transfers.book.tasks(of: handler, session: session) where record.state.isTerminal {
             notify(record)
         }
-        guard transfers.owedDone[handler]?.remove(session) != nil else { return }
-        let seconds = slots[handler]?.configuration.rules.backgroundDeadline ?? .seconds(30)
+        guard transfers.settle(handler, session: session) else { return }
+        let seconds = handlers.configuration(of: handler)?.rules.backgroundDeadline ?? .seconds(30)
         connection.send(.transferSessionDone(.init(session: session, seconds: Double(seconds.components.seconds))))
     }
 
     /// Sends a task's state to its handler when connected: a result is then handed over (a completed download with
     /// its file's descriptor) and forgotten; progress is not sent to a suspended handler (its socket would fill).
     private func notify(_ record: TransferRecord) {
-        guard let slot = slots[record.handler], let connection = slot.connection else { return }
+        guard let connection = handlers.connection(of: record.handler) else { return }
         guard record.state.isTerminal else {
-            if slot.machine.lifecycle != .suspended { connection.send(.transferTask(Self.event(record))) }
+            if handlers.machine(of: record.handler)?.lifecycle != .suspended {
+                connection.send(.transferTask(Self.event(record)))
+            }
             return
         }
         var sent: Bool
         if record.kind == .download && record.state == .completed {
             do {
-                let fd = try AgentSyscalls.openReadOnly(record.spoolFile)
+                let fd = try AgentError.wrapping(try Sys.openReadOnly(record.spoolFile))
                 var event = Self.event(record)
                 event.file = true
                 sent = connection.send(.transferTask(event), descriptor: fd)
-                AgentSyscalls.close(fd)
+                Sys.close(fd)
             } catch {
                 logger.error("spool file lost", metadata: ["task": "\(record.id)", "error": "\(error)"])
                 var event = Self.event(record)
@@ -296,7 +288,7 @@ extension Agent {
         } else {
             sent = connection.send(.transferTask(Self.event(record)))
         }
-        if sent { perform(transfers: transfers.book.delivered(id: record.id)) }
+        if sent { perform(transfers: transfers.step { $0.delivered(id: record.id) }) }
     }
 
     private func startJob(_ record: TransferRecord) {
@@ -304,15 +296,16 @@ extension Agent {
         let download = record.kind == .download
         let fd: Int32
         do {
-            try AgentSyscalls.makeDirectories((record.spoolFile as NSString).deletingLastPathComponent)
-            fd = try AgentSyscalls.openSpool(record.spoolFile)
+            try AgentError.wrapping(try Sys.makeDirectories((record.spoolFile as NSString).deletingLastPathComponent))
+            fd = try AgentError.wrapping(try Sys.openSpool(record.spoolFile))
         } catch {
             perform(
-                transfers: transfers.book.finished(
-                    id: id, .failure(code: "spoolFull", detail: "\(error)", bytes: 0, validator: nil)))
+                transfers: transfers.step {
+                    $0.finished(id: id, .failure(code: "spoolFull", detail: "\(error)", bytes: 0, validator: nil))
+                })
             return
         }
-        let resume = download ? (AgentSyscalls.fileSize(fd)?.size ?? 0) : 0
+        let resume = download ? (Sys.fileSize(fd)?.size ?? 0) : 0
         var headers: [(name: String, value: String)] = record.headers.compactMap { line in
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -321,8 +314,7 @@ extension Agent {
             headers.append(("Range", "bytes=\(resume)-"))
             if let validator = record.validator { headers.append(("If-Range", validator)) }
         }
-        transfers.nextToken += 1
-        let token = transfers.nextToken
+        let token = transfers.makeToken()
         let sink = SpoolSink(
             fd: fd, upload: !download, resumeFrom: resume, account: account(record.handler),
             onProgress: { bytes, total, validator in
@@ -336,7 +328,7 @@ extension Agent {
             maxResponseBodyBytes: 0)
         request.lowSpeed = CurlLowSpeed(bytesPerSecond: 1, duration: .seconds(60))
         request.maxRedirects = 5  // as URLSession follows them; a redirect's body is replaced by the final one's
-        if !download { request.upload = CurlUpload(size: AgentSyscalls.fileSize(fd)?.size ?? 0) }
+        if !download { request.upload = CurlUpload(size: Sys.fileSize(fd)?.size ?? 0) }
         let curl = curl
         let task = Task {
             let outcome: TransferBook.Outcome?
@@ -352,19 +344,19 @@ extension Agent {
             sink.close()
             self.transferEnded(id, token: token, outcome)
         }
-        transfers.jobs[id] = TransferShell.Job(token: token, task: task)
+        transfers.started(id, token: token, task)
     }
 
     private func transferProgress(_ id: Int, token: Int, bytes: Int64, total: Int64?, validator: String?) {
-        guard transfers.jobs[id]?.token == token else { return }
-        perform(transfers: transfers.book.progress(id: id, bytes: bytes, total: total, validator: validator))
+        guard transfers.isRunning(id, token: token) else { return }
+        perform(transfers: transfers.step { $0.progress(id: id, bytes: bytes, total: total, validator: validator) })
     }
 
     private func transferEnded(_ id: Int, token: Int, _ outcome: TransferBook.Outcome?) {
-        guard transfers.jobs[id]?.token == token else { return }
-        transfers.jobs[id] = nil
+        guard transfers.isRunning(id, token: token) else { return }
+        transfers.ended(id)
         guard let outcome else { return }
-        perform(transfers: transfers.book.finished(id: id, outcome))
+        perform(transfers: transfers.step { $0.finished(id: id, outcome) })
     }
 
     private static func failure(_ error: any Error, sink: SpoolSink) -> TransferBook.Outcome {
@@ -390,19 +382,8 @@ extension Agent {
 
     /// Persists the tasks when more than their progress changed.
     private func saveTransfers() {
-        let shape = Self.shape(transfers.book.records)
-        guard shape != transfers.savedShape else { return }
-        transfers.savedShape = shape
-        state.transfers = transfers.book.records
-        persist()
-    }
-
-    private static func shape(_ records: [TransferRecord]) -> [TransferRecord] {
-        records.map { record in
-            var record = record
-            record.bytes = 0
-            return record
-        }
+        guard let records = transfers.recordsToSave() else { return }
+        durable.setTransfers(records)
     }
 
     static func event(_ record: TransferRecord) -> AgentEvent.TransferTask {
@@ -422,9 +403,9 @@ extension Agent {
             var networkUsable: Bool
         }
         var spool: [String: Int64] = [:]
-        for name in slots.keys { spool[name] = account(name).bytes }
+        for name in handlers.names { spool[name] = account(name).bytes }
         let document = Document(
-            tasks: transfers.book.records, spoolBytes: spool, running: transfers.jobs.count,
+            tasks: transfers.book.records, spoolBytes: spool, running: transfers.running,
             metrics: transfers.metrics.merging(transfers.book.counters.map { ("book-\($0.key)", $0.value) }) { $1 },
             networkUsable: transfers.book.networkUsable)
         let encoder = JSONEncoder()

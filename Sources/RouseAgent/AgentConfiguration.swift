@@ -1,3 +1,6 @@
+import RouseAgentCore
+import RouseClock
+
 /// How the agent runs: see docs/agent.md, "Two modes".
 public enum AgentMode: String, Sendable {
     /// A system service (root) for headless devices: handlers run as `handlerUser`, in a clean environment.
@@ -57,6 +60,9 @@ public struct AgentConfiguration: Sendable {
     public var transferCAFile: String?
     /// Background-transfer budgets per handler and in total.
     public var transferLimits = TransferBook.Limits()
+    /// Every "now", wall time and timer of the agent: the handler rules' deadlines, the channel's backoff and
+    /// heartbeat, retries, grace periods. Tests pass a ``ManualClock`` to prove that something does not happen.
+    public var clock: any RouseClock = SystemClock()
     /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
     public var transferResultLifetime = Duration.seconds(7 * 86400)
 

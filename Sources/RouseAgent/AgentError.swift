@@ -1,4 +1,4 @@
-import Glibc
+import RouseSystem
 
 /// A failure of the agent's shells (syscalls, configuration, gateway requests).
 public struct AgentError: Error, Sendable, CustomStringConvertible {
@@ -12,10 +12,21 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     /// What failed, with its context (the syscall and errno, the file and line, the HTTP status).
     public let detail: String
 
-    /// A syscall failed with `errno`.
-    static func system(_ call: String, _ errno: Int32) -> AgentError {
-        AgentError(code: .system, detail: "\(call): \(String(cString: strerror(errno))) (errno \(errno))", errno: errno)
+    /// A call of RouseSystem's syscall layer failed (the detail is its description: call, path, errno). A socket
+    /// path too long for `sun_path` is a configuration error.
+    static func system(_ error: SystemError) -> AgentError {
+        if error.code == .nameTooLong, error.call == "bind", let path = error.path {
+            return .configuration("socket path too long: \(path)")
+        }
+        return AgentError(code: .system, detail: error.description, errno: error.errno)
     }
+
+    /// Runs a call of RouseSystem's syscall layer, its `SystemError` thrown as an ``AgentError``.
+    @discardableResult
+    static func wrapping<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(AgentError) -> T {
+        do { return try body() } catch { throw .system(error) }
+    }
+
     /// A configuration file is wrong.
     public static func configuration(_ detail: String) -> AgentError {
         AgentError(code: .configuration, detail: detail)
@@ -35,7 +46,7 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A shortage that passes (descriptors, memory, processes): worth trying again shortly.
-    public var isShortage: Bool { errno.map { [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS].contains($0) } ?? false }
+    public var isShortage: Bool { errno.map { Errno(rawValue: $0).isShortage } ?? false }
 
     public var description: String { "\(code.rawValue): \(detail)" }
 }

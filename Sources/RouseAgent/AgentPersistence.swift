@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseAgentCore
 import RouseState
 import Synchronization
 

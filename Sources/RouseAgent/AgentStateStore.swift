@@ -1,4 +1,6 @@
 import Foundation
+import RouseAgentCore
+import RouseState
 
 /// What the agent persists across restarts: its credential, push tokens, the de-duplication window, and
 /// per-handler strikes. Encrypted storage (RouseState) can replace ``JSONFileAgentStateStore``
@@ -10,75 +12,8 @@ public protocol AgentStateStore: Sendable {
     func save(_ state: AgentState) throws
 }
 
-/// The agent's persistent state.
-public struct AgentState: Codable, Sendable, Equatable {
-    /// Device credential from enrollment (`<deviceID>.<hex>`), nil before enrollment or with certificates.
-    public var credential: String?
-    /// Device id.
-    public var deviceID: String?
-    /// Push tokens by topic.
-    public var tokens: [String: String] = [:]
-    /// Push tokens last handed to each handler (topic → token), to tell "changed".
-    public var handedTokens: [String: [String: String]] = [:]
-    /// APNs ids recently handed to handlers.
-    public var handled = DedupWindow()
-    /// Per-handler strike state.
-    public var handlers: [String: PersistedHandler] = [:]
-    /// The processes the agent launched and that may outlive it (by handler): what a restarted agent needs
-    /// to re-attach to them. Absent in state written by older agents.
-    public var processes: [String: HandlerIdentity]?
-    /// Background-transfer tasks not yet handed back. Absent in state written by older agents.
-    public var transfers: [TransferRecord]?
-
-    /// Empty state.
-    public init() {}
-}
-
-/// What survives a restart of one handler's rules.
-public struct PersistedHandler: Codable, Sendable, Equatable {
-    /// Number of strikes inside the window at save time.
-    public var strikes: Int
-    /// When each of those strikes happened (UNIX milliseconds, oldest first), so that their window keeps
-    /// running across a restart. Absent in state written by older agents: the strikes then restart their
-    /// window at load time.
-    public var strikeTimes: [Int64]?
-    /// VoIP launches stopped.
-    public var voipBlocked: Bool
-    /// The user stopped it.
-    public var userStopped: Bool
-
-    /// A record.
-    public init(strikes: Int, voipBlocked: Bool, userStopped: Bool, strikeTimes: [Int64]? = nil) {
-        self.strikes = strikes
-        self.strikeTimes = strikeTimes
-        self.voipBlocked = voipBlocked
-        self.userStopped = userStopped
-    }
-}
-
-/// Who a launched handler process is, beyond its pid (which the kernel recycles): its start time (field 22
-/// of `/proc/<pid>/stat`, clock ticks since boot), its executable and its cgroup. A restarted agent adopts
-/// a process only when all of them still match.
-public struct HandlerIdentity: Codable, Sendable, Equatable {
-    /// Process id.
-    public var pid: Int32
-    /// Start time in clock ticks since boot.
-    public var startTime: UInt64
-    /// `/proc/<pid>/exe` at launch.
-    public var executable: String
-    /// Its cgroup directory, if any.
-    public var cgroup: String?
-
-    /// An identity.
-    public init(pid: Int32, startTime: UInt64, executable: String, cgroup: String?) {
-        self.pid = pid
-        self.startTime = startTime
-        self.executable = executable
-        self.cgroup = cgroup
-    }
-}
-
-/// ``AgentStateStore`` as one JSON file, written atomically (temp + fsync + rename).
+/// ``AgentStateStore`` as one JSON file, written atomically by RouseState's `AtomicWriter` (temp + fsync + rename +
+/// fsync of the directory).
 public struct JSONFileAgentStateStore: AgentStateStore {
     /// The file.
     public let path: String
@@ -98,6 +33,9 @@ public struct JSONFileAgentStateStore: AgentStateStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(state)
-        try AgentSyscalls.writeAtomically(path: path, bytes: Array(data))
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        try AtomicWriter(directory: directory.isEmpty ? "/" : directory).write(Array(data), to: name)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RouseAgentCore
 
 /// The status document (`rouse agent status --json`).
 public struct AgentStatus: Codable, Sendable {
@@ -74,32 +75,35 @@ extension Agent {
     /// The status now.
     public func status() -> AgentStatus {
         let current = now
-        let handlers = slots.keys.sorted().map { name -> AgentStatus.Handler in
-            let slot = slots[name]!
-            let machine = slot.machine
+        let handlers = handlers.names.compactMap { name -> AgentStatus.Handler? in
+            guard let configuration = self.handlers.configuration(of: name),
+                let machine = self.handlers.machine(of: name)
+            else { return nil }
+            let connection = self.handlers.connection(of: name)
             var handler = AgentStatus.Handler(
-                name: name, topic: slot.configuration.topic, state: machine.lifecycle.rawValue,
-                pid: slot.process?.pid ?? slot.connection?.peer?.pid, connected: slot.connection != nil,
+                name: name, topic: configuration.topic, state: machine.lifecycle.rawValue,
+                pid: self.handlers.process(of: name)?.pid ?? connection?.peer?.pid, connected: connection != nil,
                 strikes: machine.strikeCount, voipBlocked: machine.voipBlocked, userStopped: machine.userStopped,
                 owedReports: machine.owedReports.keys.sorted(),
                 openBackgroundPushes: machine.openBackground.keys.sorted(),
                 tasks: machine.tasks.values.sorted(), budgetRemainingSeconds: machine.budgetRemaining(now: current),
                 backgroundTokens: (machine.availableTokens(now: current) * 100).rounded() / 100,
-                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio, launchRefused: slot.launchRefused)
+                heldPush: machine.held?.id, holdsAudio: machine.holdsAudio,
+                launchRefused: self.handlers.launchRefused(of: name))
             handler.fetch = fetchStatus(name)
             return handler
         }
         return AgentStatus(
-            channel: channelState.rawValue, gatewayReachable: gatewayReachable, deviceID: state.deviceID,
+            channel: link.channelState.rawValue, gatewayReachable: link.reachable, deviceID: durable.deviceID,
             suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
-            tokens: state.tokens)
+            tokens: durable.tokens)
     }
 
     /// The status document; `only`: what handler `only` may see of it (its own entry and tokens, no device id).
     func statusJSON(only handler: String? = nil) -> String {
         var document = status()
-        if let handler, let slot = slots[handler] {
-            let topics = Set(slot.configuration.topics)
+        if let handler, let configuration = handlers.configuration(of: handler) {
+            let topics = Set(configuration.topics)
             document.handlers = document.handlers.filter { $0.name == handler }
             document.tokens = document.tokens?.filter { topics.contains($0.key) }
             document.deviceID = nil
@@ -108,12 +112,5 @@ extension Agent {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(document)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-}
-
-extension Agent {
-    /// Time from the last "reachable again" to the channel's `hello` (benchmark figure).
-    package func lastReconnectDuration() async -> Duration? {
-        await channel?.lastOpenAfterReachable
     }
 }

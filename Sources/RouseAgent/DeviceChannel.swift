@@ -1,4 +1,6 @@
 import Logging
+import RouseAgentCore
+import RouseClock
 import RouseCurl
 import RouseWire
 
@@ -12,6 +14,7 @@ actor DeviceChannel {
     }
 
     private let api: GatewayAPI
+    private let clock: any RouseClock
     private let credential: String?
     private let logger: Logger
     private let events: Events
@@ -20,18 +23,22 @@ actor DeviceChannel {
     private var connection: Task<Void, Never>?
     private var timer: Task<Void, Never>?
     /// When the timer is due (nil: none armed).
-    private var timerDeadline: ContinuousClock.Instant?
+    private var timerDeadline: RouseInstant?
     private var pendingAcks: [String] = []
     private var ackFlush: Task<Void, Never>?
     /// When the network came back (for the bench's network-back-to-open figure).
-    private(set) var reachableSince: ContinuousClock.Instant?
+    private(set) var reachableSince: RouseInstant?
     /// How long the last open took from reachability.
     private(set) var lastOpenAfterReachable: Duration?
     /// Channels opened so far.
     private(set) var opens = 0
 
-    init(api: GatewayAPI, credential: String?, backoff: ChannelStateMachine.Backoff, logger: Logger, events: Events) {
+    init(
+        api: GatewayAPI, credential: String?, backoff: ChannelStateMachine.Backoff, clock: any RouseClock,
+        logger: Logger, events: Events
+    ) {
         self.api = api
+        self.clock = clock
         self.credential = credential
         self.logger = logger
         self.events = events
@@ -43,7 +50,7 @@ actor DeviceChannel {
     var reachable: Bool { machine.reachable }
 
     func reachability(_ usable: Bool) async {
-        if usable && !machine.reachable { reachableSince = .now }
+        if usable && !machine.reachable { reachableSince = clock.now }
         logger.info("gateway reachability", metadata: ["reachable": "\(usable)"])
         await perform(machine.reachability(usable))
     }
@@ -66,8 +73,9 @@ actor DeviceChannel {
             ackFlush = nil
             Task { await self.flushAcks() }
         } else if ackFlush == nil {
+            let clock = clock
             ackFlush = Task {
-                try? await Task.sleep(for: .milliseconds(100))
+                try? await clock.sleep(for: .milliseconds(100))
                 guard !Task.isCancelled else { return }
                 await self.flushAcks()
             }
@@ -100,7 +108,7 @@ actor DeviceChannel {
                 connection?.cancel()
                 connection = nil
             case .armTimer(let delay):
-                let deadline = ContinuousClock.now + delay
+                let deadline = clock.now.advanced(by: delay)
                 let pending = timerDeadline
                 timerDeadline = deadline
                 // Moved later (the heartbeat deadline, pushed back by every record): the sleeping timer stays and
@@ -108,9 +116,10 @@ actor DeviceChannel {
                 // old deadline, so re-creating it for each record would double the idle channel's wake-ups.
                 if timer != nil, let pending, pending <= deadline { continue }
                 timer?.cancel()
+                let clock = clock
                 timer = Task {
-                    while let due = self.timerDeadline, ContinuousClock.now < due {
-                        try? await Task.sleep(until: due)
+                    while let due = self.timerDeadline, clock.now < due {
+                        try? await clock.sleep(until: due, tolerance: nil)
                         guard !Task.isCancelled else { return }
                     }
                     guard !Task.isCancelled else { return }
@@ -198,7 +207,7 @@ actor DeviceChannel {
             }
             opens += 1
             if let since = reachableSince {
-                lastOpenAfterReachable = ContinuousClock.now - since
+                lastOpenAfterReachable = since.duration(to: clock.now)
                 reachableSince = nil
             }
             logger.info("channel open", metadata: ["heartbeat": "\(heartbeat)"])

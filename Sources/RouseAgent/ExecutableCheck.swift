@@ -1,3 +1,5 @@
+import RouseSystem
+
 /// Whether a handler's executable may be started as a given user, in the manner of sshd's `StrictModes`: the
 /// file and every directory above it must be owned by root or by that user, and writable by nobody else (no
 /// group or other write bit), so that no third user can replace what runs. A directory writable by others is
@@ -9,7 +11,7 @@ enum ExecutableCheck {
     static func problem(executable path: String, runsAs uid: UInt32) -> String? {
         guard path.hasPrefix("/") else { return "\(path) is not an absolute path" }
         if let problem = problem(chain: path, uid: uid) { return problem }
-        guard let resolved = AgentSyscalls.realPath(path) else { return "\(path) does not exist" }
+        guard let resolved = Sys.realPath(path) else { return "\(path) does not exist" }
         return resolved == path ? nil : problem(chain: resolved, uid: uid)
     }
 
@@ -18,26 +20,26 @@ enum ExecutableCheck {
         var prefixes = ["/"]
         for index in components.indices { prefixes.append("/" + components[...index].joined(separator: "/")) }
         for (index, directory) in prefixes.dropLast().enumerated() {
-            guard let status = AgentSyscalls.status(directory) else { return "\(directory) does not exist" }
+            guard let status = try? Sys.status(directory) else { return "\(directory) does not exist" }
             guard status.isDirectory else { return "\(directory) is not a directory" }
             if let problem = ownership(directory, status, uid: uid) { return problem }
             guard status.writableByOthers else { continue }
             let entry = prefixes[index + 1]
-            guard status.sticky, let below = AgentSyscalls.status(entry, follow: false),
+            guard status.sticky, let below = try? Sys.status(entry, follow: false),
                 below.uid == 0 || below.uid == uid
             else {
                 return
                     "\(directory) is writable by group or others (mode \(status.octal)): anyone could replace \(entry)"
             }
         }
-        guard let status = AgentSyscalls.status(path) else { return "\(path) does not exist" }
+        guard let status = try? Sys.status(path) else { return "\(path) does not exist" }
         guard status.isRegular else { return "\(path) is not a regular file" }
         if let problem = ownership(path, status, uid: uid) { return problem }
         guard !status.writableByOthers else { return "\(path) is writable by group or others (mode \(status.octal))" }
         return nil
     }
 
-    private static func ownership(_ path: String, _ status: AgentSyscalls.FileStatus, uid: UInt32) -> String? {
+    private static func ownership(_ path: String, _ status: Sys.FileStatus, uid: UInt32) -> String? {
         guard status.uid != 0, status.uid != uid else { return nil }
         return "\(path) is owned by uid \(status.uid), neither root nor the handler's user (uid \(uid))"
     }

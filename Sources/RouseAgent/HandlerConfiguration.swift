@@ -1,4 +1,6 @@
 import Foundation
+import RouseAgentCore
+import RouseSystem
 
 /// One handler's configuration file (`/etc/rouse/handlers.d/<name>.toml`):
 ///
@@ -122,10 +124,10 @@ public struct HandlerConfiguration: Sendable, Equatable {
             guard case .string(let text) = value else { throw .configuration("\(file): group must be a string") }
             group = text
         }
-        if let user, AgentSyscalls.account(named: user) == nil {
+        if let user, Sys.account(named: user) == nil {
             throw .configuration("\(file): unknown user \(user)")
         }
-        if let group, AgentSyscalls.group(named: group) == nil {
+        if let group, Sys.group(named: group) == nil {
             throw .configuration("\(file): unknown group \(group)")
         }
         var allowRoot = false

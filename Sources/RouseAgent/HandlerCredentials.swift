@@ -1,3 +1,5 @@
+import RouseSystem
+
 /// Who a handler runs as and what it is given: resolved at each launch from its file, the agent's own identity
 /// and the agent's default handler user.
 ///
@@ -7,7 +9,7 @@
 /// handler as itself and refuses a file naming another user.
 struct HandlerCredentials: Sendable, Equatable {
     /// The account the handler runs as.
-    var account: AgentSyscalls.Account
+    var account: Sys.Account
     /// Its group.
     var gid: UInt32
     /// Supplementary groups (the account's, as `initgroups` would set them).
@@ -20,19 +22,19 @@ struct HandlerCredentials: Sendable, Equatable {
         _ handler: HandlerConfiguration, agentUID: UInt32, agentGID: UInt32, defaultUser: String
     ) throws(AgentError) -> HandlerCredentials {
         guard agentUID == 0 else {
-            guard let own = AgentSyscalls.account(uid: agentUID) else {
+            guard let own = Sys.account(uid: agentUID) else {
                 throw .identity("the agent's uid \(agentUID) has no account")
             }
-            if let user = handler.user, AgentSyscalls.account(named: user)?.uid != agentUID {
+            if let user = handler.user, Sys.account(named: user)?.uid != agentUID {
                 throw .identity("handler \(handler.name) names user \(user): only a root agent switches users")
             }
-            if let group = handler.group, AgentSyscalls.group(named: group) != agentGID {
+            if let group = handler.group, Sys.group(named: group) != agentGID {
                 throw .identity("handler \(handler.name) names group \(group): only a root agent switches groups")
             }
             return HandlerCredentials(account: own, gid: agentGID, groups: [], switches: false)
         }
         let name = handler.user ?? (handler.allowRoot ? "root" : defaultUser)
-        guard let account = AgentSyscalls.account(named: name) else {
+        guard let account = Sys.account(named: name) else {
             let hint =
                 handler.user == nil
                 ? " (the agent's handler user: create it, or set user = in the handler file)" : ""
@@ -40,7 +42,7 @@ struct HandlerCredentials: Sendable, Equatable {
         }
         var gid = account.gid
         if let group = handler.group {
-            guard let named = AgentSyscalls.group(named: group) else {
+            guard let named = Sys.group(named: group) else {
                 throw .identity("handler \(handler.name): group \(group) does not exist")
             }
             gid = named
@@ -54,7 +56,7 @@ struct HandlerCredentials: Sendable, Equatable {
             return HandlerCredentials(account: account, gid: 0, groups: [], switches: false)
         }
         return HandlerCredentials(
-            account: account, gid: gid, groups: AgentSyscalls.groups(of: account.name, gid: gid), switches: true)
+            account: account, gid: gid, groups: Sys.groups(of: account.name, gid: gid), switches: true)
     }
 
     /// Variables a handler gets from the agent's own environment: the search path, the locale and Rouse's own.

@@ -1,4 +1,6 @@
 import Logging
+import RouseClock
+import RouseSystem
 import Synchronization
 
 /// Who may hold an IPC connection, decided on the accept thread from `SO_PEERCRED` alone, before the agent opens
@@ -44,46 +46,48 @@ final class IPCAdmission: Sendable {
     /// The accept loop (on a thread of its own): admitted connections go to `deliver` with their peer (pidfd
     /// opened here); others are closed at once. A shortage (at `accept4` or at the peer's pidfd) closes what was
     /// accepted and backs off; it is logged at most every 10 s. Ends when the listener is shut down.
-    func acceptLoop(listener: Int32, logger: Logger, deliver: @Sendable (Int32, IPCConnection.Peer) -> Void) {
+    func acceptLoop(
+        listener: Int32, clock: any RouseClock, logger: Logger, deliver: @Sendable (Int32, IPCConnection.Peer) -> Void
+    ) {
         var backoff = 10
-        var lastLogged: ContinuousClock.Instant?
+        var lastLogged: RouseInstant?
         func shortage(_ error: AgentError) {
-            if lastLogged.map({ ContinuousClock.now - $0 >= .seconds(10) }) ?? true {
+            if lastLogged.map({ $0.duration(to: clock.now) >= .seconds(10) }) ?? true {
                 logger.error("IPC accept failed: backing off", metadata: ["error": "\(error.detail)"])
-                lastLogged = .now
+                lastLogged = clock.now
             }
-            AgentSyscalls.pause(milliseconds: backoff)
+            Sys.pause(milliseconds: backoff)
             backoff = min(backoff * 2, 1000)
         }
         while true {
-            switch AgentSyscalls.accept(listener) {
+            switch Sys.acceptConnection(listener) {
             case .closed:
                 return
-            case .shortage(let code):
-                shortage(.system("accept4", code))
+            case .shortage(let error):
+                shortage(.system(error))
             case .connection(let fd):
-                guard let credentials = AgentSyscalls.peerCredentials(fd) else {
-                    AgentSyscalls.close(fd)
+                guard let credentials = Sys.peerCredentials(fd) else {
+                    Sys.close(fd)
                     continue
                 }
                 guard admit(uid: credentials.uid) else {
                     logger.debug(
                         "IPC connection over quota: closed",
                         metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])
-                    AgentSyscalls.close(fd)
+                    Sys.close(fd)
                     continue
                 }
                 do {
                     // SO_PEERCRED was read once, above: the quota and the peer are the same credentials.
-                    let pidfd = try AgentSyscalls.peerPidfd(fd, pid: credentials.pid)
+                    let pidfd = try AgentError.wrapping(try Sys.peerPidfd(fd, pid: credentials.pid))
                     backoff = 10
                     deliver(
                         fd,
                         IPCConnection.Peer(
                             pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, pidfd: pidfd.pidfd,
-                            kernelPidfd: pidfd.kernel, groups: AgentSyscalls.peerGroups(fd)))
+                            kernelPidfd: pidfd.kernel, groups: Sys.peerGroups(fd)))
                 } catch {
-                    AgentSyscalls.close(fd)
+                    Sys.close(fd)
                     release(uid: credentials.uid)
                     if error.isShortage { shortage(error) }
                 }

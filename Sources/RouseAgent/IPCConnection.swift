@@ -1,5 +1,6 @@
 import Foundation
 import RouseAgentClient
+import RouseSystem
 import RouseWire
 import Synchronization
 
@@ -52,9 +53,9 @@ final class IPCConnection: Sendable {
             // Descriptors passed with frames (SCM_RIGHTS) arrive with the frame's first bytes: at most one can wait
             // for a frame still incomplete; any more were sent without a frame claiming them and are closed.
             var descriptors: [Int32] = []
-            defer { for fd in descriptors { AgentSyscalls.close(fd) } }
+            defer { for fd in descriptors { Sys.close(fd) } }
             while true {
-                guard let read = try? DescriptorPassing.receive(self.fd) else { break }
+                guard let read = try? Sys.receiveWithDescriptors(self.fd) else { break }
                 descriptors += read.descriptors
                 guard !read.bytes.isEmpty else { break }
                 decoder.append(read.bytes)
@@ -66,7 +67,7 @@ final class IPCConnection: Sendable {
                             self.continuation.yield(.message(frame))
                         }
                     }
-                    while descriptors.count > 1 { AgentSyscalls.close(descriptors.removeLast()) }
+                    while descriptors.count > 1 { Sys.close(descriptors.removeLast()) }
                 } catch {
                     // Answered here, before the reader closes the socket.
                     self.sendError(error.code, error.detail)
@@ -77,8 +78,8 @@ final class IPCConnection: Sendable {
             // The reader owns the descriptor's end of life: nothing can read a reused fd number.
             self.writeLock.withLock { closed in
                 closed = true
-                AgentSyscalls.close(self.fd)
-                if let pidfd = self.peer?.pidfd, pidfd >= 0 { AgentSyscalls.close(pidfd) }
+                Sys.close(self.fd)
+                if let pidfd = self.peer?.pidfd, pidfd >= 0 { Sys.close(pidfd) }
             }
             self.continuation.yield(.closed)
             self.continuation.finish()
@@ -95,10 +96,10 @@ final class IPCConnection: Sendable {
         writeLock.withLock { closed in
             guard !closed else { return false }
             do {
-                try AgentSyscalls.write(fd, FrameCodec.encode(frame), nonBlocking: true)
+                try Sys.sendAll(fd, FrameCodec.encode(frame), nonBlocking: true)
                 return true
             } catch {
-                AgentSyscalls.shutdown(fd)
+                Sys.shutdownBoth(fd)
                 return false
             }
         }
@@ -110,10 +111,10 @@ final class IPCConnection: Sendable {
         writeLock.withLock { closed in
             guard !closed else { return false }
             do {
-                try AgentSyscalls.write(fd, FrameCodec.encode(IPCFrame(message)), descriptor: descriptor)
+                try Sys.sendAll(fd, FrameCodec.encode(IPCFrame(message)), descriptor: descriptor, nonBlocking: true)
                 return true
             } catch {
-                AgentSyscalls.shutdown(fd)
+                Sys.shutdownBoth(fd)
                 return false
             }
         }
@@ -133,7 +134,7 @@ final class IPCConnection: Sendable {
     /// Shuts the socket down; the reader then ends and closes it. Idempotent.
     func close() {
         writeLock.withLock { closed in
-            if !closed { AgentSyscalls.shutdown(fd) }
+            if !closed { Sys.shutdownBoth(fd) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import RouseSystem
 
 /// How handlers are grouped and frozen: a cgroup v2 child of the agent's own cgroup when writable (freeze
 /// with `cgroup.freeze`, kill with `cgroup.kill`), else the v1 freezer hierarchy (`freezer.state`), else
@@ -32,20 +33,20 @@ struct ProcessControl: Sendable {
     /// Detects: `forced` (tests) or the best available.
     static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
         // One directory per agent instance (several may share a process, as in the tests).
-        let tag = "rouse-agent-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let tag = "rouse-agent-\(Sys.processID)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
             let parent = mount + (own == "/" ? "" : own)
             let base = parent + "/" + tag
-            if (try? AgentSyscalls.makeDirectory(base)) != nil, AgentSyscalls.writable(base + "/cgroup.procs") {
+            if (try? Sys.makeDirectory(base, mode: 0o755)) != nil, Sys.writable(base + "/cgroup.procs") {
                 return ProcessControl(
                     mechanism: .cgroupV2, base: base, note: "cgroup v2 at \(base)", mountPoint: mount)
             }
         }
         if forced == nil || forced == .cgroupV1 {
             let v1 = "/sys/fs/cgroup/freezer"
-            if AgentSyscalls.writable(v1) {
+            if Sys.writable(v1) {
                 let base = v1 + "/" + tag
-                if (try? AgentSyscalls.makeDirectory(base)) != nil {
+                if (try? Sys.makeDirectory(base, mode: 0o755)) != nil {
                     return ProcessControl(mechanism: .cgroupV1, base: base, note: "cgroup v2 not writable; v1 freezer")
                 }
             }
@@ -57,22 +58,22 @@ struct ProcessControl: Sendable {
     /// and may sit frozen forever, so they are killed (`cgroup.kill`) and the cgroups removed (a cgroup whose
     /// processes are still dying stays until the next start).
     static func removeStale(in parent: String) {
-        for entry in AgentSyscalls.directoryEntries(parent) where entry.hasPrefix("rouse-agent-") {
+        for entry in ((try? Sys.directoryEntries(parent)) ?? []) where entry.hasPrefix("rouse-agent-") {
             let pidText = entry.dropFirst("rouse-agent-".count).prefix { $0 != "-" }
-            guard let pid = Int32(pidText), !AgentSyscalls.processExists(pid) else { continue }
+            guard let pid = Int32(pidText), !Sys.processExists(pid) else { continue }
             let directory = parent + "/" + entry
-            for child in AgentSyscalls.directoryEntries(directory) where !child.contains(".") {
+            for child in ((try? Sys.directoryEntries(directory)) ?? []) where !child.contains(".") {
                 let cgroup = directory + "/" + child
-                if AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("populated 1") == true {
-                    _ = try? AgentSyscalls.writeFile(cgroup + "/cgroup.kill", "1")
+                if Sys.readText(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                    _ = try? Sys.writeFile(cgroup + "/cgroup.kill", "1")
                     for _ in 0..<50
-                    where AgentSyscalls.readFile(cgroup + "/cgroup.events")?.contains("populated 1") == true {
-                        AgentSyscalls.pause(milliseconds: 2)
+                    where Sys.readText(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                        Sys.pause(milliseconds: 2)
                     }
                 }
-                AgentSyscalls.removeDirectory(cgroup)
+                Sys.removeDirectory(cgroup)
             }
-            AgentSyscalls.removeDirectory(directory)
+            Sys.removeDirectory(directory)
         }
     }
 
@@ -85,8 +86,8 @@ struct ProcessControl: Sendable {
 
     /// The cgroup2 mount point and the agent's own cgroup path.
     static func cgroupV2Location() -> (String, String)? {
-        guard let mounts = AgentSyscalls.readFile("/proc/self/mountinfo"),
-            let own = AgentSyscalls.readFile("/proc/self/cgroup")
+        guard let mounts = Sys.readText("/proc/self/mountinfo"),
+            let own = Sys.readText("/proc/self/cgroup")
         else { return nil }
         var mountPoint: String?
         for line in mounts.split(separator: "\n") {
@@ -108,8 +109,8 @@ struct ProcessControl: Sendable {
         guard let base else { return nil }
         let directory = base + "/" + handler
         do {
-            try AgentSyscalls.makeDirectory(directory)
-            try AgentSyscalls.writeFile(directory + "/cgroup.procs", "\(pid)\n")
+            try Sys.makeDirectory(directory, mode: 0o755)
+            try Sys.writeFile(directory + "/cgroup.procs", "\(pid)\n")
             return directory
         } catch {
             return nil
@@ -120,11 +121,11 @@ struct ProcessControl: Sendable {
     func freeze(cgroup: String?, pgid: Int32) -> Bool {
         switch (mechanism, cgroup) {
         case (.cgroupV2, let directory?):
-            return (try? AgentSyscalls.writeFile(directory + "/cgroup.freeze", "1")) != nil
+            return (try? Sys.writeFile(directory + "/cgroup.freeze", "1")) != nil
         case (.cgroupV1, let directory?):
-            return (try? AgentSyscalls.writeFile(directory + "/freezer.state", "FROZEN")) != nil
+            return (try? Sys.writeFile(directory + "/freezer.state", "FROZEN")) != nil
         default:
-            AgentSyscalls.signalGroup(pgid, SIGSTOP)
+            Sys.signalGroup(pgid, SIGSTOP)
             return true
         }
     }
@@ -132,32 +133,32 @@ struct ProcessControl: Sendable {
     /// Thaws.
     func thaw(cgroup: String?, pgid: Int32) {
         switch (mechanism, cgroup) {
-        case (.cgroupV2, let directory?): _ = try? AgentSyscalls.writeFile(directory + "/cgroup.freeze", "0")
-        case (.cgroupV1, let directory?): _ = try? AgentSyscalls.writeFile(directory + "/freezer.state", "THAWED")
-        default: AgentSyscalls.signalGroup(pgid, SIGCONT)
+        case (.cgroupV2, let directory?): _ = try? Sys.writeFile(directory + "/cgroup.freeze", "0")
+        case (.cgroupV1, let directory?): _ = try? Sys.writeFile(directory + "/freezer.state", "THAWED")
+        default: Sys.signalGroup(pgid, SIGCONT)
         }
     }
 
     /// Kills everything of the handler: `cgroup.kill` (v2), else SIGKILL to the group and the leader's pidfd.
     /// Frozen processes die on SIGKILL.
     func kill(cgroup: String?, pgid: Int32, pidfd: Int32) {
-        if mechanism == .cgroupV2, let cgroup, (try? AgentSyscalls.writeFile(cgroup + "/cgroup.kill", "1")) != nil {
+        if mechanism == .cgroupV2, let cgroup, (try? Sys.writeFile(cgroup + "/cgroup.kill", "1")) != nil {
             return
         }
-        AgentSyscalls.signal(pidfd: pidfd, SIGKILL)
-        AgentSyscalls.signalGroup(pgid, SIGKILL)
+        Sys.signal(pidfd: pidfd, SIGKILL)
+        Sys.signalGroup(pgid, SIGKILL)
         if mechanism == .cgroupV1, let cgroup { thaw(cgroup: cgroup, pgid: pgid) }
-        if mechanism == .sigstop { AgentSyscalls.signalGroup(pgid, SIGCONT) }
+        if mechanism == .sigstop { Sys.signalGroup(pgid, SIGCONT) }
     }
 
     /// Removes a handler's (empty) cgroup.
     func remove(cgroup: String?) {
-        if let cgroup { AgentSyscalls.removeDirectory(cgroup) }
+        if let cgroup { Sys.removeDirectory(cgroup) }
     }
 
     /// Removes the agent's base directory (at shutdown).
     func removeBase() {
-        if let base { AgentSyscalls.removeDirectory(base) }
+        if let base { Sys.removeDirectory(base) }
     }
 }
 
@@ -174,5 +175,5 @@ final class HandlerProcess: Sendable {
     }
 
     /// Closes the pidfd once the process was reaped.
-    func close() { AgentSyscalls.close(pidfd) }
+    func close() { Sys.close(pidfd) }
 }

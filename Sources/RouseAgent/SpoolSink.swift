@@ -1,4 +1,5 @@
 import RouseCurl
+import RouseSystem
 import Synchronization
 
 /// Bytes of spool one handler holds, against its budget: shared by its transfers' sinks (loop thread) and the
@@ -68,7 +69,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
 
     // The descriptor lives as long as the sink: libcurl's loop may still call it after the awaiting task was
     // cancelled (until it detaches the handle), and the transfer it belongs to keeps the sink alive until then.
-    deinit { state.withLock { if !$0.closed { AgentSyscalls.close(fd) } } }
+    deinit { state.withLock { if !$0.closed { Sys.close(fd) } } }
 
     /// Closes the descriptor now (the transfer ended; or it was cancelled and libcurl may still call, in which case
     /// the call refuses and the transfer aborts): a deleted spool file's blocks are freed before its result is
@@ -77,7 +78,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         state.withLock { state in
             guard !state.closed else { return }
             state.closed = true
-            AgentSyscalls.close(fd)
+            Sys.close(fd)
         }
     }
 
@@ -100,7 +101,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
                 // A full answer (the server ignored Range, or the resource changed: If-Range): start over.
                 if state.offset > 0 {
                     do {
-                        try AgentSyscalls.truncate(fd, to: 0)
+                        try AgentError.wrapping(try Sys.truncate(fd, to: 0))
                     } catch {
                         state.writeError = "\(error)"
                         return false
@@ -127,7 +128,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
                 return nil
             }
             do {
-                try AgentSyscalls.writeAll(fd, bytes, at: state.offset)
+                try AgentError.wrapping(try Sys.writeAll(fd, bytes, at: state.offset))
             } catch {
                 account.release(count)
                 state.writeError = "\(error)"
@@ -148,7 +149,7 @@ final class SpoolSink: CurlBodySink, @unchecked Sendable {
         let result: (count: Int, report: (Int64, Int64?)?)? = state.withLock { state in
             guard !state.closed else { return nil }
             do {
-                let count = try AgentSyscalls.readSome(fd, into: buffer, at: state.offset)
+                let count = try AgentError.wrapping(try Sys.readSome(fd, into: buffer, at: state.offset))
                 state.offset += Int64(count)
                 state.bytes = state.offset
                 guard state.bytes - state.lastReported >= Self.progressStep else { return (count, nil) }

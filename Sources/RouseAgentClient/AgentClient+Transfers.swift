@@ -1,5 +1,5 @@
 import Foundation
-import Glibc
+import RouseSystem
 import RouseWire
 import Synchronization
 
@@ -113,12 +113,12 @@ final class DownloadedFiles: Sendable {
             defer { files[taskID] = fd }
             return files[taskID]
         }
-        if let old { Glibc.close(old) }
+        if let old { Sys.close(old) }
     }
 
     func take(_ taskID: Int) -> Int32? { files.withLock { $0.removeValue(forKey: taskID) } }
 
     deinit {
-        for fd in files.withLock({ $0.values }) { Glibc.close(fd) }
+        for fd in files.withLock({ $0.values }) { Sys.close(fd) }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Glibc
 import RouseActivation
+import RouseSystem
 import RouseWire
 import Synchronization
 
@@ -63,7 +63,7 @@ public final class AgentClient: Sendable {
                 var refused = false
                 // Descriptors (downloaded files) arrive with the first bytes of the frame that names them.
                 var descriptors: [Int32] = []
-                defer { for fd in descriptors { Glibc.close(fd) } }
+                defer { for fd in descriptors { Sys.close(fd) } }
                 readLoop: while true {
                     guard let (bytes, passed) = try? socket.read() else { break readLoop }
                     descriptors += passed

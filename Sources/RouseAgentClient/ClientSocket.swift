@@ -1,11 +1,9 @@
-import Glibc
+import RouseSystem
 import Synchronization
 
-/// The client library's only syscalls: a connected `AF_UNIX` stream socket it owns.
-///
-/// Errno policy: `EINTR` is retried; anything else on connect, read or write is thrown as
-/// ``AgentClientError`` (the agent went away or refused us); `close` errors are ignored (the fd is gone
-/// either way).
+/// The client library's connection to the agent: a connected `AF_UNIX` stream socket it owns, over RouseSystem's
+/// syscall layer. A `SystemError` from connect, read or write is thrown as ``AgentClientError`` (the agent went
+/// away or refused us).
 final class ClientSocket: Sendable {
     let fd: Int32
     private let writing = Mutex(())
@@ -15,35 +13,18 @@ final class ClientSocket: Sendable {
     /// Adopts the connection the agent handed over as `fd` (3) and makes it close-on-exec: the handler's own
     /// children must not inherit its connection to the agent (and could not be told apart from it).
     static func inherit(_ fd: Int32) -> ClientSocket {
-        let flags = fcntl(fd, F_GETFD)
-        if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        Sys.setCloseOnExec(fd)
         return ClientSocket(adopting: fd)
     }
 
     /// Connects to the agent's socket at `path`.
     static func connect(path: String) throws(AgentClientError) -> ClientSocket {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .system("socket", errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(fd)
+        do {
+            return ClientSocket(adopting: try Sys.connect(unixPath: path))
+        } catch  where error.code == .nameTooLong && error.call == "connect" {
             throw AgentClientError(code: "pathTooLong", detail: path)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
-        while true {
-            let result = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
-            }
-            if result == 0 { return ClientSocket(adopting: fd) }
-            let code = errno
-            if code == EINTR { continue }
-            Glibc.close(fd)
-            throw .system("connect \(path)", code)
+        } catch {
+            throw .system(error)
         }
     }
 
@@ -51,25 +32,14 @@ final class ClientSocket: Sendable {
     /// of their frames.
     func write(_ bytes: [UInt8]) throws(AgentClientError) {
         try writing.withLock { _ throws(AgentClientError) in
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes {
-                    send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-                }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw .system("send", errno)
-                }
-                offset += written
-            }
+            do throws(SystemError) { try Sys.sendAll(fd, bytes) } catch { throw .system(error) }
         }
     }
 
     /// Writes all of `bytes` with `descriptor` attached (`SCM_RIGHTS`), one writer at a time.
     func write(_ bytes: [UInt8], descriptor: Int32) throws(AgentClientError) {
         try writing.withLock { _ throws(AgentClientError) in
-            let code = DescriptorPassing.send(fd, bytes, descriptor: descriptor, nonBlocking: false)
-            if code != 0 { throw .system("sendmsg", code) }
+            do throws(SystemError) { try Sys.sendAll(fd, bytes, descriptor: descriptor) } catch { throw .system(error) }
         }
     }
 
@@ -77,17 +47,17 @@ final class ClientSocket: Sendable {
     /// the agent closed the connection.
     func read() throws(AgentClientError) -> (bytes: [UInt8], descriptors: [Int32]) {
         do {
-            let read = try DescriptorPassing.receive(fd)
+            let read = try Sys.receiveWithDescriptors(fd)
             return (read.bytes, read.descriptors)
         } catch {
-            throw .system("recvmsg", error.errno)
+            throw .system(error)
         }
     }
 
     /// Shuts the connection down (wakes a blocked reader); the fd is closed in `deinit`.
-    func shutdownBoth() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    func shutdownBoth() { Sys.shutdownBoth(fd) }
 
-    deinit { Glibc.close(fd) }
+    deinit { Sys.close(fd) }
 }
 
 /// A failure of the handler-side client.
@@ -97,8 +67,8 @@ public struct AgentClientError: Error, Sendable, CustomStringConvertible {
     /// What happened.
     public let detail: String
 
-    static func system(_ call: String, _ code: Int32) -> AgentClientError {
-        AgentClientError(code: "system", detail: "\(call): \(String(cString: strerror(code))) (errno \(code))")
+    static func system(_ error: SystemError) -> AgentClientError {
+        AgentClientError(code: "system", detail: "\(error)")
     }
 
     public var description: String { "\(code): \(detail)" }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RouseSystem
 import Synchronization
 
 /// The exit of one spawned child: a thread of its own waits for it, then reaps it.
@@ -22,9 +23,9 @@ final class ChildExit: Sendable {
     init(pid: pid_t) {
         self.pid = pid
         Thread.detachNewThread { [self] in
-            ChildSyscalls.waitForExit(pid)
+            Sys.waitForExit(pid: pid)
             let waiters = state.withLock { state in
-                let raw = ChildSyscalls.reap(pid)
+                let raw = Sys.reap(pid)
                 state.raw = raw
                 defer { state.waiters = [:] }
                 return state.waiters.values.map { ($0, raw) }
@@ -40,7 +41,7 @@ final class ChildExit: Sendable {
     /// Sends `signal` to the child (with `group`: to its whole process group) unless it was reaped already.
     func send(_ signal: Int32, group: Bool) {
         state.withLock { state in
-            if state.raw == nil { ChildSyscalls.send(signal, to: pid, group: group) }
+            if state.raw == nil { _ = group ? Sys.signalGroup(pid, signal) : Sys.signal(pid: pid, signal) }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RouseSystem
 
 /// Runs other programs for the tests and for rouse-bench (curl, nghttpd, h2load, ip, openssl and the package's
 /// own products): to completion with ``run(_:_:stdin:timeout:)`` or ``runSync(_:_:environment:)``, or as a
@@ -7,15 +8,15 @@ import Foundation
 /// posix_spawn, not `Foundation.Process`: Swift 6.3.1's `Process.run` can SIGSEGV while it closes the inherited
 /// descriptors (swift-corelibs-foundation PR #5472). Every child gets fds 0-2 from us and every other descriptor
 /// closed, its own process group, default signal dispositions and an empty signal mask.
-public enum ChildProcess {
+package enum ChildProcess {
     /// What a finished program left.
-    public struct Output: Sendable {
+    package struct Output: Sendable {
         /// The exit code, or 128 + the signal that ended it.
-        public let status: Int32
-        public let stdout: String
-        public let stderr: String
+        package let status: Int32
+        package let stdout: String
+        package let stderr: String
         /// The signal that ended it (nil: it exited).
-        public let signal: Int32?
+        package let signal: Int32?
 
         init(raw: Int32, stdout: [UInt8], stderr: [UInt8]) {
             (status, signal) = ChildProcess.decode(raw)
@@ -25,18 +26,19 @@ public enum ChildProcess {
     }
 
     /// A program could not be run, or ran out of time.
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
 
-        public init(description: String) { self.description = description }
+        package init(description: String) { self.description = description }
 
-        static func system(_ call: String, _ code: Int32) -> Failure {
-            Failure(description: "\(call): \(String(cString: strerror(code))) (errno \(code))")
+        /// `body`'s `SystemError` as a failure of the same description.
+        static func system<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(Failure) -> T {
+            do { return try body() } catch { throw Failure(description: "\(error)") }
         }
     }
 
     /// Where a started child's stdout or stderr goes.
-    public enum Sink: Sendable {
+    package enum Sink: Sendable {
         /// `/dev/null`.
         case discard
         /// Our own stdout or stderr (a benchmark shows its servers' warnings).
@@ -50,10 +52,10 @@ public enum ChildProcess {
     /// Variables added to the environment of every child started by this task and its child tasks. A test scope
     /// tags what it starts this way, so that it can find (and kill) even the descendants that left its process
     /// group: rouse-agent hands its environment on to the handlers it launches.
-    @TaskLocal public static var addedEnvironment: [String: String] = [:]
+    @TaskLocal package static var addedEnvironment: [String: String] = [:]
 
     /// Fails with a clear reason when `path` is not an executable (tests never skip silently).
-    public static func require(_ path: String) throws {
+    package static func require(_ path: String) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw Failure(description: "\(path) is missing: run deploy/install-deps.sh (it installs the test tools)")
         }
@@ -61,7 +63,7 @@ public enum ChildProcess {
 
     /// Starts `path` in a process group of its own, stdin `/dev/null`; `environment` replaces ours when given.
     /// `onStdoutLine` (with `stdout: .lines`) sees each line on the reader thread, as soon as it is read.
-    public static func start(
+    package static func start(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil, stdout: Sink = .discard,
         stderr: Sink = .discard, onStdoutLine: (@Sendable (String) -> Void)? = nil
     ) throws -> RunningChild {
@@ -73,30 +75,33 @@ public enum ChildProcess {
         defer { descriptors.finish() }
         func open(_ sink: Sink, ours: Int32) throws -> (child: Int32, reader: Int32?) {
             switch sink {
-            case .discard: return (try descriptors.theirs(ChildSyscalls.open("/dev/null", writing: true)), nil)
-            case .inherit: return (try descriptors.theirs(ChildSyscalls.duplicate(ours)), nil)
-            case .file(let file): return (try descriptors.theirs(ChildSyscalls.open(file, writing: true)), nil)
+            case .discard: return (try descriptors.theirs(openSink("/dev/null", writing: true)), nil)
+            case .inherit:
+                return (
+                    try descriptors.theirs(Failure.system(try Sys.duplicate(ours))), nil
+                )
+            case .file(let file): return (try descriptors.theirs(openSink(file, writing: true)), nil)
             case .lines:
                 let pipe = try descriptors.pipe(ourEnd: \.read)
                 return (pipe.write, pipe.read)
             }
         }
-        let input = try descriptors.theirs(ChildSyscalls.open("/dev/null", writing: false))
+        let input = try descriptors.theirs(openSink("/dev/null", writing: false))
         let out = try open(stdout, ours: 1)
         let err = try open(stderr, ours: 2)
-        let pid = try ChildSyscalls.spawn(
-            path, arguments, environment: variables(environment), stdin: input, stdout: out.child, stderr: err.child)
+        let pid = try spawn(
+            path, arguments, environment: environment, stdin: input, stdout: out.child, stderr: err.child)
         descriptors.spawned = true
         return RunningChild(
             exit: ChildExit(pid: pid), lines: LineReader(descriptor: out.reader, onLine: onStdoutLine))
     }
 
     /// Runs `path` and blocks until it exits (no deadline: for quick, local programs such as `ip`).
-    public static func runSync(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
+    package static func runSync(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws
         -> Output
     {
         let spawned = try spawnPiped(path, arguments, environment: environment)
-        ChildSyscalls.close(spawned.stdin)
+        Sys.close(spawned.stdin)
         let errors = PipeCollector(spawned.stderr)
         let output = PipeCollector(spawned.stdout)
         let raw = spawned.exit.blockingWait()
@@ -104,7 +109,7 @@ public enum ChildProcess {
     }
 
     /// Runs `path` with `arguments` and waits for it, killing it (its process group) after `timeout`.
-    public static func run(
+    package static func run(
         _ path: String, _ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)
     ) async throws -> Output {
         let spawned = try spawnPiped(path, arguments, environment: nil)
@@ -114,8 +119,8 @@ public enum ChildProcess {
         let bytes = stdin.map { Array($0) } ?? []
         Thread.detachNewThread {
             // A child that never reads its stdin must not block the test: written on a thread.
-            _ = ChildSyscalls.write(writer, bytes)
-            ChildSyscalls.close(writer)
+            _ = Sys.writeToChild(writer, bytes)
+            Sys.close(writer)
         }
         let exit = spawned.exit
         let raw: Int32
@@ -132,14 +137,14 @@ public enum ChildProcess {
     /// Kills (SIGKILL) every process whose environment holds `variable=value`, until none is left: the
     /// descendants of a test's children, including those that left their process group. Returns their pids.
     @discardableResult
-    public static func killAll(carrying variable: String, _ value: String) -> [pid_t] {
+    package static func killAll(carrying variable: String, _ value: String) -> [pid_t] {
         let entry = Array("\(variable)=\(value)".utf8)
         var killed: [pid_t] = []
         // A process may start another one while we look: look again until a pass finds nothing (bounded).
         for _ in 0..<20 {
-            let found = ChildSyscalls.processes(withEnvironmentEntry: entry)
+            let found = Sys.processes(withEnvironmentEntry: entry)
             if found.isEmpty { break }
-            for pid in found where ChildSyscalls.kill(pid, ifItStillCarries: entry) { killed.append(pid) }
+            for pid in found where Sys.kill(pid, ifItStillCarries: entry) { killed.append(pid) }
         }
         return killed
     }
@@ -157,6 +162,24 @@ public enum ChildProcess {
             .map { "\($0.key)=\($0.value)" }
     }
 
+    /// posix_spawn of `path` in a new process group with `stdin`, `stdout`, `stderr` as its fds 0-2, every other
+    /// descriptor closed, default signal dispositions and an empty signal mask.
+    private static func spawn(
+        _ path: String, _ arguments: [String], environment: [String: String]?, stdin: Int32, stdout: Int32,
+        stderr: Int32
+    ) throws(Failure) -> pid_t {
+        let entries = variables(environment)
+        return try Failure.system(
+            try Sys.spawnPiped(
+                path, arguments: [path] + arguments, environment: entries, stdin: stdin, stdout: stdout,
+                stderr: stderr))
+    }
+
+    /// A close-on-exec descriptor for `path`: `/dev/null` to read or write, or a log file (created, truncated).
+    private static func openSink(_ path: String, writing: Bool) throws(Failure) -> Int32 {
+        try Failure.system(try Sys.open(path, writing ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, mode: 0o644))
+    }
+
     /// A child with pipes as its fds 0-2: our ends of them, and its exit.
     private static func spawnPiped(_ path: String, _ arguments: [String], environment: [String: String]?) throws
         -> (stdin: Int32, stdout: Int32, stderr: Int32, exit: ChildExit)
@@ -167,9 +190,8 @@ public enum ChildProcess {
         let input = try descriptors.pipe(ourEnd: \.write)
         let output = try descriptors.pipe(ourEnd: \.read)
         let errors = try descriptors.pipe(ourEnd: \.read)
-        let pid = try ChildSyscalls.spawn(
-            path, arguments, environment: variables(environment), stdin: input.read, stdout: output.write,
-            stderr: errors.write)
+        let pid = try spawn(
+            path, arguments, environment: environment, stdin: input.read, stdout: output.write, stderr: errors.write)
         descriptors.spawned = true
         return (input.write, output.read, errors.read, ChildExit(pid: pid))
     }
@@ -187,7 +209,7 @@ public enum ChildProcess {
         }
 
         mutating func pipe(ourEnd: KeyPath<(read: Int32, write: Int32), Int32>) throws -> (read: Int32, write: Int32) {
-            let pipe = try ChildSyscalls.pipe()
+            let pipe = try Failure.system(try Sys.pipe())
             let mine = pipe[keyPath: ourEnd]
             ours.append(mine)
             child.append(mine == pipe.read ? pipe.write : pipe.read)
@@ -195,8 +217,8 @@ public enum ChildProcess {
         }
 
         func finish() {
-            for fd in child { ChildSyscalls.close(fd) }
-            if !spawned { for fd in ours { ChildSyscalls.close(fd) } }
+            for fd in child { Sys.close(fd) }
+            if !spawned { for fd in ours { Sys.close(fd) } }
         }
     }
 }

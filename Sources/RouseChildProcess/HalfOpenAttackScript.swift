@@ -3,28 +3,28 @@ import Foundation
 /// `Tests/Interop/h2_attack.py` (Python `h2`, an HTTP/2 client nobody here wrote) holding half-open streams against
 /// one port: each connection's streams sent in its first flight, body bytes as far as the server's windows allow,
 /// held until ``stop(timeout:)``. The attack tests and `rouse-bench gateway --attack` both drive it.
-public final class HalfOpenAttackScript: Sendable {
+package final class HalfOpenAttackScript: Sendable {
     /// One of the script's JSON phase lines (`holding`: everything sent and a PING answered after it; `settled`:
     /// every stream reset or closed by the server; `done`): what it sent and what the server answered so far.
-    public struct Report: Sendable, CustomStringConvertible {
-        public let phase: String
-        public let connections: Int
-        public let failed: Int
-        public let streams: Int
-        public let bodyBytes: Int
+    package struct Report: Sendable, CustomStringConvertible {
+        package let phase: String
+        package let connections: Int
+        package let failed: Int
+        package let streams: Int
+        package let bodyBytes: Int
         /// RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, …).
-        public let resets: [String: Int]
+        package let resets: [String: Int]
         /// GOAWAY frames received, by error code name.
-        public let goAways: [String: Int]
-        public let closedByPeer: Int
+        package let goAways: [String: Int]
+        package let closedByPeer: Int
         /// Streams neither reset nor closed by the server.
-        public let openStreams: Int
-        public let line: String
+        package let openStreams: Int
+        package let line: String
 
-        public var description: String { line }
+        package var description: String { line }
 
         /// `REFUSED_STREAM 99000, CANCEL 1000`.
-        public var resetSummary: String {
+        package var resetSummary: String {
             resets.isEmpty
                 ? "none" : resets.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }
@@ -61,7 +61,7 @@ public final class HalfOpenAttackScript: Sendable {
     /// Starts the script with `python` (which has `h2`): `connections` TLS connections to `port`, each with `streams`
     /// requests to `path` whose HEADERS do not end the stream, and up to `bodyBytes` of body on each. The script's
     /// stderr goes to `stderrPath` (shown when a phase does not come) or, without one, to ours.
-    public static func start(
+    package static func start(
         python: String, script: String, port: UInt16, path: String, connections: Int, streams: Int, bodyBytes: Int,
         stderrPath: String? = nil
     ) throws -> HalfOpenAttackScript {
@@ -75,7 +75,7 @@ public final class HalfOpenAttackScript: Sendable {
     }
 
     /// Waits for the phase line `name`, or fails after `timeout` (with the script's stderr when it has a file).
-    public func phase(_ name: String, timeout: Duration) async throws -> Report {
+    package func phase(_ name: String, timeout: Duration) async throws -> Report {
         guard let line = await child.lines.first(timeout: timeout, where: { $0.contains("\"phase\": \"\(name)\"") })
         else {
             let log = stderrPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
@@ -87,7 +87,7 @@ public final class HalfOpenAttackScript: Sendable {
     }
 
     /// Ends the attack (SIGTERM): the script reports, closes its connections and exits.
-    public func stop(timeout: Duration = .seconds(60)) async throws -> Report {
+    package func stop(timeout: Duration = .seconds(60)) async throws -> Report {
         child.terminate()
         let report = try await phase("done", timeout: timeout)
         _ = try await child.wait(timeout: timeout)

@@ -1,13 +1,14 @@
 import Foundation
+import RouseSystem
 
 /// Lines of a child's output as it writes them (a reader thread feeds an AsyncStream).
-public final class LineReader: @unchecked Sendable {  // `iterator` is used by one task at a time.
+package final class LineReader: @unchecked Sendable {  // `iterator` is used by one task at a time.
     private var iterator: AsyncStream<String>.AsyncIterator
 
     /// Reads `descriptor` (ours: closed at the end of the stream); nil gives a reader that has already ended.
     /// `onLine` sees each line on the reader thread, as soon as it was read.
     convenience init(descriptor: Int32?, onLine: (@Sendable (String) -> Void)?) {
-        self.init(reading: descriptor, onLine: onLine) { descriptor.map(ChildSyscalls.close) }
+        self.init(reading: descriptor, onLine: onLine) { descriptor.map(Sys.close) }
     }
 
     private init(
@@ -36,7 +37,7 @@ public final class LineReader: @unchecked Sendable {  // `iterator` is used by o
                 line.removeAll(keepingCapacity: true)
             }
             while true {
-                let count = buffer.withUnsafeMutableBytes { ChildSyscalls.read(descriptor, into: $0) }
+                let count = buffer.withUnsafeMutableBytes { Sys.readFromChild(descriptor, into: $0) }
                 if count == 0 { break }
                 for byte in buffer[..<count] {
                     if byte == UInt8(ascii: "\n") { emit() } else { line.append(byte) }
@@ -49,11 +50,11 @@ public final class LineReader: @unchecked Sendable {  // `iterator` is used by o
     }
 
     /// The next line, or `nil` at the end of the output.
-    public func next() async -> String? { await iterator.next() }
+    package func next() async -> String? { await iterator.next() }
 
     /// The first line that satisfies `predicate` (a server's ready line), or nil when the output ended or `timeout`
     /// passed first.
-    public func first(timeout: Duration, where predicate: @escaping @Sendable (String) -> Bool) async -> String? {
+    package func first(timeout: Duration, where predicate: @escaping @Sendable (String) -> Bool) async -> String? {
         await withTaskGroup(of: String?.self) { group in
             group.addTask {
                 while let line = await self.next() {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RouseSystem
 import Synchronization
 
 /// Reads a pipe (ours: closed at its end) to its end on a thread of its own: all of a finished child's output.
@@ -11,11 +12,11 @@ final class PipeCollector: Sendable {
         Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
-                let count = buffer.withUnsafeMutableBytes { ChildSyscalls.read(descriptor, into: $0) }
+                let count = buffer.withUnsafeMutableBytes { Sys.readFromChild(descriptor, into: $0) }
                 if count == 0 { break }
                 data.withLock { $0 += buffer[..<count] }
             }
-            ChildSyscalls.close(descriptor)
+            Sys.close(descriptor)
             done.signal()
         }
     }

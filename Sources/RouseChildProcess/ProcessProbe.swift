@@ -1,21 +1,22 @@
 import Foundation
 import Glibc
+import RouseSystem
 
 /// What the kernel shows of a running process in `/proc`: memory, CPU time, sockets, and wake-ups (context switches
 /// of its threads). The one reader of these figures for the tests and the benchmarks.
-public enum ProcessProbe {
+package enum ProcessProbe {
     /// One thread's context switches so far. A voluntary switch is a sleep that ended (a wake-up); an involuntary
     /// one is a preemption.
-    public struct ThreadSwitches: Sendable, Equatable {
-        public let name: String
-        public let voluntary: Int
-        public let involuntary: Int
-        public var total: Int { voluntary + involuntary }
+    package struct ThreadSwitches: Sendable, Equatable {
+        package let name: String
+        package let voluntary: Int
+        package let involuntary: Int
+        package var total: Int { voluntary + involuntary }
     }
 
     /// The context switches of each thread of `pid` now, by thread id. A thread may end between the listing and the
     /// read: it is left out.
-    public static func threads(_ pid: pid_t) -> [String: ThreadSwitches] {
+    package static func threads(_ pid: pid_t) -> [String: ThreadSwitches] {
         var result: [String: ThreadSwitches] = [:]
         for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
             guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
@@ -40,19 +41,19 @@ public enum ProcessProbe {
     }
 
     /// Context switches of each thread of `pid` by thread id: voluntary ones only (wake-ups), or all.
-    public static func switches(_ pid: pid_t, voluntaryOnly: Bool = false) -> [String: Int] {
+    package static func switches(_ pid: pid_t, voluntaryOnly: Bool = false) -> [String: Int] {
         threads(pid).mapValues { voluntaryOnly ? $0.voluntary : $0.total }
     }
 
     /// Switches between two samples of `switches`: each thread's growth, threads new in `after` counted in full,
     /// threads gone since `before` left out.
-    public static func growth(from before: [String: Int], to after: [String: Int]) -> Int {
+    package static func growth(from before: [String: Int], to after: [String: Int]) -> Int {
         after.reduce(0) { $0 + $1.value - (before[$1.key] ?? 0) }
     }
 
     /// Wake-ups of all of `pid`'s threads over `window`. Threads come and go (a thread pool's workers) and an ended
     /// thread's counts leave /proc with it, so each thread is sampled every 100 ms and its growth summed.
-    public static func wakeUps(_ pid: pid_t, over window: Duration, voluntaryOnly: Bool = false) async throws -> Int {
+    package static func wakeUps(_ pid: pid_t, over window: Duration, voluntaryOnly: Bool = false) async throws -> Int {
         let first = switches(pid, voluntaryOnly: voluntaryOnly)
         var last = first
         let end = ContinuousClock.now + window
@@ -65,7 +66,7 @@ public enum ProcessProbe {
 
     /// Waits until `pid` went `quiet` without a wake-up (voluntary context switch of any thread), checking every
     /// 250 ms: the timers that the set-up armed fire once and are gone. False when it did not go quiet within `limit`.
-    public static func settle(_ pid: pid_t, quiet: Duration, limit: Duration) async throws -> Bool {
+    package static func settle(_ pid: pid_t, quiet: Duration, limit: Duration) async throws -> Bool {
         var last = switches(pid, voluntaryOnly: true)
         var since = ContinuousClock.now
         let deadline = ContinuousClock.now + limit
@@ -82,7 +83,7 @@ public enum ProcessProbe {
     }
 
     /// A `kB` field of /proc/PID/status (`VmRSS`, `VmHWM`), in KiB; nil when the process or the field is gone.
-    public static func statusKiB(_ pid: pid_t, _ field: String) -> Int? {
+    package static func statusKiB(_ pid: pid_t, _ field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
         else { return nil }
@@ -90,7 +91,7 @@ public enum ProcessProbe {
     }
 
     /// CPU time (user + system) of `pid` so far, in clock ticks (`ticksPerSecond`); nil when the process is gone.
-    public static func cpuTicks(_ pid: pid_t) -> Int? {
+    package static func cpuTicks(_ pid: pid_t) -> Int? {
         // The fields after the command's closing parenthesis (the command may hold spaces): utime and stime are
         // fields 14 and 15 of the line, 12th and 13th after it.
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -102,10 +103,10 @@ public enum ProcessProbe {
     }
 
     /// Clock ticks per second, the unit of `cpuTicks`.
-    public static let ticksPerSecond = Int(sysconf(Int32(_SC_CLK_TCK)))
+    package static let ticksPerSecond = Int(Sys.clockTicksPerSecond)
 
     /// Open sockets of `pid` (its listeners and connections).
-    public static func sockets(_ pid: pid_t) -> Int {
+    package static func sockets(_ pid: pid_t) -> Int {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count {
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?.hasPrefix("socket:")
                 ?? false

@@ -6,11 +6,11 @@ import Foundation
 ///
 /// The names `processIdentifier`, `isRunning`, `terminate()`, `waitUntilExit()` and `terminationStatus` are
 /// those of `Foundation.Process`, which this replaces in the test fixtures.
-public final class RunningChild: Sendable {
+package final class RunningChild: Sendable {
     /// The child's pid, which is also its process group's id.
-    public let processIdentifier: pid_t
+    package let processIdentifier: pid_t
     /// The child's stdout, line by line, when started with `stdout: .lines` (otherwise it ends at once).
-    public let lines: LineReader
+    package let lines: LineReader
     private let exit: ChildExit
 
     init(exit: ChildExit, lines: LineReader) {
@@ -24,29 +24,29 @@ public final class RunningChild: Sendable {
     }
 
     /// True until the child has exited (and was reaped).
-    public var isRunning: Bool { exit.raw == nil }
+    package var isRunning: Bool { exit.raw == nil }
 
     /// The exit code, or 128 + the signal that ended it; -1 while the child runs.
-    public var terminationStatus: Int32 { exit.raw.map { ChildProcess.decode($0).status } ?? -1 }
+    package var terminationStatus: Int32 { exit.raw.map { ChildProcess.decode($0).status } ?? -1 }
 
     /// Sends `signal` to the child itself (not its process group) while it runs.
-    public func signal(_ signal: Int32) { exit.send(signal, group: false) }
+    package func signal(_ signal: Int32) { exit.send(signal, group: false) }
 
     /// SIGTERM to the child (a graceful stop); see ``wait(timeout:)`` for its outcome.
-    public func terminate() { signal(SIGTERM) }
+    package func terminate() { signal(SIGTERM) }
 
     /// SIGKILL to the child's whole process group, then blocks until the child was reaped (promptly: nothing can
     /// delay a SIGKILL, and its exit does not wait for the pipes that a descendant may still hold open).
-    public func kill() {
+    package func kill() {
         exit.send(SIGKILL, group: true)
         waitUntilExit()
     }
 
     /// Blocks this thread until the child has exited.
-    public func waitUntilExit() { _ = exit.blockingWait() }
+    package func waitUntilExit() { _ = exit.blockingWait() }
 
     /// Waits until the child has exited, at most `timeout`; its exit code, or 128 + the signal that ended it.
-    public func wait(timeout: Duration) async throws -> Int32 {
+    package func wait(timeout: Duration) async throws -> Int32 {
         ChildProcess.decode(try await exit.wait(timeout: timeout)).status
     }
 }

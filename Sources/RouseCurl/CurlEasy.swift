@@ -1,5 +1,5 @@
 import CCurl
-import CRouseShim
+import CRouseCurl
 
 /// Owns one libcurl easy handle (`CURL*`) and the memory libcurl borrows from it (error buffer, header
 /// list); frees all of it in `deinit`. Not thread-safe: one thread at a time, and only the multi loop

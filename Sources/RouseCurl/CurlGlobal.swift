@@ -1,5 +1,5 @@
 import CCurl
-import CRouseShim
+import CRouseCurl
 
 /// `curl_global_init`, run exactly once per process (Swift initialises globals lazily and atomically).
 private let curlGlobalInitResult: CURLcode = rouse_curl_global_init_default()

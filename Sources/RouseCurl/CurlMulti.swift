@@ -1,5 +1,5 @@
 import CCurl
-import CRouseShim
+import CRouseCurl
 
 /// Owns one libcurl multi handle (`CURLM*`); frees it in `deinit`. Used from one thread (the client's loop
 /// thread), except ``wakeup()``, which libcurl allows from any thread while the handle is alive.

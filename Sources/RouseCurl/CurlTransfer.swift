@@ -1,5 +1,5 @@
 import CCurl
-import CRouseShim
+import CRouseCurl
 import Synchronization
 
 /// One request in flight: its easy handle, what libcurl has delivered so far, and who is waiting.

@@ -36,8 +36,14 @@ package final class LoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor
     }
 
     private struct Factory: ExecutorFactory {
-        static var mainExecutor: any MainExecutor { LoopExecutor.shared! }
-        static var defaultExecutor: any TaskExecutor { LoopExecutor.shared! }
+        static var mainExecutor: any MainExecutor { installed }
+        static var defaultExecutor: any TaskExecutor { installed }
+
+        /// Swift asks the factory only after `install` set `shared` (`_createExecutors` is called there).
+        private static var installed: LoopExecutor {
+            guard let executor = LoopExecutor.shared else { preconditionFailure("LoopExecutor.install was not called") }
+            return executor
+        }
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {

@@ -54,6 +54,8 @@ struct AdminView: Sendable {
                 return Answer(status: 200, contentType: json, body: Array("{\"status\":\"ok\"}".utf8))
             case "/metrics":
                 metrics.setPending(try store.read { try $0.pendingTotal() })
+                let memory = HTTP2Server.sessionMemory
+                metrics.setHTTP2SessionMemory(sessions: memory.sessions, bytes: memory.bytes)
                 for listener in listeners {
                     metrics.recordLimitCounts(listener: listener.name, listener.server.limitCounts)
                 }

@@ -11,6 +11,8 @@ public final class GatewayMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let connected: Gauge
     private let queueDepth: Gauge
+    private let http2Sessions: Gauge
+    private let http2SessionBytes: Gauge
     private let latency: ValueHistogram
     private let acks: Counter
     private let expiredCounter: Counter
@@ -26,6 +28,10 @@ public final class GatewayMetrics: Sendable {
         connected = registry.makeGauge(descriptor: Self.name("connected", "devices", "Device channels open"))
         queueDepth = registry.makeGauge(
             descriptor: Self.name("pending", "pushes", "Pushes stored, not yet acknowledged"))
+        http2Sessions = registry.makeGauge(
+            descriptor: Self.name("http2_sessions", "open", "nghttp2 server sessions open in this process"))
+        http2SessionBytes = registry.makeGauge(
+            descriptor: Self.name("http2_session", "bytes", "Memory nghttp2 holds for the server sessions"))
         latency = registry.makeValueHistogram(
             descriptor: Self.name(
                 "delivery_latency", "seconds", "Time from acceptance to the write on the device channel"),
@@ -119,6 +125,12 @@ public final class GatewayMetrics: Sendable {
 
     /// Pending pushes now.
     public func setPending(_ value: Int) { queueDepth.set(to: Double(value)) }
+
+    /// nghttp2's server sessions and the bytes it holds for them (`HTTP2Server.sessionMemory`).
+    public func setHTTP2SessionMemory(sessions: Int, bytes: Int) {
+        http2Sessions.set(to: Double(sessions))
+        http2SessionBytes.set(to: Double(bytes))
+    }
 
     /// The Prometheus text exposition.
     public func render() -> [UInt8] { registry.emitToBuffer() }

@@ -93,8 +93,8 @@ final class ClientCallbacks: @unchecked Sendable {  // immutable after init; ngh
         let n = min(stream.requestBody.count - stream.requestOffset, length)
         if n > 0 {
             stream.requestBody.withUnsafeBytes { raw in
-                buffer.update(
-                    from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + stream.requestOffset, count: n)
+                let bytes = raw.bindMemory(to: UInt8.self)[stream.requestOffset..<stream.requestOffset + n]
+                _ = UnsafeMutableBufferPointer(start: buffer, count: n).initialize(fromContentsOf: bytes)
             }
             stream.requestOffset += n
         }

@@ -115,7 +115,7 @@ final class ClientConnection: H2Connection {
         pingSentAt[pingCounter] = loop.now
         withUnsafeBytes(of: &opaque) { raw in
             _ = nghttp2_submit_ping(
-                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), raw.bindMemory(to: UInt8.self).baseAddress)
         }
         flushSoon()
     }

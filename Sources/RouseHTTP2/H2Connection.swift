@@ -1,5 +1,5 @@
 import CNghttp2
-import CRouseShim
+import CRouseSys
 import Glibc
 import Logging
 import RouseEventLoop
@@ -45,8 +45,14 @@ class H2Connection: EventLoopFDHandler {
         self.lastActivity = loop.now
     }
 
+    /// The session was made with `NGHTTP2Allocator.memory` (server sessions), which counts live sessions.
+    var sessionFromCountingAllocator = false
+
     deinit {
-        if let session { nghttp2_session_del(session) }
+        if let session {
+            nghttp2_session_del(session)
+            if sessionFromCountingAllocator { NGHTTP2Allocator.sessionDeleted() }
+        }
     }
 
     // MARK: subclass hooks
@@ -65,6 +71,10 @@ class H2Connection: EventLoopFDHandler {
     /// `h2` was already refused in the handshake (`no_application_protocol`, see `TLSContext`). Clients say no:
     /// they offered `h2` and a server that ignores ALPN may not speak HTTP/2.
     var servesWithoutALPN: Bool { false }
+
+    /// The output buffer keeps its capacity once written out up to this size (no regrowth per batch); a larger one,
+    /// grown by a burst, is freed.
+    var keptOutputCapacity: Int { 1 << 17 }
 
     /// Whether the session's first frames wait until the peer's first bytes arrived (servers without ALPN h2).
     var awaitsPrefaceBeforeSending: Bool { false }
@@ -188,7 +198,7 @@ class H2Connection: EventLoopFDHandler {
                 budget -= n
                 awaitingFirstBytes = false
                 inCallback = true
-                let rv = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), n)
+                let rv = nghttp2_session_mem_recv(session, buffer.bindMemory(to: UInt8.self).baseAddress, n)
                 inCallback = false
                 if rv == Int(NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue) {
                     refuseNonHTTP2()
@@ -258,7 +268,7 @@ class H2Connection: EventLoopFDHandler {
             case .bytes(let n):
                 outputOffset += n
                 if outputOffset == output.count {
-                    output.removeAll(keepingCapacity: output.capacity <= 1 << 17)
+                    output.removeAll(keepingCapacity: output.capacity <= keptOutputCapacity)
                     outputOffset = 0
                 }
             case .wouldBlock, .endOfFile:

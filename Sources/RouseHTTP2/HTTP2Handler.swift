@@ -75,6 +75,11 @@ public struct HTTP2Stream: Sendable {
     /// Sends a complete response.
     public func respond(status: Int, headers: [HTTP2Header] = [], body: [UInt8] = [], trailers: [HTTP2Header] = []) {
         let id = id
+        // On the loop already (a handler answering in `handleRequest`): no closure to allocate and call.
+        if ref.loop.inLoop {
+            ref.connection?.respond(streamID: id, status: status, headers: headers, body: body, trailers: trailers)
+            return
+        }
         ref.run { $0.respond(streamID: id, status: status, headers: headers, body: body, trailers: trailers) }
     }
 

@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 import Logging
 import RouseClock
@@ -87,6 +87,12 @@ public final class HTTP2Server: Sendable {
 
     /// How often the budgets were hit since the server started (connections refused, streams reset, …).
     public var limitCounts: HTTP2ServerLimitCounts { shared.counters.snapshot }
+
+    /// nghttp2's memory for all server sessions of this process: sessions open and the bytes nghttp2 holds for them
+    /// (counted by its allocator, `NGHTTP2Allocator`), e.g. to state the HTTP/2 part of an idle connection's cost.
+    public static var sessionMemory: (sessions: Int, bytes: Int) {
+        (NGHTTP2Allocator.liveSessions, NGHTTP2Allocator.liveBytes)
+    }
 
     /// How often the server's loop threads woke up since it started.
     package var loopWakeUps: UInt64 { loops.reduce(0) { $0 + $1.wakeUps.load(ordering: .relaxed) } }

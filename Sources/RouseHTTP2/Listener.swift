@@ -1,4 +1,4 @@
-import CRouseShim
+import CRouseSys
 import Glibc
 import Logging
 import RouseEventLoop

@@ -1,19 +1,38 @@
 import CNghttp2
 
 /// Calls `body` with an `nghttp2_nv` array for `headers` (nghttp2 copies them; the memory lives for the call only).
+/// With `status` (three digits, 100...999), a `:status` field comes first (a response's header block, without a new
+/// array and string for it).
 func withNGHTTP2Headers<R>(
-    _ headers: [HTTP2Header], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
+    status: Int? = nil, _ headers: [HTTP2Header], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
 ) -> R {
-    var total = 0
+    let statusName: StaticString = ":status"
+    let statusDigits = status.flatMap { (100...999).contains($0) ? $0 : nil }
+    var total = statusDigits == nil ? 0 : statusName.utf8CodeUnitCount + 3
     for h in headers { total += h.name.utf8.count + h.value.utf8.count }
+    let count = headers.count + (statusDigits == nil ? 0 : 1)
     let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: max(total, 1))
-    let nva = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: max(headers.count, 1))
+    let nva = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: max(count, 1))
     defer {
         bytes.deallocate()
         nva.deallocate()
     }
     var offset = 0
-    for (i, h) in headers.enumerated() {
+    var first = 0
+    if let statusDigits {
+        let length = statusName.utf8CodeUnitCount
+        bytes.update(from: statusName.utf8Start, count: length)
+        let value = bytes + length
+        value[0] = UInt8(ascii: "0") + UInt8(statusDigits / 100)
+        value[1] = UInt8(ascii: "0") + UInt8(statusDigits / 10 % 10)
+        value[2] = UInt8(ascii: "0") + UInt8(statusDigits % 10)
+        nva[0] = nghttp2_nv(
+            name: bytes, value: value, namelen: length, valuelen: 3, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        offset = length + 3
+        first = 1
+    }
+    for (index, h) in headers.enumerated() {
+        let i = first + index
         let namePointer = bytes + offset
         let nameLength = copyUTF8(h.name, to: namePointer)
         offset += nameLength
@@ -24,7 +43,7 @@ func withNGHTTP2Headers<R>(
             name: namePointer, value: valuePointer, namelen: nameLength, valuelen: valueLength,
             flags: UInt8(h.neverIndex ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
     }
-    return body(nva, headers.count)
+    return body(nva, count)
 }
 
 /// Copies `string`'s UTF-8 bytes to `destination` in one move (native strings are contiguous; a byte-by-byte walk

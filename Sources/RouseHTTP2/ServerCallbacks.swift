@@ -49,12 +49,25 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
             c.requestStarted(stream)
             // A header block arrives contiguously (HEADERS + CONTINUATION): remember its stream for onHeader.
             c.headerStream = stream
+            c.headerStrings.startBlock()
         }
         return 0
     }
 
     static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-        guard let frame, let c = connection(userData) else { return 0 }
+        guard let frame, let userData else { return 0 }
+        // Called for every field of every request: the connection is borrowed, not retained (it owns the session
+        // that calls back, so it outlives the call). A retain of an object with weak references (the handles'
+        // `ConnectionRef`) takes the runtime's slow path.
+        return Unmanaged<ServerConnection>.fromOpaque(userData)._withUnsafeGuaranteedRef { c in
+            header(c, frame, name, nameLength, value, valueLength)
+        }
+    }
+
+    private static func header(
+        _ c: ServerConnection, _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>?,
+        _ nameLength: Int, _ value: UnsafePointer<UInt8>?, _ valueLength: Int
+    ) -> Int32 {
         let id = frame.pointee.hd.stream_id
         let cached = c.headerStream.flatMap { $0.id == id ? $0 : nil }
         guard let stream = cached ?? c.streams[id], !stream.refused else { return 0 }
@@ -64,8 +77,8 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
             return 0
         }
         guard c.chargeRequestBytes(stream, nameLength + valueLength) else { return 0 }
-        let n = String(nghttp2: name, length: nameLength)
-        let v = String(nghttp2: value, length: valueLength)
+        let (n, v) = c.headerStrings.strings(
+            name: name, nameLength: nameLength, value: value, valueLength: valueLength)
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             if n.utf8.first == UInt8(ascii: ":") {
                 _ = stream.setPseudo(n, v)
@@ -142,8 +155,8 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
         let n = min(available, length)
         if n > 0 {
             stream.responseBody.withUnsafeBytes { raw in
-                buffer.update(
-                    from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + stream.responseOffset, count: n)
+                let bytes = raw.bindMemory(to: UInt8.self)[stream.responseOffset..<stream.responseOffset + n]
+                _ = UnsafeMutableBufferPointer(start: buffer, count: n).initialize(fromContentsOf: bytes)
             }
             stream.responseOffset += n
         }
@@ -157,6 +170,11 @@ final class ServerCallbacks: @unchecked Sendable {  // immutable after init; ngh
                     }
                 }
             } else if n == 0 {
+                // A streaming response (a device channel) drained: a buffer a burst grew is not kept while it idles.
+                if stream.responseBody.capacity > ServerConnection.keptBufferCapacity {
+                    stream.responseBody = []
+                    stream.responseOffset = 0
+                }
                 stream.dataDeferred = true
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)
             }

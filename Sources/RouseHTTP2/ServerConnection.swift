@@ -1,5 +1,5 @@
 import CNghttp2
-import CRouseShim
+import CRouseSys
 import Glibc
 import Logging
 import RouseClock
@@ -19,6 +19,8 @@ final class ServerConnection: H2Connection {
     var streams: [Int32: ServerStream] = [:]
     /// The stream whose header block is being decoded (saves a lookup per header).
     var headerStream: ServerStream?
+    /// The previous request's header strings, reused when the next request repeats them.
+    var headerStrings = HeaderStringCache()
     private var idleTimer: UInt64?
     private var requestTimer: UInt64?
     private var authenticationTimer: UInt64?
@@ -68,10 +70,13 @@ final class ServerConnection: H2Connection {
         if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
         handshakeTimer = nil
         var s: OpaquePointer?
-        let rv = nghttp2_session_server_new2(
-            &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option)
+        let rv = nghttp2_session_server_new3(
+            &s, ServerCallbacks.shared.callbacks, Unmanaged.passUnretained(self).toOpaque(), shared.option,
+            NGHTTP2Allocator.memory)
         guard rv == 0, let s else { return false }
         session = s
+        sessionFromCountingAllocator = true
+        NGHTTP2Allocator.sessionCreated()
         // The connection window is more than twice the request-buffer budget: bytes parked in unfinished requests
         // (at most the budget, given back when the application takes them) can never leave a client without
         // window, since nghttp2 returns window once half of it was consumed. Streams get their window back at once.
@@ -92,6 +97,13 @@ final class ServerConnection: H2Connection {
     }
 
     override var servesWithoutALPN: Bool { true }
+
+    /// A server holds many idle connections (device channels): one that once wrote a burst does not keep a buffer
+    /// for it. 16 KiB holds a flush of a hundred ordinary responses.
+    override var keptOutputCapacity: Int { Self.keptBufferCapacity }
+
+    /// What an idle server connection keeps of a buffer a burst grew: its output buffer, a streaming response's body.
+    static let keptBufferCapacity = 16 * 1024
 
     override var awaitsPrefaceBeforeSending: Bool { transport.negotiatedProtocol != "h2" }
 
@@ -344,9 +356,10 @@ final class ServerConnection: H2Connection {
     private func submitResponse(_ stream: ServerStream, status: Int, headers: [HTTP2Header], withBody: Bool) {
         guard phase == .active, let session else { return }
         stream.responseStarted = true
-        var all = [HTTP2Header(":status", String(status))]
-        all.append(contentsOf: headers)
-        let rv = withNGHTTP2Headers(all) { nva, count -> Int32 in
+        // Three-digit statuses (all of HTTP's) go first without a new array; anything else as its decimal text.
+        let threeDigits = (100...999).contains(status)
+        let all = threeDigits ? headers : [HTTP2Header(":status", String(status))] + headers
+        let rv = withNGHTTP2Headers(status: threeDigits ? status : nil, all) { nva, count -> Int32 in
             if withBody {
                 var provider = nghttp2_data_provider(
                     source: nghttp2_data_source(ptr: nil), read_callback: ServerCallbacks.readResponseBody)

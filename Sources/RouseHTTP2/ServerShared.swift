@@ -46,14 +46,22 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
 
     func makeConnectionID() -> UInt64 { nextID.add(1, ordering: .relaxed).oldValue }
 
+    /// What belongs to `loop`: one of the loops the server was made with, or a bug.
+    private func state(of loop: EventLoop) -> PerLoop {
+        guard let state = perLoop[ObjectIdentifier(loop)] else {
+            preconditionFailure("loop \(loop.name) is not one of this server's loops")
+        }
+        return state
+    }
+
     /// The read buffer of `loop` (call on that loop only).
     func readBuffer(for loop: EventLoop) -> UnsafeMutableRawBufferPointer {
-        perLoop[ObjectIdentifier(loop)]!.buffer
+        state(of: loop).buffer
     }
 
     /// Connections living on `loop` (call on that loop only).
     func connections(on loop: EventLoop) -> [ServerConnection] {
-        Array(perLoop[ObjectIdentifier(loop)]!.connections.values)
+        Array(state(of: loop).connections.values)
     }
 
     /// Takes a connection slot for `host`, or counts the refusal and returns false (caps from the configuration).
@@ -84,12 +92,12 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
     }
 
     func connectionOpened(_ c: ServerConnection) {
-        perLoop[ObjectIdentifier(c.loop)]!.connections[ObjectIdentifier(c)] = c
+        state(of: c.loop).connections[ObjectIdentifier(c)] = c
         openConnections.add(1, ordering: .relaxed)
     }
 
     func connectionClosed(_ c: ServerConnection) {
-        if perLoop[ObjectIdentifier(c.loop)]!.connections.removeValue(forKey: ObjectIdentifier(c)) != nil {
+        if state(of: c.loop).connections.removeValue(forKey: ObjectIdentifier(c)) != nil {
             openConnections.subtract(1, ordering: .relaxed)
             release(host: c.peerHost)
         }

@@ -1,6 +1,6 @@
 import CNghttp2
 import COpenSSL
-import CRouseShim
+import CRouseOpenSSL
 
 /// One OpenSSL `SSL_CTX`, configured for HTTP/2 (TLS 1.2+, ALPN `h2`). Owns the context.
 public final class TLSContext: @unchecked Sendable {  // immutable after init; OpenSSL contexts are thread-safe to use.

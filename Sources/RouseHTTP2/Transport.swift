@@ -1,5 +1,5 @@
 import COpenSSL
-import CRouseShim
+import CRouseOpenSSL
 import Glibc
 import RouseSystem
 

@@ -1,7 +1,8 @@
 import RouseAPNs
 
 /// The device tokens the mock knows: which topics each token is valid for, in which environment, and
-/// whether it was unregistered or has expired. Lookups are O(1) (a hash table keyed by lowercase hex).
+/// whether it was unregistered or has expired. Lookups are O(1) (a hash table keyed by the token's digits,
+/// whatever their case: `DeviceTokenKey`).
 ///
 /// File format (`rouse mock-apns --tokens FILE`), JSON:
 /// ```json
@@ -77,7 +78,7 @@ public struct DeviceTokenRegistry: Sendable {
 
     /// Policy for tokens not listed.
     public var unknownTokens: UnknownTokenPolicy
-    private var entries: [String: Entry]
+    private var entries: [DeviceTokenKey: Entry]
 
     /// A registry with no tokens.
     public init(unknownTokens: UnknownTokenPolicy = .accept) {
@@ -89,18 +90,18 @@ public struct DeviceTokenRegistry: Sendable {
     public var count: Int { entries.count }
 
     /// Adds or replaces a token (hex, any case).
-    public mutating func set(_ token: String, _ entry: Entry) { entries[Self.normalized(Substring(token))] = entry }
+    public mutating func set(_ token: String, _ entry: Entry) { entries[DeviceTokenKey(token)] = entry }
 
     /// Removes a token.
-    public mutating func remove(_ token: String) { entries[Self.normalized(Substring(token))] = nil }
+    public mutating func remove(_ token: String) { entries[DeviceTokenKey(token)] = nil }
 
     /// The record of a token, if listed.
-    public func entry(for token: some StringProtocol) -> Entry? { entries[Self.normalized(Substring(token))] }
+    public func entry(for token: some StringProtocol) -> Entry? { entries[DeviceTokenKey(token)] }
 
     /// Checks a well-formed token for a push to `topic` on a server in `environment`; `nil` means
     /// deliverable. Order: environment, topic, state.
     public func check(token: Substring, topic: String, environment: APNsEnvironment) -> Rejection? {
-        guard let entry = entries[Self.normalized(token)] else {
+        guard let entry = entries[DeviceTokenKey(token)] else {
             return unknownTokens == .accept ? nil : Rejection(reason: .badDeviceToken)
         }
         if let tokenEnvironment = entry.environment, tokenEnvironment != environment {

@@ -62,7 +62,7 @@ public final class MockAPNs: Sendable {
         var records: RecordBuffer
         var recordedSinceClear = 0
         var sequence = 0
-        var rateWindows: [String: (start: Int64, count: Int)] = [:]
+        var rateWindows: [DeviceTokenKey: (start: Int64, count: Int)] = [:]
         var statistics = MockStatistics()
         /// `waitForRecords` callers: resumed (outside the lock) when enough records exist or their deadline passes.
         var waiters: [UInt64: (count: Int, continuation: CheckedContinuation<[PushRecord]?, Never>)] = [:]
@@ -358,7 +358,7 @@ extension MockAPNs {
                 return rejection
             }
             if let limit = state.rateLimit {
-                let key = DeviceTokenRegistry.normalized(deviceToken)
+                let key = DeviceTokenKey(deviceToken)
                 var window = state.rateWindows[key] ?? (now.milliseconds, 0)
                 if now.milliseconds &- window.start >= limit.windowMilliseconds { window = (now.milliseconds, 0) }
                 window.count += 1

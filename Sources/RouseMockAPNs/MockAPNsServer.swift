@@ -127,22 +127,14 @@ final class MockConnectionHandler: HTTP2ConnectionHandler {
         }
         switch decision.action {
         case .respond(let response):
-            let connection = self.connection
             let after = decision.goAwayAfterResponse
-            let send: @Sendable () -> Void = {
-                stream.respond(
-                    status: response.status, headers: response.headers.map { HTTP2Header($0.name, $0.value) },
-                    body: response.body)
-                if let g = after {
-                    connection.goAway(
-                        code: HTTP2ErrorCode(rawValue: g.errorCode), lastStreamID: g.lastStreamID,
-                        debugData: g.debugData)
-                }
-            }
             if response.delayMilliseconds > 0 {
-                connection.schedule(after: .milliseconds(response.delayMilliseconds), send)
+                let connection = self.connection
+                connection.schedule(after: .milliseconds(response.delayMilliseconds)) {
+                    Self.send(response, goAwayAfter: after, stream: stream, connection: connection)
+                }
             } else {
-                send()
+                Self.send(response, goAwayAfter: after, stream: stream, connection: connection)
             }
         case .goAway(let code, let lastStreamID, let debugData):
             connection.goAway(code: HTTP2ErrorCode(rawValue: code), lastStreamID: lastStreamID, debugData: debugData)
@@ -156,6 +148,25 @@ final class MockConnectionHandler: HTTP2ConnectionHandler {
     }
 
     func connectionClosed() {}
+
+    /// Whether a response header's value is new on every response (`apns-id`, `apns-unique-id`): such values go out
+    /// as literals without indexing, since adding each to the HPACK table (nghttp2's deflater, then the client's
+    /// inflater) only evicts entries that do repeat.
+    private static func isUnique(_ name: String) -> Bool { name == "apns-id" || name == "apns-unique-id" }
+
+    /// Sends a decided response, then the GOAWAY that follows it, if any.
+    private static func send(
+        _ response: MockResponse, goAwayAfter: MockGoAwayFrame?, stream: HTTP2Stream, connection: HTTP2Connection
+    ) {
+        stream.respond(
+            status: response.status,
+            headers: response.headers.map { HTTP2Header($0.name, $0.value, neverIndex: Self.isUnique($0.name)) },
+            body: response.body)
+        if let g = goAwayAfter {
+            connection.goAway(
+                code: HTTP2ErrorCode(rawValue: g.errorCode), lastStreamID: g.lastStreamID, debugData: g.debugData)
+        }
+    }
 }
 
 extension PeerCertificate.Verification {

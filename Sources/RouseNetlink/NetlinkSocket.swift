@@ -2,15 +2,11 @@ import CRouseSys
 import Glibc
 import RouseSystem
 
-// The one file of RouseNetlink that calls the kernel. Each wrapper reads errno at once.
-//
-// errno policy:
-// - EINTR: retried in place, never surfaced.
-// - EAGAIN/EWOULDBLOCK on a non-blocking read: a value (`.wouldBlock`), not an error.
+// The netlink binding's socket and its other kernel calls, through RouseSystem's syscall layer (`Sys`, its one
+// errno policy); nothing here calls libc itself. On top of that policy:
 // - ENOBUFS on receive: the socket overran and events were lost; a value (`.overrun`) that tells the
 //   caller to re-dump everything it mirrors and keep listening.
-// - EBADF on our own descriptor: a bug in Rouse (`preconditionFailure`), never caused by input.
-// - Anything else (EPERM, EINVAL, ENOMEM, ...): thrown as `NetlinkError(.syscall)` with the call's name.
+// - A `SystemError` is thrown as `NetlinkError(.syscall)` with the call and its argument as context.
 
 /// A `NETLINK_ROUTE` socket (`SOCK_RAW|SOCK_NONBLOCK|SOCK_CLOEXEC`), optionally bound to multicast
 /// groups. One owner; close it explicitly with `close()`.
@@ -34,27 +30,25 @@ public final class NetlinkSocket {
     /// Opens and binds the socket. `groups` is the `RTMGRP_*` bitmask (0 for a request-only
     /// socket); `receiveBufferSize` is tried with `SO_RCVBUFFORCE` first, then `SO_RCVBUF`.
     public init(groups: UInt32, receiveBufferSize: Int? = nil) throws(NetlinkError) {
-        let fd = socket(AF_NETLINK, rouse_netlink_socket_type(), NETLINK_ROUTE)
-        guard fd >= 0 else { throw NetlinkError(.syscall, "socket(AF_NETLINK)", errno: errno) }
+        let fd: Int32
+        do {
+            fd = try Sys.socket(family: AF_NETLINK, type: Int32(SOCK_RAW.rawValue), protocol: NETLINK_ROUTE)
+        } catch {
+            throw NetlinkError(.syscall, "socket(AF_NETLINK)", errno: error.errno)
+        }
         descriptor = fd
         buffer = [UInt8](repeating: 0, count: 1 << 18)
         do throws(NetlinkError) {
             if let receiveBufferSize { try setReceiveBuffer(bytes: receiveBufferSize) }
-            var one: Int32 = 1
             // Strict checking makes the kernel honour dump filters; failure (old kernels) is harmless.
-            _ = setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, socklen_t(MemoryLayout<Int32>.size))
-            // Extended acks carry a message; not needed, but ask to keep errors small.
-            var address = sockaddr_nl()
-            address.nl_family = sa_family_t(AF_NETLINK)
-            address.nl_groups = groups
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                }
+            _ = try? Sys.setOption(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1)
+            do {
+                try Sys.bindNetlink(fd, groups: groups)
+            } catch {
+                throw NetlinkError(.syscall, "bind(groups \(groups))", errno: error.errno)
             }
-            guard result == 0 else { throw NetlinkError(.syscall, "bind(groups \(groups))", errno: errno) }
         } catch {
-            Glibc.close(fd)
+            Sys.close(fd)
             throw error
         }
     }
@@ -67,26 +61,24 @@ public final class NetlinkSocket {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
-        Glibc.close(descriptor)
+        Sys.close(descriptor)
     }
 
     /// Sets the receive buffer: `SO_RCVBUFFORCE` (needs CAP_NET_ADMIN), else `SO_RCVBUF` (capped by
     /// `net.core.rmem_max`).
     public func setReceiveBuffer(bytes: Int) throws(NetlinkError) {
-        var value = Int32(clamping: bytes)
-        let size = socklen_t(MemoryLayout<Int32>.size)
-        if setsockopt(descriptor, SOL_SOCKET, rouse_so_rcvbufforce(), &value, size) == 0 { return }
-        guard setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &value, size) == 0 else {
-            throw NetlinkError(.syscall, "setsockopt(SO_RCVBUF, \(bytes))", errno: errno)
+        let value = Int32(clamping: bytes)
+        if (try? Sys.setOption(descriptor, SOL_SOCKET, rouse_so_rcvbufforce(), value)) != nil { return }
+        do {
+            try Sys.setOption(descriptor, SOL_SOCKET, SO_RCVBUF, value)
+        } catch {
+            throw NetlinkError(.syscall, "setsockopt(SO_RCVBUF, \(bytes))", errno: error.errno)
         }
     }
 
     /// The receive buffer the kernel granted (`SO_RCVBUF`, which reports twice the request).
     public var receiveBufferSize: Int {
-        var value: Int32 = 0
-        var size = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &value, &size) == 0 else { return 0 }
-        return Int(value)
+        Int((try? Sys.option(descriptor, SOL_SOCKET, SO_RCVBUF)) ?? 0)
     }
 
     /// A fresh sequence number for a request on this socket.
@@ -97,42 +89,30 @@ public final class NetlinkSocket {
 
     /// Sends one request to the kernel.
     public func send(_ request: NetlinkRequest) throws(NetlinkError) {
-        var kernel = sockaddr_nl()
-        kernel.nl_family = sa_family_t(AF_NETLINK)
-        while true {
-            let sent = request.bytes.withUnsafeBytes { raw in
-                withUnsafePointer(to: &kernel) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(descriptor, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                    }
-                }
-            }
-            if sent >= 0 { return }
-            let code = errno
-            if code == EINTR { continue }
-            if code == EBADF { preconditionFailure("sendto on a closed netlink socket") }
-            throw NetlinkError(.syscall, "sendto(netlink)", errno: code)
+        do {
+            try Sys.sendToKernel(descriptor, request.bytes)
+        } catch {
+            throw NetlinkError(.syscall, "sendto(netlink)", errno: error.errno)
         }
     }
 
     /// One non-blocking receive: a datagram's messages, `.wouldBlock`, or `.overrun`.
     public func receive() throws(NetlinkError) -> Receive {
-        while true {
-            let count = buffer.withUnsafeMutableBytes { raw in
-                recv(descriptor, raw.baseAddress, raw.count, Int32(MSG_TRUNC))
-            }
-            if count >= 0 {
-                guard count <= buffer.count else { return .overrun }
-                return .messages(try NetlinkMessage.split(buffer[0..<count]))
-            }
-            let code = errno
-            switch code {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case ENOBUFS: return .overrun
-            case EBADF: preconditionFailure("recv on a closed netlink socket")
-            default: throw NetlinkError(.syscall, "recv(netlink)", errno: code)
-            }
+        let received = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try Sys.recv(descriptor, raw, flags: Int32(MSG_TRUNC)) }
+        }
+        let result: Sys.IOResult
+        switch received {
+        case .success(let value): result = value
+        case .failure(let error) where error.code == .noBufferSpace: return .overrun
+        case .failure(let error): throw NetlinkError(.syscall, "recv(netlink)", errno: error.errno)
+        }
+        switch result {
+        case .wouldBlock: return .wouldBlock
+        case .endOfFile: return .messages(try NetlinkMessage.split(buffer[0..<0]))
+        case .bytes(let count):
+            guard count <= buffer.count else { return .overrun }
+            return .messages(try NetlinkMessage.split(buffer[0..<count]))
         }
     }
 
@@ -178,133 +158,72 @@ public final class NetlinkSocket {
     }
 }
 
-/// The other system calls the netlink monitor needs: `poll`, an `eventfd` for wake-ups, `setns`,
-/// small file reads (sysfs) and CPU time. Same errno policy as `NetlinkSocket`.
+/// The other kernel calls the netlink monitor needs, under the names it has always used: RouseSystem's calls
+/// (`Sys.poll`, the eventfd, `setns`, threads, clocks, `getaddrinfo`) with their `SystemError` thrown as
+/// `NetlinkError(.syscall)`, and two lookups built on them (`connectOutcome`, `resolve`). No libc call here.
 public enum NetlinkSystem {
     /// `poll(2)` for readability. Returns, per descriptor, whether it is readable (or hung up).
     /// `timeoutMilliseconds` -1 waits forever. EINTR returns all false.
     public static func poll(_ descriptors: [Int32], timeoutMilliseconds: Int32) throws(NetlinkError) -> [Bool] {
-        var fds = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-        let result = Glibc.poll(&fds, nfds_t(fds.count), timeoutMilliseconds)
-        if result < 0 {
-            let code = errno
-            if code == EINTR { return descriptors.map { _ in false } }
-            throw NetlinkError(.syscall, "poll", errno: code)
+        do {
+            return try Sys.poll(descriptors, timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            throw NetlinkError(.syscall, "poll", errno: error.errno)
         }
-        return fds.map { $0.revents != 0 }
     }
 
     /// Opens an `eventfd` (non-blocking, close-on-exec).
     public static func openEventDescriptor() throws(NetlinkError) -> Int32 {
-        let fd = rouse_eventfd_open()
-        guard fd >= 0 else { throw NetlinkError(.syscall, "eventfd", errno: errno) }
-        return fd
+        do { return try Sys.eventFD() } catch { throw NetlinkError(.syscall, "eventfd", errno: error.errno) }
     }
 
     /// Adds 1 to an eventfd, waking its poller.
-    public static func signal(eventDescriptor fd: Int32) {
-        var one: UInt64 = 1
-        while write(fd, &one, 8) < 0 && errno == EINTR {}
-    }
+    public static func signal(eventDescriptor fd: Int32) { Sys.eventFDSignal(fd) }
 
     /// Resets an eventfd to 0.
-    public static func drain(eventDescriptor fd: Int32) {
-        var value: UInt64 = 0
-        while read(fd, &value, 8) < 0 && errno == EINTR {}
-    }
+    public static func drain(eventDescriptor fd: Int32) { Sys.eventFDDrain(fd) }
 
     /// Closes a descriptor we own.
-    public static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
-    }
+    public static func close(_ fd: Int32) { Sys.close(fd) }
 
     /// Moves the calling thread into the network namespace at `path` (e.g. `/run/netns/NAME`).
     /// Sockets opened afterwards on this thread belong to that namespace.
     public static func enterNetworkNamespace(path: String) throws(NetlinkError) {
-        let fd = open(path, rouse_open_rdonly_cloexec())
-        guard fd >= 0 else { throw NetlinkError(.syscall, "open(\(path))", errno: errno) }
-        defer { _ = Glibc.close(fd) }
-        guard rouse_setns_net(fd) == 0 else { throw NetlinkError(.syscall, "setns(\(path))", errno: errno) }
+        do {
+            try Sys.enterNetworkNamespace(path: path)
+        } catch {
+            throw NetlinkError(.syscall, "\(error.call)(\(path))", errno: error.errno)
+        }
     }
 
     /// Reads up to `maxBytes` of a small file (sysfs); nil when it cannot be read.
     public static func readSmallFile(_ path: String, maxBytes: Int = 4096) -> String? {
-        let fd = open(path, rouse_open_rdonly_cloexec())
-        guard fd >= 0 else { return nil }
-        defer { _ = Glibc.close(fd) }
-        var bytes = [UInt8](repeating: 0, count: maxBytes)
-        var total = 0
-        while total < maxBytes {
-            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress.map { $0 + total }, maxBytes - total) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            total += count
-        }
-        return String(decoding: bytes[0..<total], as: UTF8.self)
+        Sys.readText(path, maxBytes: maxBytes)
     }
 
     /// True when `path` exists.
-    public static func exists(_ path: String) -> Bool {
-        access(path, F_OK) == 0
-    }
+    public static func exists(_ path: String) -> Bool { Sys.exists(path) }
 
     /// CPU time (user + system) of the whole process, in nanoseconds.
-    public static func processCPUTimeNanoseconds() -> UInt64 {
-        var spec = timespec()
-        guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec) == 0 else { return 0 }
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
+    public static func processCPUTimeNanoseconds() -> UInt64 { Sys.processCPUTimeNanoseconds() }
 
-    /// Starts a detached thread running `body`, named `name` (at most 15 bytes are kept). A plain
-    /// `pthread`: no Foundation, and nothing of libdispatch's worker pool (whose monitor timer, once
-    /// started, wakes the process every second).
+    /// Starts a detached thread running `body`, named `name` (at most 15 bytes are kept); see `Sys.startThread`.
     public static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
-        final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
-            let name: String
-            let body: @Sendable () -> Void
-            init(name: String, body: @escaping @Sendable () -> Void) {
-                self.name = name
-                self.body = body
-            }
+        do {
+            try Sys.startThread(name: name, body)
+        } catch {
+            throw NetlinkError(.syscall, "pthread_create", errno: error.errno)
         }
-        let start = Unmanaged.passRetained(Start(name: name, body: body))
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                guard let argument else { return nil }
-                let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
-                _ = rouse_set_thread_name(start.name)
-                start.body()
-                return nil
-            }, start.toOpaque())
-        guard result == 0 else {
-            start.release()
-            throw NetlinkError(.syscall, "pthread_create", errno: result)
-        }
-        pthread_detach(thread)
     }
 
     /// Sleeps the calling thread (`nanosleep`, resumed after signals).
-    public static func sleep(seconds: Double) {
-        guard seconds > 0 else { return }
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-    }
+    public static func sleep(seconds: Double) { Sys.sleep(seconds: seconds) }
 
     /// The wall clock (`CLOCK_REALTIME`), in seconds since 1970 with microsecond resolution.
-    public static func wallClockSeconds() -> Double {
-        var spec = timespec()
-        guard clock_gettime(CLOCK_REALTIME, &spec) == 0 else { return 0 }
-        return Double(spec.tv_sec) + Double(spec.tv_nsec / 1000) / 1_000_000
-    }
+    public static func wallClockSeconds() -> Double { Sys.wallClockSeconds() }
 
     /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, `USER_HZ`): the unit of `rta_expires`.
-    public static let clockTicksPerSecond: Double = {
-        let ticks = sysconf(Int32(_SC_CLK_TCK))
-        return ticks > 0 ? Double(ticks) : 100
-    }()
+    public static var clockTicksPerSecond: Double { Sys.clockTicksPerSecond }
 
     /// What `connect(2)` of an unbound UDP socket toward a destination decided.
     public enum ConnectOutcome: Sendable, Equatable {
@@ -346,40 +265,21 @@ public enum NetlinkSystem {
     }
 
     /// CPU time of the calling thread, in nanoseconds.
-    public static func threadCPUTimeNanoseconds() -> UInt64 {
-        var spec = timespec()
-        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec) == 0 else { return 0 }
-        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
+    public static func threadCPUTimeNanoseconds() -> UInt64 { Sys.threadCPUTimeNanoseconds() }
 
     /// `getaddrinfo(3)` for a host name: its IPv4 and IPv6 addresses in the resolver's order of
     /// preference, de-duplicated. Blocks: call it off the monitor thread. Failures (`EAI_*`) are
     /// thrown as `.syscall` with the EAI code in `errno`.
     public static func resolve(host: String) throws(NetlinkError) -> [IPAddress] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let code = getaddrinfo(host, nil, &hints, &list)
-        guard code == 0 else { throw NetlinkError(.syscall, "getaddrinfo(\(host))", errno: code) }
-        defer { freeaddrinfo(list) }
+        let addresses: [[UInt8]]
+        do {
+            addresses = try Sys.resolve(host: host)
+        } catch {
+            throw NetlinkError(.syscall, "getaddrinfo(\(host))", errno: error.errno)
+        }
         var result: [IPAddress] = []
-        var cursor = list
-        while let entry = cursor {
-            if let address = entry.pointee.ai_addr {
-                var parsed: IPAddress?
-                if entry.pointee.ai_family == AF_INET {
-                    parsed = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
-                        withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: $0) }
-                    }
-                } else if entry.pointee.ai_family == AF_INET6 {
-                    parsed = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
-                    }
-                }
-                if let parsed, !result.contains(parsed) { result.append(parsed) }
-            }
-            cursor = entry.pointee.ai_next
+        for bytes in addresses {
+            if let parsed = IPAddress(bytes: bytes), !result.contains(parsed) { result.append(parsed) }
         }
         return result
     }

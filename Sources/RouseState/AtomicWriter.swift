@@ -1,3 +1,5 @@
+import RouseSystem
+
 /// A step of the atomic write sequence. A fault hook is called before each; a crash there leaves the disk as
 /// the previous steps left it.
 public enum WriteStep: String, Sendable, CaseIterable {
@@ -22,15 +24,16 @@ public typealias WriteFaultHook = @Sendable (WriteStep, _ path: String) throws(S
 
 /// Replaces files atomically and durably, the way trusted daemons do: temp file in the same directory
 /// (`O_CREAT|O_EXCL`, 0600), write, `fsync`, `rename` over the final name, `fsync` of the directory.
-/// A reader sees the old content or the new one, never a mix, even after a power cut.
-struct AtomicWriter: Sendable {
+/// A reader sees the old content or the new one, never a mix, even after a power cut. The package's one atomic
+/// write: the sealed stores and the agent's JSON state file both use it.
+package struct AtomicWriter: Sendable {
     /// Prefix of every temp file; `cleanStaleTemps` removes files that carry it.
     static let tempMarker = ".tmp-"
 
     let directory: String
     var faultHook: WriteFaultHook?
 
-    init(directory: String, faultHook: WriteFaultHook? = nil) {
+    package init(directory: String, faultHook: WriteFaultHook? = nil) {
         self.directory = directory
         self.faultHook = faultHook
     }
@@ -45,7 +48,7 @@ struct AtomicWriter: Sendable {
     }
 
     /// Atomically replaces `directory/name` with `bytes`.
-    func write(_ bytes: [UInt8], to name: String) throws(StateError) {
+    package func write(_ bytes: [UInt8], to name: String) throws(StateError) {
         let final = "\(directory)/\(name)"
         var suffix = ""
         var generator = SystemRandomNumberGenerator()
@@ -54,21 +57,21 @@ struct AtomicWriter: Sendable {
         let temp = "\(directory)/.\(name)\(Self.tempMarker)\(suffix)"
 
         try step(.createTemp, final)
-        let fd = try FileSystem.createExclusive(temp)
+        let fd = try StateError.wrapping(try Sys.createExclusive(temp))
         var renamed = false
         defer {
-            FileSystem.close(fd)
-            if !renamed { _ = try? FileSystem.remove(temp) }
+            Sys.close(fd)
+            if !renamed { _ = try? Sys.remove(temp) }
         }
         let half = bytes.count / 2
         try step(.writeFirstHalf, final)
-        try FileSystem.writeAll(fd, bytes[0..<half], file: temp)
+        try StateError.wrapping(try Sys.writeAll(fd, bytes[0..<half], path: temp))
         try step(.writeSecondHalf, final)
-        try FileSystem.writeAll(fd, bytes[half...], file: temp)
+        try StateError.wrapping(try Sys.writeAll(fd, bytes[half...], path: temp))
         try step(.fsyncTemp, final)
-        try FileSystem.fsync(fd, file: temp)
+        try StateError.wrapping(try Sys.fsync(fd, path: temp))
         try step(.rename, final)
-        try FileSystem.rename(temp, final)
+        try StateError.wrapping(try Sys.rename(temp, final))
         renamed = true
         try step(.fsyncDirectory, final)
         try syncDirectory()
@@ -78,28 +81,28 @@ struct AtomicWriter: Sendable {
     /// Removes `directory/name` and makes the removal durable; `false` when it was already gone.
     @discardableResult
     func remove(_ name: String) throws(StateError) -> Bool {
-        let removed = try FileSystem.remove("\(directory)/\(name)")
+        let removed = try StateError.wrapping(try Sys.remove("\(directory)/\(name)"))
         if removed { try syncDirectory() }
         return removed
     }
 
     /// Atomically renames `from` to `to` within the directory, durably.
     func rename(_ from: String, to: String) throws(StateError) {
-        try FileSystem.rename("\(directory)/\(from)", "\(directory)/\(to)")
+        try StateError.wrapping(try Sys.rename("\(directory)/\(from)", "\(directory)/\(to)"))
         try syncDirectory()
     }
 
     /// `fsync` of the directory, so a rename or an unlink survives a power cut.
     func syncDirectory() throws(StateError) {
-        let dirFD = try FileSystem.openDirectory(directory)
-        defer { FileSystem.close(dirFD) }
-        try FileSystem.fsync(dirFD, file: directory)
+        let dirFD = try StateError.wrapping(try Sys.openDirectory(directory))
+        defer { Sys.close(dirFD) }
+        try StateError.wrapping(try Sys.fsync(dirFD, path: directory))
     }
 
     /// Removes the temp files an interrupted write left behind; returns their names.
     func cleanStaleTemps() throws(StateError) -> [String] {
-        let stale = try FileSystem.list(directory).filter(Self.isTemp).sorted()
-        for name in stale { try FileSystem.remove("\(directory)/\(name)") }
+        let stale = try StateError.wrapping(try Sys.directoryEntries(directory)).filter(Self.isTemp).sorted()
+        for name in stale { try StateError.wrapping(try Sys.remove("\(directory)/\(name)")) }
         if !stale.isEmpty { try syncDirectory() }
         return stale
     }

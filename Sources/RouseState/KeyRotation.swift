@@ -1,5 +1,6 @@
 import Crypto
 import Logging
+import RouseSystem
 
 /// A step of a key rotation. A fault hook is called before each; a crash there is recovered at the next
 /// start by `KeyRotation.recover`.
@@ -94,7 +95,7 @@ public enum KeyRotation {
     /// Re-seals one file under `new` unless it already is. Files of every protection class are re-sealed
     /// (rotation holds the data keys themselves); a file that fails its checks is discarded.
     static func reseal(_ name: String, in store: SealedStore, to new: DataKey, ring: KeyRing) throws(StateError) {
-        guard let bytes = try FileSystem.read(store.path(name)) else { return }
+        guard let bytes = try StateError.wrapping(try Sys.readFile(store.path(name))) else { return }
         do throws(StateError) {
             let header = try SealedFile.parseHeader(bytes, name: name, kind: nil)
             if header.keyID == new.id { return }

@@ -1,4 +1,5 @@
 import Logging
+import RouseSystem
 
 /// Where the data key is kept at rest.
 public enum KeyBackend: String, Sendable, Equatable {
@@ -55,14 +56,14 @@ public struct KeyStore: Sendable {
         self.logger = logger
         self.credentialName = credentialName
         self.creds = SystemdCreds(program: systemdCreds, withKey: withKey)
-        self.credentialsDirectory = credentialsDirectory ?? FileSystem.environment("CREDENTIALS_DIRECTORY")
+        self.credentialsDirectory = credentialsDirectory ?? Sys.environment("CREDENTIALS_DIRECTORY")
     }
 
     var writer: AtomicWriter { AtomicWriter(directory: directory) }
 
     /// Loads the data key, creating it when there is none; logs the backend and why it was chosen.
     public func load(preference: KeyBackendPreference = .auto) throws(StateError) -> Loaded {
-        try FileSystem.makeDirectory(directory)
+        try StateError.wrapping(try Sys.makeDirectory(directory))
         _ = try writer.cleanStaleTemps()
         let backend = try choose(preference)
         let current: DataKey
@@ -94,8 +95,9 @@ public struct KeyStore: Sendable {
     }
 
     private func choose(_ preference: KeyBackendPreference) throws(StateError) -> KeyBackend {
-        let keyFileExists = try FileSystem.status("\(directory)/\(Self.keyFileName)") != nil
-        let credentialExists = try FileSystem.status("\(directory)/\(Self.credentialFileName)") != nil
+        let keyFileExists = try StateError.wrapping(try Sys.status("\(directory)/\(Self.keyFileName)")) != nil
+        let credentialExists =
+            try StateError.wrapping(try Sys.status("\(directory)/\(Self.credentialFileName)")) != nil
         switch preference {
         case .keyFile:
             logger.notice("state key backend: key file (configured)", metadata: ["backend": "key-file"])
@@ -137,7 +139,7 @@ public struct KeyStore: Sendable {
     var loadedCredentialPath: String? {
         guard let credentialsDirectory, !credentialsDirectory.isEmpty else { return nil }
         let path = "\(credentialsDirectory)/\(credentialName)"
-        return (try? FileSystem.status(path)) != nil ? path : nil
+        return (try? Sys.status(path)) != nil ? path : nil
     }
 
     func fileName(_ backend: KeyBackend, pending: Bool) -> String {
@@ -150,25 +152,27 @@ public struct KeyStore: Sendable {
         let path = "\(directory)/\(fileName(backend, pending: pending))"
         switch backend {
         case .keyFile:
-            guard let status = try FileSystem.status(path) else { return nil }
-            guard status.isRegular, status.mode & 0o077 == 0, status.owner == FileSystem.userID else {
-                throw StateError(.insecureKeyFile(mode: status.mode, owner: status.owner), file: path)
+            guard let status = try StateError.wrapping(try Sys.status(path)) else { return nil }
+            guard status.isRegular, status.mode & 0o077 == 0, status.uid == Sys.effectiveUID else {
+                throw StateError(.insecureKeyFile(mode: status.mode, owner: status.uid), file: path)
             }
-            guard let bytes = try FileSystem.read(path) else { return nil }
+            guard let bytes = try StateError.wrapping(try Sys.readFile(path)) else { return nil }
             do {
                 return try DataKey(bytes: bytes)
             } catch {
                 throw StateError(.badKey("key file holds \(bytes.count) bytes, not 32"), file: path)
             }
         case .systemdCredential:
-            if !pending, let loaded = loadedCredentialPath, let bytes = try FileSystem.read(loaded) {
+            if !pending, let loaded = loadedCredentialPath,
+                let bytes = try StateError.wrapping(try Sys.readFile(loaded))
+            {
                 do {
                     return try DataKey(bytes: bytes)
                 } catch {
                     throw StateError(.badKey("credential holds \(bytes.count) bytes, not 32"), file: loaded)
                 }
             }
-            guard let wrapped = try FileSystem.read(path) else { return nil }
+            guard let wrapped = try StateError.wrapping(try Sys.readFile(path)) else { return nil }
             let bytes = try creds.decrypt(wrapped, name: credentialName)
             do {
                 return try DataKey(bytes: bytes)

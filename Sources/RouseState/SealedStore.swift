@@ -1,4 +1,5 @@
 import Logging
+import RouseSystem
 
 /// A directory of sealed files: every file encrypted with AES-GCM under the key ring's data key, its name,
 /// kind and format version authenticated, written atomically and durably. A file that fails its checks
@@ -16,7 +17,7 @@ public struct SealedStore: Sendable {
     public init(
         directory: String, keys: KeyRing, logger: Logger, faultHook: WriteFaultHook? = nil
     ) throws(StateError) {
-        try FileSystem.makeDirectory(directory)
+        try StateError.wrapping(try Sys.makeDirectory(directory))
         self.directory = directory
         self.keys = keys
         self.logger = logger
@@ -50,7 +51,7 @@ public struct SealedStore: Sendable {
     /// file in place.
     public func read(name: String, kind: String) throws(StateError) -> [UInt8]? {
         try Self.validate(name)
-        guard let bytes = try FileSystem.read(path(name)) else { return nil }
+        guard let bytes = try StateError.wrapping(try Sys.readFile(path(name))) else { return nil }
         do throws(StateError) {
             let header = try SealedFile.parseHeader(bytes, name: name, kind: kind)
             let classKey = try keys.openingKey(keyID: header.keyID, header.protection, file: name)
@@ -78,12 +79,12 @@ public struct SealedStore: Sendable {
 
     /// The names of the sealed files (temp files excluded).
     public func names() throws(StateError) -> [String] {
-        try FileSystem.list(directory).filter { !$0.hasPrefix(".") }.sorted()
+        try StateError.wrapping(try Sys.directoryEntries(directory)).filter { !$0.hasPrefix(".") }.sorted()
     }
 
     /// Whether the file `name` exists.
     public func exists(_ name: String) throws(StateError) -> Bool {
-        try FileSystem.status(path(name)) != nil
+        try StateError.wrapping(try Sys.status(path(name))) != nil
     }
 
     func path(_ name: String) -> String { "\(directory)/\(name)" }

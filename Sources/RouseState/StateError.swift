@@ -1,4 +1,4 @@
-import Glibc
+import RouseSystem
 
 /// Why a sealed file, a key or a preservation archive could not be used, with the file and (for system
 /// calls) the call and `errno` involved.
@@ -34,6 +34,17 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A system call failed on `file`.
     static func system(_ call: String, errno: Int32, file: String) -> StateError {
         StateError(.system(call: call, errno: errno), file: file)
+    }
+
+    /// RouseSystem's failure of a call on a file, as a state error naming that file.
+    init(_ error: SystemError) {
+        self.init(.system(call: error.call, errno: error.errno), file: error.path ?? "")
+    }
+
+    /// Runs a call of RouseSystem's syscall layer, its `SystemError` thrown as a `StateError`.
+    @discardableResult
+    static func wrapping<T>(_ body: @autoclosure () throws(SystemError) -> T) throws(StateError) -> T {
+        do { return try body() } catch { throw StateError(error) }
     }
 
     /// The system call and `errno`, when this is a system call failure.
@@ -85,7 +96,7 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch code {
         case .system(let call, let errno):
-            "\(file): \(call): \(String(cString: strerror(errno))) (errno \(errno))"
+            "\(file): \(call): \(Errno(rawValue: errno)) (errno \(errno))"
         case .notSealedFile:
             "\(file): not a sealed file (bad magic)"
         case .unsupportedFormatVersion(let version):

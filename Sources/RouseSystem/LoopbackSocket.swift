@@ -3,7 +3,7 @@ import Glibc
 extension Sys {
     /// A TCP socket bound to 127.0.0.1 on a port the kernel picked; listening when `listen` is true (a listener
     /// that never accepts completes TCP handshakes in the kernel and nothing more). The caller closes it.
-    public static func loopbackSocket(listen: Bool) throws(SystemError) -> (fd: Int32, port: UInt16) {
+    package static func loopbackSocket(listen: Bool) throws(SystemError) -> (fd: Int32, port: UInt16) {
         let fd = try socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
         do {
             guard let address = SocketAddress(ip: "127.0.0.1", port: 0) else { preconditionFailure("literal address") }
@@ -17,7 +17,7 @@ extension Sys {
     }
 
     /// A loopback port that was free a moment ago (for external servers that need one on their command line).
-    public static func freeLoopbackPort() throws(SystemError) -> UInt16 {
+    package static func freeLoopbackPort() throws(SystemError) -> UInt16 {
         let (fd, port) = try loopbackSocket(listen: false)
         close(fd)
         return port

@@ -74,12 +74,14 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    /// A Unix-domain socket address; `nil` unless `path` is absolute and fits `sun_path`.
-    public init?(unixPath path: String) {
+    /// A Unix-domain socket address; `nil` unless `path` is absolute (or `relative` is true) and fits `sun_path`.
+    public init?(unixPath path: String, relative: Bool = false) {
         var sun = sockaddr_un()
         let capacity = MemoryLayout.size(ofValue: sun.sun_path)
         let bytes = Array(path.utf8)
-        guard bytes.first == UInt8(ascii: "/"), bytes.count < capacity, !bytes.contains(0) else { return nil }
+        guard relative || bytes.first == UInt8(ascii: "/"), bytes.count < capacity, !bytes.contains(0) else {
+            return nil
+        }
         sun.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &sun.sun_path) { raw in raw.copyBytes(from: bytes) }
         var storage = sockaddr_storage()
@@ -124,10 +126,13 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         if family == AF_UNIX { return "unix" }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         withUnsafeBytes(of: storage) { raw in
+            // sin6_addr at byte 8 of sockaddr_in6, sin_addr at byte 4 of sockaddr_in.
             if family == AF_INET6 {
-                _ = inet_ntop(AF_INET6, raw.baseAddress! + 8, &buffer, socklen_t(buffer.count))
+                _ = inet_ntop(
+                    AF_INET6, UnsafeRawBufferPointer(rebasing: raw[8...]).baseAddress, &buffer, socklen_t(buffer.count))
             } else {
-                _ = inet_ntop(AF_INET, raw.baseAddress! + 4, &buffer, socklen_t(buffer.count))
+                _ = inet_ntop(
+                    AF_INET, UnsafeRawBufferPointer(rebasing: raw[4...]).baseAddress, &buffer, socklen_t(buffer.count))
             }
         }
         let end = buffer.firstIndex(of: 0) ?? buffer.endIndex

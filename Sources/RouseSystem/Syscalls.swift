@@ -1,22 +1,41 @@
 import CRouseSys
 import Glibc
 
-// The only file of RouseSystem that calls libc for file descriptors and sockets.
+// The package's one syscall layer: `Sys`, in this file and its `Syscalls+*.swift` extensions, holds the libc calls
+// for descriptors, sockets, files, processes and accounts of the agent, the state store, the client library,
+// netlink and reachability, the child processes of tests and benchmarks, and the event loop (its epoll and its
+// thread). (Not folded in yet: RouseDaemon's systemd notify and signal mask, rouse-bench's helpers.
+// rouse-example-handler calls libc itself on purpose: it is the model of a handler, which links RouseAgentClient
+// alone.) Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the
+// call (and the path), with its `Errno`.
 //
-// errno policy:
-// - EINTR: retried here, callers never see it;
-// - EAGAIN/EWOULDBLOCK: a value (`nil` or `.wouldBlock`), not an error;
-// - EBADF on a descriptor we own: a bug, so `preconditionFailure`;
-// - everything a peer or the kernel can cause (ECONNRESET, EPIPE, ENOBUFS, EMFILE, …): thrown as `SystemError`.
+// errno policy (one for the whole package):
+// - EINTR: retried here, callers never see it (`epoll_wait` and `poll` return "nothing ready" instead, so a loop
+//   re-checks its deadline);
+// - EAGAIN/EWOULDBLOCK on a non-blocking descriptor the caller waits on: a value (`nil`, `.wouldBlock`), not an
+//   error; where the caller wanted the whole write at once (`sendAll(nonBlocking: true)`) it is thrown;
+// - absence where absence is the answer: a value, said on each call (ENOENT from `readFile`, `status`,
+//   `remove`; EEXIST from `makeDirectory`; ESRCH from a signal or a pidfd; a `/proc` file of a process that is
+//   gone or not ours; a passwd entry that does not exist);
+// - EBADF: thrown like any other error, never a trap. Descriptors cross threads here (an IPC reader thread, the
+//   agent's accept thread, an actor that shuts them down and closes them), so a call that races a close must end
+//   that thread's loop, not the daemon. `close` reports nothing: Linux releases the descriptor whatever it
+//   returns, and a retry could close a descriptor another thread has just opened;
+// - everything else a peer, the kernel or the disk can cause (ECONNRESET, EPIPE, ENOBUFS, EMFILE, EACCES,
+//   ENOSPC, EIO, …): thrown as `SystemError`.
 
-/// Thin, typed wrappers around the system calls the event loop and sockets need.
-public enum Sys {
+/// Thin, typed wrappers around the system calls Rouse makes.
+package enum Sys {
     @inline(__always)
-    static func check(_ call: String, _ result: Int32) throws(SystemError) -> Int32 {
+    static func check(_ call: String, _ result: Int32, path: String? = nil) throws(SystemError) -> Int32 {
         if result >= 0 { return result }
-        let e = Glibc.errno
-        if e == EBADF { preconditionFailure("\(call) on a descriptor we do not own (EBADF)") }
-        throw SystemError(call: call, errno: e)
+        throw SystemError(call: call, code: .current, path: path)
+    }
+
+    @inline(__always)
+    static func check(_ call: String, _ result: Int, path: String? = nil) throws(SystemError) -> Int {
+        if result >= 0 { return result }
+        throw SystemError(call: call, code: .current, path: path)
     }
 
     /// Runs `body` until it does not fail with EINTR.
@@ -36,20 +55,18 @@ public enum Sys {
         }
     }
 
-    /// `close(2)`: errors other than EBADF are ignored (the descriptor is gone either way).
-    public static func close(_ fd: Int32) {
-        if Glibc.close(fd) < 0 && Glibc.errno == EBADF {
-            preconditionFailure("close on a descriptor we do not own (EBADF)")
-        }
+    /// `close(2)`: nothing is reported (the descriptor is released whatever it returns; see the policy above).
+    package static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
     }
 
     // MARK: epoll
 
-    public static func epollCreate() throws(SystemError) -> Int32 {
+    package static func epollCreate() throws(SystemError) -> Int32 {
         try check("epoll_create1", epoll_create1(Int32(EPOLL_CLOEXEC)))
     }
 
-    public static func epollControl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, data: UInt64)
+    package static func epollControl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, data: UInt64)
         throws(SystemError)
     {
         var event = epoll_event()
@@ -59,7 +76,7 @@ public enum Sys {
     }
 
     /// `epoll_wait(2)`; returns 0 when interrupted by a signal.
-    public static func epollWait(
+    package static func epollWait(
         _ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, _ capacity: Int32, timeoutMS: Int32
     ) throws(SystemError) -> Int32 {
         let n = epoll_wait(epfd, events, capacity, timeoutMS)
@@ -69,52 +86,56 @@ public enum Sys {
 
     // MARK: eventfd
 
-    public static func eventFD() throws(SystemError) -> Int32 {
+    package static func eventFD() throws(SystemError) -> Int32 {
         try check("eventfd", eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)))
     }
 
     /// Adds one to an eventfd counter (wakes its reader).
-    public static func eventFDSignal(_ fd: Int32) {
+    package static func eventFDSignal(_ fd: Int32) {
         var one: UInt64 = 1
         _ = retrying { Glibc.write(fd, &one, 8) }
     }
 
     /// Resets an eventfd counter.
-    public static func eventFDDrain(_ fd: Int32) {
+    package static func eventFDDrain(_ fd: Int32) {
         var value: UInt64 = 0
         _ = retrying { Glibc.read(fd, &value, 8) }
     }
 
     // MARK: sockets
 
-    public static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0) throws(SystemError) -> Int32 {
-        try check("socket", Glibc.socket(family, type | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), proto))
+    /// `socket(2)`, close-on-exec, and non-blocking unless `nonBlocking` is false.
+    package static func socket(family: Int32, type: Int32, protocol proto: Int32 = 0, nonBlocking: Bool = true)
+        throws(SystemError) -> Int32
+    {
+        let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        return try check("socket", Glibc.socket(family, type | flags, proto))
     }
 
-    public static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
+    package static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
         var v = value
         _ = try check("setsockopt", setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)))
     }
 
-    public static func setLinger(_ fd: Int32, onOff: Int32, seconds: Int32) throws(SystemError) {
+    package static func setLinger(_ fd: Int32, onOff: Int32, seconds: Int32) throws(SystemError) {
         var l = linger(l_onoff: onOff, l_linger: seconds)
         _ = try check("setsockopt", setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size)))
     }
 
-    public static func bind(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
+    package static func bind(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
         var storage = address.storage
         let r = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, address.length) }
         }
-        _ = try check("bind", r)
+        _ = try check("bind", r, path: address.unixPath)
     }
 
-    public static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
+    package static func listen(_ fd: Int32, backlog: Int32) throws(SystemError) {
         _ = try check("listen", Glibc.listen(fd, backlog))
     }
 
     /// `accept4(2)`; `nil` when no connection is pending.
-    public static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress)? {
+    package static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let r = withUnsafeMutablePointer(to: &storage) { p in
@@ -132,7 +153,7 @@ public enum Sys {
     }
 
     /// Non-blocking `connect(2)`; returns `true` when connected at once, `false` when in progress.
-    public static func connect(_ fd: Int32, _ address: SocketAddress) throws(SystemError) -> Bool {
+    package static func connect(_ fd: Int32, _ address: SocketAddress) throws(SystemError) -> Bool {
         var storage = address.storage
         let r = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sp in
@@ -140,19 +161,27 @@ public enum Sys {
             }
         }
         if r < 0 && Glibc.errno == EINPROGRESS { return false }
-        _ = try check("connect", r)
+        _ = try check("connect", r, path: address.unixPath)
         return true
     }
 
+    /// An integer socket option (`getsockopt(2)`).
+    package static func option(_ fd: Int32, _ level: Int32, _ name: Int32) throws(SystemError) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try check("getsockopt", getsockopt(fd, level, name, &value, &length))
+        return value
+    }
+
     /// The pending error of a socket (`SO_ERROR`), 0 if none.
-    public static func socketError(_ fd: Int32) -> Int32 {
+    package static func socketError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length)
         return value
     }
 
-    public static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+    package static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let r = withUnsafeMutablePointer(to: &storage) {
@@ -163,48 +192,46 @@ public enum Sys {
     }
 
     /// Result of a non-blocking read or write.
-    public enum IOResult: Equatable, Sendable {
+    package enum IOResult: Equatable, Sendable {
         case bytes(Int)
         case wouldBlock
         case endOfFile
     }
 
-    public static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult {
-        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    /// `recv(2)`; with `MSG_TRUNC` in `flags` on a datagram socket, a count larger than the buffer means the
+    /// datagram did not fit.
+    package static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, flags: Int32 = 0)
+        throws(SystemError) -> IOResult
+    {
+        let n = retrying { Glibc.recv(fd, buffer.baseAddress, buffer.count, flags) }
         if n > 0 { return .bytes(n) }
         if n == 0 { return .endOfFile }
         let e = Glibc.errno
         if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
-        if e == EBADF { preconditionFailure("recv on a descriptor we do not own (EBADF)") }
         throw SystemError(call: "recv", errno: e)
     }
 
-    public static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
+    package static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
         let n = retrying { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
         if n >= 0 { return .bytes(n) }
         let e = Glibc.errno
         if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
-        if e == EBADF { preconditionFailure("send on a descriptor we do not own (EBADF)") }
         throw SystemError(call: "send", errno: e)
     }
 
     /// `write(2)` of every byte to a blocking descriptor (stdout, a pipe): short writes continue, EINTR
     /// retries; EPIPE and the rest are thrown.
-    public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) {
         var offset = 0
         while offset < buffer.count {
             let n = retrying { Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset) }
-            if n < 0 {
-                let e = Glibc.errno
-                if e == EBADF { preconditionFailure("write on a descriptor we do not own (EBADF)") }
-                throw SystemError(call: "write", errno: e)
-            }
+            if n < 0 { throw SystemError(call: "write", code: .current) }
             offset += n
         }
     }
 
     /// `shutdown(2)` of both directions; errors ignored (the peer may be gone).
-    public static func shutdownBoth(_ fd: Int32) {
+    package static func shutdownBoth(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
     }
 }

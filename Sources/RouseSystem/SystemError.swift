@@ -1,18 +1,31 @@
-import Glibc
+/// A failed system call: which call, on which path when there is one, and the `errno` it left (see the policy in
+/// `Syscalls.swift`).
+package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The system call that failed (`"epoll_wait"`, `"accept4"`, `"open"`, …).
+    package let call: String
+    /// The `errno` read right after the call.
+    package let code: Errno
+    /// The file or socket path the call was given, when it took one.
+    package let path: String?
 
-/// A failed system call: which call, and the `errno` it left.
-public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The system call that failed (`"epoll_wait"`, `"accept4"`, …).
-    public let call: String
-    /// The `errno` value read right after the call.
-    public let errno: Int32
+    /// The `errno` value, as a number.
+    package var errno: Int32 { code.rawValue }
 
-    public init(call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
+    package init(call: String, errno: Int32, path: String? = nil) {
+        self.init(call: call, code: Errno(rawValue: errno), path: path)
     }
 
-    public var description: String {
-        "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
+    package init(call: String, code: Errno, path: String? = nil) {
+        self.call = call
+        self.code = code
+        self.path = path
+    }
+
+    /// A shortage that passes (descriptors, memory, processes): worth trying again shortly.
+    package var isShortage: Bool { code.isShortage }
+
+    /// `call path: strerror (errno N)`.
+    package var description: String {
+        "\(call)\(path.map { " \($0)" } ?? ""): \(code) (errno \(errno))"
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import RouseActivation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseClock
 
 /// The IPC half of `rouse-bench activation`: an in-process `Agent` (no gateway: activations do not need one),

@@ -127,6 +127,12 @@ enum GatewayBench {
             report(
                 "rss_per_channel_kib",
                 String(format: "%.1f", Double(memory.after - memory.before) / Double(max(memory.open, 1))))
+            // nghttp2's share, counted by its allocator in the gateway (every server session: the channels and
+            // the admin connection asking).
+            if let sessions = memory.http2Sessions, let bytes = memory.http2Bytes, sessions > 0 {
+                report("nghttp2_sessions", String(format: "%.0f", sessions))
+                report("nghttp2_kib_per_session", String(format: "%.1f", bytes / sessions / 1024))
+            }
         }
         if options.json {
             let body = results.map { "\(JSONText.quoted($0.0)):\(JSONText.quoted($0.1))" }.joined(separator: ",")
@@ -252,14 +258,16 @@ enum GatewayBench {
 
     static func channels(
         _ options: Options, gateway: ChildGateway, credentials: [String], loop: EventLoop, certs: String
-    ) async throws -> (open: Int, before: Int, after: Int) {
+    ) async throws -> (open: Int, before: Int, after: Int, http2Sessions: Double?, http2Bytes: Double?) {
         let before = gateway.rssKiB()
         let loops = try channelLoops()
         let clients = try await openChannels(port: gateway.devicePort, credentials: credentials, loops: loops)
         let open = try await waitForConnectedDevices(credentials.count, gateway: gateway, loop: loop)
         let after = gateway.rssKiB()
+        let sessions = try await adminMetric("rouse_gateway_http2_sessions_open", gateway: gateway, loop: loop)
+        let bytes = try await adminMetric("rouse_gateway_http2_session_bytes", gateway: gateway, loop: loop)
         for client in clients { client.abort() }
-        return (open, before, after)
+        return (open, before, after, sessions, bytes)
     }
 
     /// Two client event loops for many channel connections.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseState
 
 /// `rouse-bench state --agent`: preserve and restore through the agent's IPC, with real handler processes

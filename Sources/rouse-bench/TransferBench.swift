@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseChildProcess
 
 /// `rouse-bench transfers`: a background download through the agent (in this process: IPC from a real handler,
@@ -141,7 +142,8 @@ enum TransferBench {
             if !json {
                 print(
                     String(
-                        format: "round %d: agent %.0f MiB/s, curl %.0f MiB/s", round, agentRates.last!, curlRates.last!)
+                        format: "round %d: agent %.0f MiB/s, curl %.0f MiB/s", round, agentRates.last ?? 0,
+                        curlRates.last ?? 0)
                 )
             }
         }

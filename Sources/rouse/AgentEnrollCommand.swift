@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RouseAgent
+import RouseAgentCore
 import RouseState
 
 extension AgentCommand {

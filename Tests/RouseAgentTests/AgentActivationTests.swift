@@ -3,6 +3,7 @@ import Glibc
 import RouseActivation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseTestSupport
 import Testing
 
@@ -12,11 +13,11 @@ extension AgentHarness {
     static func audioHandlers(
         _ directory: String, _ modes: [String: String], suspendAfter: Duration = .seconds(120)
     ) throws -> [HandlerConfiguration] {
-        try modes.keys.sorted().map { name in
+        try modes.sorted { $0.key < $1.key }.map { name, mode in
             let fifo = "\(directory)/\(name).fifo"
             guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo \(fifo): errno \(errno)") }
             return try handler(
-                name, mode: modes[name]!, directory: directory, arguments: ["--commands", fifo]
+                name, mode: mode, directory: directory, arguments: ["--commands", fifo]
             ) { $0.suspendAfter = suspendAfter }
         }
     }
@@ -207,9 +208,9 @@ struct AgentActivationTests {
     }
 
     @Test func backgroundAudioKeepsAHandlerAwakeAndSuspensionInterruptsTheRest() async throws {
-        let harness = try await AgentHarness {
-            try AgentHarness.audioHandlers($0, ["player": "report"], suspendAfter: .milliseconds(300))
-        }
+        let harness = try await AgentHarness(
+            handlers: { try AgentHarness.audioHandlers($0, ["player": "report"], suspendAfter: .milliseconds(300)) },
+            configure: { _, configuration in configuration.clock = AgentHarness.manualClock() })
         try await harness.startHandler("player", foreground: true)
         #expect(try await harness.activate("player", "music playback") == "event=granted")
         #expect(try await harness.activate("player", "chime ambient") == "event=granted")
@@ -219,11 +220,13 @@ struct AgentActivationTests {
             return status?.state == "background" && status?.holdsAudio == true
         }
         // Not suspended while it plays: three times the suspension delay (300 ms) pass without it.
-        try await Task.sleep(for: .milliseconds(900))
+        try await harness.advance(by: .milliseconds(900))
         #expect(await harness.handlerStatus("player")?.state == "background")
         // Once the background-capable session ends, it is suspended; the ambient one is interrupted first.
         try harness.command("player", "deactivate music")
-        try await eventually("suspended") { await harness.handlerStatus("player")?.state == "suspended" }
+        try await harness.waitAdvancingClock("suspended", by: .milliseconds(100)) {
+            await harness.handlerStatus("player")?.state == "suspended"
+        }
         let chime = await harness.session("player", "chime")
         #expect(chime?.state == .interrupted)
         #expect(chime?.interruptionReason == .appSuspended)

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseTestSupport
 import Testing
 

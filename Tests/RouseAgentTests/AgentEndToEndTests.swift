@@ -1,6 +1,8 @@
 import Foundation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
+import RouseClock
 import RouseTestSupport
 import Testing
 
@@ -71,15 +73,19 @@ struct AgentEndToEndTests {
     }
 
     @Test func foregroundHandlerOwesNoReport() async throws {
-        let harness = try await AgentHarness { try [AgentHarness.handler("voip", mode: "foreground", directory: $0)] }
+        let harness = try await AgentHarness(
+            handlers: { try [AgentHarness.handler("voip", mode: "foreground", directory: $0)] },
+            configure: { _, configuration in configuration.clock = AgentHarness.manualClock() })
         // The user starts it; it declares itself active (a handler launched for a push is in the background).
         try await harness.admin(.userControl(.init(handler: "voip", state: "started")))
         try await eventually("handler active") { await harness.handlerStatus("voip")?.state == "active" }
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "push id=")
         #expect(harness.log("voip").contains { $0.hasPrefix("push id=") && $0.contains("mustReport=false") })
-        try await eventually("acked on hand-over") { try harness.pending() == 0 }
-        try await Task.sleep(for: .milliseconds(1500))  // past the 1 s deadline: still no strike
+        try await harness.waitAdvancingClock("acked on hand-over", by: .milliseconds(100)) {
+            try harness.pending() == 0
+        }
+        try await harness.advance(by: .milliseconds(1500))  // past the 1 s deadline: still no strike
         #expect(await harness.handlerStatus("voip")?.strikes == 0)
     }
 
@@ -106,14 +112,20 @@ struct AgentEndToEndTests {
     }
 
     @Test func stalePushOwesNoReport() async throws {
-        let harness = try await AgentHarness {
-            try [AgentHarness.handler("voip", mode: "ignore", directory: $0) { $0.staleAfter = .zero }]
-        }
+        let clock = AgentHarness.manualClock()
+        let harness = try await AgentHarness(
+            handlers: { try [AgentHarness.handler("voip", mode: "ignore", directory: $0) { $0.staleAfter = .zero }] },
+            configure: { _, configuration in configuration.clock = clock })
+        // The agent's wall clock stands still (a manual clock) while the gateway stamps the push with the machine's:
+        // a minute on, the push is older than its stale limit (zero) when it arrives.
+        clock.setWall(milliseconds: clock.wallMilliseconds + 60_000)
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "push id=")
         #expect(harness.log("voip").contains { $0.hasPrefix("push id=") && $0.contains("mustReport=false") })
-        try await eventually("acked on hand-over") { try harness.pending() == 0 }
-        try await Task.sleep(for: .milliseconds(1500))  // past the 1 s deadline: still no strike, still running
+        try await harness.waitAdvancingClock("acked on hand-over", by: .milliseconds(100)) {
+            try harness.pending() == 0
+        }
+        try await harness.advance(by: .milliseconds(1500))  // past the 1 s deadline: still no strike, still running
         let status = await harness.handlerStatus("voip")
         #expect(status?.strikes == 0)
         #expect(status?.state != "notRunning")

@@ -3,6 +3,8 @@ import Logging
 import RouseAPNs
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
+import RouseClock
 import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
@@ -81,6 +83,9 @@ final class AgentHarness: Sendable {
     let agent: Agent
     let provider: Provider
     let socketPath: String
+    /// The agent's clock when the test gave it a manual one (`configuration.clock = ManualClock(…)`): the test moves
+    /// it with ``advance(by:)``.
+    let clock: ManualClock?
     /// The stop under way (`stop()` runs once, however many callers ask for it).
     private let stopping = Mutex<Task<Void, Never>?>(nil)
 
@@ -166,11 +171,14 @@ final class AgentHarness: Sendable {
         // The handlers this agent launches are the test's: tagged, so its scope can kill them.
         configuration.handlerEnvironment.merge(scope.environment) { $1 }
         try configure(directory, &configuration)
+        let clock = configuration.clock as? ManualClock
+        self.clock = clock
         let agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
             logger: logger)
         self.agent = agent
         let directory = directory
+        let retryStep = configuration.backoff.maximum
         do {
             try await agent.start()
             provider = try await Provider.connect(port: gateway.providerPort)
@@ -178,7 +186,11 @@ final class AgentHarness: Sendable {
             try await eventually("channel open and tokens fetched", timeout: .seconds(45)) {
                 let status = await agent.status()
                 let tokens = await agent.tokens()
-                return status.channel == "open" && !tokens.isEmpty
+                if status.channel == "open" && !tokens.isEmpty { return true }
+                // A manual clock moves only when told: a first attempt that failed (a loaded machine) waits on it
+                // for its retry (enrollment, channel and token backoff, at most a second here).
+                if let clock, clock.sleeperCount > 0 { clock.advance(by: retryStep) }
+                return false
             }
         } catch {
             await agent.shutdown()
@@ -187,6 +199,30 @@ final class AgentHarness: Sendable {
             throw error
         }
         scope.onEnd { await self.stop() }
+    }
+
+    /// A manual clock for the agent whose wall time is the machine's now (the gateway stamps pushes with the
+    /// machine's wall clock).
+    static func manualClock() -> ManualClock { ManualClock(wallMilliseconds: SystemClock().wallMilliseconds) }
+
+    /// Moves the agent's manual clock forward by `duration`, then waits until the timers that came due have run: what
+    /// the test checks next is what they did (or that they did nothing).
+    func advance(by duration: Duration) async throws {
+        guard let clock else { throw FixtureError("advance(by:) needs the agent on a manual clock") }
+        clock.advance(by: duration)
+        await agent.settleTimers()
+    }
+
+    /// Waits for `condition`, moving the agent's manual clock forward by `step` before each look (for what waits on
+    /// the clock, as the 100 ms batch of acknowledgements does).
+    func waitAdvancingClock(
+        _ what: String, by step: Duration, _ condition: @Sendable () async throws -> Bool
+    ) async throws {
+        guard let clock else { throw FixtureError("waitAdvancingClock needs the agent on a manual clock") }
+        try await eventually(what) {
+            clock.advance(by: step)
+            return try await condition()
+        }
     }
 
     /// The token of `topic`.

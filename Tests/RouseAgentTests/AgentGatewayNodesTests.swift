@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAgent
+import RouseAgentCore
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport

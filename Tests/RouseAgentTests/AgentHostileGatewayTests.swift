@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAgent
+import RouseAgentCore
 import RouseHTTP2
 import RouseSystem
 import RouseTestSupport

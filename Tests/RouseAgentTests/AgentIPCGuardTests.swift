@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport

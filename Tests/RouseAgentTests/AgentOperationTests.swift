@@ -7,10 +7,19 @@ import RouseTestSupport
 import Synchronization
 import Testing
 
-/// A Unix datagram socket standing in for systemd's `$NOTIFY_SOCKET`.
+/// A Unix datagram socket standing in for systemd's `$NOTIFY_SOCKET`. Like systemd, it reads every datagram as it
+/// comes, on a thread of its own: datagrams nobody reads block their sender once `net.unix.max_dgram_qlen` (10)
+/// wait, and the agent, sending `WATCHDOG=1` every 100 ms here, would stop answering after a second unread.
 final class NotifySocket: Sendable {
+    /// The datagrams read and not yet taken by ``next()``, oldest first; `arrived` is signalled once per datagram.
+    private final class Inbox: Sendable {
+        let messages = Mutex<[String]>([])
+        let arrived = DispatchSemaphore(value: 0)
+    }
+
     let fd: Int32
     let path: String
+    private let inbox = Inbox()
 
     init(path: String) throws {
         self.path = path
@@ -20,24 +29,38 @@ final class NotifySocket: Sendable {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
         }
+        let fd = fd
         let rc = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
         guard rc == 0 else { throw FixtureError("bind \(path): errno \(errno)") }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let inbox = inbox
+        // Ends when `deinit` shuts the socket down (recv returns 0).
+        Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                let message = String(decoding: buffer.prefix(count), as: UTF8.self)
+                inbox.messages.withLock { $0.append(message) }
+                inbox.arrived.signal()
+            }
+        }.start()
     }
 
     /// The next datagram, or nil after 10 s.
     func next() -> String? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : nil
+        guard inbox.arrived.wait(timeout: .now() + 10) == .success else { return nil }
+        return inbox.messages.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
 
-    deinit { close(fd) }
+    deinit {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
 }
 
 @Suite(

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
@@ -529,7 +530,9 @@ struct AgentPreservationTests {
         try await rig.waitForHandler("preserveRequest reason=shutdown")
         try await rig.waitForHandler("preserved 5 pieces", count: 2)
         try await rig.waitForAgentLine(1, "agent stopping")
-        #expect(FileManager.default.fileExists(atPath: rig.state + "/state/rouse-agent.state"))
+        // The agent preserves its own state once the handlers' answers are in: after the handler saw its `preserved`.
+        let archive = rig.state + "/state/rouse-agent.state"
+        try await eventually("the agent's own archive written") { FileManager.default.fileExists(atPath: archive) }
         PreservationRig.kill(agent)
     }
 

@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import RouseChildProcess
 import RouseTestSupport
 import RouseWire

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAgent
+import RouseAgentCore
 import Testing
 
 @Suite("Handler rules (value-type machine, manual time)", .timeLimit(.minutes(1)))

@@ -1,6 +1,7 @@
 import Foundation
 import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 import Testing
 
 @Suite("IPC frames, de-duplication window, handler files", .timeLimit(.minutes(1)))

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAgent
+import RouseAgentCore
 import RouseTestSupport
 import Testing
 

@@ -30,11 +30,12 @@ func trustingTestCA() -> TLSConfiguration {
 
 @Suite("HTTP/2 client kernel", .timeLimit(.minutes(1)))
 struct ClientTests {
-    let loop: EventLoop = {
-        let l = try! EventLoop(name: "client-test")
-        l.start()
-        return l
-    }()
+    let loop: EventLoop
+
+    init() throws {
+        loop = try EventLoop(name: "client-test")
+        loop.start()
+    }
 
     func connect(_ server: HTTP2Server, log: EventLog = EventLog()) async throws -> HTTP2Client {
         try await HTTP2Client.connect(

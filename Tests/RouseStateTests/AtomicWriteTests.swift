@@ -1,4 +1,5 @@
 import Foundation
+import RouseSystem
 import RouseTestSupport
 import Testing
 
@@ -23,7 +24,7 @@ struct AtomicWriteTests {
         let content = try reader.read(name: "a.state", kind: "k").map { String(decoding: $0, as: UTF8.self) }
         let renamed = [WriteStep.fsyncDirectory, .done].contains(step)
         #expect(content == (renamed ? "new" : "old"))
-        #expect(try FileSystem.list(fixture.storeDirectory) == ["a.state"])
+        #expect(try Sys.directoryEntries(fixture.storeDirectory) == ["a.state"])
     }
 
     @Test("stale temp files are removed at start, and logged")
@@ -35,7 +36,7 @@ struct AtomicWriteTests {
         try fixture.overwrite(".a.state.tmp-abcdefgh", Array("half a new fi".utf8))
         try fixture.overwrite(".b.state.tmp-12345678", [])
         #expect(try store.cleanStaleTemps() == [".a.state.tmp-abcdefgh", ".b.state.tmp-12345678"])
-        #expect(try FileSystem.list(fixture.storeDirectory) == ["a.state"])
+        #expect(try Sys.directoryEntries(fixture.storeDirectory) == ["a.state"])
         #expect(fixture.lines().filter { $0.hasPrefix("removed a stale temp file") }.count == 2)
         #expect(try store.read(name: "a.state", kind: "k") == Array("old".utf8))
     }
@@ -46,7 +47,7 @@ struct AtomicWriteTests {
         defer { fixture.remove() }
         let (store, _) = try fixture.open()
         try store.write([1], name: "a.state", kind: "k")
-        let mode = try #require(try FileSystem.status(fixture.storeDirectory + "/a.state")).mode
+        let mode = try #require(try Sys.status(fixture.storeDirectory + "/a.state")).mode
         #expect(mode & 0o777 == 0o600)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RouseSystem
 import Testing
 
 @testable import RouseState
@@ -14,7 +15,7 @@ struct KeyStoreTests {
         let first = try fixture.keyStore().load(preference: .keyFile)
         #expect(first.backend == .keyFile)
         let path = fixture.keyDirectory + "/state.key"
-        let status = try #require(try FileSystem.status(path))
+        let status = try #require(try Sys.status(path))
         #expect(status.mode & 0o777 == 0o600)
         #expect(status.size == 32)
         let second = try fixture.keyStore().load(preference: .auto)
@@ -84,7 +85,7 @@ struct KeyStoreTests {
         #expect(first.backend == .systemdCredential)
         #expect(
             fixture.lines().contains { $0.hasPrefix("state key backend: systemd credential (systemd-creds works)") })
-        let wrapped = try #require(try FileSystem.read(fixture.keyDirectory + "/state-key.cred"))
+        let wrapped = try #require(try Sys.readFile(fixture.keyDirectory + "/state-key.cred"))
         #expect(!wrapped.contains(subsequence: first.current.bytes))
         let again = try fixture.keyStore(systemdCreds: Self.systemdCreds).load(preference: .systemdCredential)
         #expect(again.current.id == first.current.id)

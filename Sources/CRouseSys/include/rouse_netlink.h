@@ -23,16 +23,10 @@ static inline uint32_t rouse_rtnh_align(uint32_t len) { return RTNH_ALIGN(len); 
 /// `NLA_TYPE_MASK`: strips NLA_F_NESTED / NLA_F_NET_BYTEORDER from an attribute type.
 static inline uint16_t rouse_nla_type_mask(void) { return (uint16_t)(NLA_TYPE_MASK); }
 
-/// `socket(2)` type for the netlink sockets: `SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC`.
-int rouse_netlink_socket_type(void);
-/// `eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)`; returns -1 and sets errno on failure.
-int rouse_eventfd_open(void);
 /// `setns(fd, CLONE_NEWNET)` on the calling thread; returns -1 and sets errno on failure.
 int rouse_setns_net(int fd);
 /// `SO_RCVBUFFORCE` (needs CAP_NET_ADMIN) — exposed because glibc's Swift module may hide it.
 int rouse_so_rcvbufforce(void);
-/// `O_RDONLY | O_CLOEXEC` for opening namespace and sysfs files.
-int rouse_open_rdonly_cloexec(void);
 /// `pthread_setname_np(pthread_self(), name)` (a GNU extension Swift's Glibc module does not show): names
 /// the calling thread, truncated to the kernel's 15 bytes.
 int rouse_set_thread_name(const char *name);

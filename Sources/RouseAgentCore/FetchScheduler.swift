@@ -110,7 +110,7 @@ public struct FetchScheduler: Sendable, Equatable {
         return factor
     }
 
-    static func seconds(_ duration: Duration) -> Double {
+    package static func seconds(_ duration: Duration) -> Double {
         let (s, attoseconds) = duration.components
         return Double(s) + Double(attoseconds) / 1e18
     }

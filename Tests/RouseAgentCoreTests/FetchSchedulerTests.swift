@@ -1,4 +1,4 @@
-import RouseAgent
+import RouseAgentCore
 import Testing
 
 /// Background-fetch scheduling on a manual clock: times are plain `Duration`s the test advances.

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "rouse_agent.h"
+#include "rouse_process.h"
 #include "rouse_sys.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #define P_PIDFD 3
 #endif
 
-int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, pid_t *pid) {
+int rouse_spawn(const char *path, char *const argv[], char *const envp[], int channel_fd, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&actions);
@@ -53,13 +53,13 @@ int rouse_agent_spawn(const char *path, char *const argv[], char *const envp[], 
     return rc;
 }
 
-int rouse_agent_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+int rouse_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
-int rouse_agent_pidfd_send_signal(int pidfd, int sig) {
+int rouse_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-int rouse_agent_pidfd_poll(int pidfd, int timeout_ms) {
+int rouse_pidfd_poll(int pidfd, int timeout_ms) {
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
@@ -76,7 +76,7 @@ int rouse_agent_pidfd_poll(int pidfd, int timeout_ms) {
     }
 }
 
-int rouse_agent_pidfd_wait(int pidfd, int *status) {
+int rouse_pidfd_wait(int pidfd, int *status) {
     siginfo_t info;
     memset(&info, 0, sizeof info);
     for (;;) {
@@ -90,7 +90,7 @@ int rouse_agent_pidfd_wait(int pidfd, int *status) {
     return 0;
 }
 
-int rouse_agent_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+int rouse_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred cred;
     socklen_t length = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
@@ -100,14 +100,14 @@ int rouse_agent_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     return 0;
 }
 
-int rouse_agent_peer_pidfd(int fd) {
+int rouse_peer_pidfd(int fd) {
     int pidfd = -1;
     socklen_t length = sizeof pidfd;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) return -1;
     return pidfd;
 }
 
-pid_t rouse_agent_pidfd_pid(int pidfd) {
+pid_t rouse_pidfd_pid(int pidfd) {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
     FILE *file = fopen(path, "re");
@@ -124,9 +124,9 @@ pid_t rouse_agent_pidfd_pid(int pidfd) {
     return pid;
 }
 
-int rouse_agent_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+int rouse_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
 
-int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
+int rouse_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
                          gid_t gid, const gid_t *groups, int group_count, pid_t *pid_out) {
     sigset_t all, old;
     sigfillset(&all);
@@ -165,7 +165,7 @@ int rouse_agent_spawn_as(const char *path, char *const argv[], char *const envp[
     return 0;
 }
 
-int rouse_agent_peer_groups(int fd, gid_t *groups, int *count) {
+int rouse_peer_groups(int fd, gid_t *groups, int *count) {
     socklen_t length = (socklen_t)(*count * (int)sizeof(gid_t));
     if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &length) != 0) return -1;
     *count = (int)(length / sizeof(gid_t));

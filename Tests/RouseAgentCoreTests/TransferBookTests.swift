@@ -1,4 +1,4 @@
-import RouseAgent
+import RouseAgentCore
 import Testing
 
 /// The background-transfer rules without sockets, files or clocks (``TransferBook``), and the handler rule a

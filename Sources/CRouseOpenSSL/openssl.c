@@ -1,4 +1,4 @@
-#include "rouse_openssl.h"
+#include "CRouseOpenSSL.h"
 
 int rouse_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);

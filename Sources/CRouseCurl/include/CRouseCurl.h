@@ -1,6 +1,6 @@
-// Typed wrappers for libcurl's variadic setopt/getinfo calls.
-#ifndef ROUSE_CURL_H
-#define ROUSE_CURL_H
+// The curl binding's shim (links libcurl only): typed wrappers for libcurl's variadic setopt/getinfo calls.
+#ifndef ROUSE_CURL_SHIM_H
+#define ROUSE_CURL_SHIM_H
 #include <curl/curl.h>
 
 typedef size_t (*rouse_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);

@@ -49,6 +49,12 @@ public struct TransferRefusal: Error, Sendable, Equatable {
     /// `badRequest`, `unknownSession`, `unknownTask`, `tooManyTasks`, `spoolFull`, `badDescriptor`.
     public let code: String
     public let detail: String
+
+    /// A refusal with its code and a sentence for the handler.
+    public init(code: String, detail: String) {
+        self.code = code
+        self.detail = detail
+    }
 }
 
 /// What the shell must do for the transfers, in order.

@@ -1,4 +1,4 @@
-#include "rouse_curl.h"
+#include "CRouseCurl.h"
 
 CURLcode rouse_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);

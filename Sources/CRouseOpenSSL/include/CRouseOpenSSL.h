@@ -1,4 +1,4 @@
-// OpenSSL macros turned into functions.
+// The HTTP/2 server's TLS shim (links OpenSSL only): OpenSSL macros turned into functions.
 #ifndef ROUSE_OPENSSL_H
 #define ROUSE_OPENSSL_H
 #include <openssl/ssl.h>

@@ -1,4 +1,4 @@
-import RouseAgent
+import RouseAgentCore
 import Testing
 
 @Suite("Device channel connection machine", .timeLimit(.minutes(1)))

@@ -1,0 +1,255 @@
+import Foundation
+import Logging
+import RouseActivation
+import RouseAgentClient
+import RouseAgentCore
+import RouseWire
+
+/// Activation coordination: feeds ``ActivationArbiter`` with handler requests, calls, lifecycle changes and deaths,
+/// and performs what it returns (messages to holders, hook runs). Owns the arbiter, what it was last told of each
+/// handler's run state and the messages waiting for a handler to reconnect; reads the handler table for connections
+/// and keeps each handler's "holds audio" in its rules. Owned by the ``Agent`` and touched only on its isolation.
+/// Every step returns whether a handler's "holds audio" changed (the agent then reschedules the rules' timer). See
+/// docs/activations.md.
+final class ActivationCoordinator {
+    /// Who holds audio (activations).
+    private var arbiter = ActivationArbiter()
+    /// What the arbiter was last told of each handler's run state.
+    private var states: [String: HandlerState] = [:]
+    /// Activation messages for a handler whose process runs but is not connected (re-attached after an agent
+    /// restart, not yet reconnected): sent, in order, when it registers.
+    private var outbox: [String: [IPCFrame<AgentEvent>]] = [:]
+    private let hooks: ActivationHookRunner?
+    private let handlers: HandlerTable
+    private let time: AgentTime
+    private let logger: Logger
+
+    /// A coordinator for `handlers`, running `hooks` on grants and revokes.
+    init(handlers: HandlerTable, hooks: ActivationHookRunner?, time: AgentTime, logger: Logger) {
+        self.handlers = handlers
+        self.hooks = hooks
+        self.time = time
+        self.logger = logger
+    }
+
+    /// Sessions one handler may hold or wait for at once (each arbiter step is linear to quadratic in them).
+    static let maxSessionsPerHandler = 16
+    /// Longest session name (names reach logs and the hook's environment).
+    static let maxSessionNameLength = 64
+
+    static func isValidSessionName(_ name: String) -> Bool {
+        name.utf8.count <= maxSessionNameLength
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == 0x2E || byte == 0x5F || byte == 0x2D
+            }
+    }
+
+    /// `activate` from registered handler `name`: answered with `activation` (granted, denied or delayed)
+    /// carrying the request id, or an `error` frame for a malformed request.
+    func activate(
+        _ name: String, _ connection: IPCConnection, _ message: AgentRequest.Activate, requestID: Int?
+    ) -> Bool {
+        guard let session = message.session, !session.isEmpty else {
+            connection.sendError("badRequest", "activate needs session", requestID: requestID)
+            return false
+        }
+        guard Self.isValidSessionName(session) else {
+            connection.sendError(
+                "badRequest", "session names are 1–\(Self.maxSessionNameLength) of A-Z a-z 0-9 . _ -",
+                requestID: requestID)
+            return false
+        }
+        let held = arbiter.snapshot.sessions.filter { $0.session.handler.rawValue == name }
+        if held.count >= Self.maxSessionsPerHandler && !held.contains(where: { $0.session.name == session }) {
+            connection.sendError(
+                "tooManySessions",
+                "a handler holds at most \(Self.maxSessionsPerHandler) sessions; deactivate one first",
+                requestID: requestID)
+            return false
+        }
+        let configuration: SessionConfiguration
+        let priority: ActivationPriority
+        do {
+            guard let parsed = try message.sessionConfiguration() else {
+                connection.sendError("badRequest", "activate needs category", requestID: requestID)
+                return false
+            }
+            configuration = parsed
+            let role = message.role ?? ActivationPriority.media.rawValue
+            guard let parsedRole = ActivationPriority(rawValue: role) else {
+                let known = ActivationPriority.allCases.map(\.rawValue).joined(separator: ", ")
+                connection.sendError("badRequest", "unknown role \(role) (\(known))", requestID: requestID)
+                return false
+            }
+            priority = parsedRole
+        } catch {
+            connection.sendError(error.code, error.detail, requestID: requestID)
+            return false
+        }
+        let request = ActivationRequest(
+            session: SessionID(handler: HandlerID(name), name: session), configuration: configuration,
+            priority: priority, acceptsDelay: message.acceptsDelay ?? false)
+        return perform(
+            arbiter.activate(request, now: time.seconds), answering: request.session, requestID: requestID)
+    }
+
+    /// `deactivate` from registered handler `name`: always succeeds (`ok`); the call session ends only through
+    /// `callEnded`.
+    func deactivate(
+        _ name: String, _ connection: IPCConnection, _ message: AgentRequest.Deactivate, requestID: Int?
+    ) -> Bool {
+        guard let session = message.session, !session.isEmpty else {
+            connection.sendError("badRequest", "deactivate needs session", requestID: requestID)
+            return false
+        }
+        guard session != SessionID.callName else {
+            connection.sendError("callPathRequired", "the call session ends with callEnded", requestID: requestID)
+            return false
+        }
+        connection.send(.ok(.init(session: session)), requestID: requestID)
+        let id = SessionID(handler: HandlerID(name), name: session)
+        return perform(arbiter.deactivate(id, notifyOthers: message.notifyOthers ?? false, now: time.seconds))
+    }
+
+    /// The handler reported a call: its call session is activated (CallKit's `didActivate`). A configuration
+    /// the handler gave that is invalid gets an `error` frame; the call is still taken, with the default one.
+    func callStarted(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.ReportCall) -> Bool {
+        var configuration = SessionConfiguration.voiceCall
+        do {
+            if let given = try message.sessionConfiguration() { configuration = given }
+        } catch {
+            connection.sendError(error.code, error.detail + " (the call uses playAndRecord/voiceChat)")
+        }
+        return perform(arbiter.callStarted(HandlerID(name), configuration: configuration, now: time.seconds))
+    }
+
+    /// The handler's last call ended: its call session ends.
+    func callEnded(_ name: String, notifyOthers: Bool) -> Bool {
+        perform(arbiter.callEnded(HandlerID(name), notifyOthers: notifyOthers, now: time.seconds))
+    }
+
+    /// The handler's connection closed, its process exited, or the agent terminates it: every session it
+    /// holds ends as a deactivation with notify. Idempotent.
+    func holderGone(_ name: String, reason: HolderGoneReason) -> Bool {
+        states[name] = nil
+        outbox[name] = nil
+        return perform(arbiter.holderGone(HandlerID(name), reason: reason, now: time.seconds))
+    }
+
+    /// Asks the arbiter before freezing handler `name`: `may` false while it holds a call or background-capable
+    /// audio (it is then not frozen); otherwise its sessions are interrupted (`appSuspended`) first.
+    func mayFreeze(_ name: String) -> (may: Bool, holdChanged: Bool) {
+        let decision = arbiter.handlerSuspended(HandlerID(name), now: time.seconds)
+        guard decision.mayBeSuspended else {
+            logger.notice("handler holds audio: not suspended", metadata: ["handler": "\(name)"])
+            return (false, false)
+        }
+        states[name] = .suspended
+        return (true, perform(decision.effects))
+    }
+
+    /// An external route source reported a route change: forwarded to every active session.
+    func routeChanged(_ reason: String) -> Bool {
+        perform(arbiter.routeChanged(RouteChangeReason(rawValue: reason), now: time.seconds))
+    }
+
+    /// Tells the arbiter the handler's run state when its lifecycle moved (foreground: active or inactive;
+    /// background: background or launching). Suspension goes through ``mayFreeze(_:)``, death through
+    /// ``holderGone(_:reason:)``.
+    func sync(_ name: String) -> Bool {
+        guard let lifecycle = handlers.machine(of: name)?.lifecycle else { return false }
+        let desired: HandlerState
+        switch lifecycle {
+        case .active, .inactive: desired = .foreground
+        case .background, .launching: desired = .background
+        case .suspended, .notRunning: return false
+        }
+        let previous = states[name]
+        guard previous != desired else { return false }
+        states[name] = desired
+        // The arbiter counts a handler it was never told about as in the background.
+        if previous == nil && desired == .background { return false }
+        return perform(
+            arbiter.handlerStateChanged(
+                HandlerID(name), to: desired == .foreground ? .foreground : .background, now: time.seconds))
+    }
+
+    /// Performs arbiter effects in order: messages to holders (the first answer for `answering` carries
+    /// `requestID`), hook runs. Then keeps each handler's "holds audio" (no suspension) in step: true when one changed.
+    private func perform(_ effects: [ActivationEffect], answering: SessionID? = nil, requestID: Int? = nil) -> Bool {
+        var answered = false
+        for effect in effects {
+            switch effect {
+            case .notify(let session, let event):
+                var id: Int?
+                if !answered, session == answering {
+                    switch event {
+                    case .granted, .denied, .delayed:
+                        id = requestID
+                        answered = true
+                    default: break
+                    }
+                }
+                let frame = IPCFrame(AgentEvent.activation(.init(event, session: session.name)), requestID: id)
+                let name = session.handler.rawValue
+                if let connection = handlers.connection(of: name) {
+                    connection.send(frame)
+                } else if handlers.process(of: name) != nil {
+                    // Running, not connected yet (re-attached after a restart): kept for its registration.
+                    outbox[name, default: []].append(frame)
+                }
+                logger.debug(
+                    "activation event",
+                    metadata: [
+                        "handler": "\(session.handler)", "session": "\(session.name)", "event": "\(event.event)",
+                    ])
+            case .hook(let event):
+                hooks?.run(event)
+            }
+        }
+        var holdChanged = false
+        let current = time.now
+        for name in handlers.names
+        where handlers.setHoldsAudio(name, !arbiter.mayBeSuspended(HandlerID(name)), now: current) {
+            holdChanged = true
+        }
+        return holdChanged
+    }
+
+    /// At start, from the agent's preserved state: the arbiter as it was. Handlers whose process did not
+    /// survive the restart (not re-attached) release their sessions now, with notify; the others' messages wait
+    /// in the outbox until they reconnect.
+    func restore(_ snapshot: ActivationSnapshot) -> Bool {
+        arbiter = ActivationArbiter(restoring: snapshot)
+        for holder in snapshot.handlers { states[holder.handler.rawValue] = holder.state }
+        var known = Set(snapshot.handlers.map(\.handler))
+        known.formUnion(snapshot.sessions.map(\.session.handler))
+        var holdChanged = false
+        for handler in known.sorted() where handlers.process(of: handler.rawValue) == nil {
+            if holderGone(handler.rawValue, reason: .processExited) { holdChanged = true }
+        }
+        if perform([]) { holdChanged = true }  // each handler's "holds audio" from the restored sessions
+        logger.info(
+            "activations restored",
+            metadata: [
+                "sessions": "\(arbiter.snapshot.sessions.count)",
+                "released": "\(snapshot.sessions.count - arbiter.snapshot.sessions.count)",
+            ])
+        return holdChanged
+    }
+
+    /// Sends what waited for `name`'s registration.
+    func flushOutbox(_ name: String) {
+        guard let frames = outbox.removeValue(forKey: name), let connection = handlers.connection(of: name) else {
+            return
+        }
+        for frame in frames { connection.send(frame) }
+    }
+
+    /// The arbiter's snapshot: who holds what and who waits.
+    var snapshot: ActivationSnapshot { arbiter.snapshot }
+
+    /// Waits for the hook runs under way (agent shutdown).
+    func drainHooks(isolation: isolated (any Actor)? = #isolation) async { await hooks?.drain() }
+}
