@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
         // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
         // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
-        .target(name: "RouseAgentCore", swiftSettings: swiftSettings),
+        .target(name: "RouseAgentCore", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
         // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
         .target(name: "RouseClock", swiftSettings: swiftSettings),
         // `--version` of every binary; deploy/package.sh stamps release builds.

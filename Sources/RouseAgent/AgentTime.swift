@@ -27,10 +27,7 @@ struct AgentTime: Sendable {
     func instant(_ time: Duration) -> RouseInstant { epoch.advanced(by: time) }
 
     /// The activation arbiter's clock: machine time in seconds.
-    var seconds: Double {
-        let (seconds, attoseconds) = now.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
+    var seconds: Double { now.inSeconds }
 
     /// A timer on the clock.
     func timer() -> AgentTimer { AgentTimer(clock: clock) }

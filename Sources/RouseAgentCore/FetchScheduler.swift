@@ -1,3 +1,5 @@
+import RouseClock
+
 /// Background fetch (iOS's background app refresh) for one handler, as a value-type state machine: when
 /// its next fetch opportunity is, given its declared minimum interval, the network, other wake-ups it can share,
 /// and its history. Nothing here touches a process or a clock: times are the agent's monotonic `now`.
@@ -110,8 +112,5 @@ public struct FetchScheduler: Sendable, Equatable {
         return factor
     }
 
-    package static func seconds(_ duration: Duration) -> Double {
-        let (s, attoseconds) = duration.components
-        return Double(s) + Double(attoseconds) / 1e18
-    }
+    package static func seconds(_ duration: Duration) -> Double { duration.inSeconds }
 }

@@ -1,3 +1,5 @@
+import RouseClock
+
 /// A push as the rules see it.
 public struct AgentPush: Sendable, Equatable, Codable {
     /// The gateway's delivery id (what is acknowledged).
@@ -624,10 +626,7 @@ public struct HandlerMachine: Sendable {
         tokensAt = now
     }
 
-    private func seconds(_ duration: Duration) -> Double {
-        let (s, attoseconds) = duration.components
-        return Double(s) + Double(attoseconds) / 1e18
-    }
+    private func seconds(_ duration: Duration) -> Double { duration.inSeconds }
 }
 
 extension HandlerMachine {
@@ -656,10 +655,7 @@ extension HandlerMachine {
             strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) })
     }
 
-    private func milliseconds(_ duration: Duration) -> Int64 {
-        let (s, attoseconds) = duration.components
-        return s * 1000 + attoseconds / 1_000_000_000_000_000
-    }
+    private func milliseconds(_ duration: Duration) -> Int64 { duration.wholeMilliseconds }
 }
 
 extension HandlerMachine {
