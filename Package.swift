@@ -80,10 +80,14 @@ let package = Package(
         // RouseSystem); no daemon and no library product links it (the daemons' short children go through RouseState's
         // ShortChild).
         .target(name: "RouseChildProcess", dependencies: ["RouseSystem"], swiftSettings: swiftSettings),
+        // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
+        .target(
+            name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"],
+            swiftSettings: swiftSettings),
         .target(
             name: "RouseHTTP2",
             dependencies: [
-                "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseSystem",
+                "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseClock", "RouseEventLoop", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -103,7 +107,7 @@ let package = Package(
         .target(
             name: "RouseMockAPNs",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem",
+                "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -111,14 +115,15 @@ let package = Package(
         .target(
             name: "RouseReachability",
             dependencies: [
-                "RouseNetlink", "RouseSystem", "RouseWire", .product(name: "Logging", package: "swift-log"),
+                "RouseEventLoop", "RouseNetlink", "RouseSystem", "RouseWire",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
+                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,7 +135,7 @@ let package = Package(
         .target(
             name: "RouseSender",
             dependencies: [
-                "RouseAPNs", "RouseHTTP2", "RouseCurl",
+                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RouseCurl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -147,7 +152,7 @@ let package = Package(
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: ["RouseHTTP2", "RouseWire", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RouseEventLoop", "RouseWire", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -217,7 +222,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -238,8 +243,12 @@ let package = Package(
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock"], swiftSettings: swiftSettings),
+        .testTarget(
             name: "RouseHTTP2Tests",
-            dependencies: ["RouseHTTP2", "RouseSystem", "RouseCurl", "RouseTestSupport"],
+            dependencies: [
+                "RouseHTTP2", "RouseClock", "RouseEventLoop", "RouseSystem", "RouseCurl", "RouseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -250,7 +259,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseTestSupport"],
+            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseClock", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -259,7 +268,8 @@ let package = Package(
         .testTarget(
             name: "RouseGatewayTests",
             dependencies: [
-                "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseTestSupport",
+                "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseClock", "RouseEventLoop",
+                "RouseTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
@@ -270,14 +280,15 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
-                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseSystem", "RouseWire",
+                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseEventLoop",
+                "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
+            dependencies: ["RouseReachability", "RouseEventLoop", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.

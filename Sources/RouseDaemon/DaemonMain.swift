@@ -1,4 +1,5 @@
 import Glibc
+import RouseEventLoop
 
 /// The start of a Rouse daemon (rouse-agent, rouse-gateway, `rouse mock-apns`), so that an idle daemon sleeps: its
 /// signals taken by the main thread (``DaemonSignals``) and Swift concurrency run on one epoll loop

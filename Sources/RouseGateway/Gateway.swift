@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseHTTP2
 import RouseSystem
 import Synchronization
@@ -38,11 +39,11 @@ public final class Gateway: Sendable {
 
     /// Opens the store, registers the configured keys and starts listening.
     ///
-    /// - Parameter clock: UNIX milliseconds now; tests pass a manual clock to drive expiration.
+    /// - Parameter clock: what expirations, sweeps, the key cache and the listeners' timers read; tests pass a
+    ///   `ManualClock` to drive them.
     public init(
         configuration: GatewayConfiguration, store: (any GatewayStore)? = nil,
-        logger: Logger = Logger(label: "rouse.gateway"),
-        clock: @escaping @Sendable () -> Int64 = Gateway.systemMilliseconds
+        logger: Logger = Logger(label: "rouse.gateway"), clock: any RouseClock = SystemClock()
     ) throws {
         self.configuration = configuration
         self.logger = logger
@@ -51,7 +52,7 @@ public final class Gateway: Sendable {
         self.store = store
         let metrics = GatewayMetrics()
         self.metrics = metrics
-        let now = clock()
+        let now = clock.wallMilliseconds
         let storedKeys = try store.write { transaction in
             for key in configuration.keys {
                 try transaction.upsertProviderKey(
@@ -70,16 +71,17 @@ public final class Gateway: Sendable {
                     metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
             }
         }
-        let core = GatewayCore(
+        let core = try GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock,
             node: configuration.node)
         self.core = core
-        let keys = ProviderKeyCache(store: store, logger: logger)
+        let keys = ProviderKeyCache(store: store, logger: logger, clock: clock)
         self.keys = keys
         core.start()
         if let postgres = store as? PostgresGatewayStore {
             listener = try PostgresNotifications(
-                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger
+                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock,
+                on: core.loop
             ) { messages in core.received(messages) }
         } else {
             listener = nil
@@ -104,7 +106,8 @@ public final class Gateway: Sendable {
         do {
             let streams = Int(providerConfiguration.settings.maxConcurrentStreams)
             let oneStream = configuration.limits.oneStreamUntilToken
-            provider = try HTTP2Server(configuration: providerConfiguration, logger: logger) { info, connection in
+            provider = try HTTP2Server(configuration: providerConfiguration, logger: logger, clock: clock) {
+                info, connection in
                 let auth = ProviderConnectionAuth(
                     serverEnvironment: environment, keys: keys.registry(),
                     certificate: ProviderHandler.certificate(info.peerCertificate),
@@ -113,14 +116,15 @@ public final class Gateway: Sendable {
                     core: core, auth: auth, keys: keys, connection: connection, configuredStreams: streams,
                     oneStreamUntilToken: oneStream)
             }
-            device = try HTTP2Server(configuration: deviceConfiguration, logger: logger) { info, connection in
+            device = try HTTP2Server(configuration: deviceConfiguration, logger: logger, clock: clock) {
+                info, connection in
                 DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)
             }
             if let adminConfiguration {
                 let view = AdminView(
                     store: store, metrics: metrics, core: core, listeners: [("provider", provider), ("device", device)])
                 let queue = AdminQueue()
-                admin = try HTTP2Server(configuration: adminConfiguration, logger: logger) { _, _ in
+                admin = try HTTP2Server(configuration: adminConfiguration, logger: logger, clock: clock) { _, _ in
                     AdminHandler(view: view, queue: queue)
                 }
             } else {
@@ -144,6 +148,7 @@ public final class Gateway: Sendable {
         await provider.shutdown(gracePeriod: gracePeriod)
         await core.stop()
         await listener?.stop()
+        core.stopLoop()
         await device.shutdown(gracePeriod: gracePeriod)
         await admin?.shutdown(gracePeriod: .seconds(1))
         logger.info("gateway stopped")
@@ -152,7 +157,7 @@ public final class Gateway: Sendable {
     /// Creates a one-time enrollment secret (hex) valid for `validity`; the device exchanges it for a
     /// credential at `POST /device/v1/enroll`.
     public func makeEnrollmentSecret(validity: Duration? = .seconds(86_400)) throws -> String {
-        try Self.makeEnrollmentSecret(store: store, now: core.clock(), validity: validity)
+        try Self.makeEnrollmentSecret(store: store, now: core.clock.wallMilliseconds, validity: validity)
     }
 
     /// Creates a one-time enrollment secret in `store`.
@@ -190,11 +195,7 @@ public final class Gateway: Sendable {
     }
 
     /// UNIX milliseconds from the system's real-time clock.
-    @Sendable public static func systemMilliseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
+    @Sendable public static func systemMilliseconds() -> Int64 { SystemClock().wallMilliseconds }
 
     /// The budgets both public listeners share (docs/gateway.md, "Running it in public").
     private static func applyBudgets(_ limits: GatewayConfiguration.Limits, to c: inout HTTP2ServerConfiguration) {
@@ -267,22 +268,25 @@ public final class Gateway: Sendable {
 final class ProviderKeyCache: Sendable {
     private struct Cached {
         var registry = APNsKeyRegistry()
-        var loadedAt: ContinuousClock.Instant?
+        var loadedAt: RouseInstant?
     }
 
     private let store: any GatewayStore
     private let logger: Logger
     private let cached = Mutex(Cached())
 
-    init(store: any GatewayStore, logger: Logger) {
+    private let clock: any RouseClock
+
+    init(store: any GatewayStore, logger: Logger, clock: any RouseClock) {
         self.store = store
         self.logger = logger
+        self.clock = clock
     }
 
     func registry() -> APNsKeyRegistry {
-        let now = ContinuousClock.now
+        let now = clock.now
         if let hit = cached.withLock({ c -> APNsKeyRegistry? in
-            guard let loadedAt = c.loadedAt, now - loadedAt < .seconds(1) else { return nil }
+            guard let loadedAt = c.loadedAt, loadedAt.duration(to: now) < .seconds(1) else { return nil }
             return c.registry
         }) {
             return hit

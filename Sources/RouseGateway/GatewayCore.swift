@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import RouseClock
+import RouseEventLoop
 import RouseHTTP2
 import Synchronization
 
@@ -50,12 +52,19 @@ public final class GatewayCore: Sendable {
     let limits: GatewayConfiguration.Limits
     let metrics: GatewayMetrics
     let logger: Logger
-    let clock: @Sendable () -> Int64
+    /// Expirations, sweeps, heartbeats and leases read its wall clock (UNIX milliseconds).
+    let clock: any RouseClock
     /// This node's id among the nodes sharing the store (configuration `node`).
     let node: String
     private let queue = Mutex(Queue())
-    private let wakeup = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    /// The store thread: an event loop on `clock`, so its sweeps and heartbeats are loop timers and the PostgreSQL
+    /// listener's socket can wait on it too. Its work blocks (SQLite's fsync, PostgreSQL round trips): nothing that
+    /// must answer quickly runs on it.
+    let loop: EventLoop
+    /// A pass over the queue is on the loop's queue (one for any number of jobs submitted meanwhile).
+    private let drainQueued = Atomic<Bool>(false)
+    /// Resumed on the loop once the queue ran dry after `stop()`.
+    private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let started = Atomic<Bool>(false)
     /// Owned by the store thread only (read and written inside `runLoop`); the Mutex only satisfies Sendable.
     private let state = Mutex(CoreState())
@@ -65,11 +74,12 @@ public final class GatewayCore: Sendable {
     /// Messages from other nodes not taken by the store thread yet.
     private let inbox = Mutex(NodeInbox())
 
-    /// A core over `store`. `clock` gives UNIX milliseconds (injected so tests control expiry).
+    /// A core over `store`, on `clock` (a test's manual clock controls expiry).
     init(
         store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
-        clock: @escaping @Sendable () -> Int64, node: String = GatewayConfiguration.defaultNode
-    ) {
+        clock: any RouseClock, node: String = GatewayConfiguration.defaultNode
+    ) throws {
+        loop = try EventLoop(name: "rouse-gateway-store", clock: clock)
         self.node = node
         self.store = store
         self.limits = limits
@@ -81,12 +91,12 @@ public final class GatewayCore: Sendable {
     /// Starts the store thread.
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in runLoop() }
-        thread.name = "rouse-gateway-store"
-        thread.start()
+        loop.start()
+        loop.execute { [self] in begin() }
     }
 
-    /// Runs the jobs already queued, then stops the thread and waits for it.
+    /// Runs the jobs already queued, then ends the node's channels; the loop keeps running (the PostgreSQL listener
+    /// may still be on it) until ``stopLoop()``.
     func stop() async {
         guard started.load(ordering: .relaxed) else { return }
         let first = queue.withLock { queue -> Bool in
@@ -94,16 +104,16 @@ public final class GatewayCore: Sendable {
             return !queue.stopping
         }
         guard first else { return }
-        wakeup.signal()
-        // A thread of its own waits, not libdispatch's pool: once started, the pool wakes the process every second
-        // (see LoopExecutor), and the waiting must not block a Swift concurrency thread either.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread { [finished] in
-                finished.wait()
-                finished.signal()
-                continuation.resume()
-            }
+            stopped.withLock { $0 = continuation }
+            scheduleDrain()
         }
+    }
+
+    /// Ends the store thread (after ``stop()`` and after whatever else waits on its loop was stopped).
+    func stopLoop() {
+        guard started.load(ordering: .relaxed) else { return }
+        loop.stopAndWait()
     }
 
     /// A fresh channel id.
@@ -125,7 +135,7 @@ public final class GatewayCore: Sendable {
             return true
         }
         if accepted {
-            wakeup.signal()
+            scheduleDrain()
         } else if job.isDeviceRequest {
             metrics.limitHit(listener: "device", limit: "device-queue-full")
         }
@@ -140,7 +150,7 @@ public final class GatewayCore: Sendable {
             queue.deviceJobs.append(job)
             return true
         }
-        if accepted { wakeup.signal() }
+        if accepted { scheduleDrain() }
     }
 
     /// Runs `body` on the store thread inside a transaction and returns its result (admin views, tests).
@@ -159,50 +169,63 @@ public final class GatewayCore: Sendable {
 
     // MARK: The store thread
 
-    private func runLoop() {
-        // The node's lease, renewed by every sweep (several nodes); a previous life's channels are forgotten.
+    /// The loop's first job: the node's lease (renewed by every sweep when several nodes share the store; a
+    /// previous life's channels are forgotten), the sweep and heartbeat timers, and what was queued meanwhile.
+    /// Asleep between jobs until the next sweep or heartbeat: an idle gateway wakes for those only.
+    private func begin() {
         runBatch([leaseJob(fresh: true)])
-        var nextSweep = clock() + Int64(limits.sweepIntervalSeconds) * 1000
-        var nextHeartbeat = clock() + Int64(limits.heartbeatSeconds) * 1000
+        scheduleSweep(after: .seconds(limits.sweepIntervalSeconds))
+        if limits.heartbeatSeconds > 0 { scheduleHeartbeat() }
+        drain()
+    }
+
+    private func scheduleSweep(after delay: Duration) {
+        loop.schedule(after: delay) { [self] in
+            guard !queue.withLock({ $0.stopping }) else { return }
+            runBatch([sweepJob()])
+            scheduleSweep(after: .seconds(max(limits.sweepIntervalSeconds, 1)))
+        }
+    }
+
+    private func scheduleHeartbeat() {
+        loop.schedule(after: .seconds(limits.heartbeatSeconds)) { [self] in
+            guard !queue.withLock({ $0.stopping }) else { return }
+            let frame = ChannelFrame.heartbeat(time: clock.wallMilliseconds)
+            for slot in state.withLock({ Array($0.channels.values) }) { slot.stream.write(frame) }
+            scheduleHeartbeat()
+        }
+    }
+
+    /// A pass over the queue soon, unless one is queued already.
+    private func scheduleDrain() {
+        guard !drainQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        loop.execute { [self] in
+            drainQueued.store(false, ordering: .releasing)
+            drain()
+        }
+    }
+
+    /// Runs the queued jobs in batches until none is left; after `stop()`, then ends the node's channels.
+    private func drain() {
         while true {
-            // Asleep until a job arrives or the next sweep or heartbeat is due: an idle gateway wakes for those only.
-            let before = clock()
-            var due = nextSweep - before
-            if limits.heartbeatSeconds > 0 { due = min(due, nextHeartbeat - before) }
-            // At least 10 ms: a due time that never moves (a stopped test clock, an interval of 0) cannot spin.
-            let wait = Int(min(max(due, 10), Int64(max(limits.sweepIntervalSeconds, 1)) * 1000))
-            _ = wakeup.wait(timeout: .now() + .milliseconds(wait))
-            while true {
-                let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
-                    let count = min(queue.jobs.count, limits.maxBatch)
-                    let deviceCount = min(queue.deviceJobs.count, Self.deviceJobsPerBatch)
-                    let taken = Array(queue.jobs.prefix(count)) + queue.deviceJobs.prefix(deviceCount)
-                    queue.jobs.removeFirst(count)
-                    queue.deviceJobs.removeFirst(deviceCount)
-                    queue.deviceRequests -= taken.reduce(0) { $0 + ($1.isDeviceRequest ? 1 : 0) }
-                    return (taken, queue.stopping)
+            let (jobs, stopping) = queue.withLock { queue -> ([Job], Bool) in
+                let count = min(queue.jobs.count, limits.maxBatch)
+                let deviceCount = min(queue.deviceJobs.count, Self.deviceJobsPerBatch)
+                let taken = Array(queue.jobs.prefix(count)) + queue.deviceJobs.prefix(deviceCount)
+                queue.jobs.removeFirst(count)
+                queue.deviceJobs.removeFirst(deviceCount)
+                queue.deviceRequests -= taken.reduce(0) { $0 + ($1.isDeviceRequest ? 1 : 0) }
+                return (taken, queue.stopping)
+            }
+            if jobs.isEmpty {
+                if stopping, let continuation = stopped.withLock({ $0.take() }) {
+                    runBatch([Job(run: { try $0.transaction.removeNode($0.core.node) }, fail: { _ in })])
+                    closeAllChannels()
+                    continuation.resume()
                 }
-                if jobs.isEmpty {
-                    if stopping {
-                        runBatch([Job(run: { try $0.transaction.removeNode($0.core.node) }, fail: { _ in })])
-                        closeAllChannels()
-                        finished.signal()
-                        return
-                    }
-                    break
-                }
-                runBatch(jobs)
+                return
             }
-            let now = clock()
-            if now >= nextSweep {
-                nextSweep = now + Int64(max(limits.sweepIntervalSeconds, 1)) * 1000
-                runBatch([sweepJob()])
-            }
-            if limits.heartbeatSeconds > 0, now >= nextHeartbeat {
-                nextHeartbeat = now + Int64(limits.heartbeatSeconds) * 1000
-                let frame = ChannelFrame.heartbeat(time: now)
-                for slot in state.withLock({ Array($0.channels.values) }) { slot.stream.write(frame) }
-            }
+            runBatch(jobs)
         }
     }
 
@@ -239,7 +262,7 @@ public final class GatewayCore: Sendable {
     }
 
     private func run(_ jobs: [Job], from state: CoreState) throws -> (CoreState, [@Sendable () -> Void]) {
-        let now = clock()
+        let now = clock.wallMilliseconds
         return try store.write { transaction in
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
@@ -304,7 +327,7 @@ public final class GatewayCore: Sendable {
             queue.jobs.append(job)
             return true
         }
-        if accepted { wakeup.signal() }
+        if accepted { scheduleDrain() }
     }
 
     private func sweepJob() -> Job {

@@ -1,4 +1,5 @@
 import Foundation
+import RouseClock
 
 /// The PostgreSQL store, through libpq: one connection for writes (the store thread's batches, and the few writes
 /// made elsewhere, serialized by a lock) and up to `poolSize - 1` for reads.
@@ -20,7 +21,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     private let lock = NSLock()
     private let writeLock = NSLock()
     private var writer: PostgresConnection?
-    private var lastWriterAttempt: ContinuousClock.Instant?
+    private var lastWriterAttempt: RouseInstant?
     private var idleReaders: [PostgresConnection] = []
     private let readerPermits: DispatchSemaphore
     private static let reconnectInterval = Duration.milliseconds(250)
@@ -82,8 +83,9 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     private func readyWriter() throws(GatewayError) -> PostgresConnection {
         if let writer, writer.isHealthy { return writer }
         writer = nil
-        let now = ContinuousClock.now
-        if let last = lastWriterAttempt, now - last < Self.reconnectInterval {
+        // Real time: the store is opened from its configuration, before any gateway (and its clock) exists.
+        let now = SystemClock().now
+        if let last = lastWriterAttempt, last.duration(to: now) < Self.reconnectInterval {
             throw .unavailable("postgres: \(displayName): reconnecting")
         }
         lastWriterAttempt = now

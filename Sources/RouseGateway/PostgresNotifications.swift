@@ -1,113 +1,164 @@
-import Foundation
 import Logging
-import RouseSystem
+import RouseClock
+import RouseEventLoop
 import Synchronization
 
 /// How a gateway node hears from the others sharing its PostgreSQL store: `LISTEN` on a channel of its own
-/// (`rouse_node_<id>`), on a connection of its own, on a thread that sleeps in `poll` on that connection's socket
-/// and an eventfd (written to stop it) with no timeout: an idle node does not wake for this. Other nodes send
-/// `NOTIFY` inside their transaction, so a message arrives when, and only if, what it announces is committed.
+/// (`rouse_node_<id>`), on a connection of its own, whose socket waits on an ``EventLoop`` with no timer: an idle
+/// node does not wake for this. Other nodes send `NOTIFY` inside their transaction, so a message arrives when, and
+/// only if, what it announces is committed.
 ///
-/// When the connection breaks, messages sent meanwhile are lost: the thread reconnects (backing off from 250 ms to
-/// 5 s, a timer that runs only while PostgreSQL is unreachable) and, once listening again, tells the core to look
-/// at the store for every channel it holds (`received(nil)`).
+/// When the connection breaks, messages sent meanwhile are lost: the listener reconnects (backing off from 250 ms
+/// to 5 s, a loop timer armed only while PostgreSQL is unreachable) and, once listening again, tells the core to
+/// look at the store for every channel it holds (`received(nil)`).
+///
+/// The loop is its own unless one is given; the gateway gives its store's, whose work blocks anyway. Connecting
+/// blocks (libpq's `PQconnectdb`, up to the configured connect timeout), so a given loop must be one that may wait
+/// that long: not a daemon's executor loop, nor an HTTP/2 server's.
 final class PostgresNotifications: Sendable {
     /// The channel that node `node` listens on.
     static func channel(_ node: String) -> String { "rouse_node_" + node }
 
+    private let loop: EventLoop
+    private let ownsLoop: Bool
+    private let listener: NotificationListener
     private let stopping = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
-    private let wakeup: Int32
 
-    /// Starts listening for `node`; `deliver` gets the messages of each notification, or `nil` after a loss.
+    /// Starts listening for `node`; `deliver` gets the messages of each notification, or `nil` after a loss. The
+    /// reconnect backoff runs on `clock`.
     init(
         settings: PostgresSettings, node: String, metrics: GatewayMetrics, logger: Logger,
+        clock: any RouseClock = SystemClock(), on loop: EventLoop? = nil,
         deliver: @escaping @Sendable ([NodeMessage]?) -> Void
     ) throws(GatewayError) {
-        do {
-            wakeup = try Sys.eventFD()
-        } catch {
-            throw .startup("\(error)")
-        }
-        let thread = Thread { [self] in
-            listen(settings: settings, node: node, metrics: metrics, logger: logger, deliver: deliver)
-            finished.signal()
-        }
-        thread.name = "rouse-gateway-listen"
-        thread.start()
-    }
-
-    deinit { close(wakeup) }
-
-    private func listen(
-        settings: PostgresSettings, node: String, metrics: GatewayMetrics, logger: Logger,
-        deliver: @Sendable ([NodeMessage]?) -> Void
-    ) {
-        var connection: PostgresConnection?
-        var lost = false
-        var backoff: Int32 = 250
-        while !stopping.load(ordering: .relaxed) {
-            if connection == nil {
-                do throws(GatewayError) {
-                    let fresh = try PostgresConnection(settings: settings)
-                    try fresh.execute("LISTEN \"\(Self.channel(node))\"")
-                    connection = fresh
-                    backoff = 250
-                    if lost {
-                        lost = false
-                        logger.info("listening to other nodes again")
-                        deliver(nil)
-                    }
-                } catch {
-                    if !lost { logger.warning("cannot listen to other nodes", metadata: ["error": "\(error)"]) }
-                    lost = true
-                    _ = wait(on: nil, timeout: backoff)
-                    backoff = min(backoff * 2, 5000)
-                    continue
-                }
-            }
-            guard let live = connection else { continue }
-            do throws(GatewayError) {
-                var messages: [NodeMessage] = []
-                for payload in try live.notifications() {
-                    let (parsed, errors) = NodeMessage.parse(payload)
-                    messages += parsed
-                    for error in errors {
-                        metrics.limitHit(listener: "nodes", limit: "bad-message")
-                        logger.warning("bad message from another node", metadata: ["error": "\(error)"])
-                    }
-                }
-                if !messages.isEmpty { deliver(messages) }
+        if let loop {
+            self.loop = loop
+            ownsLoop = false
+        } else {
+            do {
+                self.loop = try EventLoop(name: "rouse-gateway-listen", clock: clock)
             } catch {
-                logger.warning("lost the connection to other nodes", metadata: ["error": "\(error)"])
-                connection = nil
-                lost = true
-                continue
+                throw .startup("\(error)")
             }
-            // Asleep until the server speaks or the gateway stops.
-            _ = wait(on: live.socket, timeout: -1)
+            ownsLoop = true
+            self.loop.start()
         }
+        let listener = NotificationListener(
+            loop: self.loop, settings: settings, node: node, metrics: metrics, logger: logger, deliver: deliver)
+        self.listener = listener
+        self.loop.execute { listener.connect() }
     }
 
-    /// Waits until `socket` is readable (true), or the eventfd is written or `timeout` ms passed (false).
-    private func wait(on socket: Int32?, timeout: Int32) -> Bool {
-        var descriptors = [pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
-        if let socket, socket >= 0 { descriptors.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
-        let count = poll(&descriptors, nfds_t(descriptors.count), timeout)
-        guard count > 0 else { return false }
-        return descriptors.count > 1 && descriptors[1].revents != 0
-    }
-
-    /// Stops the thread and waits for it.
+    /// Stops listening (closes the connection, cancels a pending reconnect) and, when the loop is its own, stops it.
     func stop() async {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
-        Sys.eventFDSignal(wakeup)
-        // A thread of its own waits, not libdispatch's pool (see GatewayCore.stop).
+        let listener = self.listener
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread { [finished] in
-                finished.wait()
+            loop.execute {
+                listener.close()
                 continuation.resume()
             }
         }
+        // The loop has nothing left to do: it ends at once.
+        if ownsLoop { loop.stopAndWait() }
+    }
+}
+
+/// The `LISTEN` connection and its reconnects, on the loop's thread only (hence `@unchecked Sendable`: no lock, one
+/// thread).
+private final class NotificationListener: EventLoopFDHandler, @unchecked Sendable {
+    private let loop: EventLoop
+    private let settings: PostgresSettings
+    private let node: String
+    private let metrics: GatewayMetrics
+    private let logger: Logger
+    private let deliver: @Sendable ([NodeMessage]?) -> Void
+    private var connection: PostgresConnection?
+    private var registered: Int32 = -1
+    private var lost = false
+    private var backoffMilliseconds: Int64 = 250
+    private var retryTimer: UInt64?
+    private var closed = false
+
+    init(
+        loop: EventLoop, settings: PostgresSettings, node: String, metrics: GatewayMetrics, logger: Logger,
+        deliver: @escaping @Sendable ([NodeMessage]?) -> Void
+    ) {
+        self.loop = loop
+        self.settings = settings
+        self.node = node
+        self.metrics = metrics
+        self.logger = logger
+        self.deliver = deliver
+    }
+
+    /// Connects and listens; on failure, tries again after the backoff.
+    func connect() {
+        guard !closed, connection == nil else { return }
+        do {
+            let fresh = try PostgresConnection(settings: settings)
+            try fresh.execute("LISTEN \"\(PostgresNotifications.channel(node))\"")
+            let socket = fresh.socket
+            try loop.register(socket, events: EventLoop.readable, handler: self)
+            connection = fresh
+            registered = socket
+            backoffMilliseconds = 250
+            if lost {
+                lost = false
+                logger.info("listening to other nodes again")
+                deliver(nil)
+            }
+            // What arrived with the LISTEN's answer is already buffered: the socket will not signal it again.
+            readNotifications()
+        } catch {
+            if !lost { logger.warning("cannot listen to other nodes", metadata: ["error": "\(error)"]) }
+            lost = true
+            retryTimer = loop.schedule(after: .milliseconds(backoffMilliseconds)) { [weak self] in
+                self?.retryTimer = nil
+                self?.connect()
+            }
+            backoffMilliseconds = min(backoffMilliseconds * 2, 5000)
+        }
+    }
+
+    func handleEvents(_ events: UInt32) { readNotifications() }
+
+    private func readNotifications() {
+        guard let live = connection else { return }
+        do throws(GatewayError) {
+            var messages: [NodeMessage] = []
+            for payload in try live.notifications() {
+                let (parsed, errors) = NodeMessage.parse(payload)
+                messages += parsed
+                for error in errors {
+                    metrics.limitHit(listener: "nodes", limit: "bad-message")
+                    logger.warning("bad message from another node", metadata: ["error": "\(error)"])
+                }
+            }
+            if !messages.isEmpty { deliver(messages) }
+        } catch {
+            logger.warning("lost the connection to other nodes", metadata: ["error": "\(error)"])
+            drop()
+            lost = true
+            connect()
+        }
+    }
+
+    private func drop() {
+        if registered >= 0 {
+            // libpq closes the socket of a connection it found broken (PQsocket is then -1): the kernel removed it
+            // from epoll already.
+            if connection?.socket == registered { loop.unregister(registered) } else { loop.forget(registered) }
+        }
+        registered = -1
+        connection = nil
+    }
+
+    /// No more connecting or reading.
+    func close() {
+        closed = true
+        if let retryTimer { loop.cancelTimer(retryTimer) }
+        retryTimer = nil
+        drop()
     }
 }

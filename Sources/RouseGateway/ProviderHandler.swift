@@ -1,5 +1,6 @@
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseHTTP2
 
 /// One provider connection on the APNs-compatible API: the same rules as APNs (shared with the mock through
@@ -36,7 +37,7 @@ final class ProviderHandler: HTTP2ConnectionHandler {
     }
 
     func handleRequest(_ request: HTTP2Request, stream: HTTP2Stream) {
-        let now = core.clock()
+        let now = core.clock.wallMilliseconds
         let headers = request.headers.map { (name: $0.name, value: $0.value) }
         let echoed = APNsRequestValidator.echoedID(headers)
         // The active keys as of at most a second ago, once per request. A key revoked since this connection bound it:

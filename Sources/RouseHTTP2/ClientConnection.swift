@@ -1,5 +1,6 @@
 import CNghttp2
 import Logging
+import RouseEventLoop
 import RouseSystem
 
 /// Per-stream state of a client request (loop-confined).
@@ -111,7 +112,7 @@ final class ClientConnection: H2Connection {
         guard phase == .active, let session else { return }
         pingCounter += 1
         var opaque = pingCounter.bigEndian
-        pingSentAt[pingCounter] = MonotonicClock.now()
+        pingSentAt[pingCounter] = loop.now
         withUnsafeBytes(of: &opaque) { raw in
             _ = nghttp2_submit_ping(
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), raw.bindMemory(to: UInt8.self).baseAddress)
@@ -121,7 +122,7 @@ final class ClientConnection: H2Connection {
 
     func pingAcknowledged(_ opaque: UInt64) {
         guard let sent = pingSentAt.removeValue(forKey: opaque) else { return }
-        events(.pingAcknowledged(rtt: .nanoseconds(Int64(MonotonicClock.now() &- sent))))
+        events(.pingAcknowledged(rtt: .nanoseconds(Int64(loop.now &- sent))))
     }
 
     func resetStream(_ id: Int32, code: HTTP2ErrorCode) {

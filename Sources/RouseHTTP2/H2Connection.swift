@@ -2,6 +2,7 @@ import CNghttp2
 import CRouseSys
 import Glibc
 import Logging
+import RouseEventLoop
 import RouseSystem
 
 /// What server and client connections share: a socket on an event loop, the transport (TLS or h2c), an nghttp2
@@ -24,7 +25,8 @@ class H2Connection: EventLoopFDHandler {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var writeArmed = false
-    var lastActivity = MonotonicClock.now()
+    /// When bytes last came in, on the loop's clock (nanoseconds).
+    var lastActivity: UInt64
     /// Close once the output is written (a GOAWAY with an error, or the idle GOAWAY, was sent).
     var closeAfterFlush = false
     private var inCallback = false
@@ -40,6 +42,7 @@ class H2Connection: EventLoopFDHandler {
         self.transport = transport
         self.logger = logger
         self.phase = connecting ? .connecting : .handshaking
+        self.lastActivity = loop.now
     }
 
     /// The session was made with `NGHTTP2Allocator.memory` (server sessions), which counts live sessions.
@@ -106,11 +109,11 @@ class H2Connection: EventLoopFDHandler {
             afterConnect()
             return
         case .handshaking:
-            lastActivity = MonotonicClock.now()
+            lastActivity = loop.now
             advanceHandshake()
             return
         case .active:
-            lastActivity = MonotonicClock.now()
+            lastActivity = loop.now
             if events & EPOLLOUT.rawValue != 0 { flush() }
             if phase == .active && events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
                 readAll()

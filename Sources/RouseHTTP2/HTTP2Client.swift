@@ -2,6 +2,7 @@ import CNghttp2
 import Foundation
 import Glibc
 import Logging
+import RouseEventLoop
 import RouseSystem
 import Synchronization
 

@@ -1,3 +1,5 @@
+import RouseEventLoop
+
 /// Application logic for one connection. The server creates one per connection with its factory; every call
 /// happens on the connection's event-loop thread, so a handler may keep per-connection state without locks.
 public protocol HTTP2ConnectionHandler: AnyObject {

@@ -1,6 +1,8 @@
 import CRouseSys
 import Glibc
 import Logging
+import RouseClock
+import RouseEventLoop
 import RouseSystem
 import Synchronization
 
@@ -16,10 +18,11 @@ public final class HTTP2Server: Sendable {
     private let unixPath: String?
     private let unixFile: (dev_t, ino_t)?
 
-    /// Binds and starts serving. Every connection gets a handler from `factory`.
+    /// Binds and starts serving. Every connection gets a handler from `factory`; its timers (handshake,
+    /// authentication, request and idle limits, the accept pause) run on `clock`.
     public init(
         configuration: HTTP2ServerConfiguration, logger: Logger = Logger(label: "rouse.http2"),
-        factory: @escaping HTTP2HandlerFactory
+        clock: any RouseClock = SystemClock(), factory: @escaping HTTP2HandlerFactory
     ) throws {
         let tls = try configuration.tls.map { c throws(TLSError) in try TLSContext(configuration: c, server: true) }
         var address = try SocketAddress(parsing: configuration.listenAddress)
@@ -27,7 +30,7 @@ public final class HTTP2Server: Sendable {
         // One socket file takes one listener: a Unix-domain server runs one loop.
         var loops: [EventLoop] = []
         for i in 0..<(unixPath == nil ? max(configuration.workers, 1) : 1) {
-            loops.append(try EventLoop(name: "rouse-h2-\(i)"))
+            loops.append(try EventLoop(name: "rouse-h2-\(i)", clock: clock))
         }
         let shared = ServerShared(
             configuration: configuration, tls: tls, factory: factory, logger: logger, loops: loops)
@@ -114,8 +117,10 @@ public final class HTTP2Server: Sendable {
                 for c in shared.connections(on: l.value.loop) { c.beginGracefulShutdown() }
             }
         }
-        let deadline = ContinuousClock.now + gracePeriod
-        while connectionCount > 0 && ContinuousClock.now < deadline {
+        // Real time, whatever the loops' clock: a test's manual clock must not hold a shutdown for ever.
+        let realTime = SystemClock()
+        let deadline = realTime.deadline(after: gracePeriod)
+        while connectionCount > 0 && realTime.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
         for loop in loops {

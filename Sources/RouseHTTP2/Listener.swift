@@ -1,6 +1,7 @@
 import CRouseSys
 import Glibc
 import Logging
+import RouseEventLoop
 import RouseSystem
 import Synchronization
 
@@ -67,7 +68,7 @@ final class Listener: EventLoopFDHandler {
         paused = true
         shared.counters.acceptPauses.add(1, ordering: .relaxed)
         pausesSinceLog += 1
-        let now = MonotonicClock.now()
+        let now = loop.now
         if lastPauseLog == 0 || now &- lastPauseLog >= 10_000_000_000 {
             shared.logger.warning(
                 "accept failed: listener paused",

@@ -2,6 +2,8 @@ import CNghttp2
 import CRouseSys
 import Glibc
 import Logging
+import RouseClock
+import RouseEventLoop
 import RouseSystem
 import Synchronization
 
@@ -127,9 +129,9 @@ final class ServerConnection: H2Connection {
     private func idleCheck() {
         idleTimer = nil
         guard phase != .closed, let timeout = idleTimeout else { return }
-        let idleFor = MonotonicClock.now() &- lastActivity
-        guard idleFor >= timeout.nanoseconds else {
-            idleTimer = loop.schedule(after: .nanoseconds(Int64(timeout.nanoseconds &- idleFor))) { [weak self] in
+        let idleFor = loop.now &- lastActivity
+        guard idleFor >= timeout.wholeNanoseconds else {
+            idleTimer = loop.schedule(after: .nanoseconds(Int64(timeout.wholeNanoseconds &- idleFor))) { [weak self] in
                 self?.idleCheck()
             }
             return
@@ -177,7 +179,7 @@ final class ServerConnection: H2Connection {
 
     /// A request stream began (HEADERS): it must end within `requestTimeout`.
     func requestStarted(_ stream: ServerStream) {
-        stream.openedAt = MonotonicClock.now()
+        stream.openedAt = loop.now
         if requestTimer == nil, let timeout = shared.configuration.requestTimeout {
             requestTimer = loop.schedule(after: timeout) { [weak self] in self?.requestDeadlineCheck() }
         }
@@ -187,10 +189,10 @@ final class ServerConnection: H2Connection {
     private func requestDeadlineCheck() {
         requestTimer = nil
         guard phase == .active, let session, let timeout = shared.configuration.requestTimeout else { return }
-        let now = MonotonicClock.now()
+        let now = loop.now
         var oldest: UInt64?
         for stream in streams.values where !stream.dispatched && !stream.refused {
-            if now &- stream.openedAt >= timeout.nanoseconds {
+            if now &- stream.openedAt >= timeout.wholeNanoseconds {
                 stream.refused = true
                 shared.counters.requestTimeouts.add(1, ordering: .relaxed)
                 _ = nghttp2_submit_rst_stream(
@@ -200,7 +202,7 @@ final class ServerConnection: H2Connection {
             }
         }
         if let oldest {
-            let wait = timeout.nanoseconds &- (now &- oldest)
+            let wait = timeout.wholeNanoseconds &- (now &- oldest)
             requestTimer = loop.schedule(after: .nanoseconds(Int64(wait))) { [weak self] in
                 self?.requestDeadlineCheck()
             }
@@ -401,6 +403,6 @@ final class ServerConnection: H2Connection {
             harmless = rapidReset.consumeCompleted(streamID)
         }
         if harmless { return true }
-        return rapidReset.charge(now: MonotonicClock.now())
+        return rapidReset.charge(now: loop.now)
     }
 }

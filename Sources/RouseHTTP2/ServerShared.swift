@@ -1,5 +1,6 @@
 import CNghttp2
 import Logging
+import RouseEventLoop
 import Synchronization
 
 /// What every connection of one server shares: configuration, TLS context, handler factory, per-loop read

@@ -1,5 +1,6 @@
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseHTTP2
 import RouseSystem
 
@@ -37,8 +38,11 @@ public final class MockAPNsServer: Sendable {
     /// The admin endpoint's address, if any.
     public var adminAddress: String? { admin?.localAddress.description }
 
-    /// Starts serving `mock`.
-    public init(mock: MockAPNs, options: Options, logger: Logger = Logger(label: "rouse.mock-apns")) throws {
+    /// Starts serving `mock`; `clock` dates the requests (token age) and runs the connections' timers.
+    public init(
+        mock: MockAPNs, options: Options, logger: Logger = Logger(label: "rouse.mock-apns"),
+        clock: any RouseClock = SystemClock()
+    ) throws {
         self.mock = mock
         var configuration = HTTP2ServerConfiguration()
         configuration.listenAddress = options.listenAddress
@@ -57,8 +61,8 @@ public final class MockAPNsServer: Sendable {
             }
             configuration.tls = tls
         }
-        server = try HTTP2Server(configuration: configuration, logger: logger) { info, connection in
-            MockConnectionHandler(mock: mock, info: info, connection: connection)
+        server = try HTTP2Server(configuration: configuration, logger: logger, clock: clock) { info, connection in
+            MockConnectionHandler(mock: mock, info: info, connection: connection, clock: clock)
         }
         if let adminAddress = options.adminAddress {
             var adminConfiguration = HTTP2ServerConfiguration()
@@ -66,7 +70,7 @@ public final class MockAPNsServer: Sendable {
             adminConfiguration.idleTimeout = nil
             adminConfiguration.maxRequestBodySize = 1 << 20
             do {
-                admin = try HTTP2Server(configuration: adminConfiguration, logger: logger) { _, _ in
+                admin = try HTTP2Server(configuration: adminConfiguration, logger: logger, clock: clock) { _, _ in
                     MockAdminHandler(mock: mock)
                 }
             } catch {
@@ -95,9 +99,11 @@ final class MockConnectionHandler: HTTP2ConnectionHandler {
     let mock: MockAPNs
     var state: MockConnection
     let connection: HTTP2Connection
+    let clock: any RouseClock
 
-    init(mock: MockAPNs, info: HTTP2ConnectionInfo, connection: HTTP2Connection) {
+    init(mock: MockAPNs, info: HTTP2ConnectionInfo, connection: HTTP2Connection, clock: any RouseClock) {
         self.mock = mock
+        self.clock = clock
         self.connection = connection
         let certificate = info.peerCertificate.map { peer in
             ProviderCertificate.reading(
@@ -115,7 +121,7 @@ final class MockConnectionHandler: HTTP2ConnectionHandler {
             method: request.method, path: request.path, headers: request.headers.map { ($0.name, $0.value) },
             body: request.body, bodyLength: request.bodyLength,
             duplicatePseudoHeaders: !request.duplicatePseudoHeaders.isEmpty, streamID: request.streamID)
-        let decision = mock.handle(mockRequest, connection: &state, now: .now())
+        let decision = mock.handle(mockRequest, connection: &state, now: APNsTime(milliseconds: clock.wallMilliseconds))
         if let limit = decision.advertiseMaxConcurrentStreams {
             connection.setMaxConcurrentStreams(UInt32(limit))
         }

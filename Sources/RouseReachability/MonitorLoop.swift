@@ -1,11 +1,12 @@
 import Dispatch
 import Logging
+import RouseEventLoop
 import RouseNetlink
 import Synchronization
 
-/// The monitor thread's body: owns the sockets and the evaluator; everything here runs on that one
+/// The monitor on its event loop: owns the sockets and the evaluator; everything here runs on the loop's
 /// thread. Shared state is reached only through `ReachabilityMonitor.shared` (a `Mutex`).
-final class MonitorLoop {
+final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`execute` hops onto the loop's thread).
     private let monitor: ReachabilityMonitor
     private let eventDescriptor: Int32
     private var evaluator: ReachabilityEvaluator
@@ -15,59 +16,126 @@ final class MonitorLoop {
     private var logger: Logger
     private var barriers: [DispatchSemaphore] = []
     private var pendingDump = false
+    private let loop: EventLoop
+    private var netlinkReady = false
+    private var commandsReady = false
+    private var iterationQueued = false
+    private var deadlineTimer: UInt64?
+    private var onExit: (() -> Void)?
 
-    init(monitor: ReachabilityMonitor, eventDescriptor: Int32) {
+    init(monitor: ReachabilityMonitor, eventDescriptor: Int32, loop: EventLoop) {
         self.monitor = monitor
         self.eventDescriptor = eventDescriptor
+        self.loop = loop
         self.evaluator = ReachabilityEvaluator(configuration: monitor.configuration.evaluator)
         self.logger = monitor.logger
         if let path = monitor.configuration.networkNamespacePath { logger[metadataKey: "netns"] = "\(path)" }
     }
 
-    func run(ready: DispatchSemaphore) {
+    /// On the loop: opens the sockets (entering the network namespace first, on the monitor's own loop), registers
+    /// them, evaluates the targets watched so far and signals `ready`. `onExit` runs once the monitor is done, after
+    /// a failed start or a stop.
+    func start(ready: DispatchSemaphore, onExit: @escaping () -> Void) {
+        self.onExit = onExit
         do throws(ReachabilityError) {
             try open()
         } catch {
             monitor.shared.withLock { $0.startError = error }
             close()
             ready.signal()
+            onExit()
+            return
+        }
+        guard let events else { return }
+        let commands = Readiness { [self] in
+            commandsReady = true
+            queueIteration()
+        }
+        let kernel = Readiness { [self] in
+            netlinkReady = true
+            queueIteration()
+        }
+        do {
+            try loop.register(eventDescriptor, events: EventLoop.readable, handler: commands)
+            try loop.register(events.descriptor, events: EventLoop.readable, handler: kernel)
+        } catch {
+            monitor.shared.withLock { $0.startError = ReachabilityError(.startFailed, "event loop: \(error)") }
+            loop.unregister(eventDescriptor)
+            close()
+            ready.signal()
+            onExit()
             return
         }
         logger.debug("reachability monitor started")
         _ = processCommands()
         evaluate()
         publishStatistics()
+        armDeadline()
         ready.signal()
+    }
+
+    /// One wake-up, after every descriptor the loop found ready this time (and after a due deadline): the kernel's
+    /// messages first, then the commands, then one evaluation, then the barriers.
+    private func queueIteration() {
+        guard !iterationQueued else { return }
+        iterationQueued = true
+        // From the loop itself: runs once this pass's handlers and timers are done, without waking it again.
+        loop.execute { [self] in iteration() }
+    }
+
+    /// A pass now, from the loop's own thread (the monitor's `stop` or `sync` called there): the kernel's messages
+    /// and the commands are read whether or not the loop saw them ready yet.
+    func runNow() {
+        netlinkReady = true
+        commandsReady = true
+        iteration()
+    }
+
+    private func iteration() {
+        iterationQueued = false
         guard let events else { return }
+        statistics.wakeups += 1
         var stopping = false
-        while !stopping {
-            let readable: [Bool]
-            var timeout: Int32 = -1
-            if let deadline = evaluator.nextDeadline {
-                let milliseconds = ((deadline - NetlinkSystem.wallClockSeconds()) * 1000).rounded(.up)
-                timeout = Int32(max(0, min(milliseconds, Double(Int32.max))))
-            }
-            do {
-                readable = try NetlinkSystem.poll([eventDescriptor, events.descriptor], timeoutMilliseconds: timeout)
-            } catch {
-                logger.error("poll failed", metadata: ["error": "\(error)"])
-                break
-            }
-            statistics.wakeups += 1
-            if readable[1] { drain(events) }
-            if readable[0] {
-                NetlinkSystem.drain(eventDescriptor: eventDescriptor)
-                stopping = processCommands()
-            }
-            let deadlinePassed = evaluator.nextDeadline.map { NetlinkSystem.wallClockSeconds() >= $0 } ?? false
-            if !stopping && (evaluator.needsEvaluation || deadlinePassed) { evaluate() }
-            publishStatistics()
-            for barrier in barriers { barrier.signal() }
-            barriers = []
+        if netlinkReady {
+            netlinkReady = false
+            drain(events)
         }
+        if commandsReady {
+            commandsReady = false
+            NetlinkSystem.drain(eventDescriptor: eventDescriptor)
+            stopping = processCommands()
+        }
+        let deadlinePassed = evaluator.nextDeadline.map { NetlinkSystem.wallClockSeconds() >= $0 } ?? false
+        if !stopping && (evaluator.needsEvaluation || deadlinePassed) { evaluate() }
+        publishStatistics()
         for barrier in barriers { barrier.signal() }
+        barriers = []
+        if stopping { finish() } else { armDeadline() }
+    }
+
+    /// A loop timer for the evaluator's next deadline (a wall-clock time), if it has one; none otherwise, so an idle
+    /// monitor sleeps until the kernel speaks.
+    private func armDeadline() {
+        if let deadlineTimer { loop.cancelTimer(deadlineTimer) }
+        deadlineTimer = nil
+        guard let deadline = evaluator.nextDeadline else { return }
+        let milliseconds = ((deadline - NetlinkSystem.wallClockSeconds()) * 1000).rounded(.up)
+        let delay = Duration.milliseconds(Int64(max(0, min(milliseconds, Double(Int32.max)))))
+        deadlineTimer = loop.schedule(after: delay) { [self] in
+            deadlineTimer = nil
+            queueIteration()
+        }
+    }
+
+    private func finish() {
+        if let deadlineTimer { loop.cancelTimer(deadlineTimer) }
+        deadlineTimer = nil
+        loop.unregister(eventDescriptor)
+        if let events { loop.unregister(events.descriptor) }
         close()
         logger.debug("reachability monitor stopped")
+        onExit?()
+        onExit = nil
     }
 
     private func open() throws(ReachabilityError) {
@@ -283,4 +351,11 @@ final class MonitorLoop {
         let statistics = self.statistics
         monitor.shared.withLock { $0.statistics = statistics }
     }
+}
+
+/// Calls `body` when its descriptor is ready (on the loop's thread).
+private final class Readiness: EventLoopFDHandler {
+    private let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+    func handleEvents(_ events: UInt32) { body() }
 }

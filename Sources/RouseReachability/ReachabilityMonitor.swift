@@ -1,13 +1,16 @@
 import Dispatch
 import Logging
+import RouseEventLoop
 import RouseNetlink
 import Synchronization
 
 /// Watches targets with one `NETLINK_ROUTE` socket and tells subscribers when a target's result
 /// changes — in the spirit of `SCNetworkReachability` and `NWPathMonitor`, without polling.
 ///
-/// A dedicated thread (optionally moved into a network namespace first) blocks in `poll()` on the
-/// netlink socket and an eventfd. Each burst of kernel messages is drained until `EAGAIN`, then every
+/// The netlink socket and an eventfd (commands) wait on an ``EventLoop``: the caller's when it gives one, else the
+/// monitor's own, whose thread is moved into the network namespace first when one is configured (a namespace
+/// always takes the monitor's own loop). The loop sleeps in `epoll_wait` with a timer only while the evaluator has
+/// a deadline. Each burst of kernel messages is drained until `EAGAIN`, then every
 /// target is evaluated once by asking the kernel for the route (`RTM_GETROUTE`). `ENOBUFS` triggers a
 /// full re-dump; the monitor never stops listening. The decisions live in `ReachabilityEvaluator`.
 public final class ReachabilityMonitor: Sendable {
@@ -67,6 +70,11 @@ public final class ReachabilityMonitor: Sendable {
         var statistics = ReachabilityStatistics()
         var model = NetworkModel()
         var startError: ReachabilityError?
+        /// The loop the monitor made for itself (stopped with it), if it did not run on the caller's.
+        var ownLoop: EventLoop?
+        /// The loop it runs on and its state there (touched on that loop only), once started.
+        var loop: EventLoop?
+        var runner: MonitorLoop?
 
         /// The active synchronous handlers, in subscription order.
         var synchronousHandlers: [@Sendable (ReachabilityNotice) -> Void] {
@@ -81,11 +89,14 @@ public final class ReachabilityMonitor: Sendable {
     let logger: Logger
     let shared = Mutex(Shared())
     private let exited = DispatchSemaphore(value: 0)
+    private let givenLoop: EventLoop?
 
-    /// Creates a monitor; nothing runs until `start()`.
-    public init(configuration: Configuration = Configuration(), logger: Logger) {
+    /// Creates a monitor; nothing runs until `start()`. On `loop` (the caller's; it must be running) when given and
+    /// no network namespace is configured, else on a loop of its own. Its synchronous handlers run on that loop.
+    public init(configuration: Configuration = Configuration(), logger: Logger, loop: EventLoop? = nil) {
         self.configuration = configuration
         self.logger = logger
+        self.givenLoop = loop
     }
 
     /// Opens the sockets on the monitor thread, dumps links and addresses, evaluates the targets
@@ -107,35 +118,58 @@ public final class ReachabilityMonitor: Sendable {
             throw ReachabilityError(.notRunning, "start() called twice")
         }
         let ready = DispatchSemaphore(value: 0)
-        do {
-            try NetlinkSystem.startThread(name: "rouse-reach") { [self] in
-                let loop = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor)
-                loop.run(ready: ready)
+        let loop: EventLoop
+        if let givenLoop, configuration.networkNamespacePath == nil {
+            loop = givenLoop
+        } else {
+            do {
+                loop = try EventLoop(name: "rouse-reach")
+            } catch {
+                NetlinkSystem.close(eventDescriptor)
+                shared.withLock { $0.phase = .stopped }
+                throw ReachabilityError(.startFailed, "monitor loop: \(error)")
+            }
+            shared.withLock { $0.ownLoop = loop }
+            loop.start()
+        }
+        let runner = MonitorLoop(monitor: self, eventDescriptor: eventDescriptor, loop: loop)
+        shared.withLock { state in
+            state.loop = loop
+            state.runner = runner
+        }
+        let begin: @Sendable () -> Void = { [self] in
+            runner.start(ready: ready) { [self] in
                 NetlinkSystem.close(eventDescriptor)
                 exited.signal()
             }
-        } catch {
-            NetlinkSystem.close(eventDescriptor)
-            shared.withLock { $0.phase = .stopped }
-            throw ReachabilityError(.startFailed, "monitor thread", underlying: error)
         }
+        // Called on the caller's loop itself (an actor on a daemon's executor loop): waiting for a job queued there
+        // would wait for ever.
+        if loop.inLoop { begin() } else { loop.execute(begin) }
         ready.wait()
         if let error = shared.withLock({ $0.startError }) {
             exited.wait()
-            shared.withLock { $0.phase = .stopped }
+            let ownLoop = shared.withLock { state in
+                state.phase = .stopped
+                return state.ownLoop.take()
+            }
+            ownLoop?.stopAndWait()
             throw error
         }
     }
 
-    /// Stops the monitor thread, waits for it to exit, and finishes every event stream. Idempotent.
+    /// Stops the monitor, waits until it is done (and its own loop's thread ended), and finishes every event stream.
+    /// Idempotent.
     public func stop() {
-        let (wasRunning, continuations) = shared.withLock {
-            state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation]) in
+        let (wasRunning, continuations, onLoop) = shared.withLock {
+            state -> (Bool, [AsyncStream<ReachabilityEvent>.Continuation], MonitorLoop?) in
             var running = false
+            var onLoop: MonitorLoop?
             if case .running(let fd) = state.phase {
                 state.commands.append(.stop)
                 NetlinkSystem.signal(eventDescriptor: fd)
                 running = true
+                if state.loop?.inLoop == true { onLoop = state.runner }
             }
             state.phase = .stopped
             let streams = state.subscribers.values.compactMap {
@@ -144,9 +178,12 @@ public final class ReachabilityMonitor: Sendable {
                 return nil
             }
             state.subscribers = [:]
-            return (running, streams)
+            return (running, streams, onLoop)
         }
+        // On the monitor's loop: run the stop now rather than wait for a pass that cannot come while this one waits.
+        onLoop?.runNow()
         if wasRunning { exited.wait() }
+        shared.withLock { $0.ownLoop.take() }?.stopAndWait()
         for continuation in continuations { continuation.finish() }
     }
 
@@ -171,13 +208,14 @@ public final class ReachabilityMonitor: Sendable {
     @discardableResult
     public func sync(timeout seconds: Double = 10) -> Bool {
         let done = DispatchSemaphore(value: 0)
-        let running = shared.withLock { state -> Bool in
-            guard case .running(let fd) = state.phase else { return false }
+        let (running, onLoop) = shared.withLock { state -> (Bool, MonitorLoop?) in
+            guard case .running(let fd) = state.phase else { return (false, nil) }
             state.commands.append(.barrier(done))
             NetlinkSystem.signal(eventDescriptor: fd)
-            return true
+            return (true, state.loop?.inLoop == true ? state.runner : nil)
         }
         guard running else { return false }
+        onLoop?.runNow()
         return done.wait(timeout: .now() + seconds) == .success
     }
 

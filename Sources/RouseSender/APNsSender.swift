@@ -1,5 +1,6 @@
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseHTTP2
 import Synchronization
 
@@ -23,13 +24,16 @@ public final class APNsSender: Sendable {
     private let metrics: SenderMetrics
     private let nextID = Atomic<UInt64>(0)
     private let logger: Logger
+    /// Deadlines, retries, PINGs, token age and latency are read on it; tests may pass a `ManualClock`.
+    private let clock: any RouseClock
 
     /// Makes a sender; reads and checks the credentials (a bad key or certificate throws here, not later).
     public init(
         configuration: APNsSenderConfiguration, logger: Logger = Logger(label: "rouse.sender"),
-        clock: any SenderClock = SystemSenderClock()
+        clock: any RouseClock = SystemClock()
     ) throws(SendError) {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         metrics = SenderMetrics(label: configuration.endpoint.host)
         var signer: (@Sendable (Int64) -> String)?
@@ -108,14 +112,15 @@ public final class APNsSender: Sendable {
     ) {
         var push = push
         if push.apnsID == nil { push.apnsID = APNsID.random() }
-        let started = ContinuousClock.now
+        let clock = self.clock
+        let started = clock.now
         let metrics = self.metrics
         if let reason = preflight(push) {
             let outcome = PushOutcome.rejected(reason: reason, timestamp: nil)
             metrics.finished(outcome, retries: 0, latency: .zero)
             completion(
                 PushResult(
-                    push: push, outcome: outcome, attempts: 0, retries: 0, latency: ContinuousClock.now - started,
+                    push: push, outcome: outcome, attempts: 0, retries: 0, latency: started.duration(to: clock.now),
                     refusedBeforeSending: true))
             return
         }
@@ -125,7 +130,7 @@ public final class APNsSender: Sendable {
             id: id, push: push, lane: lane ?? Self.defaultLane(for: push),
             deadline: deadline ?? configuration.defaultDeadline
         ) { _, outcome, attempts, retries in
-            let latency = ContinuousClock.now - started
+            let latency = started.duration(to: clock.now)
             metrics.finished(outcome, retries: retries, latency: latency)
             completion(PushResult(push: sent, outcome: outcome, attempts: attempts, retries: retries, latency: latency))
         }

@@ -1,5 +1,6 @@
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseCurl
 import Synchronization
 
@@ -23,7 +24,7 @@ final class CurlEngine: PushEngine {
     private let tls: CurlTLSOptions
     private let signer: (@Sendable (Int64) -> String)?
     private let tokens: Mutex<TokenSlot>
-    private let clock: any SenderClock
+    private let clock: any RouseClock
     private let logger: Logger
     private let metrics: SenderMetrics
     private let unfinished = Atomic<Int>(0)
@@ -33,7 +34,7 @@ final class CurlEngine: PushEngine {
 
     init(
         configuration: APNsSenderConfiguration, proxy: String?, signer: (@Sendable (Int64) -> String)?,
-        clock: any SenderClock, logger: Logger, metrics: SenderMetrics
+        clock: any RouseClock, logger: Logger, metrics: SenderMetrics
     ) throws {
         client = try CurlHTTPClient(
             configuration: CurlHTTPClient.Configuration(
@@ -61,7 +62,7 @@ final class CurlEngine: PushEngine {
 
     func submit(id: UInt64, push: APNsPush, lane: PushLane, deadline: Duration, completion: @escaping PushCompletion) {
         unfinished.add(1, ordering: .relaxed)
-        let end = clock.now().monotonic + deadline
+        let end = clock.now.offset + deadline
         Task {
             let (outcome, attempts, retries) = await run(push, end: end)
             unfinished.subtract(1, ordering: .relaxed)
@@ -71,8 +72,10 @@ final class CurlEngine: PushEngine {
 
     func shutdown() async {
         shuttingDown.store(true, ordering: .relaxed)
-        let start = ContinuousClock.now
-        while unfinished.load(ordering: .relaxed) > 0 && ContinuousClock.now - start < .seconds(5) {
+        // Real time, whatever the sender's clock: a test's manual clock must not hold a shutdown for ever.
+        let realTime = SystemClock()
+        let giveUp = realTime.deadline(after: .seconds(5))
+        while unfinished.load(ordering: .relaxed) > 0 && realTime.now < giveUp {
             try? await Task.sleep(for: .milliseconds(5))
         }
         await client.shutdown()
@@ -103,7 +106,7 @@ final class CurlEngine: PushEngine {
             if shuttingDown.load(ordering: .relaxed) {
                 return (lastRejection ?? .failed(.shutdown, processed: .no), attempts, unprocessed + statusRetries)
             }
-            let now = clock.now()
+            let now = PoolInstant(reading: clock)
             let remaining = end - now.monotonic
             let retries = unprocessed + statusRetries + (tokenRetried ? 1 : 0)
             guard remaining > .milliseconds(1) else {
@@ -150,7 +153,7 @@ final class CurlEngine: PushEngine {
             }
             let decision = policy.decide(
                 result, unprocessedResends: unprocessed, statusRetries: statusRetries, tokenRetried: tokenRetried,
-                backoff: backoff, remaining: end - clock.now().monotonic)
+                backoff: backoff, remaining: end - clock.now.offset)
             switch decision {
             case .finish(let outcome):
                 if case .notProcessed = result, case .failed(let error, _) = outcome, error.isKind(.tooManyResends(""))
@@ -161,7 +164,7 @@ final class CurlEngine: PushEngine {
             case .resend:
                 unprocessed += 1
                 // A transfer that never left: give the connection a moment instead of spinning.
-                try? await Task.sleep(for: policy.backoff(errors: unprocessed, unit: jitter.withLock { $0.unit() }))
+                try? await clock.sleep(for: policy.backoff(errors: unprocessed, unit: jitter.withLock { $0.unit() }))
             case .resendAfter(let delay):
                 if case .response(let status, _, let body) = result {
                     let parsed = APNsErrorBody.parse(body)
@@ -169,7 +172,7 @@ final class CurlEngine: PushEngine {
                         reason: parsed?.reason ?? APNsReason(rawValue: "HTTP\(status)"), timestamp: parsed?.timestamp)
                 }
                 statusRetries += 1
-                try? await Task.sleep(for: delay)
+                try? await clock.sleep(for: delay)
             case .resendWithNewToken:
                 tokenRetried = true
                 lastRejection = .rejected(reason: .expiredProviderToken, timestamp: nil)

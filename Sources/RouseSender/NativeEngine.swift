@@ -1,5 +1,7 @@
 import Logging
 import RouseAPNs
+import RouseClock
+import RouseEventLoop
 import RouseHTTP2
 import Synchronization
 
@@ -19,22 +21,22 @@ final class NativeEngine: PushEngine {
     private let priorityLoop: EventLoop
     private let clientConfiguration: HTTP2ClientConfiguration
     private let authority: String
-    private let clock: any SenderClock
+    private let clock: any RouseClock
     private let logger: Logger
     private let metrics: SenderMetrics
     private let ticker: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     init(
-        configuration: APNsSenderConfiguration, signer: (@Sendable (Int64) -> String)?, clock: any SenderClock,
+        configuration: APNsSenderConfiguration, signer: (@Sendable (Int64) -> String)?, clock: any RouseClock,
         logger: Logger, metrics: SenderMetrics
     ) throws {
         var settings = configuration.pool
         settings.connections = max(1, configuration.connections)
         state = Mutex(
             Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
-        loop = try EventLoop(name: "rouse-sender")
+        loop = try EventLoop(name: "rouse-sender", clock: clock)
         loop.start()
-        priorityLoop = try EventLoop(name: "rouse-sender-voip")
+        priorityLoop = try EventLoop(name: "rouse-sender-voip", clock: clock)
         priorityLoop.start()
         var tls = TLSConfiguration()
         tls.trustRootsFile = configuration.trustRootsFile
@@ -62,9 +64,9 @@ final class NativeEngine: PushEngine {
         let interval = configuration.tickInterval
         let task = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
                 guard let self else { return }
-                self.apply { $0.tick(now: self.clock.now()) }
+                self.apply { $0.tick(now: PoolInstant(reading: self.clock)) }
             }
         }
         ticker.withLock { $0 = task }
@@ -77,18 +79,20 @@ final class NativeEngine: PushEngine {
     }
 
     func submit(id: UInt64, push: APNsPush, lane: PushLane, deadline: Duration, completion: @escaping PushCompletion) {
-        let now = clock.now()
+        let now = PoolInstant(reading: clock)
         apply(registering: (id, completion)) { $0.submit(id: id, push: push, lane: lane, deadline: deadline, now: now) }
     }
 
     var unfinishedCount: Int { state.withLock { $0.machine.unfinishedCount } }
 
     func shutdown() async {
-        let now = clock.now()
+        let now = PoolInstant(reading: clock)
         apply { $0.shutdown(now: now) }
-        let clockStart = ContinuousClock.now
+        // Real time, whatever the sender's clock: a test's manual clock must not hold a shutdown for ever.
+        let realTime = SystemClock()
+        let giveUp = realTime.deadline(after: .seconds(5))
         while state.withLock({ !$0.clients.isEmpty || $0.machine.unfinishedCount > 0 }) {
-            if ContinuousClock.now - clockStart > .seconds(5) { break }
+            if realTime.now > giveUp { break }
             try? await Task.sleep(for: .milliseconds(1))
         }
         ticker.withLock { $0?.cancel() }
@@ -138,7 +142,8 @@ final class NativeEngine: PushEngine {
             guard let client else {
                 apply {
                     $0.completed(
-                        id, pushID: pushID, result: .notProcessed("no connection", goAwayReason: nil), now: clock.now())
+                        id, pushID: pushID, result: .notProcessed("no connection", goAwayReason: nil),
+                        now: PoolInstant(reading: clock))
                 }
                 return
             }
@@ -162,7 +167,7 @@ final class NativeEngine: PushEngine {
                 }
                 self.apply { machine in
                     if unusable { machine.connectionUnusable(id) }
-                    return machine.completed(id, pushID: pushID, result: attempt, now: self.clock.now())
+                    return machine.completed(id, pushID: pushID, result: attempt, now: PoolInstant(reading: self.clock))
                 }
             }
         case .ping:
@@ -178,7 +183,7 @@ final class NativeEngine: PushEngine {
     }
 
     private func dropConnection(_ id: PoolStateMachine.ConnectionID) {
-        apply { $0.closed(id, now: clock.now()) }
+        apply { $0.closed(id, now: PoolInstant(reading: clock)) }
     }
 
     private func request(_ push: APNsPush, authorization: String?) -> HTTP2ClientRequest {
@@ -211,18 +216,18 @@ final class NativeEngine: PushEngine {
                 }
                 if orphan { client.close() }
                 logger.debug("connected", metadata: ["conn-id": "\(id)", "local": "\(client.localAddress)"])
-                self.apply { $0.connected(id, now: self.clock.now()) }
+                self.apply { $0.connected(id, now: PoolInstant(reading: self.clock)) }
             } catch {
                 guard let self else { return }
                 self.metrics.connectionClosed()
                 logger.warning("connect failed", metadata: ["conn-id": "\(id)", "error": "\(error)"])
-                self.apply { $0.connectFailed(id, error: "\(error)", now: self.clock.now()) }
+                self.apply { $0.connectFailed(id, error: "\(error)", now: PoolInstant(reading: self.clock)) }
             }
         }
     }
 
     private func handle(_ event: HTTP2ClientEvent, connection id: PoolStateMachine.ConnectionID) {
-        let now = clock.now()
+        let now = PoolInstant(reading: clock)
         switch event {
         case .settings(let limit):
             apply { $0.settingsChanged(id, maxConcurrentStreams: limit, now: now) }

@@ -1,4 +1,5 @@
 import RouseAPNs
+import RouseClock
 
 /// A point in time as the pool sees it: monotonic for deadlines and liveness, wall clock for token `iat`.
 public struct PoolInstant: Sendable, Hashable {
@@ -11,6 +12,11 @@ public struct PoolInstant: Sendable, Hashable {
     public init(monotonic: Duration, wall: APNsTime) {
         self.monotonic = monotonic
         self.wall = wall
+    }
+
+    /// Now on `clock`: its monotonic offset and its wall clock.
+    public init(reading clock: some RouseClock) {
+        self.init(monotonic: clock.now.offset, wall: APNsTime(milliseconds: clock.wallMilliseconds))
     }
 
     /// This instant moved forward by `duration` on both clocks.

@@ -84,6 +84,46 @@ extension Sys {
         pthread_detach(thread)
     }
 
+    /// Starts a joinable thread running `body` with a stack of `stackSize` bytes, named `name` (at most 15 bytes are
+    /// kept): an event loop's thread, which ``joinThread(_:)`` waits for when the loop stops.
+    package static func startJoinableThread(
+        name: String, stackSize: Int, _ body: @escaping @Sendable () -> Void
+    ) throws(SystemError) -> pthread_t {
+        final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
+            let name: String
+            let body: @Sendable () -> Void
+            init(name: String, body: @escaping @Sendable () -> Void) {
+                self.name = name
+                self.body = body
+            }
+        }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, stackSize)
+        let start = Unmanaged.passRetained(Start(name: name, body: body))
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, &attributes,
+            { argument in
+                guard let argument else { return nil }
+                let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
+                _ = rouse_set_thread_name(start.name)
+                start.body()
+                return nil
+            }, start.toOpaque())
+        guard result == 0 else {
+            start.release()
+            throw SystemError(call: "pthread_create", errno: result)
+        }
+        return thread
+    }
+
+    /// Waits for a thread started by ``startJoinableThread(name:stackSize:_:)`` to end (once per thread).
+    package static func joinThread(_ thread: pthread_t) {
+        pthread_join(thread, nil)
+    }
+
     /// Sleeps the calling thread (`nanosleep`, resumed after signals).
     package static func sleep(seconds: Double) {
         guard seconds > 0 else { return }

@@ -3,8 +3,8 @@ import Glibc
 
 // The package's one syscall layer: `Sys`, in this file and its `Syscalls+*.swift` extensions, holds the libc calls
 // for descriptors, sockets, files, processes and accounts of the agent, the state store, the client library,
-// netlink and reachability, the child processes of tests and benchmarks, and the HTTP/2 event loop. (Not folded in
-// yet: RouseDaemon's systemd notify and signal mask, the gateway's PostgreSQL wake-up poll, rouse-bench's helpers.
+// netlink and reachability, the child processes of tests and benchmarks, and the event loop (its epoll and its
+// thread). (Not folded in yet: RouseDaemon's systemd notify and signal mask, rouse-bench's helpers.
 // rouse-example-handler calls libc itself on purpose: it is the model of a handler, which links RouseAgentClient
 // alone.) Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the
 // call (and the path), with its `Errno`.

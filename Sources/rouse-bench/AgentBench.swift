@@ -5,6 +5,7 @@ import RouseAgent
 import RouseAgentClient
 import RouseChildProcess
 import RouseClock
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 

@@ -1,5 +1,6 @@
 import Foundation
 import RouseChildProcess
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 

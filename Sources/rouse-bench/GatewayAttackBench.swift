@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 

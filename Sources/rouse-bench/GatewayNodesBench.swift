@@ -2,6 +2,7 @@ import Foundation
 import RouseAPNs
 import RouseChildProcess
 import RouseCurl
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 

@@ -1,6 +1,7 @@
 import Foundation
 import RouseAPNs
 import RouseChildProcess
+import RouseEventLoop
 import RouseHTTP2
 
 /// `rouse-bench mock-apns`: h2load against `rouse mock-apns` with every check on (token auth, 100k distinct

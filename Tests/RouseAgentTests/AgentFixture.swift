@@ -5,6 +5,7 @@ import RouseAgent
 import RouseAgentClient
 import RouseAgentCore
 import RouseClock
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport

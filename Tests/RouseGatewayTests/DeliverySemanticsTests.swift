@@ -1,4 +1,5 @@
 import Foundation
+import RouseClock
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
@@ -9,12 +10,12 @@ import Testing
 struct DeliverySemanticsTests {
     @Test("a stored push is dropped at its expiration; the storage time is capped", arguments: StoreBackend.allCases)
     func expiration(backend: StoreBackend) async throws {
-        let clock = ManualWallClock()
+        let clock = ManualClock.fromNow()
         let h = try await Harness.start(backend: backend, clock: clock) { $0.limits.maxExpirationSeconds = 3600 }
-        let now = clock.now / 1000
+        let now = clock.wallMilliseconds / 1000
         await h.push(1, expiration: now + 60)
         await h.push(2, expiration: now + 10 * 86_400)  // capped at one hour
-        clock.advance(seconds: 120)
+        clock.advance(by: .seconds(120))
         await h.push(3)
         let channel = try await h.channel()
         let second = try await channel.nextPush()

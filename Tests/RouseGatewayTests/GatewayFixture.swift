@@ -1,19 +1,18 @@
 import Foundation
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseCurl
+import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
 import Synchronization
 import Testing
 
-/// A wall clock the test moves by hand (UNIX milliseconds), starting at the real time.
-final class ManualWallClock: Sendable {
-    private let value = Mutex<Int64>(Gateway.systemMilliseconds())
-    var now: Int64 { value.withLock { $0 } }
-    func advance(seconds: Int64) { value.withLock { $0 += seconds * 1000 } }
-    var closure: @Sendable () -> Int64 { { [self] in now } }
+extension ManualClock {
+    /// A clock the test moves by hand, its wall clock starting at the real time (tokens are signed with it).
+    static func fromNow() -> ManualClock { ManualClock(wallMilliseconds: Gateway.systemMilliseconds()) }
 }
 
 /// A failure of the test plumbing, with its reason.
@@ -70,14 +69,14 @@ enum GatewayFixture {
 
     /// A gateway in this process on a fresh database in `directory`.
     static func start(
-        in directory: TemporaryDirectory, clock: ManualWallClock? = nil, store: (any GatewayStore)? = nil,
+        in directory: TemporaryDirectory, clock: ManualClock? = nil, store: (any GatewayStore)? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in }
     ) throws -> Gateway {
         let configuration = try configuration(database: directory.path + "/gateway.sqlite", configure: configure)
         var logger = Logger(label: "rouse.gateway.test")
         logger.logLevel = .warning
         if let clock {
-            return try Gateway(configuration: configuration, store: store, logger: logger, clock: clock.closure)
+            return try Gateway(configuration: configuration, store: store, logger: logger, clock: clock)
         }
         return try Gateway(configuration: configuration, store: store, logger: logger)
     }
@@ -176,7 +175,7 @@ struct Harness: Sendable {
     /// `store(directory)` gives the gateway's store (default: SQLite in the directory, as configured, or a fresh
     /// PostgreSQL cluster for `.postgres`).
     static func start(
-        backend: StoreBackend = .sqlite, clock: ManualWallClock? = nil,
+        backend: StoreBackend = .sqlite, clock: ManualClock? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         store: ((TemporaryDirectory) throws -> any GatewayStore)? = nil
     ) async throws -> Harness {
@@ -190,7 +189,7 @@ struct Harness: Sendable {
         let device = try await DeviceClient.enroll(
             curl: curl, port: gateway.devicePort, secret: try gateway.makeEnrollmentSecret())
         let token = try await device.token(topic: GatewayFixture.bundleID)
-        let issuedAt = (clock?.now ?? Gateway.systemMilliseconds()) / 1000
+        let issuedAt = (clock?.wallMilliseconds ?? Gateway.systemMilliseconds()) / 1000
         let provider = try await Provider.connect(port: gateway.providerPort, issuedAt: issuedAt)
         return Harness(
             directory: directory, gateway: gateway, curl: curl, device: device, token: token, provider: provider)

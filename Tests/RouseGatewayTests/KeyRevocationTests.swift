@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseClock
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
@@ -74,7 +75,7 @@ struct KeyRevocationTests {
 
     @Test("a key switched to on a live connection is checked for revocation, not only the first-bound key")
     func everyKeyOnALiveConnection() async throws {
-        let clock = ManualWallClock()
+        let clock = ManualClock.fromNow()
         let pem = try String(contentsOfFile: Repository.cert("apns-key-same-team.pub.pem"), encoding: .utf8)
         let h = try await Harness.start(clock: clock) { configuration in
             configuration.keys.append(
@@ -83,25 +84,28 @@ struct KeyRevocationTests {
         }
         await h.push(1)  // binds ROUSEKEY01 to the connection
         // A new token is allowed after 20 minutes; the team's other key may take over the connection.
-        clock.advance(seconds: 21 * 60)
+        clock.advance(by: .seconds(21 * 60))
         let privateKey = try ProviderToken.privateKey(
             pem: String(contentsOfFile: Repository.cert("apns-key-same-team.p8"), encoding: .utf8))
-        let other = try ProviderToken(keyID: "ROUSEKEY03", teamID: "ROUSETEAM1", issuedAt: clock.now / 1000)
+        let issuedAt = clock.wallMilliseconds / 1000
+        let other = try ProviderToken(keyID: "ROUSEKEY03", teamID: "ROUSETEAM1", issuedAt: issuedAt)
             .signed(with: privateKey)
         let switched = await h.provider.push(token: h.token, authorization: "bearer \(other)")
         #expect(switched.status == 200, "\(switched.reason ?? "")")
 
-        #expect(try h.gateway.store.write { try $0.revokeProviderKey("ROUSEKEY03", at: clock.now) })
+        #expect(try h.gateway.store.write { try $0.revokeProviderKey("ROUSEKEY03", at: clock.wallMilliseconds) })
         var answer = switched
         let deadline = ContinuousClock.now + .seconds(5)
         while answer.status == 200, ContinuousClock.now < deadline {
+            // The gateway reads its provider keys at most once a second of its clock.
+            clock.advance(by: .seconds(1))
             try await Task.sleep(for: .milliseconds(100))
             answer = await h.provider.push(token: h.token, authorization: "bearer \(other)")
         }
         #expect(answer.status == 403)
         #expect(answer.reason == "InvalidProviderToken")
         // The first-bound key was not revoked: it still pushes on a new connection.
-        let fresh = try await Provider.connect(port: h.gateway.providerPort, issuedAt: clock.now / 1000)
+        let fresh = try await Provider.connect(port: h.gateway.providerPort, issuedAt: clock.wallMilliseconds / 1000)
         #expect(await fresh.push(token: h.token).status == 200)
         fresh.close()
         await h.stop()

@@ -1,4 +1,5 @@
 import Foundation
+import RouseClock
 import RouseHTTP2
 import RouseTestSupport
 import Synchronization
@@ -52,17 +53,21 @@ struct BudgetTests {
 
     @Test("a request that does not end in time is reset (CANCEL) and counted")
     func requestDeadline() async throws {
-        let server = try makeServer(tls: false, configure: { $0.requestTimeout = .milliseconds(200) }) { _, stream in
-            stream.respond(status: 200)
+        let clock = ManualClock()
+        let server = try makeServer(tls: false, clock: clock, configure: { $0.requestTimeout = .milliseconds(200) }) {
+            _, stream in stream.respond(status: 200)
         }
         defer { Task { await server.shutdown() } }
         let client = try RawH2Client(port: server.port)
         try client.sendPreface()
         try client.send(postHeaders(stream: 1))
-        let started = ContinuousClock.now
+        _ = try client.framesUntilSettled()  // the stream is open, its deadline 200 ms from now
+        clock.advance(by: .milliseconds(199))
+        #expect(!(try client.framesUntilSettled()).contains { $0.type == 3 }, "no reset before the deadline")
+        #expect(server.limitCounts.requestTimeouts == 0)
+        clock.advance(by: .milliseconds(1))
         let reset = try #require(try client.readUntil { $0.type == 3 && $0.streamID == 1 })
         #expect(errorCode(reset) == 0x8)
-        #expect(ContinuousClock.now - started >= .milliseconds(150))
         #expect(server.limitCounts.requestTimeouts == 1)
         // A request that ends in time is answered on the same connection.
         try client.send(postHeaders(stream: 3, endStream: true))
@@ -182,8 +187,9 @@ struct BudgetTests {
 
     @Test("a connection must authenticate within the deadline; PINGs and requests do not extend it")
     func authenticationDeadline() async throws {
+        let clock = ManualClock()
         let server = try makeServer(
-            tls: false,
+            tls: false, clock: clock,
             configure: {
                 $0.idleTimeout = .seconds(3600)
                 $0.authenticationTimeout = .milliseconds(300)
@@ -201,27 +207,19 @@ struct BudgetTests {
         let login: [UInt8] = [0x82, 0x86, 0x04, 0x06] + Array("/login".utf8) + authority
         try trusted.send(RawH2Client.frame(type: 1, flags: 0x5, stream: 1, payload: login))
         try anonymous.send(postHeaders(stream: 1, endStream: true))
-        // Both keep the connection busy with PINGs for a second (blocking reads, on a thread of their own).
-        let (anonymousGoAway, trustedGoAway) = try await offPool { () throws -> (Duration?, Bool) in
-            let started = ContinuousClock.now
-            var anonymousGoAway: Duration?
-            var trustedGoAway = false
-            while ContinuousClock.now - started < .seconds(1) {
-                let ping = RawH2Client.frame(type: 6, payload: [UInt8](repeating: 7, count: 8))
-                if anonymousGoAway == nil {
-                    try? anonymous.send(ping)
-                    if anonymous.framesUntilQuiet().contains(where: { $0.type == 7 }) {
-                        anonymousGoAway = ContinuousClock.now - started
-                    }
-                }
-                try trusted.send(ping)
-                if trusted.framesUntilQuiet().contains(where: { $0.type == 7 }) { trustedGoAway = true }
-            }
-            return (anonymousGoAway, trustedGoAway)
-        }
-        let elapsed = try #require(anonymousGoAway, "GOAWAY for the connection that never authenticated")
-        #expect(elapsed >= .milliseconds(200))
-        #expect(!trustedGoAway, "none for the authenticated one")
+        // Both keep the connection busy with a request and PINGs, on a manual clock: nothing at 299 ms, GOAWAY for
+        // the anonymous one at 300 ms, still none for the authenticated one a second later.
+        let goAway = { (frames: [RawH2Client.Frame]) in frames.contains { $0.type == 7 } }
+        #expect(!goAway(try anonymous.framesUntilSettled()))
+        #expect(!goAway(try trusted.framesUntilSettled()))
+        clock.advance(by: .milliseconds(299))
+        #expect(!goAway(try anonymous.framesUntilSettled()), "no GOAWAY before the deadline")
+        #expect(!goAway(try trusted.framesUntilSettled()))
+        clock.advance(by: .milliseconds(1))
+        #expect(
+            try anonymous.readUntil { $0.type == 7 } != nil, "GOAWAY for the connection that never authenticated")
+        clock.advance(by: .seconds(1))
+        #expect(!goAway(try trusted.framesUntilSettled()), "none for the authenticated one")
         #expect(server.limitCounts.authenticationTimeouts == 1)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RouseEventLoop
 import RouseHTTP2
 import RouseSystem
 import RouseTestSupport

@@ -1,3 +1,4 @@
+import RouseEventLoop
 import RouseHTTP2
 import RouseTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseAPNs
+import RouseClock
 import RouseMockAPNs
 import RouseSender
 import RouseTestSupport
@@ -78,13 +79,13 @@ struct MockFixture {
 
     func sender(
         transport: SenderTransport = .native, credentials: SenderCredentials? = nil,
-        _ edit: (inout APNsSenderConfiguration) -> Void = { _ in }
+        clock: any RouseClock = SystemClock(), _ edit: (inout APNsSenderConfiguration) -> Void = { _ in }
     ) throws -> APNsSender {
         var configuration = try configuration(transport: transport, credentials: credentials)
         edit(&configuration)
         var logger = Logger(label: "test.sender")
         logger.logLevel = .error
-        return try APNsSender(configuration: configuration, logger: logger)
+        return try APNsSender(configuration: configuration, logger: logger, clock: clock)
     }
 
     static func voip(_ token: String, payload: String = #"{"aps":{}}"#) -> APNsPush {

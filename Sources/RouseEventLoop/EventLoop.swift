@@ -1,6 +1,6 @@
 import CRouseSys
-import Foundation
 import Glibc
+import RouseClock
 import RouseSystem
 import Synchronization
 
@@ -11,7 +11,9 @@ package protocol EventLoopFDHandler: AnyObject {
 
 /// One epoll loop on one thread: file-descriptor readiness, timers, and work handed over from other threads.
 ///
-/// Everything registered with a loop is touched only on its thread; `execute` is the way in from elsewhere.
+/// Everything registered with a loop is touched only on its thread; `execute` is the way in from elsewhere. Its
+/// timers run on the ``RouseClock`` it was made with: with a `ManualClock` they fire when a test advances the clock
+/// (the loop is woken to look again), never by themselves. A loop with no timer sleeps in `epoll_wait` for ever.
 public final class EventLoop: @unchecked Sendable {  // `pending` is under its Mutex; the rest is loop-thread only.
     private let epfd: Int32
     private let wakeFD: Int32
@@ -22,18 +24,23 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// How many times the loop's thread woke from `epoll_wait` (events, timers, or work from other threads): what an
     /// idle daemon should keep near zero.
     package let wakeUps = Atomic<UInt64>(0)
-    private var thread: Thread?
+    private var thread: LoopThread?
     /// The loop thread's `pthread_t` (0 until started).
     private let threadID = Atomic<UInt>(0)
-    private let exited = DispatchSemaphore(value: 0)
     /// The loop's name, for logs and thread names.
     public let name: String
+    /// The clock its timers run on; what the connections on this loop read as "now".
+    public let clock: any RouseClock
 
-    public init(name: String) throws {
+    /// A loop named `name` (its thread's name too), its timers on `clock`. Not running until ``start()``.
+    public init(name: String, clock: any RouseClock = SystemClock()) throws {
         self.name = name
+        self.clock = clock
         epfd = try Sys.epollCreate()
         wakeFD = try Sys.eventFD()
         try Sys.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: UInt64(wakeFD))
+        // A manual clock moved by a test: the next timer may be due now, not when epoll_wait's timeout ends.
+        clock.whenAdvanced { [weak self] in self?.wake() }
     }
 
     deinit {
@@ -43,15 +50,10 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
 
     /// Starts the loop's thread.
     public func start() {
-        let thread = Thread { [self] in
+        thread = LoopThread(name: name) { [self] in
             threadID.store(UInt(pthread_self()), ordering: .releasing)
             run()
-            exited.signal()
         }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        self.thread = thread
-        thread.start()
     }
 
     /// Whether the caller runs on this loop's thread.
@@ -67,17 +69,25 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
         }
         // From the loop itself the queue is drained before it sleeps again: no need to wake it (a wake-up saved
         // for every job an executor on this loop enqueues).
-        if wasEmpty && !inLoop { Sys.eventFDSignal(wakeFD) }
+        if wasEmpty && !inLoop { wake() }
     }
 
     /// Stops the loop after the current iteration and waits for its thread to end (not from the loop itself).
     public func stopAndWait() {
         stopped.store(true, ordering: .releasing)
-        Sys.eventFDSignal(wakeFD)
-        if thread != nil, !inLoop { exited.wait() }
+        wake()
+        if let thread, !inLoop { thread.join() }
     }
 
+    private func wake() { Sys.eventFDSignal(wakeFD) }
+
     // MARK: loop-thread API
+
+    /// Now on the loop's clock, in nanoseconds since its origin: what connections compare their deadlines with.
+    package var now: UInt64 { clock.now.nanoseconds }
+
+    /// `EPOLLIN`, for users that import no epoll header: the descriptor is readable (or hung up, or in error).
+    package static var readable: UInt32 { EPOLLIN.rawValue }
 
     package func register(_ fd: Int32, events: UInt32, handler: any EventLoopFDHandler) throws {
         try Sys.epollControl(epfd, EPOLL_CTL_ADD, fd, events: events, data: UInt64(UInt32(bitPattern: fd)))
@@ -93,10 +103,16 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
         handlers[fd] = nil
     }
 
+    /// Drops the handler of a descriptor that was closed already (by a library that owns it, such as libpq on a
+    /// lost connection): closing removed it from epoll, and `unregister` would name a descriptor no longer ours.
+    package func forget(_ fd: Int32) {
+        handlers[fd] = nil
+    }
+
     /// Calls `body` on the loop after `delay`; returns an id for `cancelTimer`.
     @discardableResult
     package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> UInt64 {
-        timers.insert(deadline: MonotonicClock.now() &+ delay.nanoseconds, body)
+        timers.insert(deadline: now &+ delay.wholeNanoseconds, body)
     }
 
     package func cancelTimer(_ id: UInt64) {
@@ -108,7 +124,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }
         while !stopped.load(ordering: .acquiring) {
-            let timeout = timers.millisecondsUntilNext(now: MonotonicClock.now())
+            let timeout = timers.millisecondsUntilNext(now: now)
             let n: Int32
             do {
                 n = try Sys.epollWait(epfd, events, capacity, timeoutMS: timeout)
@@ -128,7 +144,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
                 handler?.handleEvents(flags)
             }
             runPending()
-            for body in timers.takeDue(now: MonotonicClock.now()) { body() }
+            for body in timers.takeDue(now: now) { body() }
             // What the timers queued (they run on the loop: `execute` did not wake it).
             runPending()
         }
@@ -144,25 +160,5 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
             if work.isEmpty { return }
             for item in work { item() }
         }
-    }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-package enum MonotonicClock {
-    @inline(__always)
-    package static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (clamped at 0).
-    package var nanoseconds: UInt64 {
-        // Negative durations (a deadline already past) are 0; -0.5 s is (0 s, -5e17 as): seconds alone cannot tell.
-        guard self > .zero else { return 0 }
-        let (seconds, attoseconds) = components
-        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
 }

@@ -1,4 +1,5 @@
-/// A min-heap of one-shot timers with lazy cancellation (cancelled ids are skipped when they come up).
+/// A min-heap of one-shot timers (deadlines in nanoseconds on the loop's clock) with lazy cancellation (cancelled ids
+/// are skipped when they come up).
 struct TimerHeap {
     private struct Entry {
         var deadline: UInt64

@@ -1,6 +1,5 @@
 import Dispatch
 import Glibc
-import RouseHTTP2
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 
 /// Swift concurrency's executors (main and default) for a whole daemon process (see ``DaemonMain``): one
@@ -57,7 +56,7 @@ package final class LoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor
     ) {
         let job = UnownedJob(job)
         // The continuous and suspending clocks (all the agent uses) measure in `Duration`; the loop's timers run on
-        // CLOCK_MONOTONIC.
+        // its clock, the SystemClock (CLOCK_MONOTONIC) that `install` gives it.
         let wait = max(.zero, (delay as? Duration) ?? .zero)  // a deadline already past: now
         loop.execute { [self] in
             loop.schedule(after: wait) { [self] in run(job) }
