@@ -1,5 +1,6 @@
 import Logging
 import RouseAgentCore
+import RouseEventLoop
 import RouseReachability
 import RouseWire
 
@@ -52,7 +53,9 @@ extension Agent {
             configuration: .init(
                 networkNamespacePath: configuration.networkNamespacePath,
                 evaluator: .init(expensiveInterfaces: configuration.expensiveInterfaces)),
-            logger: logger)
+            // The daemon's own loop (rouse-agent runs on LoopExecutor): the netlink socket waits there, with no
+            // thread of its own. In-process (tests), there is none and the monitor makes its own loop.
+            logger: logger, loop: LoopExecutor.shared?.loop)
         do {
             try monitor.start()
         } catch {
