@@ -40,12 +40,16 @@ for deb in "${debs[@]}"; do
     echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB, installed $(dpkg-deb -f "$deb" Installed-Size) KiB," \
         "Depends: $(dpkg-deb -f "$deb" Depends)" >&2
 done
-# The libraries the issue names, from dpkg-shlibdeps (apt must bring them: the root does not have them).
+# The system libraries each package links, from dpkg-shlibdeps (apt must bring them: the root does not have them).
+# The gateway links no libcurl (its binding targets do not reach CRouseCurl); the agent's device channel is libcurl.
 gateway_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse-gateway_')
-for library in libcurl4 libnghttp2-14 libssl3 libsqlite3-0 libpq5; do
+agent_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse-agent_')
+for library in libnghttp2-14 libssl3 libsqlite3-0 libpq5; do
     dpkg-deb -f "$gateway_deb" Depends | grep -q -E "(^|, )$library( |,|$)" ||
         fail "rouse-gateway does not depend on $library: $(dpkg-deb -f "$gateway_deb" Depends)"
 done
+dpkg-deb -f "$agent_deb" Depends | grep -q -E "(^|, )libcurl4( |,|$)" ||
+    fail "rouse-agent does not depend on libcurl4: $(dpkg-deb -f "$agent_deb" Depends)"
 version=$(dpkg-deb -f "${debs[0]}" Version)
 
 # --- the clean root ---------------------------------------------------------------------------------------------
