@@ -288,7 +288,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseEventLoop", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
+            dependencies: [
+                "RouseReachability", "RouseEventLoop", "RouseNetlink", "RouseSystem", "CRouseSys", "RouseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.
