@@ -280,7 +280,8 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
-                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseEventLoop",
+                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseDaemon",
+                "RouseEventLoop",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
