@@ -280,7 +280,8 @@ let package = Package(
             name: "RouseAgentTests",
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
-                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseEventLoop",
+                "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseDaemon",
+                "RouseEventLoop",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -288,7 +289,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RouseReachabilityTests",
-            dependencies: ["RouseReachability", "RouseEventLoop", "RouseNetlink", "CRouseSys", "RouseTestSupport"],
+            dependencies: [
+                "RouseReachability", "RouseEventLoop", "RouseNetlink", "RouseSystem", "CRouseSys", "RouseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         // The first-run commands and the CLI's manners, through the built products.

@@ -158,9 +158,9 @@ public final class NetlinkSocket {
     }
 }
 
-/// The other kernel calls the netlink monitor needs, under the names it has always used: RouseSystem's calls
-/// (`Sys.poll`, the eventfd, `setns`, threads, clocks, `getaddrinfo`) with their `SystemError` thrown as
-/// `NetlinkError(.syscall)`, and two lookups built on them (`connectOutcome`, `resolve`). No libc call here.
+/// The kernel calls the netlink monitor needs whose failure it reports as a `NetlinkError(.syscall)` (RouseSystem's
+/// `poll`, eventfd, `setns` and threads, their `SystemError` converted), and two lookups built on RouseSystem
+/// (`connectOutcome`, `resolve`). Calls that cannot fail are RouseSystem's, used directly. No libc call here.
 public enum NetlinkSystem {
     /// `poll(2)` for readability. Returns, per descriptor, whether it is readable (or hung up).
     /// `timeoutMilliseconds` -1 waits forever. EINTR returns all false.
@@ -177,15 +177,6 @@ public enum NetlinkSystem {
         do { return try Sys.eventFD() } catch { throw NetlinkError(.syscall, "eventfd", errno: error.errno) }
     }
 
-    /// Adds 1 to an eventfd, waking its poller.
-    public static func signal(eventDescriptor fd: Int32) { Sys.eventFDSignal(fd) }
-
-    /// Resets an eventfd to 0.
-    public static func drain(eventDescriptor fd: Int32) { Sys.eventFDDrain(fd) }
-
-    /// Closes a descriptor we own.
-    public static func close(_ fd: Int32) { Sys.close(fd) }
-
     /// Moves the calling thread into the network namespace at `path` (e.g. `/run/netns/NAME`).
     /// Sockets opened afterwards on this thread belong to that namespace.
     public static func enterNetworkNamespace(path: String) throws(NetlinkError) {
@@ -196,17 +187,6 @@ public enum NetlinkSystem {
         }
     }
 
-    /// Reads up to `maxBytes` of a small file (sysfs); nil when it cannot be read.
-    public static func readSmallFile(_ path: String, maxBytes: Int = 4096) -> String? {
-        Sys.readText(path, maxBytes: maxBytes)
-    }
-
-    /// True when `path` exists.
-    public static func exists(_ path: String) -> Bool { Sys.exists(path) }
-
-    /// CPU time (user + system) of the whole process, in nanoseconds.
-    public static func processCPUTimeNanoseconds() -> UInt64 { Sys.processCPUTimeNanoseconds() }
-
     /// Starts a detached thread running `body`, named `name` (at most 15 bytes are kept); see `Sys.startThread`.
     public static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(NetlinkError) {
         do {
@@ -215,15 +195,6 @@ public enum NetlinkSystem {
             throw NetlinkError(.syscall, "pthread_create", errno: error.errno)
         }
     }
-
-    /// Sleeps the calling thread (`nanosleep`, resumed after signals).
-    public static func sleep(seconds: Double) { Sys.sleep(seconds: seconds) }
-
-    /// The wall clock (`CLOCK_REALTIME`), in seconds since 1970 with microsecond resolution.
-    public static func wallClockSeconds() -> Double { Sys.wallClockSeconds() }
-
-    /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, `USER_HZ`): the unit of `rta_expires`.
-    public static var clockTicksPerSecond: Double { Sys.clockTicksPerSecond }
 
     /// What `connect(2)` of an unbound UDP socket toward a destination decided.
     public enum ConnectOutcome: Sendable, Equatable {
@@ -263,9 +234,6 @@ public enum NetlinkSystem {
         guard let source else { return .failed(errno: EAFNOSUPPORT) }
         return .source(source)
     }
-
-    /// CPU time of the calling thread, in nanoseconds.
-    public static func threadCPUTimeNanoseconds() -> UInt64 { Sys.threadCPUTimeNanoseconds() }
 
     /// `getaddrinfo(3)` for a host name: its IPv4 and IPv6 addresses in the resolver's order of
     /// preference, de-duplicated. Blocks: call it off the monitor thread. Failures (`EAI_*`) are

@@ -1,4 +1,5 @@
 import RouseNetlink
+import RouseSystem
 
 /// Decides an interface's type from the kernel's facts: `IFLA_INFO_KIND`, the `ARPHRD_*` hardware
 /// type and, when the interface is visible in this process's sysfs, `wireless/` and `uevent`
@@ -30,12 +31,12 @@ public struct InterfaceClassifier: Sendable {
     public static let system = InterfaceClassifier { name, index in
         guard !name.isEmpty, !name.contains("/") else { return nil }
         let base = "/sys/class/net/\(name)"
-        guard let text = NetlinkSystem.readSmallFile(base + "/ifindex"), Int32(text.trimmingSpaces) == index else {
+        guard let text = Sys.readText(base + "/ifindex", maxBytes: 4096), Int32(text.trimmingSpaces) == index else {
             return nil
         }
-        let wireless = NetlinkSystem.exists(base + "/wireless") || NetlinkSystem.exists(base + "/phy80211")
+        let wireless = Sys.exists(base + "/wireless") || Sys.exists(base + "/phy80211")
         var deviceType: String?
-        if let uevent = NetlinkSystem.readSmallFile(base + "/uevent") {
+        if let uevent = Sys.readText(base + "/uevent", maxBytes: 4096) {
             for line in uevent.split(separator: "\n") where line.hasPrefix("DEVTYPE=") {
                 deviceType = String(line.dropFirst("DEVTYPE=".count))
             }

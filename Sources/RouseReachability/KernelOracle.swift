@@ -1,5 +1,6 @@
 import Logging
 import RouseNetlink
+import RouseSystem
 
 /// The monitor thread's `RouteOracle`: `RTM_GETROUTE` on its query socket and a UDP `connect` in its
 /// namespace. A lookup that contradicts events already received is re-asked briefly (`StaleAnswer`):
@@ -37,7 +38,7 @@ final class KernelOracle: RouteOracle {
         for _ in 0..<Self.staleRetries {
             guard case .route(let route) = answer, isStale(route, request) else { break }
             staleRetries += 1
-            NetlinkSystem.sleep(seconds: Self.staleRetryPause)
+            Sys.sleep(seconds: Self.staleRetryPause)
             answer = lookup(request)
         }
         return answer

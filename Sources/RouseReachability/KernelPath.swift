@@ -1,4 +1,5 @@
 import RouseNetlink
+import RouseSystem
 
 /// The questions a decision asks the kernel. The monitor answers them with `RTM_GETROUTE` and a UDP
 /// `connect` in the monitored namespace; tests answer them from tables.
@@ -73,7 +74,7 @@ public struct KernelPath: Sendable, Equatable {
         guard query.destination.family == .v6, case .route(let route) = lookup, route.kind == .unicast,
             case .route(let entry) = oracle.fibEntry(query), let ticks = entry.expiresTicks
         else { return nil }
-        return max(0, Double(ticks) / NetlinkSystem.clockTicksPerSecond)
+        return max(0, Double(ticks) / Sys.clockTicksPerSecond)
     }
 }
 

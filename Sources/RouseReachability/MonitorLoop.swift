@@ -2,6 +2,7 @@ import Dispatch
 import Logging
 import RouseEventLoop
 import RouseNetlink
+import RouseSystem
 import Synchronization
 
 /// The monitor on its event loop: owns the sockets and the evaluator; everything here runs on the loop's
@@ -102,10 +103,10 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         }
         if commandsReady {
             commandsReady = false
-            NetlinkSystem.drain(eventDescriptor: eventDescriptor)
+            Sys.eventFDDrain(eventDescriptor)
             stopping = processCommands()
         }
-        let deadlinePassed = evaluator.nextDeadline.map { NetlinkSystem.wallClockSeconds() >= $0 } ?? false
+        let deadlinePassed = evaluator.nextDeadline.map { Sys.wallClockSeconds() >= $0 } ?? false
         if !stopping && (evaluator.needsEvaluation || deadlinePassed) { evaluate() }
         publishStatistics()
         for barrier in barriers { barrier.signal() }
@@ -119,7 +120,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         if let deadlineTimer { loop.cancelTimer(deadlineTimer) }
         deadlineTimer = nil
         guard let deadline = evaluator.nextDeadline else { return }
-        let milliseconds = ((deadline - NetlinkSystem.wallClockSeconds()) * 1000).rounded(.up)
+        let milliseconds = ((deadline - Sys.wallClockSeconds()) * 1000).rounded(.up)
         let delay = Duration.milliseconds(Int64(max(0, min(milliseconds, Double(Int32.max)))))
         deadlineTimer = loop.schedule(after: delay) { [self] in
             deadlineTimer = nil
@@ -201,7 +202,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
                 try dumpAll()
                 pendingDump = false
                 let overflow = ReachabilityOverflow(
-                    overruns: statistics.overruns, timestamp: NetlinkSystem.wallClockSeconds())
+                    overruns: statistics.overruns, timestamp: Sys.wallClockSeconds())
                 deliverSynchronously(.overflow(overflow), to: monitor.shared.withLock { $0.synchronousHandlers })
             } catch {
                 // Still churning: the next burst retries.
@@ -264,7 +265,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         guard let query else { return }
         statistics.evaluations += 1
         let oracle = KernelOracle(socket: query, logger: logger, evaluator: evaluator)
-        let actions = evaluator.evaluate(now: NetlinkSystem.wallClockSeconds(), oracle: oracle)
+        let actions = evaluator.evaluate(now: Sys.wallClockSeconds(), oracle: oracle)
         statistics.routeLookups += oracle.routeLookups
         statistics.staleRetries += oracle.staleRetries
         statistics.connectProbes += oracle.connectProbes
@@ -347,7 +348,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
     }
 
     private func publishStatistics() {
-        statistics.cpuNanoseconds = NetlinkSystem.threadCPUTimeNanoseconds()
+        statistics.cpuNanoseconds = Sys.threadCPUTimeNanoseconds()
         let statistics = self.statistics
         monitor.shared.withLock { $0.statistics = statistics }
     }

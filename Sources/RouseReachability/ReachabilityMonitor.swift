@@ -2,6 +2,7 @@ import Dispatch
 import Logging
 import RouseEventLoop
 import RouseNetlink
+import RouseSystem
 import Synchronization
 
 /// Watches targets with one `NETLINK_ROUTE` socket and tells subscribers when a target's result
@@ -114,7 +115,7 @@ public final class ReachabilityMonitor: Sendable {
             return false
         }
         if alreadyStarted {
-            NetlinkSystem.close(eventDescriptor)
+            Sys.close(eventDescriptor)
             throw ReachabilityError(.notRunning, "start() called twice")
         }
         let ready = DispatchSemaphore(value: 0)
@@ -125,7 +126,7 @@ public final class ReachabilityMonitor: Sendable {
             do {
                 loop = try EventLoop(name: "rouse-reach")
             } catch {
-                NetlinkSystem.close(eventDescriptor)
+                Sys.close(eventDescriptor)
                 shared.withLock { $0.phase = .stopped }
                 throw ReachabilityError(.startFailed, "monitor loop: \(error)")
             }
@@ -139,7 +140,7 @@ public final class ReachabilityMonitor: Sendable {
         }
         let begin: @Sendable () -> Void = { [self] in
             runner.start(ready: ready) { [self] in
-                NetlinkSystem.close(eventDescriptor)
+                Sys.close(eventDescriptor)
                 exited.signal()
             }
         }
@@ -167,7 +168,7 @@ public final class ReachabilityMonitor: Sendable {
             var onLoop: MonitorLoop?
             if case .running(let fd) = state.phase {
                 state.commands.append(.stop)
-                NetlinkSystem.signal(eventDescriptor: fd)
+                Sys.eventFDSignal(fd)
                 running = true
                 if state.loop?.inLoop == true { onLoop = state.runner }
             }
@@ -211,7 +212,7 @@ public final class ReachabilityMonitor: Sendable {
         let (running, onLoop) = shared.withLock { state -> (Bool, MonitorLoop?) in
             guard case .running(let fd) = state.phase else { return (false, nil) }
             state.commands.append(.barrier(done))
-            NetlinkSystem.signal(eventDescriptor: fd)
+            Sys.eventFDSignal(fd)
             return (true, state.loop?.inLoop == true ? state.runner : nil)
         }
         guard running else { return false }
@@ -222,7 +223,7 @@ public final class ReachabilityMonitor: Sendable {
     func post(_ command: Command) {
         shared.withLock { state in
             state.commands.append(command)
-            if case .running(let fd) = state.phase { NetlinkSystem.signal(eventDescriptor: fd) }
+            if case .running(let fd) = state.phase { Sys.eventFDSignal(fd) }
         }
     }
 
@@ -312,6 +313,6 @@ public final class ReachabilityMonitor: Sendable {
     static func initial(_ target: ReachabilityTarget, _ result: ReachabilityResult) -> ReachabilityChange {
         ReachabilityChange(
             target: target, result: result, previous: nil, reason: "current value",
-            timestamp: NetlinkSystem.wallClockSeconds(), kind: .initial)
+            timestamp: Sys.wallClockSeconds(), kind: .initial)
     }
 }

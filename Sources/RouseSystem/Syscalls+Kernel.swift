@@ -58,36 +58,19 @@ extension Sys {
     /// Foundation, and nothing of libdispatch's worker pool (whose monitor timer, once started, wakes the process
     /// every second).
     package static func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
-        final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
-            let name: String
-            let body: @Sendable () -> Void
-            init(name: String, body: @escaping @Sendable () -> Void) {
-                self.name = name
-                self.body = body
-            }
-        }
-        let start = Unmanaged.passRetained(Start(name: name, body: body))
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                guard let argument else { return nil }
-                let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
-                _ = rouse_set_thread_name(start.name)
-                start.body()
-                return nil
-            }, start.toOpaque())
-        guard result == 0 else {
-            start.release()
-            throw SystemError(call: "pthread_create", errno: result)
-        }
-        pthread_detach(thread)
+        pthread_detach(try createThread(name: name, stackSize: nil, body))
     }
 
     /// Starts a joinable thread running `body` with a stack of `stackSize` bytes, named `name` (at most 15 bytes are
     /// kept): an event loop's thread, which ``joinThread(_:)`` waits for when the loop stops.
     package static func startJoinableThread(
         name: String, stackSize: Int, _ body: @escaping @Sendable () -> Void
+    ) throws(SystemError) -> pthread_t {
+        try createThread(name: name, stackSize: stackSize, body)
+    }
+
+    private static func createThread(
+        name: String, stackSize: Int?, _ body: @escaping @Sendable () -> Void
     ) throws(SystemError) -> pthread_t {
         final class Start: @unchecked Sendable {  // handed to exactly one thread, read once there
             let name: String
@@ -100,7 +83,7 @@ extension Sys {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setstacksize(&attributes, stackSize)
+        if let stackSize { pthread_attr_setstacksize(&attributes, stackSize) }
         let start = Unmanaged.passRetained(Start(name: name, body: body))
         var thread = pthread_t()
         let result = pthread_create(

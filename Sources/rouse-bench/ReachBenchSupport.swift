@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import RouseChildProcess
 import RouseNetlink
+import RouseSystem
 import Synchronization
 
 /// Timestamps (monotonic, ns) of the monitor's notifications, with a wait for the n-th one.
@@ -148,7 +149,7 @@ struct ResidentMemory: Sendable {
 
     init(processID: Int32) {
         // /proc files have no size: read until the end (Foundation's file reading may stop at a page).
-        guard let smaps = NetlinkSystem.readSmallFile("/proc/\(processID)/smaps", maxBytes: 16 << 20) else { return }
+        guard let smaps = Sys.readText("/proc/\(processID)/smaps", maxBytes: 16 << 20) else { return }
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(processID)/exe")) ?? "?"
         var mapping = ""
         for line in smaps.split(separator: "\n", omittingEmptySubsequences: false) {

@@ -1,5 +1,6 @@
 import RouseNetlink
 import RouseReachability
+import RouseSystem
 import Testing
 
 @Suite("Asking the kernel the way connect() does, and expiring routes (no sockets)")
@@ -65,8 +66,8 @@ struct KernelPathTests {
         let oracle = ClosureRouteOracle(route: { _ in .route(expiring) }, fibEntry: { _ in .route(expiring) })
         _ = evaluator.evaluate(now: 1000, oracle: oracle)
         let deadline = try #require(evaluator.nextDeadline)
-        #expect(deadline > 1000 + 200 / NetlinkSystem.clockTicksPerSecond)
-        #expect(deadline < 1000 + 200 / NetlinkSystem.clockTicksPerSecond + 0.05)
+        #expect(deadline > 1000 + 200 / Sys.clockTicksPerSecond)
+        #expect(deadline < 1000 + 200 / Sys.clockTicksPerSecond + 0.05)
 
         let lasting = Self.route(10, index: 3, gateway: "2001:db8:1::9", source: "2001:db8:1::2")
         let actions = evaluator.evaluate(now: deadline, oracle: ClosureRouteOracle(route: { _ in .route(lasting) }))
