@@ -12,7 +12,10 @@ import Synchronization
 ///   channel writes only the first page (SETTINGS, HEADERS, small DATA frames). Carved from the heap, that chunk was
 ///   recycled memory and resident in full; mapped, only the pages written count (about 10 KiB less per idle TLS
 ///   connection in `rouse-bench gateway --channels`). Small blocks stay on malloc; a refused mapping falls back to
-///   malloc too.
+///   malloc too, and so does every large block beyond `mappingLimit` live mappings (a quarter of the kernel's
+///   `vm.max_map_count`): each live mapping can be a memory area of its own once its neighbours are gone, and
+///   unmapping one in the middle of a merged area needs one more, so staying far below the limit keeps `munmap` from
+///   being refused. Should it be refused anyway, the pages are released and the block counted in `lostMappings`.
 ///
 /// Each block carries a 16-byte header (its size and where it came from) in front of what nghttp2 sees, so that
 /// `free` and `realloc` know how to give it back; 16 bytes keep malloc's alignment.
@@ -22,8 +25,18 @@ enum NGHTTP2Allocator {
     private static let headerSize = 16
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
+    /// Live mappings beyond which large blocks come from malloc.
+    static let mappingLimit = Sys.maximumMapCount / 4
+
     private static let bytes = Atomic<Int>(0)
     private static let sessions = Atomic<Int>(0)
+    private static let mappings = Atomic<Int>(0)
+    private static let lost = Atomic<Int>(0)
+
+    /// Mappings the kernel refused to unmap (their pages were released; their address range stays taken).
+    static var lostMappings: Int { lost.load(ordering: .relaxed) }
+    /// Large blocks living in mappings of their own now.
+    static var liveMappings: Int { mappings.load(ordering: .relaxed) }
 
     /// Bytes nghttp2 holds in all sessions of this process (what it asked for, without headers or page rounding).
     static var liveBytes: Int { bytes.load(ordering: .relaxed) }
@@ -58,11 +71,12 @@ enum NGHTTP2Allocator {
         let total = size + headerSize
         var block: UnsafeMutableRawPointer?
         var mappedLength = 0
-        if size >= mappedThreshold {
+        if size >= mappedThreshold, mappings.add(1, ordering: .relaxed).newValue <= mappingLimit {
             let length = (total + pageSize - 1) / pageSize * pageSize
             block = Sys.mapAnonymous(length: length)  // Zero-filled by the kernel.
             if block != nil { mappedLength = length }
         }
+        if size >= mappedThreshold, mappedLength == 0 { mappings.subtract(1, ordering: .relaxed) }
         if block == nil { block = zeroed ? calloc(1, total) : malloc(total) }
         guard let block else { return nil }
         block.storeBytes(of: size, as: Int.self)
@@ -78,7 +92,8 @@ enum NGHTTP2Allocator {
         let mappedLength = block.load(fromByteOffset: 8, as: Int.self)
         bytes.subtract(size, ordering: .relaxed)
         if mappedLength > 0 {
-            Sys.unmap(block, length: mappedLength)
+            mappings.subtract(1, ordering: .relaxed)
+            if !Sys.unmap(block, length: mappedLength) { lost.add(1, ordering: .relaxed) }
         } else {
             free(block)
         }
