@@ -20,11 +20,11 @@ extension Agent {
     /// kept (a cancelled sleep would still wake the agent at its deadline).
     func armFetchTimer() {
         guard let next = fetches.nextTimer(networkUsable: link.reachable) else { return }
-        fetches.timer.arm(at: time.instant(next)) { await self.fetchTimerFired() }
+        fetches.timer.arm(at: time.instant(next)) { await self.fetchTimerFired($0) }
     }
 
-    private func fetchTimerFired() {
-        fetches.timer.fired()
+    private func fetchTimerFired(_ generation: UInt64) {
+        guard fetches.timer.fired(generation) else { return }
         fetchOpportunity(wakeUp: false)
     }
 

@@ -17,11 +17,11 @@ extension Agent {
     /// One timer for every connection that has not registered yet.
     private func armRegistrationSweep() {
         guard let next = ipc.nextDeadline else { return }
-        ipc.sweep.arm(at: time.instant(next)) { await self.sweepRegistrations() }
+        ipc.sweep.arm(at: time.instant(next)) { await self.sweepRegistrations($0) }
     }
 
-    private func sweepRegistrations() {
-        ipc.sweep.fired()
+    private func sweepRegistrations(_ generation: UInt64) {
+        guard ipc.sweep.fired(generation) else { return }
         for connection in ipc.overdue(now: now) {
             connection.sendError("registrationTimeout", "no register within \(IPCRegistry.registrationTimeout)")
             connection.close()

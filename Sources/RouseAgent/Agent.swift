@@ -278,7 +278,7 @@ public actor Agent: Service {
             rulesTimer.cancel()
             return
         }
-        rulesTimer.arm(at: time.instant(next)) { await self.tick() }
+        rulesTimer.arm(at: time.instant(next)) { await self.tick($0) }
     }
 
     /// Waits until the timers whose deadline has passed on the agent's clock have run (a test that advanced a
@@ -287,8 +287,8 @@ public actor Agent: Service {
         while let due = rulesTimer.due { await due.value }
     }
 
-    private func tick() {
-        rulesTimer.fired()
+    private func tick(_ generation: UInt64) {
+        guard rulesTimer.fired(generation) else { return }
         let current = now
         for name in handlers.names {
             let actions = handlers.step(name) { $0.tick(now: current) }
