@@ -1,6 +1,5 @@
 import Logging
 import RouseAgentCore
-import RouseEventLoop
 import RouseReachability
 import RouseWire
 
@@ -53,9 +52,7 @@ extension Agent {
             configuration: .init(
                 networkNamespacePath: configuration.networkNamespacePath,
                 evaluator: .init(expensiveInterfaces: configuration.expensiveInterfaces)),
-            // The daemon's own loop (rouse-agent runs on LoopExecutor): the netlink socket waits there, with no
-            // thread of its own. In-process (tests), there is none and the monitor makes its own loop.
-            logger: logger, loop: LoopExecutor.shared?.loop)
+            logger: logger)
         do {
             try monitor.start()
         } catch {
