@@ -79,9 +79,10 @@ public final class Gateway: Sendable {
         self.keys = keys
         core.start()
         if let postgres = store as? PostgresGatewayStore {
+            // On a loop of its own: a reconnect blocks in libpq's connect for up to the connect timeout, which must
+            // not hold the store loop's heartbeats and sweeps while PostgreSQL is away.
             listener = try PostgresNotifications(
-                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock,
-                on: core.loop
+                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock
             ) { messages in core.received(messages) }
         } else {
             listener = nil

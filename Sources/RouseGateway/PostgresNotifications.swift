@@ -12,9 +12,10 @@ import Synchronization
 /// to 5 s, a loop timer armed only while PostgreSQL is unreachable) and, once listening again, tells the core to
 /// look at the store for every channel it holds (`received(nil)`).
 ///
-/// The loop is its own unless one is given; the gateway gives its store's, whose work blocks anyway. Connecting
-/// blocks (libpq's `PQconnectdb`, up to the configured connect timeout), so a given loop must be one that may wait
-/// that long: not a daemon's executor loop, nor an HTTP/2 server's.
+/// The loop is its own unless one is given (the gateway does not give one). Connecting blocks (libpq's
+/// `PQconnectdb`, up to the configured connect timeout), so a given loop must be one that may wait that long: not a
+/// daemon's executor loop, nor an HTTP/2 server's, nor the store's, whose heartbeats and sweeps would wait behind
+/// every reconnect attempt while PostgreSQL is away.
 final class PostgresNotifications: Sendable {
     /// The channel that node `node` listens on.
     static func channel(_ node: String) -> String { "rouse_node_" + node }
