@@ -91,7 +91,8 @@ public final class ManualClock: RouseClock {
 
     private struct State {
         var now = RouseInstant(offset: .zero)
-        var wallMilliseconds: Int64
+        /// The wall clock in nanoseconds, so that advances shorter than a millisecond add up.
+        var wallNanoseconds: Int64
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
         var observers: [@Sendable () -> Void] = []
@@ -101,14 +102,14 @@ public final class ManualClock: RouseClock {
 
     /// A clock at monotonic zero and the given wall time (UNIX milliseconds).
     public init(wallMilliseconds: Int64 = 1_700_000_000_000) {
-        state = Mutex(State(wallMilliseconds: wallMilliseconds))
+        state = Mutex(State(wallNanoseconds: wallMilliseconds &* 1_000_000))
     }
 
     public var now: RouseInstant { state.withLock { $0.now } }
 
     public var minimumResolution: Duration { .nanoseconds(1) }
 
-    public var wallMilliseconds: Int64 { state.withLock { $0.wallMilliseconds } }
+    public var wallMilliseconds: Int64 { state.withLock { $0.wallNanoseconds / 1_000_000 } }
 
     /// How many tasks sleep on this clock now: a test waits for the code under test to reach its sleep before it
     /// advances the clock.
@@ -120,7 +121,7 @@ public final class ManualClock: RouseClock {
         precondition(duration >= .zero, "a clock does not go back")
         let (due, observers) = state.withLock { state in
             state.now = state.now.advanced(by: duration)
-            state.wallMilliseconds &+= Int64(duration.wholeNanoseconds / 1_000_000)
+            state.wallNanoseconds &+= Int64(duration.wholeNanoseconds)
             let now = state.now
             let due = state.sleepers.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
             state.sleepers.removeAll { $0.deadline <= now }
@@ -133,7 +134,7 @@ public final class ManualClock: RouseClock {
     /// Sets the wall clock alone (a clock step, as NTP makes), leaving monotonic time where it is.
     public func setWall(milliseconds: Int64) {
         let observers = state.withLock { state in
-            state.wallMilliseconds = milliseconds
+            state.wallNanoseconds = milliseconds &* 1_000_000
             return state.observers
         }
         for observer in observers { observer() }

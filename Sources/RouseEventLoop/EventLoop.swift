@@ -72,11 +72,13 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
         if wasEmpty && !inLoop { wake() }
     }
 
-    /// Stops the loop after the current iteration and waits for its thread to end (not from the loop itself).
+    /// Stops the loop after the current iteration and waits for its thread to end; from the loop itself, which cannot
+    /// wait for its own end, the thread is detached instead.
     public func stopAndWait() {
         stopped.store(true, ordering: .releasing)
         wake()
-        if let thread, !inLoop { thread.join() }
+        guard let thread else { return }
+        if inLoop { thread.detach() } else { thread.join() }
     }
 
     private func wake() { Sys.eventFDSignal(wakeFD) }

@@ -24,4 +24,11 @@ final class LoopThread: Sendable {
         guard !joined.exchange(true, ordering: .acquiringAndReleasing) else { return }
         Sys.joinThread(thread)
     }
+
+    /// Lets the thread's resources go when it ends, without anyone waiting for it: a loop stopped from its own thread
+    /// cannot join itself, and a joinable thread nobody joins keeps its stack.
+    func detach() {
+        guard !joined.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Sys.detachThread(thread)
+    }
 }

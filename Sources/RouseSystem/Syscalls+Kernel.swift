@@ -107,6 +107,12 @@ extension Sys {
         pthread_join(thread, nil)
     }
 
+    /// Detaches a thread started by ``startJoinableThread(name:stackSize:_:)`` that nobody will join (once per thread):
+    /// its resources go when it ends.
+    package static func detachThread(_ thread: pthread_t) {
+        pthread_detach(thread)
+    }
+
     /// Sleeps the calling thread (`nanosleep`, resumed after signals).
     package static func sleep(seconds: Double) {
         guard seconds > 0 else { return }

@@ -53,6 +53,9 @@ import Testing
         #expect(clock.wallMilliseconds == 0)
         #expect(clock.now.offset == .milliseconds(1_500))
         #expect(told.value == 2)
+        // Advances shorter than a millisecond add up on the wall clock too.
+        for _ in 0..<4 { clock.advance(by: .microseconds(250)) }
+        #expect(clock.wallMilliseconds == 1)
     }
 
     @Test func systemClockMovesForwardAndReadsTheWallClock() async throws {
