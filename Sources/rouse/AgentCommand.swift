@@ -45,6 +45,19 @@ struct AgentCommand: AsyncParsableCommand {
         print("ok")
     }
 
+    /// Asks the agent for a document (`status`, `transfers`): with `json`, or when it is no JSON object, prints it as
+    /// it came and returns nil; otherwise returns the object for the command to render.
+    static func document(_ message: AgentRequest, socket: String, json: Bool) async throws -> [String: Any]? {
+        let answer = try await request(message, socket: socket)
+        guard case .statusReply(let reply) = answer else { throw unexpected(answer) }
+        let text = reply.detail
+        guard !json, let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            print(text)
+            return nil
+        }
+        return object
+    }
+
     /// An answer that is not the one the request asks for.
     static func unexpected(_ answer: AgentEvent) -> ValidationError {
         ValidationError("the agent answered with \(answer.type)")
@@ -59,15 +72,7 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Print the status document as JSON.") var json = false
 
         func run() async throws {
-            let answer = try await AgentCommand.request(.status, socket: options.socket)
-            guard case .statusReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
-            let text = reply.detail
-            if json {
-                print(text)
-                return
-            }
-            guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-                print(text)
+            guard let object = try await AgentCommand.document(.status, socket: options.socket, json: json) else {
                 return
             }
             let reachable = (object["gatewayReachable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
@@ -107,12 +112,7 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Print the document as JSON.") var json = false
 
         func run() async throws {
-            let answer = try await AgentCommand.request(.transfers, socket: options.socket)
-            guard case .statusReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
-            let text = reply.detail
-            guard !json, let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-            else {
-                print(text)
+            guard let object = try await AgentCommand.document(.transfers, socket: options.socket, json: json) else {
                 return
             }
             let usable = (object["networkUsable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
