@@ -14,24 +14,12 @@ struct AgentGatewayNodesTests {
     @Test("node A stops: the channel moves to node B; pushes taken by either node reach the handler")
     func movesToAnotherNode() async throws {
         let cluster = try await PostgresCluster.start()
-        let settings = PostgresSettings(
-            host: "127.0.0.1", port: cluster.port, database: "postgres", user: cluster.user,
-            passwordFile: cluster.passwordFile, poolSize: 3)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "rouse-agent-nodes-\(UUID().uuidString)"
         ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var logger = Logger(label: "rouse.agent.test")
-        logger.logLevel = .critical
-        func node(_ name: String) throws -> Gateway {
-            var configuration = try AgentHarness.gatewayConfiguration(database: "")
-            configuration.postgres = settings
-            configuration.node = name
-            return try Gateway(configuration: configuration, logger: logger)
-        }
-        let a = try node("a")
-        let b = try node("b")
+        let (a, b) = try Self.twoNodes(cluster)
         var configuration = AgentConfiguration(
             endpoint: GatewayEndpoint(baseURL: "https://127.0.0.1:\(a.devicePort)", caFile: Repository.cert("ca.pem")),
             enrollmentSecret: try a.makeEnrollmentSecret(), socketPath: directory + "/agent.sock",
@@ -42,7 +30,7 @@ struct AgentGatewayNodesTests {
         configuration.handlerEnvironment.merge(TestScope.current?.environment ?? [:]) { $1 }
         let agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
-            logger: logger)
+            logger: Self.logger)
         try await agent.start()
         let pushedThroughB = try await Provider.connect(port: b.providerPort)
         do {
@@ -84,24 +72,12 @@ struct AgentGatewayNodesTests {
     @Test("the rouse-agent executable, --gateway A,B: node A stops, the channel moves to B, pushes keep coming")
     func executableMovesToAnotherNode() async throws {
         let cluster = try await PostgresCluster.start()
-        let settings = PostgresSettings(
-            host: "127.0.0.1", port: cluster.port, database: "postgres", user: cluster.user,
-            passwordFile: cluster.passwordFile, poolSize: 3)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "rouse-agent-nodes-\(UUID().uuidString)"
         ).path
         try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var logger = Logger(label: "rouse.agent.test")
-        logger.logLevel = .critical
-        func node(_ name: String) throws -> Gateway {
-            var configuration = try AgentHarness.gatewayConfiguration(database: "")
-            configuration.postgres = settings
-            configuration.node = name
-            return try Gateway(configuration: configuration, logger: logger)
-        }
-        let a = try node("a")
-        let b = try node("b")
+        let (a, b) = try Self.twoNodes(cluster)
         let handler = """
             topic = "com.example.nodes"
             command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(directory)/nodes.log"]
@@ -147,6 +123,27 @@ struct AgentGatewayNodesTests {
     }
 
     /// Live nodes and their channels, as `rouse gateway nodes` lists them.
+    /// A quiet logger for the gateways and the in-process agent.
+    private static var logger: Logger {
+        var logger = Logger(label: "rouse.agent.test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// Gateway nodes "a" and "b" in process, sharing `cluster`'s store.
+    private static func twoNodes(_ cluster: PostgresCluster) throws -> (Gateway, Gateway) {
+        let settings = PostgresSettings(
+            host: "127.0.0.1", port: cluster.port, database: "postgres", user: cluster.user,
+            passwordFile: cluster.passwordFile, poolSize: 3)
+        func node(_ name: String) throws -> Gateway {
+            var configuration = try AgentHarness.gatewayConfiguration(database: "")
+            configuration.postgres = settings
+            configuration.node = name
+            return try Gateway(configuration: configuration, logger: Self.logger)
+        }
+        return (try node("a"), try node("b"))
+    }
+
     private func nodes(_ gateway: Gateway) throws -> [String: Int] {
         let now = Gateway.systemMilliseconds()
         var result: [String: Int] = [:]

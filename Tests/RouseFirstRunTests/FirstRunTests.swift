@@ -119,14 +119,7 @@ struct FirstRunTests {
             stderr: .file(directory + "/agent.log"))
         defer { agent.kill() }
         #expect(await agent.lines.first(timeout: .seconds(20)) { $0.contains("rouse-agent ready") } != nil)
-        var status = ""
-        for _ in 0..<100 {
-            status = try await ChildProcess.run(
-                rouse, ["agent", "status", "--json", "--socket", directory + "/agent.sock"]
-            ).stdout
-            if status.contains("\"channel\":\"open\"") { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let status = try await FirstRun.statusOnceOpen(rouse, socket: directory + "/agent.sock")
         #expect(status.contains("\"channel\":\"open\""), "\(status)")
         #expect(status.contains("\"deviceID\":\"\(device)\""), "\(status)")
         #expect(status.contains("com.example.rouse.voip"), "the handler got no token: \(status)")
@@ -187,14 +180,7 @@ struct FirstRunTests {
             stderr: .file(directory + "/agent.log"))
         defer { agent.kill() }
         #expect(await agent.lines.first(timeout: .seconds(20)) { $0.contains("rouse-agent ready") } != nil)
-        var status = ""
-        for _ in 0..<100 {
-            status = try await ChildProcess.run(
-                rouse, ["agent", "status", "--json", "--socket", runtime + "/rouse/agent.sock"]
-            ).stdout
-            if status.contains("\"channel\":\"open\"") { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let status = try await FirstRun.statusOnceOpen(rouse, socket: runtime + "/rouse/agent.sock")
         #expect(status.contains("\"channel\":\"open\""), "\(status)")
         #expect(status.contains("\"deviceID\":\"\(device)\""), "not the enrolled device: \(status)")
     }
@@ -267,5 +253,16 @@ enum FirstRun {
     /// The port in `name=host:port` of the gateway's ready line.
     static func port(of name: String, in line: String) -> String? {
         line.split(separator: " ").first { $0.hasPrefix(name + "=") }?.split(separator: ":").last.map(String.init)
+    }
+
+    /// `rouse agent status --json` until its channel is open (10 s at most); the last answer either way.
+    static func statusOnceOpen(_ rouse: String, socket: String) async throws -> String {
+        var status = ""
+        for _ in 0..<100 {
+            status = try await ChildProcess.run(rouse, ["agent", "status", "--json", "--socket", socket]).stdout
+            if status.contains("\"channel\":\"open\"") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return status
     }
 }
