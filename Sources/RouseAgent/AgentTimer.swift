@@ -47,7 +47,7 @@ package final class AgentTimer {
     /// Marks the timer unarmed when the firing of `generation` reaches its owner, who calls this first and goes on
     /// only when it returns true; false: the firing was cancelled or replaced on its way, and nothing changes.
     package func fired(_ generation: UInt64) -> Bool {
-        guard generation == self.generation, task != nil else { return false }
+        guard generation == self.generation else { return false }
         self.generation &+= 1
         task = nil
         deadline = nil
