@@ -1,18 +1,8 @@
-// swift-tools-version:6.2
+// swift-tools-version:6.3
 import PackageDescription
-
-/// Guard rails for every Swift target: Swift 6 language mode (strict concurrency) everywhere.
-/// `ROUSE_STRICT=1` (set by `deploy/test.sh`, so by CI) turns every warning into an error.
-let strict = Context.environment["ROUSE_STRICT"] == "1"
-let swiftSettings: [SwiftSetting] =
-    [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("MemberImportVisibility"),
-    ] + (strict ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
     name: "rouse",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "rouse", targets: ["rouse"]),
         .executable(name: "rouse-bench", targets: ["rouse-bench"]),
@@ -55,52 +45,46 @@ let package = Package(
 
         // MARK: Pure Swift models (no C module)
         // The two protocols our programs speak to each other: the device channel, the agent IPC.
-        .target(name: "RouseWire", swiftSettings: swiftSettings),
+        .target(name: "RouseWire"),
         .target(
             name: "RouseAPNs",
             dependencies: [
-                "RouseWire",
+                "RouseClock", "RouseWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
-        .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        .target(name: "RouseActivation"),
         // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
         // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
-        .target(name: "RouseAgentCore", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
+        .target(name: "RouseAgentCore", dependencies: ["RouseClock"]),
         // The one clock (monotonic + wall) every shell reads, and the manual clock tests advance.
-        .target(name: "RouseClock", swiftSettings: swiftSettings),
+        .target(name: "RouseClock"),
         // `--version` of every binary; deploy/package.sh stamps release builds.
-        .target(name: "RouseBuildInfo", swiftSettings: swiftSettings),
+        .target(name: "RouseBuildInfo"),
 
         // MARK: Bindings
-        .target(name: "RouseSystem", dependencies: ["CRouseSys"], swiftSettings: swiftSettings),
+        .target(name: "RouseSystem", dependencies: ["CRouseSys"]),
         // Child processes for the tests and the rouse-bench executable (posix_spawn with only fds 0-2, through
         // RouseSystem); no daemon and no library product links it (the daemons' short children go through RouseState's
         // ShortChild).
-        .target(name: "RouseChildProcess", dependencies: ["RouseSystem"], swiftSettings: swiftSettings),
+        .target(name: "RouseChildProcess", dependencies: ["RouseClock", "RouseSystem"]),
         // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
-        .target(
-            name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"],
-            swiftSettings: swiftSettings),
+        .target(name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"]),
         .target(
             name: "RouseHTTP2",
             dependencies: [
                 "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseClock", "RouseEventLoop", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .target(
             name: "RouseCurl",
-            dependencies: ["CCurl", "CRouseCurl", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
+            dependencies: ["CCurl", "CRouseCurl", "RouseSystem", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "RouseNetlink",
-            dependencies: ["CRouseSys", "RouseSystem"],
-            swiftSettings: swiftSettings
+            dependencies: ["CRouseSys", "RouseSystem"]
         ),
 
         // MARK: Products
@@ -109,16 +93,14 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseSystem",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .target(
             name: "RouseReachability",
             dependencies: [
-                "RouseEventLoop", "RouseNetlink", "RouseSystem", "RouseWire",
+                "RouseClock", "RouseEventLoop", "RouseNetlink", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .target(
             name: "RouseGateway",
@@ -129,8 +111,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .target(
             name: "RouseSender",
@@ -138,8 +119,7 @@ let package = Package(
                 "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RouseCurl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .target(
             name: "RouseState",
@@ -147,18 +127,18 @@ let package = Package(
                 "RouseSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .target(
             name: "RouseDaemon",
-            dependencies: ["RouseEventLoop", "RouseWire", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
+            dependencies: [
+                "RouseClock", "RouseEventLoop", "RouseSystem", "RouseWire",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation", "RouseSystem", "RouseWire"],
-            swiftSettings: swiftSettings
+            dependencies: ["RouseActivation", "RouseClock", "RouseSystem", "RouseWire"]
         ),
         .target(
             name: "RouseAgent",
@@ -167,43 +147,38 @@ let package = Package(
                 "RouseState", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
 
         // MARK: Executables
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseBuildInfo",
+                "RouseAgent", "RouseDaemon", "RouseState", "RouseSystem", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient", "RouseActivation", "RouseWire"],
-            swiftSettings: swiftSettings
+            dependencies: ["RouseAgentClient", "RouseActivation", "RouseWire"]
         ),
         .executableTarget(
             name: "rouse",
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
                 "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
-                "RouseDaemon", "RouseClock",
+                "RouseDaemon", "RouseClock", "RouseSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // `rouse reach watch` without Foundation, ArgumentParser or the C libraries `rouse` links.
         .executableTarget(
             name: "rouse-reach",
-            dependencies: ["RouseReachability", "RouseSystem", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
+            dependencies: ["RouseReachability", "RouseSystem", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "rouse-gateway",
@@ -214,8 +189,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "rouse-bench",
@@ -225,46 +199,46 @@ let package = Package(
                 "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .executableTarget(
             name: "rouse-state-crasher",
-            dependencies: ["RouseState", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
+            dependencies: ["RouseState", "RouseSystem", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: Tests
-        .target(
-            name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport",
-            swiftSettings: swiftSettings),
-        .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
-        .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
-        .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
-        .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"], swiftSettings: swiftSettings),
+        .target(name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport"),
         .testTarget(
-            name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock"], swiftSettings: swiftSettings),
+            name: "RouseAPNsTests",
+            dependencies: ["RouseAPNs", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"]),
+        .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"]),
+        // The errno policy of the one syscall layer, each rule on a real call.
+        .testTarget(name: "RouseSystemTests", dependencies: ["RouseSystem"]),
+        .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"]),
+        .testTarget(name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock", "RouseSystem"]),
         .testTarget(
             name: "RouseHTTP2Tests",
             dependencies: [
                 "RouseHTTP2", "RouseClock", "RouseEventLoop", "RouseSystem", "RouseCurl", "RouseTestSupport",
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "RouseMockAPNsTests",
-            dependencies: ["RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseTestSupport"],
-            resources: [],
-            swiftSettings: swiftSettings
+            dependencies: [
+                "RouseMockAPNs", "RouseAPNs", "RouseCurl", "RouseTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: []
         ),
         .testTarget(
             name: "RouseSenderTests",
-            dependencies: ["RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseClock", "RouseTestSupport"],
-            swiftSettings: swiftSettings
+            dependencies: [
+                "RouseSender", "RouseMockAPNs", "RouseAPNs", "RouseClock", "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
-        .testTarget(
-            name: "RouseActivationTests", dependencies: ["RouseActivation", "RouseTestSupport"],
-            swiftSettings: swiftSettings),
+        .testTarget(name: "RouseActivationTests", dependencies: ["RouseActivation", "RouseTestSupport"]),
         .testTarget(
             name: "RouseGatewayTests",
             dependencies: [
@@ -273,8 +247,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "RouseAgentTests",
@@ -284,30 +257,42 @@ let package = Package(
                 "RouseEventLoop",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "RouseReachabilityTests",
             dependencies: [
-                "RouseReachability", "RouseEventLoop", "RouseNetlink", "RouseSystem", "CRouseSys", "RouseTestSupport",
-            ],
-            swiftSettings: swiftSettings
+                "RouseReachability", "RouseClock", "RouseEventLoop", "RouseNetlink", "RouseSystem", "CRouseSys",
+                "RouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The first-run commands and the CLI's manners, through the built products.
         .testTarget(
             name: "RouseFirstRunTests",
-            dependencies: ["RouseAgent", "RouseAgentCore", "RouseGateway", "RouseTestSupport"],
-            swiftSettings: swiftSettings),
+            dependencies: ["RouseAgent", "RouseAgentCore", "RouseGateway", "RouseTestSupport"]
+        ),
         .testTarget(
             name: "RouseStateTests",
             dependencies: [
                 "RouseState", "RouseSystem", "RouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Guard rails for every Swift target, applied here so a target added later gets them without asking (as at the end of
+// swift-log's Package.swift): Swift 6 language mode (strict concurrency, `swiftLanguageModes` above) everywhere,
+// `any` on every existential, imports visible only where declared. `ROUSE_STRICT=1` (set by `deploy/test.sh`, so by
+// CI) turns every warning into an error.
+let strict = Context.environment["ROUSE_STRICT"] == "1"
+for target in package.targets where [.executable, .test, .regular].contains(target.type) {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    if strict { settings.append(.treatAllWarnings(as: .error)) }
+    target.swiftSettings = settings
+}

@@ -9,6 +9,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 deploy/install-deps.sh
 echo "== docs/architecture.md shows Package.swift's targets" >&2
 deploy/target-graph.sh --check docs/architecture.md
+echo "== the rules of docs/architecture.md (deploy/check-rules.sh)" >&2 && deploy/check-rules.sh
 echo "== swift format lint" >&2
 swift format lint --strict --recursive Package.swift Sources Tests
 echo "== build (warnings are errors)" >&2
@@ -18,7 +19,7 @@ echo "== test" >&2
 # create; after the tests, deploy/check-leftovers.sh fails the run if any of them is still there.
 run="run$$"
 status=0
-run_tests() { ROUSE_TEST_RUN="$run" ROUSE_STRICT=1 swift test --skip-build "$@" || status=$?; }
+run_tests() { ROUSE_TEST_RUN="$run" ROUSE_STRICT=1 ROUSE_LOOP_STALL_LIMIT_MS=2000 swift test --skip-build "$@" || status=$?; }
 if [ $# -gt 0 ]; then
     run_tests "$@"
 else

@@ -124,7 +124,6 @@ pid_t rouse_pidfd_pid(int pidfd) {
     return pid;
 }
 
-int rouse_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
 
 int rouse_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
                          gid_t gid, const gid_t *groups, int group_count, pid_t *pid_out) {

@@ -1,4 +1,4 @@
-import Glibc
+import RouseClock
 
 /// A wall-clock instant in UNIX milliseconds, passed in by callers so that rules never read a clock.
 ///
@@ -38,8 +38,6 @@ public struct APNsTime: Hashable, Comparable, Sendable, CustomStringConvertible 
 extension APNsTime {
     /// The wall clock now (`CLOCK_REALTIME`). Engines take `now` as a parameter; only I/O shells call this.
     public static func now() -> APNsTime {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return APNsTime(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+        APNsTime(milliseconds: SystemClock().wallMilliseconds)
     }
 }

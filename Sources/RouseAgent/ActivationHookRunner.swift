@@ -35,7 +35,7 @@ final class ActivationHookRunner: Sendable {
             return !work.running
         }
         guard start else { return }
-        let thread = Thread { [self] in
+        Sys.detachedThread(name: "rouse-agent-hook") { [self] in
             while true {
                 let (next, waiters) = work.withLock { work -> (HookEvent?, [CheckedContinuation<Void, Never>]) in
                     if work.queue.isEmpty {
@@ -52,8 +52,6 @@ final class ActivationHookRunner: Sendable {
                 runNow(next)
             }
         }
-        thread.name = "rouse-agent-hook"
-        thread.start()
     }
 
     /// Waits until every queued run has finished (for shutdown and tests).

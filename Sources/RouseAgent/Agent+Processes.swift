@@ -93,14 +93,12 @@ extension Agent {
     /// A thread waits for the process to exit (reaps it when it is our `child`; a re-attached handler is not).
     func watch(_ name: String, _ process: HandlerProcess, child: Bool) {
         let exited = AsyncStream<Int32>.makeStream()
-        let waiter = Thread {
+        Sys.detachedThread(name: "rouse-agent-wait-\(process.pid)") {
             let status =
                 child ? Sys.wait(pidfd: process.pidfd) : Sys.waitForExit(pidfd: process.pidfd)
             exited.continuation.yield(status)
             exited.continuation.finish()
         }
-        waiter.name = "rouse-agent-wait-\(process.pid)"
-        waiter.start()
         Task {
             for await status in exited.stream { self.processExited(name, process: process, status: status) }
         }

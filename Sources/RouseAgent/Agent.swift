@@ -128,14 +128,12 @@ public actor Agent: Service {
         let admission = admission
         let clock = time.clock
         let logger = logger
-        let thread = Thread {
+        Sys.detachedThread(name: "rouse-agent-accept") {
             admission.acceptLoop(listener: listenerFD, clock: clock, logger: logger) { fd, peer in
                 accepted.continuation.yield((fd, peer))
             }
             accepted.continuation.finish()
         }
-        thread.name = "rouse-agent-accept"
-        thread.start()
         background.append(
             Task {
                 for await (fd, peer) in accepted.stream { self.accepted(fd, peer: peer) }

@@ -48,7 +48,7 @@ final class IPCConnection: Sendable {
 
     /// Starts the reader thread.
     func start() {
-        let thread = Thread { [self] in
+        Sys.detachedThread(name: "rouse-agent-ipc-\(id)") { [self] in
             var decoder = FrameDecoder<AgentRequest>()
             // Descriptors passed with frames (SCM_RIGHTS) arrive with the frame's first bytes: at most one can wait
             // for a frame still incomplete; any more were sent without a frame claiming them and are closed.
@@ -84,8 +84,6 @@ final class IPCConnection: Sendable {
             self.continuation.yield(.closed)
             self.continuation.finish()
         }
-        thread.name = "rouse-agent-ipc-\(id)"
-        thread.start()
     }
 
     /// Sends a message; false if the connection is closed or the write failed. Never blocks: the agent's actor

@@ -1,5 +1,6 @@
 import Foundation
 import RouseActivation
+import RouseClock
 import RouseSystem
 import RouseWire
 import Synchronization
@@ -48,7 +49,7 @@ public final class AgentClient: Sendable {
                         path: socketPath ?? environment["ROUSE_AGENT_SOCKET"] ?? Self.defaultSocketPath)))
         }
         (messages, continuation) = AsyncStream.makeStream(of: AgentEvent.self)
-        let thread = Thread { [self] in
+        try Sys.startThread(name: "rouse-agent-client") { [self] in
             defer {
                 continuation.finish()
                 for waiter in requests.close() { waiter.resume(throwing: Self.connectionClosed) }
@@ -56,7 +57,7 @@ public final class AgentClient: Sendable {
             var socket = connection.withLock { $0.socket }
             // Until when a lost connection is retried: a window from the last connection that carried messages,
             // so that an agent still dying (a connection accepted, then reset) costs a retry, not the handler.
-            var deadline: ContinuousClock.Instant?
+            var deadline: RouseInstant?
             while true {
                 var decoder = FrameDecoder<AgentEvent>()
                 var received = false
@@ -94,23 +95,24 @@ public final class AgentClient: Sendable {
                 // Requests sent on the lost connection are never answered: they fail now.
                 for waiter in requests.failPending() { waiter.resume(throwing: Self.connectionClosed) }
                 if refused { return }
-                if received || deadline == nil { deadline = ContinuousClock.now + Self.reconnectWindow }
+                if received || deadline == nil { deadline = Self.clock.deadline(after: Self.reconnectWindow) }
                 guard let limit = deadline, let next = reconnect(until: limit) else { return }
                 socket = next
             }
         }
-        thread.name = "rouse-agent-client"
-        thread.start()
     }
+
+    /// The clock of the reconnect window.
+    private static let clock = SystemClock()
 
     private static let connectionClosed = AgentRequestError(
         code: "connectionClosed", detail: "the connection to the agent closed before the answer")
 
     /// After the inherited connection closed: connects to the socket until it works or `deadline` passes, then
     /// registers again. Nil when there is nowhere to reconnect (a socket-path client) or the client was closed.
-    private func reconnect(until deadline: ContinuousClock.Instant) -> ClientSocket? {
+    private func reconnect(until deadline: RouseInstant) -> ClientSocket? {
         guard let path = connection.withLock({ $0.closed ? nil : $0.reconnectPath }) else { return nil }
-        while ContinuousClock.now < deadline {
+        while Self.clock.now < deadline {
             if let socket = try? ClientSocket.connect(path: path) {
                 let registration: AgentRequest? = connection.withLock { state in
                     state.socket = socket
@@ -119,7 +121,7 @@ public final class AgentClient: Sendable {
                 if let registration { try? socket.write(FrameCodec.encode(registration)) }
                 return socket
             }
-            Thread.sleep(forTimeInterval: 0.05)
+            Sys.pause(milliseconds: 50)
         }
         return nil
     }

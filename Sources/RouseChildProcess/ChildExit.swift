@@ -22,7 +22,7 @@ final class ChildExit: Sendable {
 
     init(pid: pid_t) {
         self.pid = pid
-        Thread.detachNewThread { [self] in
+        Sys.detachedThread(name: "rouse-child-exit") { [self] in
             Sys.waitForExit(pid: pid)
             let waiters = state.withLock { state in
                 let raw = Sys.reap(pid)

@@ -117,7 +117,7 @@ package enum ChildProcess {
         let errors = PipeCollector(spawned.stderr)
         let writer = spawned.stdin
         let bytes = stdin.map { Array($0) } ?? []
-        Thread.detachNewThread {
+        Sys.detachedThread(name: "rouse-child-in") {
             // A child that never reads its stdin must not block the test: written on a thread.
             _ = Sys.writeToChild(writer, bytes)
             Sys.close(writer)

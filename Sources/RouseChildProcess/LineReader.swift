@@ -27,7 +27,7 @@ package final class LineReader: @unchecked Sendable {  // `iterator` is used by 
         _ descriptor: Int32, into continuation: AsyncStream<String>.Continuation,
         onLine: (@Sendable (String) -> Void)?, finally: @escaping @Sendable () -> Void
     ) {
-        Thread.detachNewThread {
+        Sys.detachedThread(name: "rouse-lines") {
             var line: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             func emit() {

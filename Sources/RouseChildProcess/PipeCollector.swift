@@ -9,7 +9,7 @@ final class PipeCollector: Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init(_ descriptor: Int32) {
-        Thread.detachNewThread { [self] in
+        Sys.detachedThread(name: "rouse-pipe") { [self] in
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
                 let count = buffer.withUnsafeMutableBytes { Sys.readFromChild(descriptor, into: $0) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RouseClock
 import RouseSystem
 
 /// What the kernel shows of a running process in `/proc`: memory, CPU time, sockets, and wake-ups (context switches
@@ -56,8 +57,9 @@ package enum ProcessProbe {
     package static func wakeUps(_ pid: pid_t, over window: Duration, voluntaryOnly: Bool = false) async throws -> Int {
         let first = switches(pid, voluntaryOnly: voluntaryOnly)
         var last = first
-        let end = ContinuousClock.now + window
-        while ContinuousClock.now < end {
+        let clock = SystemClock()
+        let end = clock.deadline(after: window)
+        while clock.now < end {
             try await Task.sleep(for: .milliseconds(100))
             last.merge(switches(pid, voluntaryOnly: voluntaryOnly)) { $1 }
         }
@@ -68,15 +70,16 @@ package enum ProcessProbe {
     /// 250 ms: the timers that the set-up armed fire once and are gone. False when it did not go quiet within `limit`.
     package static func settle(_ pid: pid_t, quiet: Duration, limit: Duration) async throws -> Bool {
         var last = switches(pid, voluntaryOnly: true)
-        var since = ContinuousClock.now
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now - since < quiet {
-            guard ContinuousClock.now < deadline else { return false }
+        let clock = SystemClock()
+        var since = clock.now
+        let deadline = clock.deadline(after: limit)
+        while since.duration(to: clock.now) < quiet {
+            guard clock.now < deadline else { return false }
             try await Task.sleep(for: .milliseconds(250))
             let now = switches(pid, voluntaryOnly: true)
             if now != last {
                 last = now
-                since = .now
+                since = clock.now
             }
         }
         return true

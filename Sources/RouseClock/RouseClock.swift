@@ -38,6 +38,9 @@ public protocol RouseClock: Clock, Sendable where Instant == RouseInstant {
     /// The wall clock now, in UNIX milliseconds.
     var wallMilliseconds: Int64 { get }
 
+    /// The wall clock now, in UNIX microseconds (event timestamps that keep sub-millisecond order).
+    var wallMicroseconds: Int64 { get }
+
     /// Calls `body` whenever time moves other than by itself passing — a ``ManualClock`` advanced by a test — so a
     /// loop that sleeps in `epoll_wait` until its next timer can look again. The ``SystemClock`` never calls it.
     func whenAdvanced(_ body: @escaping @Sendable () -> Void)
@@ -46,6 +49,9 @@ public protocol RouseClock: Clock, Sendable where Instant == RouseInstant {
 extension RouseClock {
     /// The instant `duration` from now.
     public func deadline(after duration: Duration) -> RouseInstant { now.advanced(by: duration) }
+
+    /// ``wallMilliseconds`` in microseconds, for a clock that keeps no finer wall time.
+    public var wallMicroseconds: Int64 { wallMilliseconds &* 1000 }
 }
 
 /// The machine's clocks: `CLOCK_MONOTONIC` and `CLOCK_REALTIME`. Sleeping goes through `Task.sleep`, so it runs on
@@ -66,6 +72,12 @@ public struct SystemClock: RouseClock {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) &* 1000 &+ Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    public var wallMicroseconds: Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) &* 1_000_000 &+ Int64(spec.tv_nsec) / 1000
     }
 
     public func sleep(until deadline: RouseInstant, tolerance: Duration? = nil) async throws {
@@ -110,6 +122,8 @@ public final class ManualClock: RouseClock {
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     public var wallMilliseconds: Int64 { state.withLock { $0.wallNanoseconds / 1_000_000 } }
+
+    public var wallMicroseconds: Int64 { state.withLock { $0.wallNanoseconds / 1000 } }
 
     /// How many tasks sleep on this clock now: a test waits for the code under test to reach its sleep before it
     /// advances the clock.

@@ -1,6 +1,7 @@
 import CCurl
 import Glibc
 import Logging
+import RouseSystem
 import Synchronization
 
 /// The thread that runs libcurl's multi interface for one ``CurlHTTPClient``: attaches submitted transfers,
@@ -57,23 +58,11 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Starts the loop thread; it keeps the loop alive until it stops.
     func start() throws {
-        let retained = Unmanaged.passRetained(self)
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread,
-            nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<CurlMultiLoop>.fromOpaque(argument).takeRetainedValue().run()
-                return nil
-            },
-            retained.toOpaque()
-        )
-        guard result == 0 else {
-            retained.release()
-            throw CurlError.threadStart(result)
+        do {
+            try Sys.startThread(name: "rouse-curl") { [self] in run() }
+        } catch {
+            throw CurlError.threadStart(error.errno)
         }
-        pthread_detach(thread)
     }
 
     /// Hands a transfer to the loop; fails it at once if the loop is stopping.
@@ -149,10 +138,10 @@ final class CurlMultiLoop: @unchecked Sendable {
                 }
                 active = [:]
                 awaitingHead = []
-                usleep(10_000)  // do not spin if the multi handle keeps failing
+                Sys.pause(milliseconds: 10)  // do not spin if the multi handle keeps failing
             } catch {
                 logger.error("unexpected curl loop error", metadata: ["error": "\(error)"])
-                usleep(10_000)
+                Sys.pause(milliseconds: 10)
             }
         }
         let (leftover, waiters) = shared.withLock { shared in

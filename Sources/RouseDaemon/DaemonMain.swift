@@ -1,5 +1,5 @@
-import Glibc
 import RouseEventLoop
+import RouseSystem
 
 /// The start of a Rouse daemon (rouse-agent, rouse-gateway, `rouse mock-apns`), so that an idle daemon sleeps: its
 /// signals taken by the main thread (``DaemonSignals``) and Swift concurrency run on one epoll loop
@@ -12,20 +12,16 @@ package enum DaemonMain {
     package static func run(
         loopName: String, signals: [Int32], _ body: sending @escaping () async -> Void
     ) -> Never {
-        var set = sigset_t()
-        sigemptyset(&set)
-        for signal in signals { sigaddset(&set, signal) }
-        pthread_sigmask(SIG_BLOCK, &set, nil)
+        let set = Sys.blockSignals(signals)
         do {
             _ = try LoopExecutor.install(name: loopName)
         } catch {
-            let message = Array("\(loopName): cannot start its event loop: \(error)\n".utf8)
-            _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-            exit(1)
+            Sys.writeStandardError("\(loopName): cannot start its event loop: \(error)\n")
+            Sys.exit(1)
         }
         Task {
             await body()
-            exit(0)
+            Sys.exit(0)
         }
         DaemonSignals.wait(for: set)
     }

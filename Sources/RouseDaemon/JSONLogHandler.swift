@@ -1,10 +1,13 @@
 import Foundation
 import Logging
+import RouseClock
 import RouseWire
 
 /// One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
 package struct JSONLogHandler: LogHandler {
     let label: String
+    /// The clock of the `time` field (UNIX seconds, microseconds kept).
+    private let clock = SystemClock()
     package var logLevel: Logger.Level = .info
     package var metadata: Logger.Metadata = [:]
 
@@ -21,7 +24,8 @@ package struct JSONLogHandler: LogHandler {
     package func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
-        var line = "{\"time\":\(Date().timeIntervalSince1970),\"level\":\"\(event.level)\""
+        let time = Double(clock.wallMicroseconds) / 1_000_000
+        var line = "{\"time\":\(time),\"level\":\"\(event.level)\""
         line += ",\"label\":\(quoted(label)),\"message\":\(quoted(event.message.description))"
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line += ",\(quoted(key)):\(quoted(value.description))"

@@ -14,6 +14,13 @@ package protocol EventLoopFDHandler: AnyObject {
 /// Everything registered with a loop is touched only on its thread; `execute` is the way in from elsewhere. Its
 /// timers run on the ``RouseClock`` it was made with: with a `ManualClock` they fire when a test advances the clock
 /// (the loop is woken to look again), never by themselves. A loop with no timer sleeps in `epoll_wait` for ever.
+///
+/// The contract, checked: every loop-confined method (`register`, `modify`, `unregister`, `forget`, `schedule`,
+/// `cancelTimer`) asserts in debug builds that it runs on the loop's thread (or before the thread started, or after it
+/// ended), as swift-nio's `assertInEventLoop`; code confined to a loop calls ``assertInLoop(file:line:)`` the same way.
+/// With `ROUSE_LOOP_STALL_LIMIT_MS` set (the test command sets it), a pass of the loop that holds its thread longer than
+/// that, not counting time spent waiting for a CPU, ends the process with the loop's name (``StallDetector``): a
+/// callback that blocks a daemon's only loop fails the test that caused it.
 public final class EventLoop: @unchecked Sendable {  // `pending` is under its Mutex; the rest is loop-thread only.
     private let epfd: Int32
     private let wakeFD: Int32
@@ -27,6 +34,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     private var thread: LoopThread?
     /// The loop thread's `pthread_t` (0 until started).
     private let threadID = Atomic<UInt>(0)
+    private let stalls: StallDetector?
     /// The loop's name, for logs and thread names.
     public let name: String
     /// The clock its timers run on; what the connections on this loop read as "now".
@@ -36,6 +44,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     public init(name: String, clock: any RouseClock = SystemClock()) throws {
         self.name = name
         self.clock = clock
+        stalls = StallDetector.fromEnvironment(loop: name)
         epfd = try Sys.epollCreate()
         wakeFD = try Sys.eventFD()
         try Sys.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: UInt64(wakeFD))
@@ -51,14 +60,25 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// Starts the loop's thread.
     public func start() {
         thread = LoopThread(name: name) { [self] in
-            threadID.store(UInt(pthread_self()), ordering: .releasing)
+            threadID.store(Sys.currentThread, ordering: .releasing)
             run()
+            threadID.store(0, ordering: .releasing)
         }
     }
 
     /// Whether the caller runs on this loop's thread.
     public var inLoop: Bool {
-        threadID.load(ordering: .acquiring) == UInt(pthread_self())
+        threadID.load(ordering: .acquiring) == Sys.currentThread
+    }
+
+    /// Traps (debug builds only) unless the caller runs on this loop's thread, or the loop's thread has not started yet
+    /// or has ended (set-up and tear-down from the thread that owns the loop): what every loop-confined method checks
+    /// first.
+    @inline(__always)
+    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(
+            inLoop || threadID.load(ordering: .acquiring) == 0,
+            "\(name): a loop-confined call from another thread (use execute)", file: file, line: line)
     }
 
     /// Runs `work` on the loop's thread, soon.
@@ -92,15 +112,18 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     package static var readable: UInt32 { EPOLLIN.rawValue }
 
     package func register(_ fd: Int32, events: UInt32, handler: any EventLoopFDHandler) throws {
+        assertInLoop()
         try Sys.epollControl(epfd, EPOLL_CTL_ADD, fd, events: events, data: UInt64(UInt32(bitPattern: fd)))
         handlers[fd] = handler
     }
 
     package func modify(_ fd: Int32, events: UInt32) {
+        assertInLoop()
         try? Sys.epollControl(epfd, EPOLL_CTL_MOD, fd, events: events, data: UInt64(UInt32(bitPattern: fd)))
     }
 
     package func unregister(_ fd: Int32) {
+        assertInLoop()
         try? Sys.epollControl(epfd, EPOLL_CTL_DEL, fd, events: 0, data: 0)
         handlers[fd] = nil
     }
@@ -108,16 +131,25 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// Drops the handler of a descriptor that was closed already (by a library that owns it, such as libpq on a
     /// lost connection): closing removed it from epoll, and `unregister` would name a descriptor no longer ours.
     package func forget(_ fd: Int32) {
+        assertInLoop()
         handlers[fd] = nil
     }
 
     /// Calls `body` on the loop after `delay`; returns an id for `cancelTimer`.
     @discardableResult
     package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> UInt64 {
-        timers.insert(deadline: now &+ delay.wholeNanoseconds, body)
+        assertInLoop()
+        return timers.insert(deadline: now &+ delay.wholeNanoseconds, body)
+    }
+
+    /// Timers the heap holds (cancelled ones until they come up): for tests that wait until something armed one.
+    package var timerCount: Int {
+        assertInLoop()
+        return timers.count
     }
 
     package func cancelTimer(_ id: UInt64) {
+        assertInLoop()
         timers.cancel(id)
     }
 
@@ -135,6 +167,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
                 preconditionFailure("\(error)")
             }
             wakeUps.add(1, ordering: .relaxed)
+            let pass = stalls?.begin()
             for i in 0..<Int(n) {
                 let fd = Int32(truncatingIfNeeded: events[i].data.u64)
                 let flags = events[i].events
@@ -149,6 +182,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
             for body in timers.takeDue(now: now) { body() }
             // What the timers queued (they run on the loop: `execute` did not wake it).
             runPending()
+            if let pass { stalls?.end(pass) }
         }
     }
 

@@ -20,7 +20,9 @@ package final class LoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor
     package let loop: EventLoop
     private let finished = DispatchSemaphore(value: 0)
 
-    private init(loop: EventLoop) { self.loop = loop }
+    /// An executor on `loop` (running), not installed: tasks reach it with `Task(executorPreference:)`. For tests; a
+    /// daemon uses ``install(name:)``.
+    package init(loop: EventLoop) { self.loop = loop }
 
     /// The installed executor (nil until ``install()``).
     nonisolated(unsafe) package private(set) static var shared: LoopExecutor?

@@ -1,5 +1,5 @@
 /// A min-heap of one-shot timers (deadlines in nanoseconds on the loop's clock) with lazy cancellation (cancelled ids
-/// are skipped when they come up).
+/// are skipped when they come up). Timers with the same deadline fire in the order they were inserted.
 struct TimerHeap {
     private struct Entry {
         var deadline: UInt64
@@ -17,7 +17,7 @@ struct TimerHeap {
         var i = heap.count - 1
         while i > 0 {
             let parent = (i - 1) / 2
-            if heap[parent].deadline <= heap[i].deadline { break }
+            if !Self.before(heap[i], heap[parent]) { break }
             heap.swapAt(parent, i)
             i = parent
         }
@@ -33,7 +33,9 @@ struct TimerHeap {
         while let top = heap.first, bodies[top.id] == nil { popMin() }
         guard let top = heap.first else { return -1 }
         if top.deadline <= now { return 0 }
-        let ms = (top.deadline - now + 999_999) / 1_000_000
+        // Rounded up without overflowing for a deadline near the end of time (`schedule(after:)` with a huge delay).
+        let remaining = top.deadline - now
+        let ms = remaining / 1_000_000 + (remaining % 1_000_000 == 0 ? 0 : 1)
         return Int32(min(ms, UInt64(Int32.max)))
     }
 
@@ -47,6 +49,14 @@ struct TimerHeap {
         return due
     }
 
+    /// Earlier deadline first; on a tie, the older timer (ids grow with each insert).
+    private static func before(_ a: Entry, _ b: Entry) -> Bool {
+        a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id
+    }
+
+    /// Live and cancelled-but-not-yet-skipped timers: what the heap holds.
+    var count: Int { heap.count }
+
     private mutating func popMin() {
         let last = heap.removeLast()
         if heap.isEmpty { return }
@@ -56,8 +66,8 @@ struct TimerHeap {
             let l = 2 * i + 1
             let r = l + 1
             var smallest = i
-            if l < heap.count && heap[l].deadline < heap[smallest].deadline { smallest = l }
-            if r < heap.count && heap[r].deadline < heap[smallest].deadline { smallest = r }
+            if l < heap.count && Self.before(heap[l], heap[smallest]) { smallest = l }
+            if r < heap.count && Self.before(heap[r], heap[smallest]) { smallest = r }
             if smallest == i { return }
             heap.swapAt(i, smallest)
             i = smallest

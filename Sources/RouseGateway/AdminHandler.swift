@@ -1,6 +1,7 @@
 import Foundation
 import RouseAPNs
 import RouseHTTP2
+import RouseSystem
 import Synchronization
 
 /// Read-only admin views over the store and the metrics.
@@ -214,9 +215,7 @@ final class AdminQueue: Sendable {
             return !state.draining
         }
         if start {
-            let thread = Thread { [self] in drain() }
-            thread.name = "rouse-gateway-admin"
-            thread.start()
+            Sys.detachedThread(name: "rouse-gateway-admin") { [self] in drain() }
         }
         return true
     }

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import RouseSystem
 
 /// One PostgreSQL connection through libpq: the only file that calls libpq.
 ///
@@ -17,8 +18,8 @@ final class PostgresConnection {
         let keywords = pairs.map { strdup($0.0) } + [nil]
         let values = pairs.map { strdup($0.1) } + [nil]
         defer {
-            for pointer in keywords { free(pointer) }
-            for pointer in values { free(pointer) }
+            for pointer in keywords { Sys.free(pointer) }
+            for pointer in values { Sys.free(pointer) }
         }
         let connection = keywords.map { UnsafePointer($0) }.withUnsafeBufferPointer { keywordBuffer in
             values.map { UnsafePointer($0) }.withUnsafeBufferPointer { valueBuffer in
@@ -62,7 +63,7 @@ final class PostgresConnection {
         var lengths: [Int32] = []
         var formats: [Int32] = []
         var buffers: [UnsafeMutablePointer<CChar>?] = []
-        defer { for buffer in buffers { free(buffer) } }
+        defer { for buffer in buffers { Sys.free(buffer) } }
         for parameter in parameters {
             switch parameter {
             case .null:

@@ -154,22 +154,17 @@ public final class HTTP2Client: Sendable {
         let name = host == "localhost" ? "127.0.0.1" : host
         if let address = SocketAddress(ip: name, port: port) { return address }
         return try await withCheckedThrowingContinuation { c in
-            Thread.detachNewThread {
-                var hints = addrinfo()
-                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-                var result: UnsafeMutablePointer<addrinfo>?
-                let rv = getaddrinfo(name, String(port), &hints, &result)
-                defer { if let result { freeaddrinfo(result) } }
-                guard rv == 0, let first = result, let sa = first.pointee.ai_addr else {
-                    let reason = String(cString: gai_strerror(rv))
-                    c.resume(throwing: ConnectError(description: "cannot resolve \(host): \(reason)"))
-                    return
+            let resolve: @Sendable () -> Void = {
+                switch Sys.resolveFirst(host: name, port: port) {
+                case .success(let address): c.resume(returning: address)
+                case .failure(let error):
+                    c.resume(throwing: ConnectError(description: "cannot resolve \(host): \(error.reason)"))
                 }
-                var storage = sockaddr_storage()
-                withUnsafeMutableBytes(of: &storage) { raw in
-                    raw.copyMemory(from: UnsafeRawBufferPointer(start: sa, count: Int(first.pointee.ai_addrlen)))
-                }
-                c.resume(returning: SocketAddress(storage: storage, length: first.pointee.ai_addrlen))
+            }
+            do {
+                try Sys.startThread(name: "rouse-resolve", resolve)
+            } catch {
+                c.resume(throwing: ConnectError(description: "cannot resolve \(host): \(error)"))
             }
         }
     }

@@ -15,8 +15,7 @@ public final class HTTP2Server: Sendable {
     /// The address the server listens on (with the real port when 0 was asked).
     public let localAddress: SocketAddress
     /// The socket file of a Unix-domain listener and its identity, removed at shutdown if it is still ours.
-    private let unixPath: String?
-    private let unixFile: (dev_t, ino_t)?
+    private let unixFile: Sys.UnixSocketFile?
 
     /// Binds and starts serving. Every connection gets a handler from `factory`; its timers (handshake,
     /// authentication, request and idle limits, the accept pause) run on `clock`.
@@ -35,29 +34,13 @@ public final class HTTP2Server: Sendable {
         let shared = ServerShared(
             configuration: configuration, tls: tls, factory: factory, logger: logger, loops: loops)
         var listeners: [Listener] = []
-        var unixFile: (dev_t, ino_t)?
-        if let unixPath {
-            // A socket file nobody listens on (its process died) is replaced; a live one, or any other file, is left
-            // alone and bind reports EADDRINUSE.
-            var status = stat()
-            if lstat(unixPath, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
-                && !Self.someoneListens(on: address)
-            {
-                Glibc.unlink(unixPath)
-            }
-        }
+        var unixFile: Sys.UnixSocketFile?
         for loop in loops {
             let fd = try Sys.socket(family: address.family, type: Int32(SOCK_STREAM.rawValue))
             do {
                 if let unixPath {
-                    // Linux creates the socket file with the socket's own mode (less the umask): set it before bind, so
-                    // the file never exists with a wider one.
-                    guard fchmod(fd, configuration.unixSocketMode) == 0 else {
-                        throw SystemError(call: "fchmod", errno: errno)
-                    }
-                    try Sys.bind(fd, address)
-                    var status = stat()
-                    if lstat(unixPath, &status) == 0 { unixFile = (status.st_dev, status.st_ino) }
+                    // The one policy of socket files: a stale one replaced, the mode set before bind.
+                    unixFile = try Sys.bindUnix(fd, path: unixPath, mode: configuration.unixSocketMode)
                 } else {
                     try Sys.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
                     try Sys.setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
@@ -68,7 +51,7 @@ public final class HTTP2Server: Sendable {
             } catch {
                 Sys.close(fd)
                 for l in listeners { Sys.close(l.fd) }
-                if let unixPath, let unixFile { Self.unlink(unixPath, ifStill: unixFile) }
+                if let unixFile { Sys.removeSocketFile(unixFile) }
                 throw error
             }
             listeners.append(Listener(fd: fd, loop: loop, shared: shared))
@@ -76,7 +59,6 @@ public final class HTTP2Server: Sendable {
         self.shared = shared
         self.loops = loops
         self.localAddress = address
-        self.unixPath = unixPath
         self.unixFile = unixFile
         for (loop, listener) in zip(loops, listeners) {
             try loop.register(listener.fd, events: EPOLLIN.rawValue, handler: listener)
@@ -130,25 +112,6 @@ public final class HTTP2Server: Sendable {
             }
         }
         for loop in loops { loop.stopAndWait() }
-        if let unixPath, let unixFile { Self.unlink(unixPath, ifStill: unixFile) }
-    }
-
-    /// Removes `path` only if it is still the file this server created (another process may have taken the path).
-    private static func unlink(_ path: String, ifStill file: (dev_t, ino_t)) {
-        var status = stat()
-        guard lstat(path, &status) == 0, status.st_dev == file.0, status.st_ino == file.1 else { return }
-        Glibc.unlink(path)
-    }
-
-    /// Whether a process accepts connections on the Unix socket `address` (a refused connect means a stale file).
-    private static func someoneListens(on address: SocketAddress) -> Bool {
-        guard let fd = try? Sys.socket(family: address.family, type: Int32(SOCK_STREAM.rawValue)) else { return true }
-        defer { Sys.close(fd) }
-        do {
-            _ = try Sys.connect(fd, address)
-            return true
-        } catch {
-            return error.errno != ECONNREFUSED
-        }
+        if let unixFile { Sys.removeSocketFile(unixFile) }
     }
 }

@@ -77,7 +77,7 @@ enum NGHTTP2Allocator {
             if block != nil { mappedLength = length }
         }
         if size >= mappedThreshold, mappedLength == 0 { mappings.subtract(1, ordering: .relaxed) }
-        if block == nil { block = zeroed ? calloc(1, total) : malloc(total) }
+        if block == nil { block = Sys.allocate(total, zeroed: zeroed) }
         guard let block else { return nil }
         block.storeBytes(of: size, as: Int.self)
         block.storeBytes(of: mappedLength, toByteOffset: 8, as: Int.self)
@@ -95,7 +95,7 @@ enum NGHTTP2Allocator {
             mappings.subtract(1, ordering: .relaxed)
             if !Sys.unmap(block, length: mappedLength) { lost.add(1, ordering: .relaxed) }
         } else {
-            free(block)
+            Sys.free(block)
         }
     }
 
@@ -105,7 +105,7 @@ enum NGHTTP2Allocator {
         let oldSize = block.load(as: Int.self)
         let mappedLength = block.load(fromByteOffset: 8, as: Int.self)
         if mappedLength == 0 && size < mappedThreshold {
-            guard let grown = realloc(block, size + headerSize) else { return nil }
+            guard let grown = Sys.reallocate(block, to: size + headerSize) else { return nil }
             grown.storeBytes(of: size, as: Int.self)
             bytes.add(size - oldSize, ordering: .relaxed)
             return grown + headerSize

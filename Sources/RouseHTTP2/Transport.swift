@@ -120,7 +120,7 @@ final class Transport {
         case SSL_ERROR_ZERO_RETURN:
             return .endOfFile
         case SSL_ERROR_SYSCALL:
-            let e = errno
+            let e = Sys.currentErrno
             if e == 0 { return .endOfFile }
             throw TransportError(kind: .io(SystemError(call: "SSL_\(operation)", errno: e)))
         default:

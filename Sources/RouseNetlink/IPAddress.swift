@@ -1,4 +1,5 @@
 import Glibc
+import RouseSystem
 
 /// An IPv4 or IPv6 address as raw network-order bytes (4 or 16 of them).
 public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Comparable {
@@ -29,17 +30,8 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Comparable
 
     /// Parses dotted-quad IPv4 or RFC 4291 IPv6 text (no zone, no brackets); nil if invalid.
     public init?(_ text: String) {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            self.bytes = withUnsafeBytes(of: v4) { Array($0) }
-            return
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            self.bytes = withUnsafeBytes(of: v6) { Array($0) }
-            return
-        }
-        return nil
+        guard let bytes = Sys.parseAddress(text) else { return nil }
+        self.bytes = bytes
     }
 
     /// The all-zero address of a family (`0.0.0.0` or `::`).
@@ -83,13 +75,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Comparable
     }
 
     public var description: String {
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let family = self.family == .v4 ? AF_INET : AF_INET6
-        let ok = bytes.withUnsafeBytes { raw in
-            inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
-        }
-        guard ok else { return bytes.map { String($0) }.joined(separator: ".") }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        Sys.formatAddress(bytes) ?? bytes.map { String($0) }.joined(separator: ".")
     }
 
     public static func < (lhs: IPAddress, rhs: IPAddress) -> Bool {

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import RouseClock
 import RouseEventLoop
 import RouseNetlink
 import RouseSystem
@@ -106,7 +107,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
             Sys.eventFDDrain(eventDescriptor)
             stopping = processCommands()
         }
-        let deadlinePassed = evaluator.nextDeadline.map { Sys.wallClockSeconds() >= $0 } ?? false
+        let deadlinePassed = evaluator.nextDeadline.map { monotonicSeconds >= $0 } ?? false
         if !stopping && (evaluator.needsEvaluation || deadlinePassed) { evaluate() }
         publishStatistics()
         for barrier in barriers { barrier.signal() }
@@ -114,19 +115,23 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         if stopping { finish() } else { armDeadline() }
     }
 
-    /// A loop timer for the evaluator's next deadline (a wall-clock time), if it has one; none otherwise, so an idle
-    /// monitor sleeps until the kernel speaks.
+    /// A loop timer for the evaluator's next deadline (seconds on the loop's monotonic clock), if it has one; none
+    /// otherwise, so an idle monitor sleeps until the kernel speaks.
     private func armDeadline() {
         if let deadlineTimer { loop.cancelTimer(deadlineTimer) }
         deadlineTimer = nil
         guard let deadline = evaluator.nextDeadline else { return }
-        let milliseconds = ((deadline - Sys.wallClockSeconds()) * 1000).rounded(.up)
+        let milliseconds = ((deadline - monotonicSeconds) * 1000).rounded(.up)
         let delay = Duration.milliseconds(Int64(max(0, min(milliseconds, Double(Int32.max)))))
         deadlineTimer = loop.schedule(after: delay) { [self] in
             deadlineTimer = nil
             queueIteration()
         }
     }
+
+    /// Now on the loop's clock, in seconds from its origin: what the evaluator's deadlines are measured on (the
+    /// monotonic clock, or a test's manual one; never the wall clock, which an NTP step moves).
+    private var monotonicSeconds: Double { loop.clock.now.offset.inSeconds }
 
     private func finish() {
         if let deadlineTimer { loop.cancelTimer(deadlineTimer) }
@@ -202,7 +207,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
                 try dumpAll()
                 pendingDump = false
                 let overflow = ReachabilityOverflow(
-                    overruns: statistics.overruns, timestamp: Sys.wallClockSeconds())
+                    overruns: statistics.overruns, timestamp: ReachabilityMonitor.wallSeconds(loop.clock))
                 deliverSynchronously(.overflow(overflow), to: monitor.shared.withLock { $0.synchronousHandlers })
             } catch {
                 // Still churning: the next burst retries.
@@ -265,7 +270,8 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         guard let query else { return }
         statistics.evaluations += 1
         let oracle = KernelOracle(socket: query, logger: logger, evaluator: evaluator)
-        let actions = evaluator.evaluate(now: Sys.wallClockSeconds(), oracle: oracle)
+        let actions = evaluator.evaluate(
+            now: monotonicSeconds, wall: ReachabilityMonitor.wallSeconds(loop.clock), oracle: oracle)
         statistics.routeLookups += oracle.routeLookups
         statistics.staleRetries += oracle.staleRetries
         statistics.connectProbes += oracle.connectProbes
@@ -287,7 +293,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
         }
         for target in evaluator.watchedTargets {
             guard let result = evaluator.result(for: target) else { continue }
-            handler(.event(.changed(ReachabilityMonitor.initial(target, result))))
+            handler(.event(.changed(ReachabilityMonitor.initial(target, result, clock: loop.clock))))
         }
         monitor.shared.withLock { state in
             if state.subscribers[id] != nil { state.subscribers[id] = .synchronous(handler, active: true) }

@@ -181,7 +181,11 @@ public struct ReachabilityEvaluator: Sendable {
     /// `.reachability` or `.path`; none for unrelated churn), a `.sourceAddressChanged` after it when
     /// the preferred source changed under a still-satisfied path, and name re-resolutions when the links
     /// or global addresses changed.
-    public mutating func evaluate(now: Double, oracle: some RouteOracle) -> [Action] {
+    ///
+    /// `now` is what deadlines are measured on (seconds on a monotonic clock, which an NTP step does not move); `wall`
+    /// is the UNIX time the events carry as their timestamps (`now` when nil, for callers with one clock).
+    public mutating func evaluate(now: Double, wall: Double? = nil, oracle: some RouteOracle) -> [Action] {
+        let timestamp = wall ?? now
         needsEvaluation = false
         var actions: [Action] = []
         for target in order {
@@ -205,7 +209,7 @@ public struct ReachabilityEvaluator: Sendable {
                     .emit(
                         .changed(
                             ReachabilityChange(
-                                target: target, result: new, previous: old, reason: reason, timestamp: now,
+                                target: target, result: new, previous: old, reason: reason, timestamp: timestamp,
                                 kind: kind))))
             }
             if let before = old?.path.sourceAddress, let after = new.path.sourceAddress, before != after,
@@ -214,7 +218,8 @@ public struct ReachabilityEvaluator: Sendable {
                 actions.append(
                     .emit(
                         .sourceAddressChanged(
-                            SourceAddressChange(target: target, previous: before, current: after, timestamp: now))))
+                            SourceAddressChange(target: target, previous: before, current: after, timestamp: timestamp))
+                    ))
             }
         }
         deletedRoutes = []

@@ -22,7 +22,7 @@ public enum ReachabilityLines {
                 return error
             }
         }
-        if let failure { Glibc.exit(failure.errno == EPIPE ? 0 : 1) }
+        if let failure { Sys.exit(failure.code == .brokenPipe ? 0 : 1) }
     }
 
     /// The text line of a notice: every `.changed` (a path change says `path:`) and every overflow; nil

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import RouseClock
 import RouseEventLoop
 import RouseNetlink
 import RouseSystem
@@ -25,12 +26,17 @@ public final class ReachabilityMonitor: Sendable {
         public var evaluator: ReachabilityEvaluator.Configuration
         /// Resolver for host-name targets.
         public var resolver: any HostResolver
+        /// The clock of the monitor's own loop: its deadlines (flap damping, route expiry) and its events' timestamps.
+        /// A test passes a `ManualClock`. (On a caller's loop, that loop's clock.)
+        public var clock: any RouseClock
 
         /// Creates settings.
         public init(
             networkNamespacePath: String? = nil, receiveBufferSize: Int = 4 << 20,
-            evaluator: ReachabilityEvaluator.Configuration = .init(), resolver: any HostResolver = SystemHostResolver()
+            evaluator: ReachabilityEvaluator.Configuration = .init(), resolver: any HostResolver = SystemHostResolver(),
+            clock: any RouseClock = SystemClock()
         ) {
+            self.clock = clock
             self.networkNamespacePath = networkNamespacePath
             self.receiveBufferSize = receiveBufferSize
             self.evaluator = evaluator
@@ -124,7 +130,7 @@ public final class ReachabilityMonitor: Sendable {
             loop = givenLoop
         } else {
             do {
-                loop = try EventLoop(name: "rouse-reach")
+                loop = try EventLoop(name: "rouse-reach", clock: configuration.clock)
             } catch {
                 Sys.close(eventDescriptor)
                 shared.withLock { $0.phase = .stopped }
@@ -252,7 +258,7 @@ public final class ReachabilityMonitor: Sendable {
             state.nextSubscriber += 1
             for target in state.order {
                 if let result = state.results[target] {
-                    continuation.yield(.changed(Self.initial(target, result)))
+                    continuation.yield(.changed(Self.initial(target, result, clock: clock)))
                 }
             }
             state.subscribers[id] = .stream(continuation)
@@ -279,7 +285,7 @@ public final class ReachabilityMonitor: Sendable {
             state.nextSubscriber += 1
             for target in state.order {
                 if let result = state.results[target] {
-                    let event = ReachabilityEvent.changed(Self.initial(target, result))
+                    let event = ReachabilityEvent.changed(Self.initial(target, result, clock: clock))
                     queue.async { handler(event) }
                 }
             }
@@ -310,9 +316,20 @@ public final class ReachabilityMonitor: Sendable {
         _ = shared.withLock { $0.subscribers.removeValue(forKey: token) }
     }
 
-    static func initial(_ target: ReachabilityTarget, _ result: ReachabilityResult) -> ReachabilityChange {
+    static func initial(
+        _ target: ReachabilityTarget, _ result: ReachabilityResult, clock: any RouseClock
+    ) -> ReachabilityChange {
         ReachabilityChange(
             target: target, result: result, previous: nil, reason: "current value",
-            timestamp: Sys.wallClockSeconds(), kind: .initial)
+            timestamp: wallSeconds(clock), kind: .initial)
+    }
+
+    /// The UNIX time events carry, in seconds with microseconds, read on the monitor's clock.
+    static func wallSeconds(_ clock: any RouseClock) -> Double { Double(clock.wallMicroseconds) / 1_000_000 }
+
+    /// The clock of the monitor's loop: the caller's loop's, or the configuration's for a loop of its own.
+    var clock: any RouseClock {
+        if let givenLoop, configuration.networkNamespacePath == nil { return givenLoop.clock }
+        return configuration.clock
     }
 }

@@ -61,6 +61,17 @@ extension Sys {
         pthread_detach(try createThread(name: name, stackSize: nil, body))
     }
 
+    /// ``startThread(name:_:)`` for a caller with no way to report a thread that cannot start (no thread left, `EAGAIN`):
+    /// the process ends with the reason, as Foundation's `Thread.start()` ends it. The package's threads all start
+    /// through these functions (deploy/check-rules.sh): plain, named `pthread`s.
+    package static func detachedThread(name: String, _ body: @escaping @Sendable () -> Void) {
+        do {
+            try startThread(name: name, body)
+        } catch {
+            preconditionFailure("\(name): cannot start a thread: \(error)")
+        }
+    }
+
     /// Starts a joinable thread running `body` with a stack of `stackSize` bytes, named `name` (at most 15 bytes are
     /// kept): an event loop's thread, which ``joinThread(_:)`` waits for when the loop stops.
     package static func startJoinableThread(
@@ -121,13 +132,6 @@ extension Sys {
         while nanosleep(&request, &remaining) != 0 && Glibc.errno == EINTR { request = remaining }
     }
 
-    /// The wall clock (`CLOCK_REALTIME`), in seconds since 1970 with microsecond resolution.
-    package static func wallClockSeconds() -> Double {
-        var spec = timespec()
-        guard clock_gettime(CLOCK_REALTIME, &spec) == 0 else { return 0 }
-        return Double(spec.tv_sec) + Double(spec.tv_nsec / 1000) / 1_000_000
-    }
-
     /// CPU time (user + system) of the whole process, in nanoseconds.
     package static func processCPUTimeNanoseconds() -> UInt64 { cpuTime(CLOCK_PROCESS_CPUTIME_ID) }
 
@@ -175,5 +179,54 @@ extension Sys {
             cursor = entry.pointee.ai_next
         }
         return result
+    }
+
+    /// `getaddrinfo(3)` for a stream connection to `host`:`port`: the first address, as the resolver ordered them.
+    /// Blocks. A failure is thrown with the `EAI_*` code in place of an errno (`gai_strerror` in `reason`).
+    package static func resolveFirst(host: String, port: UInt16) -> Result<SocketAddress, ResolveError> {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let rv = getaddrinfo(host, String(port), &hints, &result)
+        defer { if let result { freeaddrinfo(result) } }
+        guard rv == 0, let first = result, let sa = first.pointee.ai_addr else {
+            return .failure(ResolveError(reason: String(cString: gai_strerror(rv))))
+        }
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: sa, count: Int(first.pointee.ai_addrlen)))
+        }
+        return .success(SocketAddress(storage: storage, length: first.pointee.ai_addrlen))
+    }
+
+    /// Why a name did not resolve (`gai_strerror`).
+    package struct ResolveError: Error, Sendable {
+        /// The resolver's words.
+        package let reason: String
+    }
+
+    /// The 4 or 16 bytes of a numeric IPv4 or IPv6 address (`inet_pton(3)`), or `nil` when `text` is neither.
+    package static func parseAddress(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
+    /// The text of a 4- or 16-byte address (`inet_ntop(3)`), or `nil` for any other length.
+    package static func formatAddress(_ bytes: [UInt8]) -> String? {
+        let family: Int32
+        switch bytes.count {
+        case 4: family = AF_INET
+        case 16: family = AF_INET6
+        default: return nil
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let ok = bytes.withUnsafeBytes { raw in
+            inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
+        }
+        guard ok else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

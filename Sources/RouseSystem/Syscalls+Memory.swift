@@ -32,3 +32,22 @@ extension Sys {
         return value
     }()
 }
+
+// The C heap, for C libraries that take allocator callbacks or hand over strings to free (nghttp2, libpq): `nil` when
+// the allocator has nothing left, for the caller to report as that library expects.
+extension Sys {
+    /// `malloc(3)`, or `calloc(3)` when `zeroed`.
+    package static func allocate(_ size: Int, zeroed: Bool = false) -> UnsafeMutableRawPointer? {
+        zeroed ? calloc(1, size) : malloc(size)
+    }
+
+    /// `realloc(3)`: the block moved or grown to `size` bytes, or `nil` (the old block then stays valid).
+    package static func reallocate(_ pointer: UnsafeMutableRawPointer?, to size: Int) -> UnsafeMutableRawPointer? {
+        realloc(pointer, size)
+    }
+
+    /// `free(3)` of a block from the C heap (``allocate(_:zeroed:)``, `strdup`, a C library).
+    package static func free(_ pointer: UnsafeMutableRawPointer?) {
+        Glibc.free(pointer)
+    }
+}

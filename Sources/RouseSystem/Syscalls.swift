@@ -2,12 +2,10 @@ import CRouseSys
 import Glibc
 
 // The package's one syscall layer: `Sys`, in this file and its `Syscalls+*.swift` extensions, holds the libc calls
-// for descriptors, sockets, files, processes and accounts of the agent, the state store, the client library,
-// netlink and reachability, the child processes of tests and benchmarks, and the event loop (its epoll and its
-// thread). (Not folded in yet: RouseDaemon's systemd notify and signal mask, rouse-bench's helpers.
-// rouse-example-handler calls libc itself on purpose: it is the model of a handler, which links RouseAgentClient
-// alone.) Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the
-// call (and the path), with its `Errno`.
+// of every target (deploy/check-rules.sh fails on one elsewhere; rouse-bench's helpers and rouse-example-handler
+// call libc themselves, the latter on purpose: it is the model of a handler, which links RouseAgentClient alone).
+// Each wrapper reads `errno` at once and either returns its result or throws a `SystemError` naming the call (and the
+// path), with its `Errno`.
 //
 // errno policy (one for the whole package):
 // - EINTR: retried here, callers never see it (`epoll_wait` and `poll` return "nothing ready" instead, so a loop

@@ -1,5 +1,6 @@
 import Foundation
 import RouseState
+import RouseSystem
 
 /// The user's systemd manager, for the per-user mode.
 enum UserManager {
@@ -8,7 +9,7 @@ enum UserManager {
     /// on a thread of its own: the program may take a while to answer, and the agent's loop must not wait for it.
     static func environment(systemctl program: String) async -> [String: String] {
         await withCheckedContinuation { (continuation: CheckedContinuation<[String: String], Never>) in
-            Thread.detachNewThread { continuation.resume(returning: read(program)) }
+            Sys.detachedThread(name: "rouse-agent-env") { continuation.resume(returning: read(program)) }
         }
     }
 

@@ -6,7 +6,7 @@ import RouseSystem
 // rouse-reach watch TARGET… [--json] [--netns PATH]: `rouse reach watch` (the same monitor, targets and
 // lines) built without Foundation, ArgumentParser, Swift concurrency or the C libraries `rouse` links
 // for its other commands (libcurl, OpenSSL, nghttp2, SQLite), so that an idle watcher holds only the
-// Swift runtime, libc and its own pages. The README's `rouse reach` section has the figures.
+// Swift runtime, libc and its own pages. docs/benchmarks.md's `rouse reach` section has the figures.
 
 let usage = """
     usage: rouse-reach watch TARGET… [--json] [--netns PATH]
@@ -21,7 +21,7 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
     bytes.withUnsafeBytes { raw in
         do throws(SystemError) { try Sys.writeAll(2, raw) } catch {}
     }
-    exit(status)
+    Sys.exit(status)
 }
 
 var arguments = CommandLine.arguments.dropFirst()

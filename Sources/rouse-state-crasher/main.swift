@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RouseState
+import RouseSystem
 
 // rouse-state-crasher: writes a preservation archive and SIGKILLs itself at a chosen write step, so tests
 // can check what a reader finds after a crash at every step of the atomic write sequence; or (mode
@@ -15,11 +16,11 @@ import RouseState
 //   ROUSE_STATE_TAG       a marker put in every piece ("new")
 //   ROUSE_STATE_PIECES    how many call entries under `calls` (each with a `ui` child)
 //   ROUSE_STATE_CRASH_AT  a write step (create-temp, write-first-half, …, done); unset: no crash
-func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+func environment(_ name: String) -> String? { Sys.environment(name) }
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("rouse-state-crasher: \(message)\n".utf8))
-    exit(2)
+    Sys.exit(2)
 }
 
 guard let directory = environment("ROUSE_STATE_DIR"), let keyDirectory = environment("ROUSE_STATE_KEY_DIR"),
@@ -38,14 +39,14 @@ do {
     let store = try SealedStore(
         directory: directory, keys: KeyRing(key: loaded.current), logger: logger,
         faultHook: { step, path in
-            if step == crashAt && path.hasSuffix("/\(archiveName)") { raise(SIGKILL) }
+            if step == crashAt && path.hasSuffix("/\(archiveName)") { Sys.raise(SIGKILL) }
         })
     let preservation = PreservationStore(store: store, logger: logger)
     if environment("ROUSE_STATE_MODE") == "launch" {
         let offered = try preservation.beginLaunch(handler: handler)
         // Unbuffered, so the line is out before the kill.
         FileHandle.standardOutput.write(Data("offered \(offered?.pieces.count ?? 0)\n".utf8))
-        raise(SIGKILL)
+        Sys.raise(SIGKILL)
     }
     var archive = PreservationArchive(info: .init(handler: handler, writerVersion: "1.0", createdAt: 0))
     archive.preserve(Array("\(tag)-calls".utf8), at: try RestorationPath("calls"))

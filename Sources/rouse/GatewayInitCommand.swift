@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import RouseAPNs
 import RouseGateway
+import RouseSystem
 
 extension GatewayCommand {
     /// `rouse gateway init --hostname NAME (--cert FILE --key FILE | --self-signed)`: the first-run command of a
@@ -173,10 +174,10 @@ struct ServiceUser {
     let gid: gid_t
 
     init?(name: String) {
-        guard let entry = getpwnam(name) else { return nil }
+        guard let account = Sys.account(named: name) else { return nil }
         self.name = name
-        uid = entry.pointee.pw_uid
-        gid = entry.pointee.pw_gid
+        uid = account.uid
+        gid = account.gid
     }
 
     /// Hands `paths` to the user (owner and group).

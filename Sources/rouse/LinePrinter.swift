@@ -1,4 +1,5 @@
 import Foundation
+import RouseSystem
 import Synchronization
 
 /// Writes whole lines to stdout, unbuffered, from any thread (one line is never interleaved with another).
@@ -23,7 +24,7 @@ enum StandardOutput {
         } catch {
             if isBrokenPipe(error) { readerGone() }
             FileHandle.standardError.write(Data("rouse: cannot write to standard output: \(error)\n".utf8))
-            exit(74)  // EX_IOERR
+            Sys.exit(74)  // EX_IOERR
         }
     }
 
@@ -41,12 +42,6 @@ enum StandardOutput {
     /// Ends the process by SIGPIPE (its default action: no core, no message; a shell with `pipefail` sees
     /// 141, as for any other program in the pipeline).
     static func readerGone() -> Never {
-        signal(SIGPIPE, SIG_DFL)
-        var pipeOnly = sigset_t()
-        sigemptyset(&pipeOnly)
-        sigaddset(&pipeOnly, SIGPIPE)
-        pthread_sigmask(SIG_UNBLOCK, &pipeOnly, nil)
-        raise(SIGPIPE)
-        _exit(128 + SIGPIPE)
+        Sys.dieOfBrokenPipe()
     }
 }

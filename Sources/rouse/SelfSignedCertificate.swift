@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RouseNetlink
 
 /// A self-signed TLS certificate for a private gateway (`rouse gateway init --self-signed`), made by the
 /// `openssl` command: a P-256 key, 825 days, the host name as subject and as subjectAltName (DNS or IP),
@@ -46,9 +47,7 @@ enum SelfSignedCertificate {
     }
 
     static func isIPAddress(_ text: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+        IPAddress(text) != nil
     }
 }
 

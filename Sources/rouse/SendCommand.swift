@@ -4,6 +4,7 @@ import Logging
 import RouseAPNs
 import RouseDaemon
 import RouseSender
+import RouseSystem
 
 /// `rouse send`: send VoIP, background or alert pushes to APNs (or anything speaking its protocol).
 struct SendCommand: AsyncParsableCommand {
@@ -100,7 +101,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let report = SendReport(total: settings.tokens.count, json: json)
         let progress =
-            !json && !quiet && settings.tokens.count > 1 && isatty(2) == 1 ? ProgressBar(report: report) : nil
+            !json && !quiet && settings.tokens.count > 1 && Sys.isTerminal(2) ? ProgressBar(report: report) : nil
         progress?.start()
         let template = settings.push
         let tokens = settings.tokens

@@ -19,7 +19,7 @@ final class SendReport: Sendable {
 
     let total: Int
     let json: Bool
-    let started = ContinuousClock.now
+    let started = SystemClock().now
     private let counts = Mutex(Counts())
     private let printer = LinePrinter()
 
@@ -99,7 +99,7 @@ final class SendReport: Sendable {
 
     func printSummary() {
         let c = snapshot
-        let elapsed = Self.milliseconds(ContinuousClock.now - started) / 1000
+        let elapsed = Self.milliseconds(started.duration(to: SystemClock().now)) / 1000
         let sorted = c.latenciesMS.sorted()
         let p50 = Self.percentile(sorted, 0.5)
         let p99 = Self.percentile(sorted, 0.99)
@@ -166,7 +166,7 @@ final class ProgressBar: Sendable {
 
     static func draw(_ report: SendReport) {
         let c = report.snapshot
-        let elapsed = SendReport.milliseconds(ContinuousClock.now - report.started) / 1000
+        let elapsed = SendReport.milliseconds(report.started.duration(to: SystemClock().now)) / 1000
         let rate = elapsed > 0 ? Double(c.done) / elapsed : 0
         let width = 30
         let filled = report.total > 0 ? min(width, c.done * width / report.total) : width

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import RouseClock
 import RouseNetlink
 import RouseReachability
 import RouseTestSupport
@@ -140,10 +141,10 @@ final class EventRecorder: Sendable {
 /// Starts a monitor inside a fixture's namespace with the given targets.
 func startMonitor(
     in fixture: NetworkNamespaceFixture, targets: [ReachabilityTarget], receiveBufferSize: Int = 4 << 20,
-    resolver: any HostResolver = SystemHostResolver()
+    resolver: any HostResolver = SystemHostResolver(), clock: any RouseClock = SystemClock()
 ) throws -> (ReachabilityMonitor, EventRecorder) {
     let configuration = ReachabilityMonitor.Configuration(
-        networkNamespacePath: fixture.path, receiveBufferSize: receiveBufferSize, resolver: resolver)
+        networkNamespacePath: fixture.path, receiveBufferSize: receiveBufferSize, resolver: resolver, clock: clock)
     let monitor = ReachabilityMonitor(configuration: configuration, logger: Logger(label: "rouse.test"))
     for target in targets { monitor.watch(target) }
     try monitor.start()

@@ -40,6 +40,4 @@ pid_t rouse_pidfd_pid(int pidfd);
 /// `*count` is the capacity on entry, the number filled on return; -1 with errno (ERANGE: too small).
 int rouse_peer_groups(int fd, gid_t *groups, int *count);
 
-/// accept4(fd, NULL, NULL, SOCK_CLOEXEC); -1 with errno on failure.
-int rouse_accept(int fd);
 #endif

@@ -1,0 +1,57 @@
+import RouseClock
+import RouseSystem
+
+/// Notices a pass of an event loop that held its thread too long: a callback that blocked (a synchronous connect, a
+/// disk write, a lock held by a stuck thread) stops every other connection, timer and task on that loop, and a daemon
+/// has one. On only when `ROUSE_LOOP_STALL_LIMIT_MS` is set (the test command sets it for every test run); a stall
+/// then ends the process with the loop's name and the time held, so the test that caused it fails.
+///
+/// A loaded machine must not make it fire: the time the thread waited for a CPU (the kernel's run-queue delay,
+/// `/proc/thread-self/schedstat`) is not counted, only time running or blocked.
+final class StallDetector: Sendable {
+    /// The longest a pass may hold the loop, in nanoseconds.
+    let limit: UInt64
+    let loop: String
+    private let clock = SystemClock()
+
+    init(loop: String, limit: Duration) {
+        self.loop = loop
+        self.limit = limit.wholeNanoseconds
+    }
+
+    /// A detector when `ROUSE_LOOP_STALL_LIMIT_MS` holds a positive number; nil (off) otherwise.
+    static func fromEnvironment(loop: String) -> StallDetector? {
+        guard let text = Sys.environment("ROUSE_LOOP_STALL_LIMIT_MS"), let ms = Int64(text), ms > 0 else { return nil }
+        return StallDetector(loop: loop, limit: .milliseconds(ms))
+    }
+
+    /// A pass's start: the monotonic time and the thread's run-queue delay so far.
+    struct Pass {
+        var started: UInt64
+        var waited: UInt64
+    }
+
+    func begin() -> Pass { Pass(started: clock.now.nanoseconds, waited: Self.runQueueDelay()) }
+
+    func end(_ pass: Pass) {
+        let elapsed = clock.now.nanoseconds &- pass.started
+        guard elapsed > limit else { return }
+        let waited = Self.runQueueDelay() &- pass.waited
+        let held = elapsed > waited ? elapsed - waited : 0
+        guard held > limit else { return }
+        let message =
+            "event loop \(loop): one pass held the loop \(held / 1_000_000) ms (limit \(limit / 1_000_000) ms, "
+            + "\(waited / 1_000_000) ms more waiting for a CPU not counted): a callback blocked it\n"
+        Sys.writeStandardError(message)
+        preconditionFailure(message)
+    }
+
+    /// Nanoseconds the calling thread has spent runnable but waiting for a CPU (the second field of
+    /// `/proc/thread-self/schedstat`); 0 when the kernel does not keep it.
+    static func runQueueDelay() -> UInt64 {
+        guard let text = Sys.readText("/proc/thread-self/schedstat", maxBytes: 128) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count >= 2, let value = UInt64(fields[1]) else { return 0 }
+        return value
+    }
+}
