@@ -40,11 +40,14 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// The clock its timers run on; what the connections on this loop read as "now".
     public let clock: any RouseClock
 
-    /// A loop named `name` (its thread's name too), its timers on `clock`. Not running until ``start()``.
-    public init(name: String, clock: any RouseClock = SystemClock()) throws {
+    /// A loop named `name` (its thread's name too), its timers on `clock`. Not running until ``start()``. A loop that
+    /// exists to run blocking work on its thread, so that no other loop has to (a store's writer, a database client
+    /// that reconnects, a netlink exchange that waits for the kernel), says `mayBlock: true`: the stall detector leaves
+    /// it alone. Every other loop is watched when the detector is on.
+    public init(name: String, clock: any RouseClock = SystemClock(), mayBlock: Bool = false) throws {
         self.name = name
         self.clock = clock
-        stalls = StallDetector.fromEnvironment(loop: name)
+        stalls = mayBlock ? nil : StallDetector.fromEnvironment(loop: name)
         epfd = try Sys.epollCreate()
         wakeFD = try Sys.eventFD()
         try Sys.epollControl(epfd, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: UInt64(wakeFD))

@@ -79,7 +79,7 @@ public final class GatewayCore: Sendable {
         store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
         clock: any RouseClock, node: String = GatewayConfiguration.defaultNode
     ) throws {
-        loop = try EventLoop(name: "rouse-gateway-store", clock: clock)
+        loop = try EventLoop(name: "rouse-gateway-store", clock: clock, mayBlock: true)
         self.node = node
         self.store = store
         self.limits = limits

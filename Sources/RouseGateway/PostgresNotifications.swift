@@ -37,7 +37,7 @@ final class PostgresNotifications: Sendable {
             ownsLoop = false
         } else {
             do {
-                self.loop = try EventLoop(name: "rouse-gateway-listen", clock: clock)
+                self.loop = try EventLoop(name: "rouse-gateway-listen", clock: clock, mayBlock: true)
             } catch {
                 throw .startup("\(error)")
             }

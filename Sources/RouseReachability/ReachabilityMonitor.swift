@@ -130,7 +130,7 @@ public final class ReachabilityMonitor: Sendable {
             loop = givenLoop
         } else {
             do {
-                loop = try EventLoop(name: "rouse-reach", clock: configuration.clock)
+                loop = try EventLoop(name: "rouse-reach", clock: configuration.clock, mayBlock: true)
             } catch {
                 Sys.close(eventDescriptor)
                 shared.withLock { $0.phase = .stopped }
