@@ -28,6 +28,7 @@ for i in $(seq 1 "$runs"); do
         echo "run $i/$runs: passed" >&2
     else
         echo "run $i/$runs: FAILED" >&2
+        touch "$logs/run-$i.failed"
         status=1
     fi
     deploy/check-leftovers.sh "repeat$$-$i" >>"$log" 2>&1 || {
@@ -47,12 +48,14 @@ for path in sorted(glob.glob(os.path.join(logs, "run-*.log"))):
     names |= set(re.findall(r"Test Case '(.+?)' failed", text))
     for name in names:
         failed[name] += 1
-    if not names and re.search(r"(error: Exited with unexpected signal|Fatal error|crashed|exited with signal)", text):
-        crashed.append(os.path.basename(path))
+    if not names and os.path.exists(path.replace(".log", ".failed")):
+        # The run failed without naming a test: the test process crashed (a trap, the stall detector) or did not build.
+        reason = re.search(r"Fatal error: .*|exited with unexpected signal code \d+", text)
+        crashed.append(f"{os.path.basename(path)}: {reason.group(0) if reason else 'failed without naming a test'}")
 for name, count in sorted(failed.items(), key=lambda item: (-item[1], item[0])):
     print(f"{count}/{runs}  {name}")
-for run in crashed:
-    print(f"{run}: the test process crashed before naming a failed test (see the log)")
+for line in crashed:
+    print(line)
 if not failed and not crashed:
     print(f"no test failed in {runs} run(s)")
 PY

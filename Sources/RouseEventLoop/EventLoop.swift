@@ -18,7 +18,7 @@ package protocol EventLoopFDHandler: AnyObject {
 /// The contract, checked: every loop-confined method (`register`, `modify`, `unregister`, `forget`, `schedule`,
 /// `cancelTimer`) asserts in debug builds that it runs on the loop's thread (or before the thread started, or after it
 /// ended), as swift-nio's `assertInEventLoop`; code confined to a loop calls ``assertInLoop(file:line:)`` the same way.
-/// With `ROUSE_LOOP_STALL_LIMIT_MS` set (the test command sets it), a pass of the loop that holds its thread longer than
+/// With `ROUSE_LOOP_STALL_LIMIT_MS` set (the test command sets it), a callback that holds the loop's thread longer than
 /// that, not counting time spent waiting for a CPU, ends the process with the loop's name (``StallDetector``): a
 /// callback that blocks a daemon's only loop fails the test that caused it.
 public final class EventLoop: @unchecked Sendable {  // `pending` is under its Mutex; the rest is loop-thread only.
@@ -178,18 +178,23 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
                     Sys.eventFDDrain(wakeFD)
                     continue
                 }
-                let handler = handlers[fd]
-                handler?.handleEvents(flags)
+                guard let handler = handlers[fd] else { continue }
+                call(pass) { handler.handleEvents(flags) }
             }
-            runPending()
-            for body in timers.takeDue(now: now) { body() }
+            runPending(pass)
+            for body in timers.takeDue(now: now) { call(pass, body) }
             // What the timers queued (they run on the loop: `execute` did not wake it).
-            runPending()
-            if let pass { stalls?.end(pass) }
+            runPending(pass)
         }
     }
 
-    private func runPending() {
+    /// Runs one callback, timed by the stall detector when it is on.
+    @inline(__always)
+    private func call(_ pass: StallDetector.Pass?, _ callback: () -> Void) {
+        if let stalls, let pass { stalls.measure(pass, callback) } else { callback() }
+    }
+
+    private func runPending(_ pass: StallDetector.Pass?) {
         while true {
             let work = pending.withLock { queue -> [@Sendable () -> Void] in
                 let taken = queue
@@ -197,7 +202,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
                 return taken
             }
             if work.isEmpty { return }
-            for item in work { item() }
+            for item in work { call(pass, item) }
         }
     }
 }

@@ -1,13 +1,15 @@
 import RouseClock
 import RouseSystem
 
-/// Notices a pass of an event loop that held its thread too long: a callback that blocked (a synchronous connect, a
+/// Notices a callback of an event loop that held its thread too long: one that blocked (a synchronous connect, a
 /// disk write, a lock held by a stuck thread) stops every other connection, timer and task on that loop, and a daemon
 /// has one. On only when `ROUSE_LOOP_STALL_LIMIT_MS` is set (the test command sets it for every test run); a stall
 /// then ends the process with the loop's name and the time held, so the test that caused it fails.
 ///
-/// A loaded machine must not make it fire: the time the thread waited for a CPU (the kernel's run-queue delay,
-/// `/proc/thread-self/schedstat`) is not counted, only time running or blocked.
+/// Each callback (a descriptor's handler, a job handed over with `execute`, a timer) is timed on its own, so a flood of
+/// short jobs does not count as one long one. A loaded machine must not make it fire: the time the thread waited for a
+/// CPU since the loop's pass began (the kernel's run-queue delay, `/proc/thread-self/schedstat`, read at the start of
+/// each pass and after a callback that ran long) is not counted, only time running or blocked.
 final class StallDetector: Sendable {
     /// The longest a pass may hold the loop, in nanoseconds.
     let limit: UInt64
@@ -25,23 +27,26 @@ final class StallDetector: Sendable {
         return StallDetector(loop: loop, limit: .milliseconds(ms))
     }
 
-    /// A pass's start: the monotonic time and the thread's run-queue delay so far.
+    /// A pass's start: the thread's run-queue delay so far.
     struct Pass {
-        var started: UInt64
         var waited: UInt64
     }
 
-    func begin() -> Pass { Pass(started: clock.now.nanoseconds, waited: Self.runQueueDelay()) }
+    func begin() -> Pass { Pass(waited: Self.runQueueDelay()) }
 
-    func end(_ pass: Pass) {
-        let elapsed = clock.now.nanoseconds &- pass.started
+    /// Runs one callback of the pass, and ends the process if it held the loop past the limit.
+    func measure(_ pass: Pass, _ callback: () -> Void) {
+        let started = clock.now.nanoseconds
+        callback()
+        let elapsed = clock.now.nanoseconds &- started
         guard elapsed > limit else { return }
+        // An upper bound of the wait during this callback: the wait since the pass began.
         let waited = Self.runQueueDelay() &- pass.waited
         let held = elapsed > waited ? elapsed - waited : 0
         guard held > limit else { return }
         let message =
-            "event loop \(loop): one pass held the loop \(held / 1_000_000) ms (limit \(limit / 1_000_000) ms, "
-            + "\(waited / 1_000_000) ms more waiting for a CPU not counted): a callback blocked it\n"
+            "event loop \(loop): one callback held the loop \(held / 1_000_000) ms (limit \(limit / 1_000_000) ms, "
+            + "\(waited / 1_000_000) ms more waiting for a CPU not counted): it blocked the loop\n"
         Sys.writeStandardError(message)
         preconditionFailure(message)
     }
