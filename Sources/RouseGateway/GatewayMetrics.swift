@@ -44,19 +44,19 @@ public final class GatewayMetrics: Sendable {
     /// A push arrived from a provider and ended as `outcome` (`stored`, `delivered-now`, `dropped-offline`,
     /// `expired`, or an APNs reason).
     public func pushIn(type: String?, outcome: String) {
-        count("rouse_gateway_pushes_in_total", type: type ?? "none", outcome: outcome)
+        count("rouse_gateway_pushes_in_total", type: MetricLabel.pushType(type), outcome: outcome)
     }
 
     /// A push was written to a device channel.
     public func pushOut(type: String?, latencyMilliseconds: Int64) {
-        count("rouse_gateway_pushes_out_total", type: type ?? "none", outcome: "sent")
+        count("rouse_gateway_pushes_out_total", type: MetricLabel.pushType(type), outcome: "sent")
         latency.record(Double(max(latencyMilliseconds, 0)) / 1000)
     }
 
     /// A push was dropped without delivery: `reason` is `collapsed`, `background-slot`,
     /// `expiration-zero-offline`, `channel-closed`, or a storage quota (`token-quota`, `device-quota`).
     public func dropped(type: String?, reason: String, count amount: Int = 1) {
-        for _ in 0..<amount { count("rouse_gateway_dropped_total", type: type ?? "none", outcome: reason) }
+        for _ in 0..<amount { count("rouse_gateway_dropped_total", type: MetricLabel.pushType(type), outcome: reason) }
     }
 
     /// Pushes acknowledged.
@@ -75,10 +75,12 @@ public final class GatewayMetrics: Sendable {
     /// refused (in total, per address), accept pauses (EMFILE), streams refused (buffer budget), request
     /// timeouts, connections that did not authenticate in time. An attack shows here.
     public func recordLimitCounts(listener: String, _ counts: HTTP2ServerLimitCounts) {
+        let listener = MetricLabel.listener(listener)
         let values: [(String, UInt64)] = [
             ("connections-refused", counts.connectionsRefused),
             ("connections-refused-per-address", counts.connectionsRefusedPerAddress),
             ("accept-paused", counts.acceptPauses), ("streams-refused-buffer", counts.streamsRefusedBufferBudget),
+            ("streams-refused-listener-buffer", counts.streamsRefusedListenerBuffer),
             ("request-timeout", counts.requestTimeouts), ("authentication-timeout", counts.authenticationTimeouts),
         ]
         for (limit, value) in values {
@@ -98,13 +100,15 @@ public final class GatewayMetrics: Sendable {
 
     /// One hit of a gateway-level budget (not the HTTP/2 kernel's), counted in the same series.
     public func limitHit(listener: String, limit: String) {
+        let (listener, limit) = (MetricLabel.listener(listener), MetricLabel.limit(limit))
         limitCounter(listener: listener, limit: limit).increment()
         add("limit/\(listener)/\(limit)", 1)
     }
 
     /// The `rouse_gateway_limit_hits_total{listener,limit}` counter.
     private func limitCounter(listener: String, limit: String) -> Counter {
-        counter(
+        let (listener, limit) = (MetricLabel.listener(listener), MetricLabel.limit(limit))
+        return counter(
             key: "limit_hits|\(listener)|\(limit)",
             descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
             labels: [("listener", listener), ("limit", limit)])
@@ -119,6 +123,9 @@ public final class GatewayMetrics: Sendable {
             return counter
         }
     }
+
+    /// A channel close was queued for the store thread (tests: only opened channels queue one).
+    func channelCloseQueued() { add("channel-closes-queued", 1) }
 
     /// Open device channels now.
     public func setConnectedDevices(_ value: Int) { connected.set(to: Double(value)) }
@@ -140,6 +147,9 @@ public final class GatewayMetrics: Sendable {
     public func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
 
     private func count(_ name: String, type: String, outcome: String) {
+        // Every label value from a closed set: a header a peer sent never names a series.
+        let type = MetricLabel.pushType(type)
+        let outcome = MetricLabel.outcome(outcome)
         let label = name == "rouse_gateway_dropped_total" ? "reason" : "outcome"
         let base = String(name.dropFirst("rouse_gateway_".count).dropLast("_total".count))
         counter(

@@ -112,4 +112,40 @@ struct AttackTests {
         await curl.shutdown()
         #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
     }
+
+    @Test("3000 unauthenticated requests, each with its own 4 KiB apns-push-type: /metrics and RSS stay bounded")
+    func headerValuesNameNoSeries() async throws {
+        let directory = try TemporaryDirectory()
+        let gateway = try await GatewayProcess.start(directory: directory, database: directory.path + "/g.sqlite")
+        defer { gateway.kill() }
+        let before = try await adminMetrics(port: gateway.adminPort)
+        let rssBefore = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        var provider = try await Provider.connect(port: gateway.providerPort)
+        let token = String(repeating: "ab", count: 32)
+        var statuses: [Int: Int] = [:]
+        for n in 0..<3000 {
+            let type = String(n) + String(repeating: "t", count: 4096)
+            var answer = await provider.push(token: token, type: type, authorization: "bearer not-a-token")
+            if answer.status < 0 {
+                // The gateway may end a connection; an attacker simply opens the next one.
+                provider.close()
+                provider = try await Provider.connect(port: gateway.providerPort)
+                answer = await provider.push(token: token, type: type, authorization: "bearer not-a-token")
+            }
+            statuses[answer.status, default: 0] += 1
+        }
+        provider.close()
+        #expect(statuses[200] == nil && statuses.values.reduce(0, +) == 3000, "\(statuses)")
+        let after = try await adminMetrics(port: gateway.adminPort)
+        let series = after.split(separator: "\n").filter { $0.hasPrefix("rouse_gateway_pushes_in_total{") }
+        // Before: one series per distinct header value, 3000 series and a 12 MB /metrics.
+        #expect(series.count <= 4, "\(series.count) pushes_in series")
+        #expect(
+            after.utf8.count < before.utf8.count + 4096,
+            "/metrics grew from \(before.utf8.count) to \(after.utf8.count) bytes")
+        #expect(series.contains { $0.contains(#"type="invalid""#) }, "\(series)")
+        let rssAfter = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        #expect(rssAfter < rssBefore + 32 * Self.mebibyte, "RSS \(rssBefore) KiB before, \(rssAfter) KiB after")
+        #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
+    }
 }
