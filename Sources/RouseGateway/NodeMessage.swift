@@ -9,8 +9,9 @@ public enum NodeMessage: Sendable, Hashable {
     /// The device was revoked: close its channel with `revoked`.
     case revoked(deviceID: String)
 
-    /// The largest payload sent in one notification (PostgreSQL's limit is 8000 bytes).
-    public static let maxPayloadBytes = 7000
+    /// The largest payload sent in one notification, before it is sealed (`NodeMessageSeal`: a header line, the
+    /// nonce and tag, base64): PostgreSQL's limit is 8000 bytes.
+    public static let maxPayloadBytes = 5000
 
     /// The message as one line (without its newline).
     public var line: String {
