@@ -121,6 +121,9 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
         timers.cancel(id)
     }
 
+    /// Timer entries held, live and cancelled (tests: cancelled timers must not pile up).
+    package var timerEntries: Int { timers.entryCount }
+
     private func run() {
         let capacity: Int32 = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
