@@ -93,4 +93,25 @@ struct NodeAttackTests {
         #expect(restarted.terminate() == 0, "stderr: \(restarted.stderr)")
         try await nodes.stop()
     }
+
+    @Test("a password in the database URL (a password= parameter) is in no log line or error of the gateway")
+    func passwordNotLogged() async throws {
+        let nodes = try await GatewayNodes.start(count: 1)
+        let directory = try TemporaryDirectory()
+        let url =
+            "postgresql://\(nodes.cluster.user)@127.0.0.1:\(nodes.cluster.port)/missing"
+            + "?password=\(nodes.cluster.password)"
+        var failure = ""
+        do {
+            let gateway = try await GatewayProcess.start(
+                directory: directory, database: url, node: "n9", timeout: .seconds(20))
+            gateway.kill()
+        } catch {
+            failure = "\(error)"
+        }
+        // The database does not exist: the start fails naming it, and, before, the URL with its password.
+        #expect(failure.contains("missing"), "\(failure)")
+        #expect(!failure.contains(nodes.cluster.password), "\(failure)")
+        try await nodes.stop()
+    }
 }
