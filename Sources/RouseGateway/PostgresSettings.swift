@@ -128,8 +128,11 @@ public struct PostgresSettings: Sendable, Equatable {
         if sslmode != nil { return false }
         if let url, url.contains("sslmode=") { return false }
         let target = host ?? url.flatMap(Self.urlHost) ?? ""
-        return
-            !(target.isEmpty || target.hasPrefix("/") || ["localhost", "127.0.0.1", "::1", "[::1]"].contains(target))
+        // Local: the Unix socket (no host, or a directory), the loopback names and 127.0.0.0/8.
+        let local =
+            target.isEmpty || target.hasPrefix("/") || ["localhost", "::1", "[::1]"].contains(target)
+            || target.hasPrefix("127.")
+        return !local
     }
 
     /// The host of a `postgresql://` URL (empty: the local socket).

@@ -36,6 +36,8 @@ struct PostgresSettingsRedactionTests {
             (PostgresSettings(url: "postgresql://rouse@localhost/rouse"), false),
             (PostgresSettings(url: "postgresql://rouse@127.0.0.1:5432/rouse"), false),
             (PostgresSettings(url: "postgresql:///rouse"), false),
+            (PostgresSettings(host: "127.0.0.2"), false),
+            (PostgresSettings(url: "postgresql://rouse@[2001:db8::5]:5432/rouse"), true),
             (PostgresSettings(host: "/run/postgresql"), false),
         ])
     func sslmodeUnset(settings: PostgresSettings, warned: Bool) {
