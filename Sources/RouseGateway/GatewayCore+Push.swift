@@ -170,7 +170,8 @@ extension CoreContext {
     /// received it (the time to commit, wake that node and send).
     static let relayMilliseconds: Int64 = 5000
 
-    /// Sends an `apns-expiration: 0` (or already expired) push on a channel held here, if its window has room; returns the outcome.
+    /// Sends an `apns-expiration: 0` (or already expired) push on a channel held here, if its window has room;
+    /// returns the outcome.
     private mutating func sendEphemeral(_ push: StoredPush, on online: ChannelSlot, offlineReason: String) -> String {
         var online = online
         var push = push

@@ -25,8 +25,8 @@ final class PostgresNotifications: Sendable {
     private let listener: NotificationListener
     private let stopping = Atomic<Bool>(false)
 
-    /// Starts listening for `node` (on `first`, the connection ``claim(settings:node:)`` made, if given); `deliver` gets the messages of each notification, or `nil` after a loss. The
-    /// reconnect backoff runs on `clock`.
+    /// Starts listening for `node` (on `first`, the connection ``claim(settings:node:)`` made, if given); `deliver`
+    /// gets the messages of each notification, or `nil` after a loss. The reconnect backoff runs on `clock`.
     init(
         settings: PostgresSettings, node: String, clusterKey: [UInt8], first: Claim? = nil, metrics: GatewayMetrics,
         logger: Logger, clock: any RouseClock = SystemClock(), on loop: EventLoop? = nil,
@@ -97,6 +97,9 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     private let node: String
     private var opener: NodeMessageSeal.Opener
     private let clock: any RouseClock
+    /// Messages refused so far (logged at the 1st, 2nd, 4th, 8th…: a role that floods NOTIFY does not flood the log;
+    /// the metric counts each).
+    private var refused: UInt64 = 0
     private let metrics: GatewayMetrics
     private let logger: Logger
     private let deliver: @Sendable ([NodeMessage]?) -> Void
@@ -177,7 +180,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
 
     func handleEvents(_ events: UInt32) { readNotifications() }
 
-    fileprivate func readNotifications() {
+    private func readNotifications() {
         guard let live = connection else { return }
         do throws(GatewayError) {
             var messages: [NodeMessage] = []
@@ -187,7 +190,11 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
                 guard case .success(let message) = opened else {
                     if case .failure(let error) = opened {
                         metrics.limitHit(listener: "nodes", limit: "forged-message")
-                        logger.warning("refused a node message", metadata: ["error": "\(error)"])
+                        refused &+= 1
+                        if refused & (refused &- 1) == 0 {
+                            logger.warning(
+                                "refused a node message", metadata: ["error": "\(error)", "refused": "\(refused)"])
+                        }
                     }
                     continue
                 }
