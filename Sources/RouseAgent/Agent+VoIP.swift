@@ -291,6 +291,17 @@ extension Agent {
         armKeepAliveTimer()
     }
 
+    /// `rouse agent status`: `name`'s watched sockets, owed wakes and keep-alive; nil when it has none of them.
+    func voipStatus(_ name: String) -> AgentStatus.VoIP? {
+        let sockets = voipSockets.book.sockets(of: name).map { "\($0.id):\($0.kind.rawValue)" }
+        let owed = handlers.machine(of: name)?.owedWakes.keys.sorted() ?? []
+        let interval = keepAlives.scheduler.interval(of: name)
+        guard !sockets.isEmpty || !owed.isEmpty || interval != nil else { return nil }
+        return AgentStatus.VoIP(
+            sockets: sockets, owedWakes: owed, keepAliveSeconds: interval?.inSeconds,
+            nextKeepAliveInSeconds: keepAlives.scheduler.planned(of: name).map { max(0, ($0 - now).inSeconds) })
+    }
+
     /// Watched sockets' counters (tests, status).
     package var voipSocketCounters: VoIPSocketBook.Counters { voipSockets.book.counters }
 
@@ -300,5 +311,19 @@ extension Agent {
     /// Waits for the keep-alive timer when its deadline passed (tests on a manual clock).
     func settleKeepAliveTimer() async {
         while let due = keepAlives.timer.due { await due.value }
+    }
+}
+
+extension AgentStatus {
+    /// A handler's socket-woken VoIP state (docs/voip-sockets.md).
+    public struct VoIP: Codable, Sendable {
+        /// Watched sockets as `ID:KIND`.
+        public var sockets: [String]
+        /// Socket wakes owing a report.
+        public var owedWakes: [String]
+        /// The keep-alive interval it asked for.
+        public var keepAliveSeconds: Double?
+        /// Seconds to the keep-alive timer that serves it.
+        public var nextKeepAliveInSeconds: Double?
     }
 }

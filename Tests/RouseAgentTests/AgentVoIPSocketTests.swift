@@ -47,6 +47,8 @@ struct AgentVoIPSocketTests {
         try await eventually("suspended again") { await harness.handlerStatus("sip")?.state == "suspended" }
         #expect(await harness.handlerStatus("sip")?.strikes == 0)
         #expect(await harness.agent.voipSocketCounters.wakes == 1)
+        #expect(await harness.handlerStatus("sip")?.voip?.sockets == ["1:stream"])
+        #expect(await harness.agent.status().voipSockets?.added == 1)
         // Not relaunched: the same process.
         #expect(!harness.log("sip").contains { $0.contains("launchReason=voipSocket") })
     }
@@ -116,6 +118,7 @@ struct AgentVoIPSocketTests {
             configure: { _, configuration in configuration.clock = AgentHarness.manualClock() })
         try await harness.admin(.userControl(.init(handler: "sip", state: "started")))
         try await harness.waitForLine("sip", "keepAliveSet seconds=600")
+        #expect(await harness.handlerStatus("sip")?.voip?.keepAliveSeconds == 600)
         try await harness.advance(by: .seconds(1))
         try await eventually("suspended") { await harness.handlerStatus("sip")?.state == "suspended" }
         // Nothing before the tolerance (a tenth of the interval) opens.
