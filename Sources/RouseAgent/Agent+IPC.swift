@@ -61,7 +61,11 @@ extension Agent {
                 handleUnregistered(connection, frame)
                 return
             }
-            handleTransfer(name, connection, frame, descriptor: descriptor)
+            if case .addVoIPSocket = frame.message {
+                handleVoIP(name, connection, frame, descriptor: descriptor)
+            } else {
+                handleTransfer(name, connection, frame, descriptor: descriptor)
+            }
         case .malformed(let error):
             logger.warning(
                 "malformed IPC frame: connection closed",
@@ -137,6 +141,7 @@ extension Agent {
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
             registeredForPreservation(name, connection, optIn: register.preserves == true)
             activations.flushOutbox(name)
+            voipRegistered(name, connection)
             apply(name, handlers.step(name) { $0.registered(now: now) })
             transfersRegistered(name)
             sendFetch(name)
@@ -167,6 +172,7 @@ extension Agent {
             if control.state == "stopped" {
                 quitByUser(name)
                 transfersUserStopped(name)
+                voipHandlerGone(name)
                 apply(name, handlers.step(name) { $0.userStop() })
             } else {
                 apply(name, handlers.step(name) { $0.userStart(now: now) })
@@ -182,7 +188,9 @@ extension Agent {
             }
             connection.send(.statusReply(.init(detail: transfersJSON())), requestID: requestID)
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
-            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete, .unknown:
+            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete,
+            .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone,
+            .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -299,6 +307,8 @@ extension Agent {
             handleTransfer(name, connection, frame, descriptor: nil)
         case .fetchComplete(let request):
             fetchCompleted(name, connection, request, requestID: requestID)
+        case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
+            handleVoIP(name, connection, frame, descriptor: nil)
         case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(

@@ -109,6 +109,8 @@ extension Agent {
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
                 .transfers, .fetchComplete, .unknown:
                 return  // not a transfer request: Agent+IPC dispatches these
+            case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
+                return  // not a transfer request: Agent+IPC dispatches these
             }
         } catch {
             transfers.count("refused-\(error.code)")

@@ -49,6 +49,10 @@ public actor Agent: Service {
     let transfers = Transfers()
     /// Background fetch: see `Agent+Fetch.swift`.
     let fetches: Fetches
+    /// Watched VoIP sockets: see `Agent+VoIP.swift`.
+    let voipSockets: VoIPSockets
+    /// Keep-alive wakes: see `Agent+VoIP.swift`.
+    let keepAlives: KeepAlives
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
@@ -74,6 +78,8 @@ public actor Agent: Service {
         self.rulesTimer = time.timer()
         self.ipc = IPCRegistry(sweep: time.timer())
         self.fetches = Fetches(timer: time.timer())
+        self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits)
+        self.keepAlives = KeepAlives(timer: time.timer())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
         self.admission = IPCAdmission(exempt: [0, Sys.uid])
         let curl = try CurlHTTPClient(logger: logger)
@@ -168,6 +174,7 @@ public actor Agent: Service {
         await activations.drainHooks()
         stopTransfers()
         fetches.timer.cancel()
+        stopVoIP()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed. Real time,
         // not the agent's clock: this waits for the kernel, and a test's manual clock would never let it end.
         for _ in 0..<50 where !handlers.processes.isEmpty {
@@ -209,6 +216,7 @@ public actor Agent: Service {
         guard handlers.contains(name) else { return }
         for action in actions { perform(name, action) }
         syncActivation(name)
+        syncVoIPWatch(name)
         let persisted = handlers.machine(of: name)?.persisted(wallEpochMilliseconds: time.wallEpochMilliseconds)
         if durable.setHandlerRecord(persisted, for: name) {
             reportHandlers()  // the report is strikes and blocks: it changes only with them
@@ -261,6 +269,10 @@ public actor Agent: Service {
                 message = .lifecycle(.init(state: lifecycle.rawValue))
             case .reachability(let reachable):
                 message = .reachability(.init(reachable: reachable))
+            case .voipSocketWake(let wake, let mustReport, let seconds):
+                message = socketWakeMessage(name, wake: wake, mustReport: mustReport, seconds: seconds)
+            case .keepAlive(let id, let seconds):
+                message = .keepAlive(.init(keepAliveID: id, seconds: seconds))
             }
             handlers.connection(of: name)?.send(message)
         case .log(let text, let values):
@@ -284,6 +296,8 @@ public actor Agent: Service {
     /// Waits until the timers whose deadline has passed on the agent's clock have run (a test that advanced a
     /// ``ManualClock`` then sees what they did, or that they did nothing).
     package func settleTimers() async {
+        while let due = rulesTimer.due { await due.value }
+        await settleKeepAliveTimer()
         while let due = rulesTimer.due { await due.value }
     }
 

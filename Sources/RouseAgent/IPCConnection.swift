@@ -61,7 +61,7 @@ final class IPCConnection: Sendable {
                 decoder.append(read.bytes)
                 do throws(FrameError) {
                     while let frame = try decoder.next() {
-                        if case .addTransfer(let add) = frame.message, add.descriptor == true, !descriptors.isEmpty {
+                        if frame.message.carriesDescriptor, !descriptors.isEmpty {
                             self.continuation.yield(.messageWithDescriptor(frame, descriptors.removeFirst()))
                         } else {
                             self.continuation.yield(.message(frame))

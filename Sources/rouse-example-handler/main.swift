@@ -42,6 +42,14 @@ import RouseWire
 // (push-initiated download); `--exit-after-push`: the handler exits once it completed a background push.
 // Background fetch: each `fetch` event is written as `fetch id=ID` and completed with `--fetch-result R` (newData,
 // noData, failed; default noData; `none`: never completed): `fetched id=ID result=R`.
+// Socket-woken VoIP (docs/voip-sockets.md): `--voip-connect HOST:PORT` connects a TCP signalling connection after
+// registering (unless launched for `voipSocket`/`keepAlive`: then the agent hands it back) and gives it to the agent
+// (`voipSocket id=N kind=K [returned=true]`); each `voipSocketWake` reads what waits on the sockets and writes
+//   wake id=W sockets=1 mustReport=true data=TEXT
+// then reports a call for data starting with INVITE (`reported wake=W`, answering `SIP/2.0 200 OK` on the socket)
+// or answers voipWakeHandled (`handled wake=W`); in mode ignore it does neither (a strike).
+// `--keep-alive SECONDS` asks for keep-alives (`keepAliveSet` or `keepAliveFailed error=CODE`); each is written as
+// `keepAlive id=K seconds=S`, answered with keepAliveDone when `--keep-alive-done` (`keepAliveDone id=K`).
 
 let arguments = CommandLine.arguments
 
@@ -137,6 +145,19 @@ do {
                 emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
             }
             if let other = option("--try-admin") { Task { await tryAdmin(client, other: other) } }
+            if let target = option("--voip-connect"), !["voipSocket", "keepAlive"].contains(registered.launchReason) {
+                Task { await connectVoIP(client, target) }
+            }
+            if let seconds = option("--keep-alive").flatMap(Double.init) {
+                Task {
+                    do {
+                        try await client.setKeepAlive(seconds: seconds)
+                        emit("keepAliveSet seconds=\(seconds)")
+                    } catch let error as AgentRequestError {
+                        emit("keepAliveFailed error=\(error.code) detail=\(error.detail)")
+                    }
+                }
+            }
         case .credentials(let credentials):
             emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
         case .push(let push):
@@ -270,6 +291,41 @@ do {
                 try await client.transfersHandled(session: done.session)
                 emit("handled session=\(done.session)")
             }
+        case .voipSocket(let socket):
+            if socket.returned == true, let fd = client.takeReturnedSocket(socketID: socket.socketID) {
+                VoIPState.sockets[socket.socketID] = fd
+            }
+            emit(
+                "voipSocket id=\(socket.socketID) kind=\(socket.kind)\(socket.returned == true ? " returned=true" : "")"
+            )
+        case .voipSocketWake(let wake):
+            let data = wake.socketIDs.compactMap { VoIPState.sockets[$0] }.map(readAvailable).joined()
+            emit(
+                "wake id=\(wake.wakeID) sockets=\(wake.socketIDs.count) mustReport=\(wake.mustReport) "
+                    + "data=\(data.replacingOccurrences(of: "\r\n", with: " ").trimmingCharacters(in: .whitespaces))")
+            if mode != "ignore" {
+                if data.hasPrefix("INVITE") {
+                    try client.reportCall(pushID: wake.wakeID, callID: "call-\(wake.wakeID)")
+                    emit("reported wake=\(wake.wakeID)")
+                    for fd in wake.socketIDs.compactMap({ VoIPState.sockets[$0] }) {
+                        _ = Array("SIP/2.0 200 OK\r\n\r\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    }
+                    try client.callEnded(callID: "call-\(wake.wakeID)")
+                } else if wake.mustReport {
+                    try await client.voipWakeHandled(wake.wakeID)
+                    emit("handled wake=\(wake.wakeID)")
+                }
+            }
+        case .voipSocketChanged(let changed):
+            emit(
+                "voipSocketChanged kind=\(changed.kind) sockets="
+                    + changed.sockets.map { "\($0.socketID)\($0.error.map { ":" + $0 } ?? "")" }.joined(separator: ","))
+        case .keepAlive(let keepAlive):
+            emit("keepAlive id=\(keepAlive.keepAliveID) seconds=\(keepAlive.seconds)")
+            if arguments.contains("--keep-alive-done") {
+                try await client.keepAliveDone(keepAlive.keepAliveID)
+                emit("keepAliveDone id=\(keepAlive.keepAliveID)")
+            }
         case .statusReply, .sessionsReply, .ok, .transferSessionReply, .unknown:
             emit("message type=\(message.type)")
         }
@@ -278,6 +334,55 @@ do {
 } catch {
     emit("failed \(error)")
     exit(1)
+}
+
+/// The handler's VoIP sockets by the agent's id.
+@MainActor enum VoIPState {
+    static var sockets: [Int: Int32] = [:]
+}
+
+/// Connects a TCP signalling connection to `target` (`HOST:PORT`, IPv4) and hands it to the agent to watch.
+@MainActor func connectVoIP(_ client: AgentClient, _ target: String) async {
+    let parts = target.split(separator: ":")
+    guard parts.count == 2, let port = UInt16(parts[1]) else {
+        emit("voipFailed bad target \(target)")
+        return
+    }
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, String(parts[0]), &address.sin_addr)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard fd >= 0, connected == 0 else {
+        emit("voipFailed connect errno=\(errno)")
+        return
+    }
+    do {
+        let socket = try await client.addVoIPSocket(fd)
+        VoIPState.sockets[socket.socketID] = fd
+        emit("voipSocket id=\(socket.socketID) kind=\(socket.kind)")
+    } catch let error as AgentRequestError {
+        emit("voipFailed error=\(error.code) detail=\(error.detail)")
+    } catch {
+        emit("voipFailed \(error)")
+    }
+}
+
+/// What waits on socket `fd`, read without blocking.
+func readAvailable(_ fd: Int32) -> String {
+    var text = ""
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        guard count > 0 else { break }
+        text += String(decoding: buffer[..<count], as: UTF8.self)
+    }
+    return text
 }
 
 /// `SIZE:FNV` of the file open as `fd` (read from its start): FNV-1a, 64 bits, hex.
