@@ -49,6 +49,11 @@ public actor Agent: Service {
     let transfers = Transfers()
     /// Background fetch: see `Agent+Fetch.swift`.
     let fetches: Fetches
+    /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
+    let blocking = BlockingWork()
+    /// Upload copies from descriptors handlers passed, off the executor (a pool of their own: copies never delay
+    /// closes).
+    let copies = BlockingWork(threads: 2)
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
@@ -72,10 +77,11 @@ public actor Agent: Service {
         let time = AgentTime(clock: configuration.clock)
         self.time = time
         self.rulesTimer = time.timer()
-        self.ipc = IPCRegistry(sweep: time.timer())
+        let ipc = IPCRegistry(sweep: time.timer())
+        self.ipc = ipc
         self.fetches = Fetches(timer: time.timer())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
-        self.admission = IPCAdmission(exempt: [0, Sys.uid])
+        self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
         self.curl = curl
         self.link = GatewayLink(

@@ -69,6 +69,8 @@ public struct AgentStatus: Codable, Sendable {
     public var handlers: [Handler]
     /// Push tokens by topic (public values: the gateway hands them to providers).
     public var tokens: [String: String]? = nil
+    /// The IPC budgets: connections now, and how often each budget was hit (nil in a handler's own view).
+    public var ipc: IPCCounters? = nil
 }
 
 extension Agent {
@@ -96,7 +98,19 @@ extension Agent {
         return AgentStatus(
             channel: link.channelState.rawValue, gatewayReachable: link.reachable, deviceID: durable.deviceID,
             suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
-            tokens: durable.tokens)
+            tokens: durable.tokens, ipc: ipcCounters)
+    }
+
+    /// The IPC budgets' counters with the blocking work's.
+    var ipcCounters: IPCCounters {
+        var counters = ipc.counters
+        let closes = blocking.counters
+        let copying = copies.counters
+        counters.peerDescriptorsClosed = closes.closed + copying.closed
+        counters.blockingQueued = closes.queued + copying.queued
+        counters.blockingRunning = closes.running + copying.running
+        counters.uploadCopies = copying.copies
+        return counters
     }
 
     /// The status document; `only`: what handler `only` may see of it (its own entry and tokens, no device id).
@@ -108,6 +122,7 @@ extension Agent {
             document.tokens = document.tokens?.filter { topics.contains($0.key) }
             document.deviceID = nil
             document.suspendNote = ""
+            document.ipc = nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
