@@ -90,7 +90,7 @@ extension Agent {
             .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .unknown:
             connection.sendError("unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }
-        if let descriptor { Sys.close(descriptor) }
+        if let descriptor { blocking.closePeerDescriptor(descriptor) }
     }
 
     private func addVoIPSocket(_ name: String, _ connection: IPCConnection, descriptor: Int32?, requestID: Int?) {
@@ -105,7 +105,7 @@ extension Agent {
         let type: Int32
         switch Sys.checkWatchedSocket(fd) {
         case .refused(let why):
-            Sys.close(fd)
+            blocking.closePeerDescriptor(fd)
             voipSockets.refusedDescriptor()
             logger.notice("VoIP socket refused", metadata: metadata.merging(["reason": "\(why)"]) { $1 })
             connection.sendError("badDescriptor", "addVoIPSocket: \(why)", requestID: requestID)
@@ -114,14 +114,14 @@ extension Agent {
             type = socketType
         }
         guard startSocketWatcher() else {
-            Sys.close(fd)
+            blocking.closePeerDescriptor(fd)
             connection.sendError("internal", "addVoIPSocket: no epoll set could be made", requestID: requestID)
             return
         }
         let holder = handlers.process(of: name)?.pid ?? connection.peer?.pid
         switch voipSockets.add(name, fd: fd, type: type, holder: holder) {
         case .failure(let refusal):
-            Sys.close(fd)
+            blocking.closePeerDescriptor(fd)
             let limits = configuration.voipSocketLimits
             let detail =
                 refusal == .handlerFull

@@ -53,6 +53,11 @@ public actor Agent: Service {
     let voipSockets: VoIPSockets
     /// Keep-alive wakes: see `Agent+VoIP.swift`.
     let keepAlives: KeepAlives
+    /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
+    let blocking = BlockingWork()
+    /// Upload copies from descriptors handlers passed, off the executor (a pool of their own: copies never delay
+    /// closes).
+    let copies = BlockingWork(threads: 2)
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
@@ -76,12 +81,14 @@ public actor Agent: Service {
         let time = AgentTime(clock: configuration.clock)
         self.time = time
         self.rulesTimer = time.timer()
-        self.ipc = IPCRegistry(sweep: time.timer())
+        let ipc = IPCRegistry(sweep: time.timer())
+        self.ipc = ipc
         self.fetches = Fetches(timer: time.timer())
-        self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits)
+        let blocking = self.blocking
+        self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
         self.keepAlives = KeepAlives(timer: time.timer())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
-        self.admission = IPCAdmission(exempt: [0, Sys.uid])
+        self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
         self.curl = curl
         self.link = GatewayLink(

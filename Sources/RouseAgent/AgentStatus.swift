@@ -73,6 +73,8 @@ public struct AgentStatus: Codable, Sendable {
     public var tokens: [String: String]? = nil
     /// Watched VoIP sockets' counters (budget refusals, wakes, closes, errors).
     public var voipSockets: VoIPSocketBook.Counters? = nil
+    /// The IPC budgets: connections now, and how often each budget was hit (nil in a handler's own view).
+    public var ipc: IPCCounters? = nil
 }
 
 extension Agent {
@@ -101,9 +103,21 @@ extension Agent {
         var status = AgentStatus(
             channel: link.channelState.rawValue, gatewayReachable: link.reachable, deviceID: durable.deviceID,
             suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
-            tokens: durable.tokens)
+            tokens: durable.tokens, ipc: ipcCounters)
         status.voipSockets = voipSocketCounters
         return status
+    }
+
+    /// The IPC budgets' counters with the blocking work's.
+    var ipcCounters: IPCCounters {
+        var counters = ipc.counters
+        let closes = blocking.counters
+        let copying = copies.counters
+        counters.peerDescriptorsClosed = closes.closed + copying.closed
+        counters.blockingQueued = closes.queued + copying.queued
+        counters.blockingRunning = closes.running + copying.running
+        counters.uploadCopies = copying.copies
+        return counters
     }
 
     /// The status document; `only`: what handler `only` may see of it (its own entry and tokens, no device id).
@@ -115,6 +129,8 @@ extension Agent {
             document.tokens = document.tokens?.filter { topics.contains($0.key) }
             document.deviceID = nil
             document.suspendNote = ""
+            document.ipc = nil
+            document.voipSockets = nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
