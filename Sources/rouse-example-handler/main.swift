@@ -48,6 +48,8 @@ import RouseWire
 //   wake id=W sockets=1 mustReport=true data=TEXT
 // then reports a call for data starting with INVITE (`reported wake=W`, answering `SIP/2.0 200 OK` on the socket)
 // or answers voipWakeHandled (`handled wake=W`); in mode ignore it does neither (a strike).
+// `--voip-connect udp:HOST:PORT`: a connected UDP socket instead. Commands: `voipconnect [udp:]HOST:PORT` (another
+// connection), `voipoffer pipe|listen|unconnected` (what the agent must refuse: `voipFailed error=CODE detail=…`).
 // `--keep-alive SECONDS` asks for keep-alives (`keepAliveSet` or `keepAliveFailed error=CODE`); each is written as
 // `keepAlive id=K seconds=S`, answered with keepAliveDone when `--keep-alive-done` (`keepAliveDone id=K`).
 
@@ -343,12 +345,15 @@ do {
 
 /// Connects a TCP signalling connection to `target` (`HOST:PORT`, IPv4) and hands it to the agent to watch.
 @MainActor func connectVoIP(_ client: AgentClient, _ target: String) async {
-    let parts = target.split(separator: ":")
+    // `udp:HOST:PORT`: a connected UDP socket (SIP over UDP) instead of TCP.
+    let udp = target.hasPrefix("udp:")
+    let parts = (udp ? String(target.dropFirst(4)) : target).split(separator: ":")
     guard parts.count == 2, let port = UInt16(parts[1]) else {
         emit("voipFailed bad target \(target)")
         return
     }
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let type = udp ? Int32(SOCK_DGRAM.rawValue) : Int32(SOCK_STREAM.rawValue)
+    let fd = socket(AF_INET, type | Int32(SOCK_CLOEXEC.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
@@ -362,14 +367,51 @@ do {
         emit("voipFailed connect errno=\(errno)")
         return
     }
+    if udp {
+        // Say hello: the peer learns where to send (a registrar learns the contact from the REGISTER).
+        _ = Array("REGISTER\r\n\r\n".utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    }
+    await addVoIP(client, fd)
+}
+
+/// Hands `fd` to the agent to watch: `voipSocket id=N kind=K`, or `voipFailed error=CODE detail=…` (then closed).
+@MainActor func addVoIP(_ client: AgentClient, _ fd: Int32) async {
     do {
         let socket = try await client.addVoIPSocket(fd)
         VoIPState.sockets[socket.socketID] = fd
         emit("voipSocket id=\(socket.socketID) kind=\(socket.kind)")
     } catch let error as AgentRequestError {
+        close(fd)
         emit("voipFailed error=\(error.code) detail=\(error.detail)")
     } catch {
+        close(fd)
         emit("voipFailed \(error)")
+    }
+}
+
+/// What a careless or hostile handler might offer as its VoIP socket (tests): `pipe`, `listen` (a listening TCP
+/// socket), `unconnected` (a UDP socket with no peer).
+@MainActor func offerVoIP(_ client: AgentClient, _ what: String) async {
+    switch what {
+    case "pipe":
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return emit("voipFailed pipe errno=\(errno)") }
+        close(ends[1])
+        await addVoIP(client, ends[0])
+    case "listen":
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        listen(fd, 1)
+        await addVoIP(client, fd)
+    default:
+        await addVoIP(client, socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0))
     }
 }
 
@@ -535,6 +577,10 @@ func run(_ words: [String], client: AgentClient) async throws {
         } catch let error as AgentRequestError {
             emit("addFailed error=\(error.code)")
         }
+    case "voipconnect":
+        await connectVoIP(client, words[1])
+    case "voipoffer":
+        await offerVoIP(client, words[1])
     case "cancel":
         let task = try await client.cancelTransfer(session: words[1], taskID: Int(words[2]) ?? -1)
         emit("cancelled task=\(task.taskID) state=\(task.state)")

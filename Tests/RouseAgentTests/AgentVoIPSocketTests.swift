@@ -94,6 +94,63 @@ struct AgentVoIPSocketTests {
         try await harness.waitForLine("sip", "voipSocketChanged kind=closed sockets=1")
     }
 
+    @Test func aConnectedUDPSocketWakesItsFrozenHandler() async throws {
+        let peer = try UDPPeer()
+        let harness = try await AgentHarness {
+            try [
+                AgentHarness.handler(
+                    "sip", mode: "report", directory: $0, pushTypes: ["voip"],
+                    arguments: ["--voip-connect", peer.target]
+                ) { $0.voipDeadline = .seconds(3) }
+            ]
+        }
+        try await harness.admin(.userControl(.init(handler: "sip", state: "started")))
+        try await harness.waitForLine("sip", "voipSocket id=1 kind=datagram")
+        #expect(peer.receiveHello()?.hasPrefix("REGISTER") == true)
+        try await eventually("suspended") { await harness.handlerStatus("sip")?.state == "suspended" }
+        peer.send(Self.invite)
+        try await harness.waitForLine("sip", "reported wake=wake-1")
+        #expect(peer.receiveHello()?.hasPrefix("SIP/2.0 200 OK") == true)
+        #expect(await harness.handlerStatus("sip")?.strikes == 0)
+    }
+
+    @Test func onlyConnectedSocketsWithinTheBudgetAreWatched() async throws {
+        let peer = try VoIPPeer()
+        let harness = try await AgentHarness(
+            handlers: { directory in
+                let fifo = "\(directory)/sip.fifo"
+                guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo \(fifo): errno \(errno)") }
+                return [
+                    try AgentHarness.handler(
+                        "sip", mode: "report", directory: directory, pushTypes: ["voip"],
+                        arguments: ["--commands", fifo, "--voip-connect", peer.target]
+                    ) { $0.suspendAfter = .seconds(60) }  // a frozen handler reads no command
+                ]
+            },
+            configure: { _, configuration in configuration.voipSocketLimits.perHandler = 2 })
+        try await harness.admin(.userControl(.init(handler: "sip", state: "started")))
+        try await harness.waitForLine("sip", "voipSocket id=1 kind=stream")
+        func command(_ line: String, expect prefix: String, count: Int = 1) async throws {
+            let handle = try #require(FileHandle(forWritingAtPath: "\(harness.directory)/sip.fifo"))
+            try handle.write(contentsOf: Data((line + "\n").utf8))
+            try handle.close()
+            try await harness.waitForLine("sip", prefix, count: count)
+        }
+        try await command("voipconnect \(peer.target)", expect: "voipSocket id=2 kind=stream")
+        try await command(
+            "voipconnect \(peer.target)",
+            expect:
+                "voipFailed error=tooManySockets detail=handler sip watches 2 sockets already (the most per handler)")
+        try await command("voipoffer pipe", expect: "voipFailed error=badDescriptor detail=addVoIPSocket: not a socket")
+        try await command(
+            "voipoffer listen", expect: "voipFailed error=badDescriptor detail=addVoIPSocket: a listening socket")
+        try await command(
+            "voipoffer unconnected", expect: "voipFailed error=badDescriptor detail=addVoIPSocket: not connected")
+        let counters = await harness.agent.voipSocketCounters
+        #expect(counters.added == 2 && counters.refusedTooMany == 1 && counters.refusedBadDescriptor == 3)
+        #expect(await harness.handlerStatus("sip")?.voip?.sockets == ["1:stream", "2:stream"])
+    }
+
     @Test func aKeepAliveBelowSixHundredSecondsIsRefusedPrecisely() async throws {
         let harness = try await AgentHarness {
             try [AgentHarness.handler("sip", mode: "report", directory: $0, arguments: ["--keep-alive", "300"])]

@@ -68,3 +68,62 @@ final class VoIPPeer: @unchecked Sendable {  // `connection` is written once by 
         close(listener)
     }
 }
+
+/// The far end of a handler's connected UDP socket (SIP over UDP): it learns the handler's address from its first
+/// datagram, as a registrar learns a contact from a REGISTER.
+final class UDPPeer: @unchecked Sendable {  // `handler` is written once by `receiveHello()`, by the test's own task.
+    let fd: Int32
+    let port: UInt16
+    private var handler = sockaddr_in()
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard fd >= 0, bound == 0 else { throw FixtureError("UDP peer: bind errno \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.port = UInt16(bigEndian: address.sin_port)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// `udp:127.0.0.1:PORT`, for `--voip-connect`.
+    var target: String { "udp:127.0.0.1:\(port)" }
+
+    /// One datagram and who sent it (remembered as the handler); nil after 10 s.
+    func receiveHello() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            withUnsafeMutablePointer(to: &handler) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(fd, bytes.baseAddress, bytes.count, 0, $0, &length)
+                }
+            }
+        }
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    /// Sends `text` to the handler.
+    func send(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { bytes in
+            withUnsafePointer(to: &handler) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+    }
+
+    deinit { close(fd) }
+}
