@@ -24,6 +24,8 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// How many times the loop's thread woke from `epoll_wait` (events, timers, or work from other threads): what an
     /// idle daemon should keep near zero.
     package let wakeUps = Atomic<UInt64>(0)
+    /// Timer entries held, live and cancelled, as of the loop's last pass (read from any thread, for metrics).
+    package let timerEntryGauge = Atomic<Int>(0)
     private var thread: LoopThread?
     /// The loop thread's `pthread_t` (0 until started).
     private let threadID = Atomic<UInt>(0)
@@ -152,6 +154,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
             for body in timers.takeDue(now: now) { body() }
             // What the timers queued (they run on the loop: `execute` did not wake it).
             runPending()
+            timerEntryGauge.store(timers.entryCount, ordering: .relaxed)
         }
     }
 

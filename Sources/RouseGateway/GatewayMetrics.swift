@@ -13,6 +13,7 @@ public final class GatewayMetrics: Sendable {
     private let queueDepth: Gauge
     private let http2Sessions: Gauge
     private let http2SessionBytes: Gauge
+    private let timerEntries: Gauge
     private let latency: ValueHistogram
     private let acks: Counter
     private let expiredCounter: Counter
@@ -32,6 +33,9 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("http2_sessions", "open", "nghttp2 server sessions open in this process"))
         http2SessionBytes = registry.makeGauge(
             descriptor: Self.name("http2_session", "bytes", "Memory nghttp2 holds for the server sessions"))
+        timerEntries = registry.makeGauge(
+            descriptor: Self.name(
+                "timer", "entries", "Timers the provider and device listeners' loops hold, live and cancelled"))
         latency = registry.makeValueHistogram(
             descriptor: Self.name(
                 "delivery_latency", "seconds", "Time from acceptance to the write on the device channel"),
@@ -126,6 +130,9 @@ public final class GatewayMetrics: Sendable {
 
     /// A channel close was queued for the store thread (tests: only opened channels queue one).
     func channelCloseQueued() { add("channel-closes-queued", 1) }
+
+    /// Timers held by the listeners' loops (`HTTP2Server.timerEntries`).
+    public func setTimerEntries(_ value: Int) { timerEntries.set(to: Double(value)) }
 
     /// Open device channels now.
     public func setConnectedDevices(_ value: Int) { connected.set(to: Double(value)) }

@@ -148,4 +148,33 @@ struct AttackTests {
         #expect(rssAfter < rssBefore + 32 * Self.mebibyte, "RSS \(rssBefore) KiB before, \(rssAfter) KiB after")
         #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
     }
+
+    @Test("3000 TCP connections opened and closed without TLS on each port: the loops' timer heaps stay small")
+    func connectionChurnLeavesNoTimers() async throws {
+        let directory = try TemporaryDirectory()
+        // An hour of idle time on both ports (the provider port's, as APNs), and the authentication deadline.
+        let gateway = try await GatewayProcess.start(
+            directory: directory, database: directory.path + "/g.sqlite", limits: ["deviceIdleTimeoutSeconds": 3600])
+        defer { gateway.kill() }
+        let sample = "rouse_gateway_timer_entries"
+        let before = try await adminMetric(port: gateway.adminPort, sample)
+        let socketsBefore = ProcessProbe.sockets(gateway.pid)
+        for _ in 0..<3000 {
+            for port in [gateway.providerPort, gateway.devicePort] {
+                let client = try RawH2Client(port: port)
+                client.close()
+            }
+        }
+        // Every connection was seen closing (its descriptor is gone) before the heaps are read.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ProcessProbe.sockets(gateway.pid) > socketsBefore, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(ProcessProbe.sockets(gateway.pid) <= socketsBefore, "connections closed")
+        let after = try await adminMetric(port: gateway.adminPort, sample)
+        // Before: each closed connection left its idle, handshake and authentication timers in the heap until their
+        // deadlines (an hour): about 18,000 entries here.
+        #expect(after < before + 300, "\(before) timer entries before, \(after) after 6000 connections")
+        #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
+    }
 }
