@@ -284,6 +284,25 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// MARK: Fuzzing
+// `ROUSE_FUZZ=1` adds `rouse-fuzz`: one libFuzzer binary whose first argument names the parser it feeds (see
+// docs/fuzzing.md). Only deploy/fuzz.sh sets it, building with `-sanitize=fuzzer,address` into `.build-fuzz`; the
+// normal build, the tests and the target graph never see the target.
+if Context.environment["ROUSE_FUZZ"] == "1" {
+    package.targets += [
+        // libFuzzer's `LLVMFuzzerRunDriver`, declared for Swift (the runtime comes with `-sanitize=fuzzer`).
+        .target(name: "CRouseFuzz", path: "Tests/Fuzz/CRouseFuzz"),
+        .executableTarget(
+            name: "rouse-fuzz",
+            dependencies: [
+                "CRouseFuzz", "RouseAPNs", "RouseAgent", "RouseGateway", "RouseNetlink", "RouseState", "RouseWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/Fuzz/Harness"
+        ),
+    ]
+}
+
 // Guard rails for every Swift target, applied here so a target added later gets them without asking (as at the end of
 // swift-log's Package.swift): Swift 6 language mode (strict concurrency, `swiftLanguageModes` above) everywhere,
 // `any` on every existential, imports visible only where declared. `ROUSE_STRICT=1` (set by `deploy/test.sh`, so by

@@ -105,13 +105,14 @@ echo "== 3. rouse send → rouse-gateway → rouse-agent → a handler program w
 mkdir -p "$work/handlers.d"
 cat >"$work/handlers.d/example.toml" <<TOML
 topic = "com.example.rouse"
-command = ["$bin/rouse-example-handler", "--mode", "report"]
+command = ["$bin/rouse-example-handler", "--mode", "report", "--log", "$work/handler.log"]
 push-types = ["voip"]
 # The demo's handler is in the build tree, run as the demo's user; a real one runs as --handler-user.
 allow-root = true
 TOML
-agent_secret=$("$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite")
-"$bin/rouse-agent" --gateway "https://$devices" --ca "$certs/ca.pem" --enroll-secret "$agent_secret" \
+# The secret goes through a 0600 file, never the command line (other local users read every process's argv).
+(umask 077 && "$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite" >"$work/enroll-secret")
+"$bin/rouse-agent" --gateway "https://$devices" --ca "$certs/ca.pem" --enroll-secret-file "$work/enroll-secret" \
     --handlers "$work/handlers.d" --state-dir "$work/state" --socket "$work/agent.sock" --log-level notice \
     >"$work/agent.out" 2>&1 &
 pids+=($!)
@@ -128,9 +129,11 @@ echo "agent enrolled; its handler's VoIP push token: ${agent_token:0:16}…"
 echo "\$ rouse send voip --token ${agent_token:0:8}… --topic com.example.rouse --env https://$provider …"
 "$bin/rouse" send voip --token "$agent_token" --topic com.example.rouse \
     --payload "{\"call\":\"alice\",\"sentAt\":$(date +%s%3N)}" --env "https://$provider" "${token_auth[@]}" --quiet
-wait_line "$work/agent.out" 'reported id=' >/dev/null
-echo "-- the agent and the handler it launched:"
-grep -E 'registered launchReason|^push id=|call reported|reported id=' "$work/agent.out" | cut -c1-160
+wait_line "$work/handler.log" 'reported id=' >/dev/null
+echo "-- the handler it launched (its own log; its stdout is its own journal stream, or the agent's log metadata):"
+grep -E 'registered launchReason|^push id=|reported id=' "$work/handler.log" | cut -c1-160
+echo "-- the agent:"
+grep -E 'call reported' "$work/agent.out" | cut -c1-160
 echo "(latencyMs: provider request → gateway → device channel → agent → handler launched and holding the payload)"
 "$bin/rouse" agent status --socket "$work/agent.sock"
 echo "-- what it keeps on disk is sealed; the data key can be rotated while it runs:"

@@ -33,6 +33,13 @@ else
     echo "== test: the rest" >&2
     run_tests --skip "RouseAgentTests|RouseGatewayTests"
 fi
+# Every parser that reads outside bytes under libFuzzer and AddressSanitizer, 15 s each (docs/fuzzing.md); the
+# sanitizer build has its own scratch path (.build-fuzz). Always in the full run; a filtered run adds it with
+# ROUSE_FUZZ_TEST=1.
+if [ $# -eq 0 ] || [ "${ROUSE_FUZZ_TEST:-0}" = 1 ]; then
+    echo "== fuzz (deploy/fuzz.sh)" >&2
+    deploy/fuzz.sh || status=1
+fi
 # The Debian packages, installed with apt into a clean Debian 12 root without a Swift toolchain and run there
 # (release build and root cached outside the checkout, in ~/.cache/rouse-package). Always in the full run; a
 # filtered run (./deploy/test.sh --filter X) adds it with ROUSE_PACKAGE_TEST=1.

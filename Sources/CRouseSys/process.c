@@ -170,3 +170,46 @@ int rouse_peer_groups(int fd, gid_t *groups, int *count) {
     *count = (int)(length / sizeof(gid_t));
     return 0;
 }
+
+int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
+                        int cgroup_procs_fd, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
+                        int group_count, pid_t *pid_out) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int error = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return error;
+    }
+    if (pid == 0) {
+        // "0" moves the writing process: it is in its cgroup before any of the handler's code runs.
+        if (cgroup_procs_fd >= 0 && write(cgroup_procs_fd, "0\n", 2) != 2) _exit(126);
+        setpgid(0, 0);
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < 65; sig++) sigaction(sig, &action, NULL);
+        if (output_fd >= 0 && (dup2(output_fd, 1) < 0 || dup2(output_fd, 2) < 0)) _exit(126);
+        if (channel_fd == 3) {
+            fcntl(3, F_SETFD, 0);
+        } else if (channel_fd >= 0) {
+            if (dup2(channel_fd, 3) < 0) _exit(126);
+        }
+        if (syscall(SYS_close_range, channel_fd >= 0 ? 4U : 3U, ~0U, 0U) != 0) _exit(126);
+        if (switch_identity) {
+            if (group_count > 0 ? setgroups((size_t)group_count, groups) != 0 : setgroups(1, &gid) != 0) _exit(126);
+            if (setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
+            if (uid != 0 && setuid(0) == 0) _exit(126);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    *pid_out = pid;
+    return 0;
+}

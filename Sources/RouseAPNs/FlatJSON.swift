@@ -1,7 +1,7 @@
 import Foundation
 
 /// The members of one flat JSON object that a JWT header or claims set, or an APNs error body, carries: strings and
-/// integers by name; any other value (a fraction, a boolean, null, a nested array or object) is `.other`.
+/// integers and other numbers by name; any other value (a boolean, null, a nested array or object) is `.other`.
 ///
 /// Parsed by Foundation's `JSONDecoder`, which rejects anything that is not exactly one valid JSON value; callers
 /// bound the input's length (`ProviderToken.maxLength`, `APNsErrorBody.maxLength`).
@@ -10,6 +10,8 @@ package struct FlatJSONObject: Sendable {
     package enum Value: Sendable, Hashable, Decodable {
         case string(String)
         case integer(Int64)
+        /// A JSON number that is not an integer `Int64` holds (a fraction, an exponent form), as a `Double`.
+        case number(Double)
         case other
 
         package init(from decoder: any Decoder) throws {
@@ -18,6 +20,8 @@ package struct FlatJSONObject: Sendable {
                 self = .integer(value)
             } else if let value = try? container.decode(String.self) {
                 self = .string(value)
+            } else if let value = try? container.decode(Double.self), value.isFinite {
+                self = .number(value)
             } else {
                 self = .other
             }
@@ -37,6 +41,15 @@ package struct FlatJSONObject: Sendable {
     package func integer(_ key: String) -> Int64? {
         if case .integer(let value) = members[key] { return value }
         return nil
+    }
+
+    /// The member as a number of any form (an integer or a fraction), if it is one.
+    package func number(_ key: String) -> Double? {
+        switch members[key] {
+        case .integer(let value): Double(value)
+        case .number(let value): value
+        default: nil
+        }
     }
 
     /// Parses `bytes` as one JSON object; `nil` when it is not exactly one valid object.

@@ -63,7 +63,10 @@ public struct ProviderToken: Sendable, Hashable {
         guard alg == "ES256" else { throw .unsupportedAlgorithm(alg) }
         guard let kid = header.string("kid") else { throw .missingKeyID }
         guard let iss = claims.string("iss") else { throw .missingIssuer }
-        guard let iat = claims.integer("iat") ?? claims.string("iat").flatMap(Self.decimalSeconds) else {
+        guard
+            let iat = claims.integer("iat") ?? claims.number("iat").flatMap(Self.fractionalSeconds)
+                ?? claims.string("iat").flatMap(Self.decimalSeconds)
+        else {
             throw .missingIssuedAt
         }
         let signingInputCount = parts[0].count + 1 + parts[1].count
@@ -80,6 +83,16 @@ public struct ProviderToken: Sendable, Hashable {
     static func decimalSeconds(_ text: String) -> Int64? {
         guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return Int64(text)
+    }
+
+    /// `iat` written as a JSON number with a fraction (or an exponent), which APNs accepts: PyJWT encodes
+    /// `time.time()` as `1767225600.123456`, and APNs clients built on it (apns2, pyapns_client) have signed such
+    /// tokens for years; Vapor's older APNs package did the same through its JWT library. The whole seconds count
+    /// (rounded down). A number no `Int64` of seconds holds is not a time.
+    static func fractionalSeconds(_ value: Double) -> Int64? {
+        let seconds = value.rounded(.down)
+        guard seconds.isFinite, seconds >= -9.0e18, seconds <= 9.0e18 else { return nil }
+        return Int64(seconds)
     }
 
     /// Parses and verifies a token against `publicKey`.

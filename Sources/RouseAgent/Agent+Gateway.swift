@@ -80,6 +80,7 @@ extension Agent {
         let changed = link.reachability(usable)
         transfersNetwork(usable)
         if changed { fetchOpportunity(wakeUp: usable) }
+        if changed && usable { keepAliveOpportunity() }
         await link.channel?.reachability(usable)
         guard changed else { return }
         for name in handlers.names {
@@ -92,6 +93,7 @@ extension Agent {
         reportHandlers()
         await refreshTokens()
         fetchOpportunity(wakeUp: true)
+        keepAliveOpportunity()
     }
 
     /// Fetches missing tokens and hands new or changed ones to connected handlers. A failed request is retried

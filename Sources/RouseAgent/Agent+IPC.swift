@@ -32,17 +32,22 @@ extension Agent {
     func makeConnection(fd: Int32, peer: IPCConnection.Peer?, launchedFor: String?) -> IPCConnection {
         let connection = ipc.open(fd: fd, peer: peer, launchedFor: launchedFor)
         Task {
-            for await inbound in connection.inbound { self.handle(connection, inbound) }
+            for await inbound in connection.inbound {
+                // A frame is off the connection's budget once handled (an upload's copy: once copied).
+                if self.handle(connection, inbound) { connection.handled() }
+            }
         }
         return connection
     }
 
-    private func handle(_ connection: IPCConnection, _ inbound: IPCConnection.Inbound) {
+    /// One thing from the connection's reader; false when a frame's handling goes on (an upload's copy, which calls
+    /// ``IPCConnection/handled()`` when it ends).
+    private func handle(_ connection: IPCConnection, _ inbound: IPCConnection.Inbound) -> Bool {
         switch inbound {
         case .closed:
             let name = ipc.closed(connection)
             if let peer = connection.peer, connection.launchedFor == nil { admission.release(uid: peer.uid) }
-            guard let name, handlers.detach(name, connection) else { return }
+            guard let name, handlers.detach(name, connection) else { return false }
             let running = handlers.process(of: name) != nil
             if !running, preservations.flags(of: name).launchBegun {
                 launchAbandoned(name)
@@ -55,24 +60,32 @@ extension Agent {
                 // A handler we did not launch: its connection is its life.
                 apply(name, handlers.step(name) { $0.exited(now: now) })
             }
+            return false
         case .messageWithDescriptor(let frame, let descriptor):
             guard let name = ipc.handler(of: connection) else {
-                Sys.close(descriptor)
+                // Never closed here: a peer's descriptor can make close block (SO_LINGER, FUSE).
+                blocking.closePeerDescriptor(descriptor)
                 handleUnregistered(connection, frame)
-                return
+                return true
             }
-            handleTransfer(name, connection, frame, descriptor: descriptor)
+            if case .addVoIPSocket = frame.message {
+                handleVoIP(name, connection, frame, descriptor: descriptor)
+                return true
+            }
+            return handleTransfer(name, connection, frame, descriptor: descriptor)
         case .malformed(let error):
             logger.warning(
                 "malformed IPC frame: connection closed",
                 metadata: ["conn-id": "\(connection.id)", "error": "\(error)"])
             connection.close()
+            return false
         case .message(let frame):
             if let name = ipc.handler(of: connection) {
                 handleRegistered(name, connection, frame)
             } else {
                 handleUnregistered(connection, frame)
             }
+            return true
         }
     }
 
@@ -137,6 +150,7 @@ extension Agent {
             logger.info("handler registered", metadata: ["handler": "\(name)", "conn-id": "\(connection.id)"])
             registeredForPreservation(name, connection, optIn: register.preserves == true)
             activations.flushOutbox(name)
+            voipRegistered(name, connection)
             apply(name, handlers.step(name) { $0.registered(now: now) })
             transfersRegistered(name)
             sendFetch(name)
@@ -167,6 +181,7 @@ extension Agent {
             if control.state == "stopped" {
                 quitByUser(name)
                 transfersUserStopped(name)
+                voipHandlerGone(name)
                 apply(name, handlers.step(name) { $0.userStop() })
             } else {
                 apply(name, handlers.step(name) { $0.userStart(now: now) })
@@ -182,7 +197,9 @@ extension Agent {
             }
             connection.send(.statusReply(.init(detail: transfersJSON())), requestID: requestID)
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
-            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete, .unknown:
+            .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete,
+            .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone,
+            .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -203,7 +220,8 @@ extension Agent {
     }
 
     /// Who may act as handler `name`: the connection its launch created, or a peer whose uid is the
-    /// handler's and whose executable is the handler's command, checked through its pidfd.
+    /// handler's, whose executable is the handler's command (checked through its pidfd) and which is part of no
+    /// other handler's launch (``launchIdentityProblem(_:as:)``).
     private func authorize(_ connection: IPCConnection, as name: String) -> String? {
         guard let handler = handlers.configuration(of: name) else { return "unknown handler" }
         let connected = handlers.connection(of: name) != nil
@@ -227,6 +245,7 @@ extension Agent {
         // The pidfd pins the process: if it still has pid `peer.pid`, the executable read above is its own.
         guard Sys.pid(ofPidfd: peer.pidfd) == peer.pid else { return "peer exited while being checked" }
         guard executable == expected else { return "executable \(executable) is not \(expected)" }
+        if let problem = launchIdentityProblem(peer, as: name) { return problem }
         if connected { return "handler \(name) is already connected" }
         return nil
     }
@@ -296,9 +315,11 @@ extension Agent {
         case .restoreReply(let reply):
             restoreReplied(name, connection, reply)
         case .transferSession, .addTransfer, .cancelTransfer, .transfersHandled:
-            handleTransfer(name, connection, frame, descriptor: nil)
+            _ = handleTransfer(name, connection, frame, descriptor: nil)
         case .fetchComplete(let request):
             fetchCompleted(name, connection, request, requestID: requestID)
+        case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
+            handleVoIP(name, connection, frame, descriptor: nil)
         case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(

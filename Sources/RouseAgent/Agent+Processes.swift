@@ -19,7 +19,7 @@ extension Agent {
             identity = try HandlerCredentials.resolve(
                 handler, agentUID: Sys.uid, agentGID: Sys.gid,
                 defaultUser: configuration.handlerUser)
-            if let problem = ExecutableCheck.problem(executable: executable, runsAs: identity.account.uid) {
+            if let problem = ExecutableCheck.problem(command: handler.command, runsAs: identity.account.uid) {
                 throw AgentError.identity("handler \(name): \(problem)")
             }
         } catch {
@@ -39,11 +39,20 @@ extension Agent {
             environment["ROUSE_LAUNCH_REASON"] = reason
             environment["ROUSE_AGENT_SOCKET"] = configuration.socketPath
             let spawned: (pid: Int32, pidfd: Int32)
+            // Its own output stream (never the agent's), and its cgroup joined before it runs (rouse_spawn_handler).
+            let output = HandlerOutput.open(handler: name, logger: logger)
+            let prepared = control.prepare(
+                handler: name, tasksMax: handler.tasksMax, memoryMaxBytes: handler.memoryMaxBytes)
+            defer {
+                if output >= 0 { Sys.close(output) }
+                if let prepared { Sys.close(prepared.procs) }
+            }
             do {
                 spawned = try AgentError.wrapping(
-                    try Sys.spawn(
+                    try Sys.spawnHandler(
                         path: executable, arguments: handler.command,
-                        environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs,
+                        environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs, output: output,
+                        cgroupProcs: prepared?.procs ?? -1,
                         identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil))
             } catch {
                 Sys.close(mine)
@@ -51,6 +60,7 @@ extension Agent {
                 throw error
             }
             Sys.close(theirs)
+            // Already there (it joined before running); this creates it where prepare could not.
             let cgroup = control.place(pid: spawned.pid, handler: name)
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
             handlers.launched(name, process, reason: reason, now: now)

@@ -12,6 +12,7 @@ extension Agent {
         for name in handlers.names where !names.contains(name) {
             holderGone(name, reason: .terminatedByAgent)
             let (process, connection) = handlers.remove(name)
+            voipHandlerGone(name)
             if let process {
                 control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
             }

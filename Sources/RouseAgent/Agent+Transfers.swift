@@ -70,10 +70,29 @@ extension Agent {
     }
 
     /// A transfer request from registered handler `name`; `descriptor` (owned here) came with an `addTransfer`.
+    /// False when the request goes on after this step (an upload copied from `descriptor` off the executor; it calls
+    /// ``IPCConnection/handled()`` when done).
     func handleTransfer(
         _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>, descriptor: Int32?
+    ) -> Bool {
+        if let descriptor {
+            if case .addTransfer(let request) = frame.message, request.kind == TransferRecord.Kind.upload.rawValue,
+                request.url != nil, request.descriptor == true
+            {
+                copyUpload(name, connection, frame, request, descriptor: descriptor)
+                return false
+            }
+            blocking.closePeerDescriptor(descriptor)
+        }
+        transferRequest(name, connection, frame, copied: nil)
+        return true
+    }
+
+    /// A transfer request, an upload's body already in the spool (`copied`) when it came as a descriptor.
+    private func transferRequest(
+        _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>,
+        copied: (path: String, size: Int64)?
     ) {
-        defer { if let descriptor { Sys.close(descriptor) } }
         let requestID = frame.requestID
         do throws(TransferRefusal) {
             switch frame.message {
@@ -89,7 +108,7 @@ extension Agent {
                     perform(transfers: [.notify(record)])
                 }
             case .addTransfer(let request):
-                let record = try addTransfer(name, request, descriptor: descriptor)
+                let record = try addTransfer(name, request, copied: copied)
                 connection.send(.transferTask(Self.event(record)), requestID: requestID)
             case .cancelTransfer(let request):
                 let actions = try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
@@ -109,6 +128,8 @@ extension Agent {
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
                 .transfers, .fetchComplete, .unknown:
                 return  // not a transfer request: Agent+IPC dispatches these
+            case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
+                return  // not a transfer request: Agent+IPC dispatches these
             }
         } catch {
             transfers.count("refused-\(error.code)")
@@ -119,22 +140,101 @@ extension Agent {
         saveTransfers()
     }
 
-    private func addTransfer(_ name: String, _ request: AgentRequest.AddTransfer, descriptor: Int32?)
+    /// An upload's body from the descriptor a handler passed, copied into the spool on a thread of ``copies`` (a
+    /// 1 GiB file, or one on a mount that never answers, holds that thread, never the agent), then added.
+    private func copyUpload(
+        _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>,
+        _ request: AgentRequest.AddTransfer, descriptor: Int32
+    ) {
+        let directory = spoolDirectory + "/" + name
+        let path = "\(directory)/incoming-\(transfers.makeToken())"
+        let account = account(name)
+        let limit = min(configuration.transferLimits.uploadBytes, account.limit)
+        let (copies, blocking) = (copies, blocking)
+        Task {
+            let copied = await copies.run { () -> Result<Int64, TransferRefusal> in
+                defer { blocking.closeNow(descriptor) }
+                copies.countCopy()
+                return Self.copy(descriptor, to: path, directory: directory, account: account, limit: limit)
+            }
+            switch copied {
+            case .success(let size) where handlers.connection(of: name) === connection:
+                transferRequest(name, connection, frame, copied: (path, size))
+            case .success(let size):
+                _ = try? Sys.remove(path)  // the handler went away meanwhile: nobody to answer
+                account.release(size)
+            case .failure(let error):
+                transfers.count("refused-\(error.code)")
+                logger.notice(
+                    "transfer request refused", metadata: ["handler": "\(name)", "error": "\(error.code)"])
+                connection.sendError(error.code, error.detail, requestID: frame.requestID)
+            }
+            connection.handled()
+        }
+    }
+
+    /// Copies `descriptor` (a regular file of at most `limit` bytes that fits `account`) to `path` (on a blocking
+    /// thread): its size.
+    private static func copy(
+        _ descriptor: Int32, to path: String, directory: String, account: SpoolAccount, limit: Int64
+    ) -> Result<Int64, TransferRefusal> {
+        guard let status = Sys.fileSize(descriptor), status.regular else {
+            return .failure(TransferRefusal(code: "badDescriptor", detail: "the descriptor is not a regular file"))
+        }
+        let size = status.size
+        guard size <= limit else {
+            return .failure(
+                TransferRefusal(code: "tooLarge", detail: "\(size) bytes are more than an upload may be (\(limit))"))
+        }
+        guard account.reserve(size) else {
+            return .failure(
+                TransferRefusal(
+                    code: "spoolFull", detail: "\(size) bytes do not fit the handler's spool budget of \(account.limit)"
+                ))
+        }
+        do throws(AgentError) {
+            try AgentError.wrapping(try Sys.makeDirectories(directory))
+            let fd = try AgentError.wrapping(try Sys.openSpool(path))
+            defer { Sys.close(fd) }
+            try AgentError.wrapping(try Sys.truncate(fd, to: 0))
+            try AgentError.wrapping(try Sys.copy(from: descriptor, to: fd, count: size))
+        } catch {
+            _ = try? Sys.remove(path)
+            account.release(size)
+            return .failure(TransferRefusal(code: "spoolFull", detail: "copying the upload: \(error.detail)"))
+        }
+        return .success(size)
+    }
+
+    private func addTransfer(_ name: String, _ request: AgentRequest.AddTransfer, copied: (path: String, size: Int64)?)
         throws(TransferRefusal) -> TransferRecord
     {
+        var incoming = copied
+        func dropCopy() {
+            guard let incoming else { return }
+            _ = try? Sys.remove(incoming.path)
+            account(name).release(incoming.size)
+        }
         guard let kind = request.kind.flatMap(TransferRecord.Kind.init(rawValue:)), let url = request.url else {
+            dropCopy()
             throw TransferRefusal(code: "badRequest", detail: "addTransfer needs kind download|upload and url")
+        }
+        if handlers.configuration(of: name)?.allowPrivateDestinations != true, CurlDestination.isInternal(url: url) {
+            dropCopy()
+            throw TransferRefusal(
+                code: "forbiddenDestination",
+                detail: "\(url) is an internal address (allow-private-destinations is not set for this handler)")
         }
         let directory = spoolDirectory + "/" + name
         do {
             try AgentError.wrapping(try Sys.makeDirectories(directory))
         } catch {
+            dropCopy()
             throw TransferRefusal(code: "spoolFull", detail: "spool directory: \(error.detail)")
         }
-        var incoming: (path: String, size: Int64)?
-        if kind == .upload {
-            incoming = try spoolUpload(name, request, descriptor: descriptor, directory: directory)
-        } else if descriptor != nil || request.body != nil {
+        if kind == .upload, incoming == nil {
+            incoming = try spoolBody(name, request, directory: directory)
+        } else if kind == .download && (request.descriptor == true || request.body != nil) {
             throw TransferRefusal(code: "badRequest", detail: "a download takes no body and no descriptor")
         }
         do throws(TransferRefusal) {
@@ -150,37 +250,27 @@ extension Agent {
             perform(transfers: actions)
             return transfers.book.tasks[id] ?? record
         } catch {
-            if let incoming {
-                _ = try? Sys.remove(incoming.path)
-                account(name).release(incoming.size)
-            }
+            dropCopy()
             throw error
         }
     }
 
-    /// An upload's body into the spool (the agent's own copy: the upload survives the handler and an agent restart):
-    /// from the descriptor passed with the frame (a regular file), or from `body`.
-    private func spoolUpload(
-        _ name: String, _ request: AgentRequest.AddTransfer, descriptor: Int32?, directory: String
-    ) throws(TransferRefusal) -> (path: String, size: Int64) {
-        let bytes: [UInt8]?
-        let size: Int64
+    /// An upload's body (`body`, base64: at most a frame) into the spool: the agent's own copy, so the upload
+    /// survives the handler and an agent restart.
+    private func spoolBody(_ name: String, _ request: AgentRequest.AddTransfer, directory: String)
+        throws(TransferRefusal) -> (path: String, size: Int64)
+    {
         if request.descriptor == true {
-            guard let descriptor else {
-                throw TransferRefusal(code: "badDescriptor", detail: "no descriptor came with the frame (SCM_RIGHTS)")
-            }
-            guard let status = Sys.fileSize(descriptor), status.regular else {
-                throw TransferRefusal(code: "badDescriptor", detail: "the descriptor is not a regular file")
-            }
-            (bytes, size) = (nil, status.size)
-        } else if let body = request.body {
-            guard let decoded = Data(base64Encoded: body) else {
-                throw TransferRefusal(code: "badRequest", detail: "body is not base64")
-            }
-            (bytes, size) = (Array(decoded), Int64(decoded.count))
-        } else {
+            throw TransferRefusal(code: "badDescriptor", detail: "no descriptor came with the frame (SCM_RIGHTS)")
+        }
+        guard let body = request.body else {
             throw TransferRefusal(code: "badRequest", detail: "an upload needs descriptor: true or body")
         }
+        guard let decoded = Data(base64Encoded: body) else {
+            throw TransferRefusal(code: "badRequest", detail: "body is not base64")
+        }
+        let bytes = Array(decoded)
+        let size = Int64(bytes.count)
         guard account(name).reserve(size) else {
             throw TransferRefusal(
                 code: "spoolFull",
@@ -191,15 +281,11 @@ extension Agent {
             let fd = try AgentError.wrapping(try Sys.openSpool(path))
             defer { Sys.close(fd) }
             try AgentError.wrapping(try Sys.truncate(fd, to: 0))
-            if let bytes {
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)
-                defer { buffer.deallocate() }
-                buffer.copyBytes(from: bytes)
-                try AgentError.wrapping(
-                    try Sys.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0))
-            } else if let descriptor {
-                try AgentError.wrapping(try Sys.copy(from: descriptor, to: fd, count: size))
-            }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)
+            defer { buffer.deallocate() }
+            buffer.copyBytes(from: bytes)
+            try AgentError.wrapping(
+                try Sys.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), at: 0))
         } catch {
             _ = try? Sys.remove(path)
             account(name).release(size)
@@ -326,8 +412,12 @@ extension Agent {
             method: record.method, url: record.url, headers: headers, connectTimeout: .seconds(30),
             timeout: .seconds(24 * 3600), tls: CurlTLSOptions(caFile: configuration.transferCAFile),
             maxResponseBodyBytes: 0)
-        request.lowSpeed = CurlLowSpeed(bytesPerSecond: 1, duration: .seconds(60))
+        let limits = configuration.transferLimits
+        request.lowSpeed = CurlLowSpeed(
+            bytesPerSecond: limits.lowSpeedBytesPerSecond, duration: .seconds(limits.lowSpeedSeconds))
         request.maxRedirects = 5  // as URLSession follows them; a redirect's body is replaced by the final one's
+        // Every address libcurl connects to (redirects included) is checked: a root socket reaches no internal service.
+        request.publicDestinationsOnly = handlers.configuration(of: record.handler)?.allowPrivateDestinations != true
         if !download { request.upload = CurlUpload(size: Sys.fileSize(fd)?.size ?? 0) }
         let curl = curl
         let task = Task {

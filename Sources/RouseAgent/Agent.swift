@@ -49,6 +49,15 @@ public actor Agent: Service {
     let transfers = Transfers()
     /// Background fetch: see `Agent+Fetch.swift`.
     let fetches: Fetches
+    /// Watched VoIP sockets: see `Agent+VoIP.swift`.
+    let voipSockets: VoIPSockets
+    /// Keep-alive wakes: see `Agent+VoIP.swift`.
+    let keepAlives: KeepAlives
+    /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
+    let blocking = BlockingWork()
+    /// Upload copies from descriptors handlers passed, off the executor (a pool of their own: copies never delay
+    /// closes).
+    let copies = BlockingWork(threads: 2)
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
@@ -72,10 +81,14 @@ public actor Agent: Service {
         let time = AgentTime(clock: configuration.clock)
         self.time = time
         self.rulesTimer = time.timer()
-        self.ipc = IPCRegistry(sweep: time.timer())
+        let ipc = IPCRegistry(sweep: time.timer())
+        self.ipc = ipc
         self.fetches = Fetches(timer: time.timer())
+        let blocking = self.blocking
+        self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
+        self.keepAlives = KeepAlives(timer: time.timer())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
-        self.admission = IPCAdmission(exempt: [0, Sys.uid])
+        self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
         self.curl = curl
         self.link = GatewayLink(
@@ -166,6 +179,7 @@ public actor Agent: Service {
         await activations.drainHooks()
         stopTransfers()
         fetches.timer.cancel()
+        stopVoIP()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed. Real time,
         // not the agent's clock: this waits for the kernel, and a test's manual clock would never let it end.
         for _ in 0..<50 where !handlers.processes.isEmpty {
@@ -207,6 +221,7 @@ public actor Agent: Service {
         guard handlers.contains(name) else { return }
         for action in actions { perform(name, action) }
         syncActivation(name)
+        syncVoIPWatch(name)
         let persisted = handlers.machine(of: name)?.persisted(wallEpochMilliseconds: time.wallEpochMilliseconds)
         if durable.setHandlerRecord(persisted, for: name) {
             reportHandlers()  // the report is strikes and blocks: it changes only with them
@@ -259,6 +274,10 @@ public actor Agent: Service {
                 message = .lifecycle(.init(state: lifecycle.rawValue))
             case .reachability(let reachable):
                 message = .reachability(.init(reachable: reachable))
+            case .voipSocketWake(let wake, let mustReport, let seconds):
+                message = socketWakeMessage(name, wake: wake, mustReport: mustReport, seconds: seconds)
+            case .keepAlive(let id, let seconds):
+                message = .keepAlive(.init(keepAliveID: id, seconds: seconds))
             }
             handlers.connection(of: name)?.send(message)
         case .log(let text, let values):
@@ -282,6 +301,8 @@ public actor Agent: Service {
     /// Waits until the timers whose deadline has passed on the agent's clock have run (a test that advanced a
     /// ``ManualClock`` then sees what they did, or that they did nothing).
     package func settleTimers() async {
+        while let due = rulesTimer.due { await due.value }
+        await settleKeepAliveTimer()
         while let due = rulesTimer.due { await due.value }
     }
 

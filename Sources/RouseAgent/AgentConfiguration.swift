@@ -60,6 +60,8 @@ public struct AgentConfiguration: Sendable {
     public var transferCAFile: String?
     /// Background-transfer budgets per handler and in total.
     public var transferLimits = TransferBook.Limits()
+    /// Budgets of watched VoIP sockets (per handler, in total; docs/voip-sockets.md).
+    public var voipSocketLimits = VoIPSocketBook.Limits()
     /// Every "now", wall time and timer of the agent: the handler rules' deadlines, the channel's backoff and
     /// heartbeat, retries, grace periods. Tests pass a ``ManualClock`` to prove that something does not happen.
     public var clock: any RouseClock = SystemClock()

@@ -39,6 +39,8 @@ public struct AgentStatus: Codable, Sendable {
         public var launchRefused: String? = nil
         /// Background fetch: the next planned one and the history that set it (nil: the handler does not fetch).
         public var fetch: Fetch? = nil
+        /// Watched VoIP sockets and keep-alive (nil: neither; docs/voip-sockets.md).
+        public var voip: VoIP? = nil
     }
 
     /// A handler's background-fetch plan.
@@ -69,6 +71,10 @@ public struct AgentStatus: Codable, Sendable {
     public var handlers: [Handler]
     /// Push tokens by topic (public values: the gateway hands them to providers).
     public var tokens: [String: String]? = nil
+    /// Watched VoIP sockets' counters (budget refusals, wakes, closes, errors).
+    public var voipSockets: VoIPSocketBook.Counters? = nil
+    /// The IPC budgets: connections now, and how often each budget was hit (nil in a handler's own view).
+    public var ipc: IPCCounters? = nil
 }
 
 extension Agent {
@@ -91,12 +97,27 @@ extension Agent {
                 heldPush: machine.held?.id, holdsAudio: machine.holdsAudio,
                 launchRefused: self.handlers.launchRefused(of: name))
             handler.fetch = fetchStatus(name)
+            handler.voip = voipStatus(name)
             return handler
         }
-        return AgentStatus(
+        var status = AgentStatus(
             channel: link.channelState.rawValue, gatewayReachable: link.reachable, deviceID: durable.deviceID,
             suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
-            tokens: durable.tokens)
+            tokens: durable.tokens, ipc: ipcCounters)
+        status.voipSockets = voipSocketCounters
+        return status
+    }
+
+    /// The IPC budgets' counters with the blocking work's.
+    var ipcCounters: IPCCounters {
+        var counters = ipc.counters
+        let closes = blocking.counters
+        let copying = copies.counters
+        counters.peerDescriptorsClosed = closes.closed + copying.closed
+        counters.blockingQueued = closes.queued + copying.queued
+        counters.blockingRunning = closes.running + copying.running
+        counters.uploadCopies = copying.copies
+        return counters
     }
 
     /// The status document; `only`: what handler `only` may see of it (its own entry and tokens, no device id).
@@ -108,6 +129,8 @@ extension Agent {
             document.tokens = document.tokens?.filter { topics.contains($0.key) }
             document.deviceID = nil
             document.suspendNote = ""
+            document.ipc = nil
+            document.voipSockets = nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -15,6 +15,42 @@ enum ExecutableCheck {
         return resolved == path ? nil : problem(chain: resolved, uid: uid)
     }
 
+    /// Nil when `command` may run as `uid`: its executable, and when that is an interpreter (a shell, Python, Perl,
+    /// Ruby, Node, PHP, Lua, Tcl) the script it runs (its first argument that is not an option), which is what
+    /// really runs and must be as safe from other users as a program.
+    static func problem(command: [String], runsAs uid: UInt32) -> String? {
+        guard let executable = command.first else { return "no command" }
+        if let problem = problem(executable: executable, runsAs: uid) { return problem }
+        guard isInterpreter(executable) else { return nil }
+        guard let index = command.indices.dropFirst().first(where: { !command[$0].hasPrefix("-") }) else {
+            return nil
+        }
+        // `-c CODE`, `-e CODE`, `-m MODULE` (also in a cluster, `-ec`): no script file (the code is in the handler
+        // file, itself checked).
+        let previous = command[index - 1]
+        if index > 1, previous.hasPrefix("-"), !previous.hasPrefix("--"),
+            previous.dropFirst().contains(where: { "cemE".contains($0) })
+        {
+            return nil
+        }
+        let script = command[index]
+        guard script.hasPrefix("/") else {
+            return "the script \(script) of interpreter \(executable) must be an absolute path"
+        }
+        return problem(executable: script, runsAs: uid)
+    }
+
+    /// Whether `path` names an interpreter that runs a script file.
+    static func isInterpreter(_ path: String) -> Bool {
+        let name = String(path.split(separator: "/").last ?? "")
+        let stems = [
+            "sh", "bash", "dash", "zsh", "ksh", "python", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh",
+        ]
+        return stems.contains { stem in
+            name == stem || (name.hasPrefix(stem) && name.dropFirst(stem.count).allSatisfy { $0.isNumber || $0 == "." })
+        }
+    }
+
     private static func problem(chain path: String, uid: UInt32) -> String? {
         let components = path.split(separator: "/").map(String.init)
         var prefixes = ["/"]

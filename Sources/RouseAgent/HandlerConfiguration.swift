@@ -13,6 +13,8 @@ import RouseSystem
 /// group = "rouse"                          # optional: and group (default: the user's primary group)
 /// allow-root = false                       # optional: true lets it run as root (user or group root)
 /// environment = ["TZ", "MODE=night"]       # optional: NAME passes the agent's variable, NAME=value sets one
+/// allow-private-destinations = false       # optional: true lets its transfers reach loopback, link-local,
+///                                          # private and unique-local addresses
 /// [limits]                                 # optional, iOS defaults
 /// voip-deadline-seconds = 5
 /// strikes = 3
@@ -26,6 +28,8 @@ import RouseSystem
 /// task-grace-seconds = 1
 /// suspend-after-seconds = 1
 /// launch-deadline-seconds = 10
+/// tasks-max = 256                          # its cgroup's pids.max
+/// memory-max-mib = 1024                    # its cgroup's memory.max
 /// ```
 ///
 /// `fetch-minimum-seconds = 900` (top level, optional, 1 to 86400) declares background fetch: the agent wakes the
@@ -51,6 +55,13 @@ public struct HandlerConfiguration: Sendable, Equatable {
     public var rules: HandlerRules
     /// Background fetch's minimum interval (`fetch-minimum-seconds`); nil: the handler does not fetch.
     public var fetchMinimum: Duration?
+    /// Most processes and threads in its cgroup (`pids.max`; `[limits] tasks-max`).
+    public var tasksMax = 256
+    /// Most memory of its cgroup (`memory.max`; `[limits] memory-max-mib`).
+    public var memoryMaxBytes: Int64 = 1 << 30
+    /// Its background transfers may reach loopback, link-local, private and unique-local addresses
+    /// (`allow-private-destinations = true`); without it only public ones (the agent's sockets are root's).
+    public var allowPrivateDestinations = false
 
     /// A configuration.
     public init(
@@ -82,11 +93,12 @@ public struct HandlerConfiguration: Sendable, Equatable {
         let values = try TOMLSubset.parse(text, file: file)
         let known: Set<String> = [
             "topic", "command", "push-types", "user", "group", "allow-root", "environment", "fetch-minimum-seconds",
+            "allow-private-destinations",
             "limits.voip-deadline-seconds", "limits.strikes",
             "limits.strike-window-seconds", "limits.stale-seconds", "limits.background-seconds",
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
-            "limits.launch-deadline-seconds",
+            "limits.launch-deadline-seconds", "limits.tasks-max", "limits.memory-max-mib",
         ]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("\(file): unknown key \(unknown)")
@@ -184,6 +196,16 @@ public struct HandlerConfiguration: Sendable, Equatable {
         var configuration = HandlerConfiguration(
             name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group,
             allowRoot: allowRoot, environment: environment, rules: rules)
+        if let v = try number("tasks-max", max: 1_000_000) { configuration.tasksMax = max(1, Int(v)) }
+        if let v = try number("memory-max-mib", max: 1_048_576) {
+            configuration.memoryMaxBytes = max(1, Int64(v)) << 20
+        }
+        if let value = values["allow-private-destinations"] {
+            guard case .bool(let flag) = value else {
+                throw .configuration("\(file): allow-private-destinations must be true or false")
+            }
+            configuration.allowPrivateDestinations = flag
+        }
         if let value = values["fetch-minimum-seconds"] {
             guard case .integer(let seconds) = value, (1...86400).contains(seconds) else {
                 throw .configuration("\(file): fetch-minimum-seconds must be a whole number from 1 to 86400")
@@ -191,6 +213,19 @@ public struct HandlerConfiguration: Sendable, Equatable {
             configuration.fetchMinimum = .seconds(seconds)
         }
         return configuration
+    }
+
+    /// Why the handler file or directory at `path` cannot be trusted (nil: it can): not owned by root or `owner`,
+    /// or writable by group or others.
+    static func trustProblem(_ path: String, owner: UInt32) -> String? {
+        guard let status = (try? Sys.status(path)) ?? nil else { return "\(path) cannot be read" }
+        if status.uid != 0 && status.uid != owner {
+            return "\(path) is owned by uid \(status.uid), neither root nor the agent's user (uid \(owner))"
+        }
+        if status.writableByOthers {
+            return "\(path) is writable by group or others (mode \(status.octal)): it could name any program to run"
+        }
+        return nil
     }
 
     /// Largest `*-seconds` limit: a year.
@@ -207,13 +242,18 @@ public struct HandlerConfiguration: Sendable, Equatable {
         }
     }
 
-    /// Every `*.toml` file of `directory`, sorted by name.
-    public static func load(directory: String) throws -> [HandlerConfiguration] {
+    /// Every `*.toml` file of `directory`, sorted by name. The directory and each file must be owned by root or
+    /// the agent's user (`owner`, default: the agent's uid) and writable by nobody else: a handler file says what runs, as whom, with
+    /// `allow-root` (as sshd's `StrictModes` treats `authorized_keys`).
+    public static func load(directory: String, owner: UInt32? = nil) throws -> [HandlerConfiguration] {
+        let owner = owner ?? Sys.uid
+        if let problem = trustProblem(directory, owner: owner) { throw AgentError.configuration(problem) }
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".toml") }
             .sorted()
         var result: [HandlerConfiguration] = []
         for file in files {
             let path = directory + "/" + file
+            if let problem = trustProblem(path, owner: owner) { throw AgentError.configuration(problem) }
             let text = try String(contentsOfFile: path, encoding: .utf8)
             result.append(try parse(text, name: String(file.dropLast(5)), file: path))
         }

@@ -66,11 +66,13 @@ struct HandlerCredentials: Sendable, Equatable {
 
     /// What a handler of the per-user mode gets from the session beyond ``inherited(_:)``: the locale, the display
     /// (Wayland, X11), the session bus, the audio server (PipeWire, PulseAudio), the XDG directories, the shell.
+    /// Not the user's SSH agent (`SSH_AUTH_SOCK`: it would sign in as the user elsewhere) nor GnuPG's: a handler
+    /// that needs one names it in its file (`environment = ["SSH_AUTH_SOCK"]`).
     static func inheritedInSession(_ name: String) -> Bool {
         inherited(name) || name.hasPrefix("LC_") || name.hasPrefix("XDG_")
             || [
                 "LANGUAGE", "TZ", "SHELL", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS",
-                "PULSE_SERVER", "PULSE_COOKIE", "PIPEWIRE_REMOTE", "PIPEWIRE_RUNTIME_DIR", "SSH_AUTH_SOCK",
+                "PULSE_SERVER", "PULSE_COOKIE", "PIPEWIRE_REMOTE", "PIPEWIRE_RUNTIME_DIR",
             ].contains(name)
     }
 
@@ -79,7 +81,8 @@ struct HandlerCredentials: Sendable, Equatable {
 
     /// A handler's environment: `PATH`, `LANG` and `ROUSE_*` of `agent` (the agent's environment), `HOME`, `USER`
     /// and `LOGNAME` of the account it runs as, what its file lists (`NAME` passes the variable from `agent`,
-    /// `NAME=value` sets it), then `extra` (the agent's configuration). Nothing else of the agent's: not its
+    /// `NAME=value` sets it; in the per-user mode `NAME` is looked up in the session first), then `extra` (the
+    /// agent's configuration). Nothing else of the agent's: not its
     /// credentials directory, its notify socket, nor anything a service manager or a shell put there.
     /// With `session` (the per-user mode: the user manager's environment, over the agent's), the session's
     /// display, bus, audio server and XDG variables are passed too (``inheritedInSession(_:)``).
@@ -100,7 +103,7 @@ struct HandlerCredentials: Sendable, Equatable {
         for entry in handler.environment {
             if let equals = entry.firstIndex(of: "=") {
                 result[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
-            } else if let value = agent[entry] {
+            } else if let value = session?[entry] ?? agent[entry] {
                 result[entry] = value
             }
         }

@@ -16,11 +16,14 @@ final class IPCAdmission: Sendable {
     /// Uids without a quota of their own (root, the agent's user): still within ``total``.
     let exempt: Set<UInt32>
     private let counts = Mutex<(total: Int, byUID: [UInt32: Int])>((0, [:]))
+    /// Counts the connections refused (`refusedOverQuota`).
+    private let meter: IPCMeter?
 
-    init(total: Int = 256, perUser: Int = 8, exempt: Set<UInt32>) {
+    init(total: Int = 256, perUser: Int = 8, exempt: Set<UInt32>, meter: IPCMeter? = nil) {
         self.total = total
         self.perUser = perUser
         self.exempt = exempt
+        self.meter = meter
     }
 
     /// Takes a slot for `uid`; false (nothing taken) when the total or its quota is reached.
@@ -71,6 +74,7 @@ final class IPCAdmission: Sendable {
                     continue
                 }
                 guard admit(uid: credentials.uid) else {
+                    meter?.count(\.refusedOverQuota)
                     logger.debug(
                         "IPC connection over quota: closed",
                         metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)"])

@@ -6,6 +6,10 @@ import Synchronization
 
 /// One IPC connection: the socket (owned; closed when the reader ends), who is on the other side, a
 /// reader thread that decodes frames into ``inbound``, and serialised writes.
+///
+/// Both ways are bounded: the reader queues at most ``inboundFrames`` frames (each at most 64 KiB) that the agent has
+/// not handled yet and then stops reading until the agent catches up (the peer's writes then block, its socket
+/// buffer full), counted as `inboundFull`; a write that would block closes the connection (`outboundFull`).
 final class IPCConnection: Sendable {
     /// What the reader produces.
     enum Inbound: Sendable {
@@ -37,13 +41,50 @@ final class IPCConnection: Sendable {
     let inbound: AsyncStream<Inbound>
     private let continuation: AsyncStream<Inbound>.Continuation
     private let writeLock = Mutex(false)  // true once closed
+    private let meter: IPCMeter
+    /// Frames yielded and not yet handled, and whether the reader waits for room.
+    private let queued = Mutex((frames: 0, waiting: false))
+    /// Signalled when the reader may go on.
+    private let room = DispatchSemaphore(value: 0)
 
-    init(id: Int, fd: Int32, peer: Peer?, launchedFor: String?) {
+    /// Most frames the reader queues for the agent before it stops reading.
+    static let inboundFrames = 16
+
+    init(id: Int, fd: Int32, peer: Peer?, launchedFor: String?, meter: IPCMeter) {
         self.id = id
         self.fd = fd
         self.peer = peer
         self.launchedFor = launchedFor
+        self.meter = meter
         (inbound, continuation) = AsyncStream.makeStream(of: Inbound.self)
+    }
+
+    /// The agent handled one frame of ``inbound``: the reader may queue another.
+    func handled() {
+        let wake = queued.withLock { queued in
+            queued.frames -= 1
+            defer { queued.waiting = false }
+            return queued.waiting
+        }
+        if wake { room.signal() }
+    }
+
+    /// Yields a frame once the queue has room (waits, on the reader thread, while it has none).
+    private func yieldFrame(_ inbound: Inbound) {
+        while true {
+            let full = queued.withLock { queued in
+                guard queued.frames >= Self.inboundFrames else {
+                    queued.frames += 1
+                    return false
+                }
+                queued.waiting = true
+                return true
+            }
+            guard full else { break }
+            meter.count(\.inboundFull)
+            room.wait()
+        }
+        continuation.yield(inbound)
     }
 
     /// Starts the reader thread.
@@ -61,13 +102,17 @@ final class IPCConnection: Sendable {
                 decoder.append(read.bytes)
                 do throws(FrameError) {
                     while let frame = try decoder.next() {
-                        if case .addTransfer(let add) = frame.message, add.descriptor == true, !descriptors.isEmpty {
-                            self.continuation.yield(.messageWithDescriptor(frame, descriptors.removeFirst()))
+                        if frame.message.carriesDescriptor, !descriptors.isEmpty {
+                            self.yieldFrame(.messageWithDescriptor(frame, descriptors.removeFirst()))
                         } else {
-                            self.continuation.yield(.message(frame))
+                            self.yieldFrame(.message(frame))
                         }
                     }
-                    while descriptors.count > 1 { Sys.close(descriptors.removeLast()) }
+                    // Closed here, on this connection's own thread: a close that blocks (SO_LINGER) holds only it.
+                    while descriptors.count > 1 {
+                        self.meter.count(\.strayDescriptors)
+                        Sys.close(descriptors.removeLast())
+                    }
                 } catch {
                     // Answered here, before the reader closes the socket.
                     self.sendError(error.code, error.detail)
@@ -97,6 +142,7 @@ final class IPCConnection: Sendable {
                 try Sys.sendAll(fd, FrameCodec.encode(frame), nonBlocking: true)
                 return true
             } catch {
+                if (error as? SystemError)?.code == .wouldBlock { meter.count(\.outboundFull) }
                 Sys.shutdownBoth(fd)
                 return false
             }
@@ -112,6 +158,7 @@ final class IPCConnection: Sendable {
                 try Sys.sendAll(fd, FrameCodec.encode(IPCFrame(message)), descriptor: descriptor, nonBlocking: true)
                 return true
             } catch {
+                if (error as? SystemError)?.code == .wouldBlock { meter.count(\.outboundFull) }
                 Sys.shutdownBoth(fd)
                 return false
             }

@@ -9,6 +9,8 @@ final class IPCRegistry {
     private var deadlines: [Int: Duration] = [:]
     /// The one timer that closes them.
     let sweep: AgentTimer
+    /// The IPC budgets' counters.
+    let meter = IPCMeter()
 
     /// Time a socket-path connection has to register (an admin connection: to finish).
     static let registrationTimeout = Duration.seconds(5)
@@ -18,7 +20,7 @@ final class IPCRegistry {
 
     /// A new connection on `fd` (started: its messages flow).
     func open(fd: Int32, peer: IPCConnection.Peer?, launchedFor: String?) -> IPCConnection {
-        let connection = IPCConnection(id: nextID, fd: fd, peer: peer, launchedFor: launchedFor)
+        let connection = IPCConnection(id: nextID, fd: fd, peer: peer, launchedFor: launchedFor, meter: meter)
         nextID += 1
         connections[connection.id] = connection
         connection.start()
@@ -37,7 +39,9 @@ final class IPCRegistry {
     func overdue(now: Duration) -> [IPCConnection] {
         let due = deadlines.filter { $0.value <= now }.keys
         for id in due { deadlines[id] = nil }
-        return due.sorted().compactMap { id in registered[id] == nil ? connections[id] : nil }
+        let overdue = due.sorted().compactMap { id in registered[id] == nil ? connections[id] : nil }
+        meter.count(\.registrationTimeouts, by: overdue.count)
+        return overdue
     }
 
     /// `connection` registered as handler `name`.
@@ -58,4 +62,12 @@ final class IPCRegistry {
 
     /// Every open connection.
     var all: [IPCConnection] { Array(connections.values) }
+
+    /// The budgets' counters, with the connections open now.
+    var counters: IPCCounters {
+        var counters = meter.snapshot
+        counters.connections = connections.count
+        counters.unregistered = connections.count - registered.count
+        return counters
+    }
 }

@@ -30,6 +30,15 @@ struct ProcessControl: Sendable {
         return (mountPoint + path).hasPrefix(base + "/")
     }
 
+    /// The handler whose cgroup (or a cgroup below it) is cgroup v2 `path` (as `/proc/PID/cgroup` names it); nil
+    /// outside our handlers' cgroups.
+    func handlerName(cgroupPath path: String) -> String? {
+        guard mechanism == .cgroupV2, let base, let mountPoint else { return nil }
+        let full = mountPoint + path
+        guard full.hasPrefix(base + "/") else { return nil }
+        return full.dropFirst(base.count + 1).split(separator: "/").first.map(String.init)
+    }
+
     /// Detects: `forced` (tests) or the best available.
     static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
         // One directory per agent instance (several may share a process, as in the tests).
@@ -102,6 +111,26 @@ struct ProcessControl: Sendable {
             let line = own.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
         else { return nil }
         return (mountPoint, String(line.dropFirst(3)))
+    }
+
+    /// Creates the handler's cgroup (if any) with its limits (`pids.max`, `memory.max`: where the controllers are
+    /// enabled for it, cgroup v2) and opens its `cgroup.procs` for the child to join before it runs
+    /// (``Sys/spawnHandler``); nil without cgroups. The caller closes `procs`.
+    func prepare(handler: String, tasksMax: Int, memoryMaxBytes: Int64) -> (directory: String, procs: Int32)? {
+        guard let base else { return nil }
+        let directory = base + "/" + handler
+        do {
+            try Sys.makeDirectory(directory, mode: 0o755)
+            if mechanism == .cgroupV2 {
+                // Present only where the pids and memory controllers reach this cgroup (see docs/agent.md).
+                _ = try? Sys.writeFile(directory + "/pids.max", "\(tasksMax)\n")
+                _ = try? Sys.writeFile(directory + "/memory.max", "\(memoryMaxBytes)\n")
+            }
+            let procs = try Sys.open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+            return (directory, procs)
+        } catch {
+            return nil
+        }
     }
 
     /// Creates the handler's cgroup (if any) and moves `pid` into it; returns the directory.

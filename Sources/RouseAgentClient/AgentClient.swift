@@ -24,6 +24,8 @@ public final class AgentClient: Sendable {
     let requests = PendingRequests()
     /// Downloaded files handed over with `transferTask` results (see ``takeDownloadedFile(taskID:)``).
     let downloadedFiles = DownloadedFiles()
+    /// VoIP sockets handed back after a relaunch (see ``takeReturnedSocket(socketID:)``).
+    let returnedSockets = DownloadedFiles()
 
     struct Connection: Sendable {
         var socket: ClientSocket
@@ -75,6 +77,11 @@ public final class AgentClient: Sendable {
                             received = true
                             if case .transferTask(let task) = frame.message, task.file == true, !descriptors.isEmpty {
                                 downloadedFiles.put(task.taskID, descriptors.removeFirst())
+                            }
+                            if case .voipSocket(let socket) = frame.message, socket.returned == true,
+                                !descriptors.isEmpty
+                            {
+                                returnedSockets.put(socket.socketID, descriptors.removeFirst())
                             }
                             // An answer to an awaited request goes to its caller; everything else to `messages`.
                             if let id = frame.requestID, let waiter = requests.take(id) {

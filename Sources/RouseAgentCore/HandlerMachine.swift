@@ -89,6 +89,10 @@ public enum AgentMessageKind: Sendable, Equatable {
     case lifecycle(HandlerLifecycle)
     /// Gateway reachability (coalesced while suspended).
     case reachability(Bool)
+    /// Data on watched sockets woke the handler (`wake`: its id); a report is owed within `seconds` when `mustReport`.
+    case voipSocketWake(wake: String, mustReport: Bool, seconds: Double)
+    /// The keep-alive time: `seconds` of budget.
+    case keepAlive(id: String, seconds: Double)
 }
 
 /// The rules of one handler as a value-type state machine: inputs are events with the current monotonic
@@ -98,13 +102,13 @@ public struct HandlerMachine: Sendable {
     /// The limits.
     public var rules: HandlerRules
     /// Lifecycle state.
-    public private(set) var lifecycle: HandlerLifecycle = .notRunning
+    public internal(set) var lifecycle: HandlerLifecycle = .notRunning
     /// The user stopped the handler: no background launches until started again.
     public private(set) var userStopped = false
     /// Times of recent strikes (missed VoIP reports).
-    public private(set) var strikes: [Duration] = []
+    public internal(set) var strikes: [Duration] = []
     /// VoIP launches stopped after too many strikes (until ``reregister()``).
-    public private(set) var voipBlocked = false
+    public internal(set) var voipBlocked = false
     /// Active calls reported by the handler.
     public private(set) var activeCalls: Set<String> = []
     /// VoIP pushes owing a report: id → deadline.
@@ -118,6 +122,12 @@ public struct HandlerMachine: Sendable {
     public private(set) var openTransferSessions: [String: Duration] = [:]
     /// Background fetches the handler must complete (`fetchComplete`): id → deadline.
     public private(set) var openFetches: [String: Duration] = [:]
+    /// Socket wakes owing a report (`reportCall` or `voipWakeHandled`): wake id → deadline (HandlerMachine+Wakes).
+    public internal(set) var owedWakes: [String: Duration] = [:]
+    /// Socket wakes waiting for the launched handler to register.
+    public internal(set) var wakesWaiting: [String] = []
+    /// The keep-alive under way: its id and the end of its budget.
+    public internal(set) var keepAlive: (id: String, deadline: Duration)?
     /// Pushes waiting for the launched handler to register.
     public private(set) var waiting: [AgentPush] = []
     /// Open background tasks: token → name.
@@ -129,7 +139,7 @@ public struct HandlerMachine: Sendable {
     public private(set) var holdsAudio = false
     private var expiryNoticeSent = false
     private var launchedAt: Duration?
-    private var idleSince: Duration?
+    var idleSince: Duration?
     private var tokens: Double
     private var tokensAt: Duration?
     private var nextTaskID = 1
@@ -176,6 +186,7 @@ public struct HandlerMachine: Sendable {
         let queued = waiting
         waiting = []
         for push in queued { actions += handOver(push, now: now) }
+        actions += wakesRegistered(now: now)
         if let coalesced = coalescedReachability {
             coalescedReachability = nil
             actions.append(.notify(.reachability(coalesced)))
@@ -193,6 +204,7 @@ public struct HandlerMachine: Sendable {
     public mutating func reportCall(pushID: String?, callID: String, now: Duration) -> [HandlerAction] {
         activeCalls.insert(callID)
         idleSince = nil
+        if let wake = wakeReported(pushID: pushID, callID: callID) { return wake }
         guard let pushID, owedReports.removeValue(forKey: pushID) != nil else { return [] }
         return [.ack(pushID: pushID), .log("call reported", ["push-id": pushID, "call-id": callID])]
     }
@@ -345,6 +357,9 @@ public struct HandlerMachine: Sendable {
         openBackground = [:]
         openTransferSessions = [:]
         openFetches = [:]
+        owedWakes = [:]
+        wakesWaiting = []
+        keepAlive = nil
         tasks = [:]
         activeCalls = []
         holdsAudio = false
@@ -429,6 +444,7 @@ public struct HandlerMachine: Sendable {
             actions.append(.log("transfer events not handled in time", ["session": session]))
             killReason = killReason ?? "transfer events not handled in time"
         }
+        if let reason = expireWakes(now: now, into: &actions) { killReason = killReason ?? reason }
         if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
             let end = since + rules.taskBudget
             if !expiryNoticeSent && now >= end - rules.taskExpiryNotice {
@@ -445,7 +461,7 @@ public struct HandlerMachine: Sendable {
             }
         }
         if lifecycle == .launching, let at = launchedAt, now - at >= rules.launchDeadline {
-            if waiting.contains(where: \.isVoIP) {
+            if waiting.contains(where: \.isVoIP) || !wakesWaiting.isEmpty {
                 strikes.append(now)
                 if strikes.count >= rules.strikeLimit { voipBlocked = true }
             }
@@ -457,6 +473,7 @@ public struct HandlerMachine: Sendable {
             actions.append(.kill(reason: killReason))
             return actions
         }
+        endKeepAliveIfDue(now: now, into: &actions)
         if let held, refilled(now: now) >= 1, !userStopped {
             consumeToken(now: now)
             self.held = nil
@@ -473,7 +490,8 @@ public struct HandlerMachine: Sendable {
     public func nextDeadline(now: Duration) -> Duration? {
         var candidates: [Duration] =
             Array(owedReports.values) + Array(openBackground.values) + Array(openTransferSessions.values)
-            + Array(openFetches.values)
+            + Array(openFetches.values) + Array(owedWakes.values)
+        if let keepAlive { candidates.append(keepAlive.deadline) }
         if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
             let end = since + rules.taskBudget
             candidates.append(expiryNoticeSent ? end + rules.taskGrace : end - rules.taskExpiryNotice)
@@ -490,9 +508,9 @@ public struct HandlerMachine: Sendable {
 
     // MARK: Rules
 
-    private var canSuspend: Bool {
+    var canSuspend: Bool {
         owedReports.isEmpty && openBackground.isEmpty && openTransferSessions.isEmpty && openFetches.isEmpty
-            && tasks.isEmpty
+            && tasks.isEmpty && owedWakes.isEmpty && wakesWaiting.isEmpty && keepAlive == nil
             && activeCalls.isEmpty && waiting.isEmpty
             && !holdsAudio
     }
@@ -551,7 +569,7 @@ public struct HandlerMachine: Sendable {
         }
     }
 
-    private mutating func flushCoalesced() -> [HandlerAction] {
+    mutating func flushCoalesced() -> [HandlerAction] {
         guard let value = coalescedReachability else { return [] }
         coalescedReachability = nil
         return [.notify(.reachability(value))]
@@ -604,14 +622,14 @@ public struct HandlerMachine: Sendable {
         return Double(age) / 1000
     }
 
-    private mutating func enterBackground(now: Duration) {
+    mutating func enterBackground(now: Duration) {
         lifecycle = .background
         backgroundSince = now
         expiryNoticeSent = false
         idleSince = now
     }
 
-    private mutating func markIdle(now: Duration) {
+    mutating func markIdle(now: Duration) {
         if canSuspend { idleSince = now }
     }
 

@@ -25,6 +25,9 @@ public struct HandlerRules: Sendable, Equatable, Codable {
     public var launchDeadline: Duration = .seconds(10)
     /// Idle time in the background (nothing open) before the handler is suspended.
     public var suspendAfter: Duration = .seconds(1)
+    /// Budget of a keep-alive wake (`setKeepAlive`; iOS gives its keep-alive handler about 10 s), after which the
+    /// handler is suspended again.
+    public var keepAliveBudget: Duration = .seconds(10)
 
     /// The defaults.
     public init() {}

@@ -88,6 +88,15 @@ public struct TransferBook: Sendable, Equatable {
         public var spoolBytesPerHandler: Int64 = 1 << 30
         /// Sessions one handler may have.
         public var sessionsPerHandler = 16
+        /// Largest upload a handler may pass as a descriptor (also within its spool budget).
+        public var uploadBytes: Int64 = 256 << 20
+        /// Transfers of one handler running at once: the others wait, so one handler cannot hold every slot.
+        public var concurrentPerHandler = 2
+        /// A running transfer slower than this many bytes per second for ``lowSpeedSeconds`` is ended (`timeout`;
+        /// it resumes later like any transient failure, within its attempts): a peer that trickles cannot hold a
+        /// slot for a day.
+        public var lowSpeedBytesPerSecond = 1024
+        public var lowSpeedSeconds = 60
         public init() {}
     }
 
@@ -173,6 +182,13 @@ public struct TransferBook: Sendable, Equatable {
         else { throw refuse("badRequest", "url must be http(s), at most 4096 bytes, without spaces or controls") }
         guard headers.count <= 32, headers.allSatisfy(Self.validHeader) else {
             throw refuse("badRequest", "at most 32 headers, each `Name: value` without controls")
+        }
+        if let header = headers.first(where: { !Self.allowedHeader($0) }) {
+            let name = header.prefix { $0 != ":" }
+            throw refuse(
+                "forbiddenHeader",
+                "\(name) is not a header a handler may set (\(Self.allowedHeaderNames.sorted().joined(separator: ", ")), X-…)"
+            )
         }
         guard method.utf8.count <= 16, !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
             throw refuse("badRequest", "method must be 1-16 upper-case letters")
@@ -354,19 +370,27 @@ public struct TransferBook: Sendable, Equatable {
         return [.sessionFinished(handler: record.handler, session: record.session)]
     }
 
-    /// Starts queued (and network-waiting) tasks, oldest first, up to ``Limits/concurrent`` running.
+    /// Starts queued (and network-waiting) tasks, oldest first, up to ``Limits/concurrent`` running and
+    /// ``Limits/concurrentPerHandler`` of any one handler (a handler's slow transfers leave slots to the others).
     private mutating func schedule() -> [TransferAction] {
         guard networkUsable else { return [] }
-        var running = tasks.values.filter { $0.state == .running }.count
+        var running = 0
+        var runningOf: [String: Int] = [:]
+        for record in tasks.values where record.state == .running {
+            running += 1
+            runningOf[record.handler, default: 0] += 1
+        }
         var actions: [TransferAction] = []
         for id in tasks.keys.sorted() where running < limits.concurrent {
             guard var record = tasks[id], record.state == .queued || record.state == .waitingForNetwork,
-                !(record.discretionary && networkExpensive)
+                !(record.discretionary && networkExpensive),
+                runningOf[record.handler, default: 0] < limits.concurrentPerHandler
             else { continue }
             record.state = .running
             record.attempts += 1
             tasks[id] = record
             running += 1
+            runningOf[record.handler, default: 0] += 1
             actions.append(.start(record))
             actions.append(.notify(record))
         }
@@ -384,6 +408,20 @@ public struct TransferBook: Sendable, Equatable {
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                     || byte == 0x2E || byte == 0x5F || byte == 0x2D
             } && text != "." && text != ".."
+    }
+
+    /// Headers a handler may set on its transfers, besides `X-…` ones: what describes the request and its
+    /// credentials, never what frames or routes it (Host, Content-Length, Transfer-Encoding, Connection, Proxy-…,
+    /// Range, Forwarded…: libcurl and the agent set those).
+    static let allowedHeaderNames: Set<String> = [
+        "accept", "accept-language", "authorization", "cache-control", "content-type", "if-match",
+        "if-modified-since", "if-none-match", "if-unmodified-since", "user-agent",
+    ]
+
+    static func allowedHeader(_ line: String) -> Bool {
+        let name = line.prefix { $0 != ":" }.lowercased()
+        if name.hasPrefix("x-") { return !name.hasPrefix("x-forwarded-") && name != "x-real-ip" }
+        return allowedHeaderNames.contains(name)
     }
 
     static func validHeader(_ line: String) -> Bool {

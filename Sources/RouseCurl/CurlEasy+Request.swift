@@ -8,7 +8,13 @@ extension CurlEasy {
         try set(CURLOPT_URL, request.url, name: "CURLOPT_URL")
         try set(CURLOPT_PROTOCOLS_STR, "http,https", name: "CURLOPT_PROTOCOLS_STR")
         try set(CURLOPT_NOSIGNAL, 1, name: "CURLOPT_NOSIGNAL")
-        try closeOnExec()
+        if request.publicDestinationsOnly {
+            try publicSocketsOnly()
+            try set(CURLOPT_FRESH_CONNECT, 1, name: "CURLOPT_FRESH_CONNECT")
+            try set(CURLOPT_FORBID_REUSE, 1, name: "CURLOPT_FORBID_REUSE")
+        } else {
+            try closeOnExec()
+        }
         try set(CURLOPT_PIPEWAIT, 1, name: "CURLOPT_PIPEWAIT")
         try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, name: "CURLOPT_SUPPRESS_CONNECT_HEADERS")
         try set(CURLOPT_HTTP_VERSION, Self.curlVersion(request.httpVersion), name: "CURLOPT_HTTP_VERSION")

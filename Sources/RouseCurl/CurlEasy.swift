@@ -69,6 +69,11 @@ package final class CurlEasy {
         try check(rouse_curl_easy_cloexec_sockets(handle), "CURLOPT_OPENSOCKETFUNCTION")
     }
 
+    /// Sockets opened close-on-exec, and only to public addresses (``CurlRequest/publicDestinationsOnly``).
+    package func publicSocketsOnly() throws {
+        try check(rouse_curl_easy_public_sockets(handle), "CURLOPT_OPENSOCKETFUNCTION")
+    }
+
     /// Sets `CURLOPT_HTTPHEADER`; this handle keeps the list alive.
     package func setHeaders(_ lines: [String]) throws {
         let list = try CurlStringList(lines)

@@ -34,6 +34,11 @@ package struct CurlRequest: Sendable {
     package var lowSpeed: CurlLowSpeed?
     /// Redirects followed (`CURLOPT_FOLLOWLOCATION`, to http and https only); 0: none, a 3xx is the response.
     package var maxRedirects = 0
+    /// Connect only to public addresses: every address libcurl is about to connect to (after resolution, for each
+    /// connection, redirects included) is checked, and loopback, link-local, private, unique-local, multicast and
+    /// unspecified ones are refused (`CURLE_COULDNT_CONNECT`, errno `EACCES`). Such a request never reuses a
+    /// connection, nor leaves one for reuse (it could lead elsewhere than its own check allowed).
+    package var publicDestinationsOnly = false
 
     /// A request with the common defaults: 10 s to connect, 30 s in total, HTTP/2 over TLS, peer and host
     /// verification on, at most 16 MiB of response body.

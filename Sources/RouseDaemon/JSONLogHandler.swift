@@ -31,7 +31,9 @@ package struct JSONLogHandler: LogHandler {
             line += ",\(quoted(key)):\(quoted(value.description))"
         }
         line += "}\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // Never the trapping `write(_:)`: a full disk, a closed pipe or a journal stream shut down loses the line,
+        // not the process.
+        try? FileHandle.standardError.write(contentsOf: Data(line.utf8))
     }
 
     private func quoted(_ text: String) -> String { JSONString.quoted(text) }

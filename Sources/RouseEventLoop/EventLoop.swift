@@ -31,6 +31,8 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
     /// How many times the loop's thread woke from `epoll_wait` (events, timers, or work from other threads): what an
     /// idle daemon should keep near zero.
     package let wakeUps = Atomic<UInt64>(0)
+    /// Timer entries held, live and cancelled, as of the loop's last pass (read from any thread, for metrics).
+    package let timerEntryGauge = Atomic<Int>(0)
     private var thread: LoopThread?
     /// The loop thread's `pthread_t` (0 until started).
     private let threadID = Atomic<UInt>(0)
@@ -156,6 +158,9 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
         timers.cancel(id)
     }
 
+    /// Timer entries held, live and cancelled (tests: cancelled timers must not pile up).
+    package var timerEntries: Int { timers.entryCount }
+
     private func run() {
         let capacity: Int32 = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
@@ -185,6 +190,7 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
             for body in timers.takeDue(now: now) { call(pass, body) }
             // What the timers queued (they run on the loop: `execute` did not wake it).
             runPending(pass)
+            timerEntryGauge.store(timers.entryCount, ordering: .relaxed)
         }
     }
 

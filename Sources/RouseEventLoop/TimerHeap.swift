@@ -1,5 +1,7 @@
 /// A min-heap of one-shot timers (deadlines in nanoseconds on the loop's clock) with lazy cancellation (cancelled ids
-/// are skipped when they come up). Timers with the same deadline fire in the order they were inserted.
+/// are skipped when they come up), compacted once cancelled entries are more than half of it: connection churn
+/// (each connection arms an idle timer of an hour and cancels it when it closes) must not keep an entry per closed
+/// connection for an hour. Timers with the same deadline fire in the order they were inserted.
 struct TimerHeap {
     private struct Entry {
         var deadline: UInt64
@@ -8,6 +10,11 @@ struct TimerHeap {
     private var heap: [Entry] = []
     private var bodies: [UInt64: () -> Void] = [:]
     private var nextID: UInt64 = 1
+    /// Entries in `heap` whose timer was cancelled.
+    private var cancelled = 0
+
+    /// Entries held, live and cancelled (tests).
+    var entryCount: Int { heap.count }
 
     mutating func insert(deadline: UInt64, _ body: @escaping () -> Void) -> UInt64 {
         let id = nextID
@@ -25,12 +32,28 @@ struct TimerHeap {
     }
 
     mutating func cancel(_ id: UInt64) {
-        bodies[id] = nil
+        guard bodies.removeValue(forKey: id) != nil else { return }
+        cancelled += 1
+        if cancelled > 64, cancelled * 2 > heap.count { compact() }
+    }
+
+    /// Drops the cancelled entries and restores the heap order: O(n), after at least n/2 cancellations.
+    private mutating func compact() {
+        heap.removeAll { bodies[$0.id] == nil }
+        cancelled = 0
+        var start = heap.count / 2 - 1
+        while start >= 0 {
+            siftDown(start)
+            start -= 1
+        }
     }
 
     /// Milliseconds until the earliest live timer (rounded up), or -1 (wait forever) when there is none.
     mutating func millisecondsUntilNext(now: UInt64) -> Int32 {
-        while let top = heap.first, bodies[top.id] == nil { popMin() }
+        while let top = heap.first, bodies[top.id] == nil {
+            popMin()
+            cancelled -= 1
+        }
         guard let top = heap.first else { return -1 }
         if top.deadline <= now { return 0 }
         // Rounded up without overflowing for a deadline near the end of time (`schedule(after:)` with a huge delay).
@@ -44,7 +67,7 @@ struct TimerHeap {
         var due: [() -> Void] = []
         while let top = heap.first, top.deadline <= now {
             popMin()
-            if let body = bodies.removeValue(forKey: top.id) { due.append(body) }
+            if let body = bodies.removeValue(forKey: top.id) { due.append(body) } else { cancelled -= 1 }
         }
         return due
     }
@@ -61,7 +84,11 @@ struct TimerHeap {
         let last = heap.removeLast()
         if heap.isEmpty { return }
         heap[0] = last
-        var i = 0
+        siftDown(0)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var i = start
         while true {
             let l = 2 * i + 1
             let r = l + 1

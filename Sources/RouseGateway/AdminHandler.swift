@@ -57,6 +57,7 @@ struct AdminView: Sendable {
                 metrics.setPending(try store.read { try $0.pendingTotal() })
                 let memory = HTTP2Server.sessionMemory
                 metrics.setHTTP2SessionMemory(sessions: memory.sessions, bytes: memory.bytes)
+                metrics.setTimerEntries(listeners.reduce(0) { $0 + $1.server.timerEntries })
                 for listener in listeners {
                     metrics.recordLimitCounts(listener: listener.name, listener.server.limitCounts)
                 }

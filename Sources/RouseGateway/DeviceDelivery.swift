@@ -54,7 +54,8 @@ public struct DeviceDelivery: Sendable, Hashable {
     /// device's sequence number for it (several nodes).
     public mutating func offer(id: Int64, isVoIP: Bool, seq: Int64? = nil) -> Action {
         if let seq {
-            let follows = lastSeq.map { seq == $0 + 1 } ?? false
+            // Checked: `lastSeq` may come from another node's message (`storedElsewhere`), up to `Int64.max`.
+            let follows = lastSeq.map { last in last < Int64.max && seq == last + 1 } ?? false
             lastSeq = max(lastSeq ?? seq, seq)
             if !follows {
                 // Another node committed pushes in between: they go first, from the store.

@@ -16,8 +16,9 @@ final class DeviceHandler: HTTP2ConnectionHandler {
     private let certificateProblem: String?
     /// Requests of this connection waiting on the store thread (bounded: a flooding device gets 429).
     private let inProgress = InProgressCounter()
-    /// Open channels of this connection: stream id → (device, channel id).
-    private var channels: [Int32: (deviceID: String, channelID: UInt64)] = [:]
+    /// Channels of this connection, opened or waiting for their credential check: stream id → (device, channel id,
+    /// ticket).
+    private var channels: [Int32: (deviceID: String, channelID: UInt64, ticket: ChannelTicket)] = [:]
 
     init(core: GatewayCore, connection: HTTP2Connection, peer: PeerCertificate?) {
         self.core = core
@@ -104,8 +105,11 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         case .success(let value): credential = value
         }
         let channelID = core.makeChannelID()
-        channels[stream.id] = (credential.deviceID, channelID)
+        let ticket = ChannelTicket()
+        channels[stream.id] = (credential.deviceID, channelID, ticket)
         core.submitDevice(credential, reply: { reply in Self.send(reply, on: stream) }) { context, device in
+            // The stream ended while the open waited: nothing to open, nothing to close later.
+            guard ticket.open() else { return nil }
             stream.connection.markAuthenticated()
             try context.openChannel(device: device, channelID: channelID, stream: stream)
             return nil
@@ -201,7 +205,12 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         return true
     }
 
-    private func closeChannel(_ channel: (deviceID: String, channelID: UInt64)) {
+    private func closeChannel(_ channel: (deviceID: String, channelID: UInt64, ticket: ChannelTicket)) {
+        // Only a channel that was opened queues a close (outside the device lane's budget, which it must not be
+        // refused by): a bogus open (a bad credential, or refused for the budget) ends without one. Before, every
+        // channel request, with any credential, added an unbudgeted job to the device lane.
+        guard channel.ticket.abandon() else { return }
+        core.metrics.channelCloseQueued()
         let job = GatewayCore.Job(
             run: { context in try context.closeChannel(deviceID: channel.deviceID, channelID: channel.channelID) },
             fail: { _ in })
@@ -218,4 +227,22 @@ final class DeviceHandler: HTTP2ConnectionHandler {
 /// The count of a connection's requests waiting on the store thread, shared with their reply closures.
 final class InProgressCounter: Sendable {
     let value = Atomic<Int>(0)
+}
+
+/// Whether a channel request was opened (by its job on the store thread) or abandoned (its stream ended first):
+/// exactly one of the two wins.
+final class ChannelTicket: Sendable {
+    private let state = Atomic<UInt8>(0)  // 0 waiting, 1 opened, 2 abandoned
+
+    /// On the store thread, before opening (again, when a spoiled batch runs the job alone): false when the stream
+    /// already ended.
+    func open() -> Bool {
+        let (exchanged, original) = state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing)
+        return exchanged || original == 1
+    }
+
+    /// On the connection's loop, when the stream ends: true when the channel was opened (a close must be queued).
+    func abandon() -> Bool {
+        !state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged
+    }
 }

@@ -71,6 +71,16 @@ public final class Gateway: Sendable {
                     metadata: ["client-ca": "\(configuration.provider.clientCAFile ?? "")"])
             }
         }
+        // Several nodes: this node's id is claimed first, before the node takes over the channels the id held.
+        let postgres = store as? PostgresGatewayStore
+        if let settings = configuration.postgres, settings.sslmodeUnsetForRemoteHost {
+            logger.warning(
+                "postgres.sslmode is not set for a remote host: libpq may connect without TLS; set it to verify-full",
+                metadata: ["database": "\(settings.displayName)"])
+        }
+        let claim = try postgres.map { postgres throws(GatewayError) in
+            try PostgresNotifications.claim(settings: postgres.settings, node: configuration.node)
+        }
         let core = try GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock,
             node: configuration.node)
@@ -78,11 +88,13 @@ public final class Gateway: Sendable {
         let keys = ProviderKeyCache(store: store, logger: logger, clock: clock)
         self.keys = keys
         core.start()
-        if let postgres = store as? PostgresGatewayStore {
+        if let postgres {
             // On a loop of its own: a reconnect blocks in libpq's connect for up to the connect timeout, which must
             // not hold the store loop's heartbeats and sweeps while PostgreSQL is away.
+            postgres.seal.setSender(configuration.node)
             listener = try PostgresNotifications(
-                settings: postgres.settings, node: configuration.node, metrics: metrics, logger: logger, clock: clock
+                settings: postgres.settings, node: configuration.node, clusterKey: postgres.clusterKey, first: claim,
+                metrics: metrics, logger: logger, clock: clock
             ) { messages in core.received(messages) }
         } else {
             listener = nil
@@ -270,11 +282,15 @@ final class ProviderKeyCache: Sendable {
     private struct Cached {
         var registry = APNsKeyRegistry()
         var loadedAt: RouseInstant?
+        /// The last read failed (the store unreachable): the next reads run off the provider loop.
+        var failing = false
     }
 
     private let store: any GatewayStore
     private let logger: Logger
     private let cached = Mutex(Cached())
+    /// A read off the provider loop is under way.
+    private let refreshing = Atomic<Bool>(false)
 
     private let clock: any RouseClock
 
@@ -284,14 +300,36 @@ final class ProviderKeyCache: Sendable {
         self.clock = clock
     }
 
+    /// The active keys as of at most a second ago. Read from the store on the caller's thread (a provider loop)
+    /// while the store answers; once a read failed (PostgreSQL away: a reconnect blocks in libpq for up to the
+    /// connect timeout), the last keys are used and the store is read again on a thread of its own, at most once a
+    /// second, until it answers: a database outage no longer stalls the provider loop on every request.
     func registry() -> APNsKeyRegistry {
         let now = clock.now
-        if let hit = cached.withLock({ c -> APNsKeyRegistry? in
-            guard let loadedAt = c.loadedAt, loadedAt.duration(to: now) < .seconds(1) else { return nil }
-            return c.registry
-        }) {
-            return hit
+        let (hit, failing) = cached.withLock { c -> (APNsKeyRegistry?, Bool) in
+            guard let loadedAt = c.loadedAt, loadedAt.duration(to: now) < .seconds(1) else { return (nil, c.failing) }
+            return (c.registry, c.failing)
         }
+        if let hit { return hit }
+        if failing {
+            refreshOffLoop()
+            return cached.withLock { $0.registry }
+        }
+        return load(now: now) ?? cached.withLock { $0.registry }
+    }
+
+    private func refreshOffLoop() {
+        guard !refreshing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let thread = Thread { [self] in
+            _ = load(now: clock.now)
+            refreshing.store(false, ordering: .releasing)
+        }
+        thread.name = "rouse-gateway-keys"
+        thread.start()
+    }
+
+    /// Reads the keys; `nil` (and the cache marked failing, for a second) when the store does not answer.
+    private func load(now: RouseInstant) -> APNsKeyRegistry? {
         var registry = APNsKeyRegistry()
         do {
             for record in try store.read({ try $0.providerKeys(includeRevoked: false) }) {
@@ -305,10 +343,17 @@ final class ProviderKeyCache: Sendable {
                 }
             }
         } catch {
-            logger.error("cannot read provider keys", metadata: ["error": "\(error)"])
-            return cached.withLock { $0.registry }
+            let first = cached.withLock { c -> Bool in
+                defer {
+                    c.failing = true
+                    c.loadedAt = now
+                }
+                return !c.failing
+            }
+            if first { logger.error("cannot read provider keys", metadata: ["error": "\(error)"]) }
+            return nil
         }
-        cached.withLock { $0 = Cached(registry: registry, loadedAt: now) }
+        cached.withLock { $0 = Cached(registry: registry, loadedAt: now, failing: false) }
         return registry
     }
 }

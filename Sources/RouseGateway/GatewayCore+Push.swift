@@ -59,19 +59,23 @@ extension CoreContext {
         let limits = core.limits
         let maxMilliseconds = limits.maxExpirationSeconds &* 1000
         var expiresAt: Int64
+        // Tried once at once on an open channel, never stored for later: `apns-expiration: 0`, or an expiration
+        // already past. APNs reads a non-zero expiration as "store until then" and delivers at once to a connected
+        // device whatever its value; aioapns sends the current second for `time_to_live=0`, which has passed by the
+        // time it arrives. Such a push was answered 200 and dropped untried before.
+        let offlineReason: String?
         switch submission.headers.expiration {
         case .none:
             expiresAt = now &+ min(limits.defaultExpirationSeconds, limits.maxExpirationSeconds) &* 1000
+            offlineReason = nil
         case .some(0):
             expiresAt = now
+            offlineReason = "expiration-zero-offline"
         case .some(let seconds):
             let (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
             expiresAt = overflow ? Int64.max : milliseconds
             expiresAt = min(expiresAt, now &+ maxMilliseconds)
-            if expiresAt <= now {
-                // Already past its expiration: accepted (APNs answers 200) and dropped, counted.
-                return accept("expired")
-            }
+            offlineReason = expiresAt <= now ? "expired-offline" : nil
         }
         var push = StoredPush(
             id: 0, deviceID: token.deviceID, token: token.token, topic: token.topic, pushType: type,
@@ -80,9 +84,9 @@ extension CoreContext {
             expiresAt: expiresAt, receivedAt: submission.receivedAt, payload: submission.payload)
         var slot = state.channels[token.deviceID]
 
-        if submission.headers.expiration == 0, let online = slot {
+        if let offlineReason, let online = slot {
             // "attempts to deliver the notification only once and doesn't store it" [SEND].
-            return accept(sendEphemeral(push, on: online))
+            return accept(sendEphemeral(push, on: online, offlineReason: offlineReason))
         }
         // Several nodes: the device's row stays locked until COMMIT, so its pushes commit in sequence order, and
         // the node holding its channel is known.
@@ -98,13 +102,17 @@ extension CoreContext {
             }
             if slot == nil { elsewhere = sequence.owner }
         }
-        if submission.headers.expiration == 0 {
+        if let offlineReason {
             guard elsewhere != nil else {
-                effects.append { metrics.dropped(type: type, reason: "expiration-zero-offline") }
+                effects.append { metrics.dropped(type: type, reason: offlineReason) }
                 return accept("dropped-offline")
             }
             // The channel is on another node: stored for a moment only, and that node sends it now.
-            push.expiresAt = now + Self.relayMilliseconds
+            push.expiresAt = now &+ Self.relayMilliseconds
+        } else if elsewhere != nil {
+            // An expiration that passes while the push travels to the node holding the channel (the commit, the
+            // message, that node's read) must not drop it there untried: it has the relay's moment at least.
+            push.expiresAt = max(push.expiresAt, now &+ Self.relayMilliseconds)
         }
 
         var replaced: [Int64] = []
@@ -162,14 +170,15 @@ extension CoreContext {
     /// received it (the time to commit, wake that node and send).
     static let relayMilliseconds: Int64 = 5000
 
-    /// Sends an `apns-expiration: 0` push on a channel held here, if its window has room; returns the outcome.
-    private mutating func sendEphemeral(_ push: StoredPush, on online: ChannelSlot) -> String {
+    /// Sends an `apns-expiration: 0` (or already expired) push on a channel held here, if its window has room;
+    /// returns the outcome.
+    private mutating func sendEphemeral(_ push: StoredPush, on online: ChannelSlot, offlineReason: String) -> String {
         var online = online
         var push = push
         let type = push.pushType
         guard online.delivery.canSendEphemeral(isVoIP: push.isVoIP) else {
             let metrics = core.metrics
-            effects.append { metrics.dropped(type: type, reason: "expiration-zero-offline") }
+            effects.append { metrics.dropped(type: type, reason: offlineReason) }
             return "dropped-offline"
         }
         push.id = state.nextEphemeralID

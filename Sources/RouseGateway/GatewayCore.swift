@@ -267,7 +267,7 @@ public final class GatewayCore: Sendable {
             var context = CoreContext(state: state, transaction: transaction, now: now, core: self)
             for job in jobs { try job.run(&context) }
             for (node, messages) in context.outbox.sorted(by: { $0.key < $1.key }) {
-                try transaction.notify(node: node, messages)
+                try transaction.notify(node: node, messages, now: now)
             }
             return (context.state, context.effects)
         }

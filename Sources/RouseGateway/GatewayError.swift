@@ -6,6 +6,7 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
         case badRequest
         case startup
         case unavailable
+        case nodeInUse
     }
 
     private let code: Code
@@ -29,6 +30,17 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// The store cannot be reached now (PostgreSQL down, restarting, or the connection broke): providers get 503
     /// `ServiceUnavailable` and retry; the store reconnects by itself.
     public static func unavailable(_ detail: String) -> GatewayError { GatewayError(.unavailable, detail) }
+
+    /// Another live gateway node uses this node id (it holds the id's lock in PostgreSQL).
+    public static func nodeInUse(_ node: String) -> GatewayError {
+        GatewayError(
+            .nodeInUse,
+            "node id \"\(node)\" is in use by another live gateway node on this database (PostgreSQL holds its lock "
+                + "until that node's connection ends): give each node its own \"node\" in the configuration")
+    }
+
+    /// True when another live node holds this node id.
+    public var isNodeInUse: Bool { code == .nodeInUse }
 
     /// True when the store was unreachable (nothing was committed, or the outcome of COMMIT is unknown).
     public var isUnavailable: Bool { code == .unavailable }

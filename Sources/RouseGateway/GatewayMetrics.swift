@@ -13,6 +13,7 @@ public final class GatewayMetrics: Sendable {
     private let queueDepth: Gauge
     private let http2Sessions: Gauge
     private let http2SessionBytes: Gauge
+    private let timerEntries: Gauge
     private let latency: ValueHistogram
     private let acks: Counter
     private let expiredCounter: Counter
@@ -32,6 +33,9 @@ public final class GatewayMetrics: Sendable {
             descriptor: Self.name("http2_sessions", "open", "nghttp2 server sessions open in this process"))
         http2SessionBytes = registry.makeGauge(
             descriptor: Self.name("http2_session", "bytes", "Memory nghttp2 holds for the server sessions"))
+        timerEntries = registry.makeGauge(
+            descriptor: Self.name(
+                "timer", "entries", "Timers the provider and device listeners' loops hold, live and cancelled"))
         latency = registry.makeValueHistogram(
             descriptor: Self.name(
                 "delivery_latency", "seconds", "Time from acceptance to the write on the device channel"),
@@ -44,19 +48,19 @@ public final class GatewayMetrics: Sendable {
     /// A push arrived from a provider and ended as `outcome` (`stored`, `delivered-now`, `dropped-offline`,
     /// `expired`, or an APNs reason).
     public func pushIn(type: String?, outcome: String) {
-        count("rouse_gateway_pushes_in_total", type: type ?? "none", outcome: outcome)
+        count("rouse_gateway_pushes_in_total", type: MetricLabel.pushType(type), outcome: outcome)
     }
 
     /// A push was written to a device channel.
     public func pushOut(type: String?, latencyMilliseconds: Int64) {
-        count("rouse_gateway_pushes_out_total", type: type ?? "none", outcome: "sent")
+        count("rouse_gateway_pushes_out_total", type: MetricLabel.pushType(type), outcome: "sent")
         latency.record(Double(max(latencyMilliseconds, 0)) / 1000)
     }
 
     /// A push was dropped without delivery: `reason` is `collapsed`, `background-slot`,
     /// `expiration-zero-offline`, `channel-closed`, or a storage quota (`token-quota`, `device-quota`).
     public func dropped(type: String?, reason: String, count amount: Int = 1) {
-        for _ in 0..<amount { count("rouse_gateway_dropped_total", type: type ?? "none", outcome: reason) }
+        for _ in 0..<amount { count("rouse_gateway_dropped_total", type: MetricLabel.pushType(type), outcome: reason) }
     }
 
     /// Pushes acknowledged.
@@ -75,10 +79,12 @@ public final class GatewayMetrics: Sendable {
     /// refused (in total, per address), accept pauses (EMFILE), streams refused (buffer budget), request
     /// timeouts, connections that did not authenticate in time. An attack shows here.
     public func recordLimitCounts(listener: String, _ counts: HTTP2ServerLimitCounts) {
+        let listener = MetricLabel.listener(listener)
         let values: [(String, UInt64)] = [
             ("connections-refused", counts.connectionsRefused),
             ("connections-refused-per-address", counts.connectionsRefusedPerAddress),
             ("accept-paused", counts.acceptPauses), ("streams-refused-buffer", counts.streamsRefusedBufferBudget),
+            ("streams-refused-listener-buffer", counts.streamsRefusedListenerBuffer),
             ("request-timeout", counts.requestTimeouts), ("authentication-timeout", counts.authenticationTimeouts),
         ]
         for (limit, value) in values {
@@ -98,13 +104,15 @@ public final class GatewayMetrics: Sendable {
 
     /// One hit of a gateway-level budget (not the HTTP/2 kernel's), counted in the same series.
     public func limitHit(listener: String, limit: String) {
+        let (listener, limit) = (MetricLabel.listener(listener), MetricLabel.limit(limit))
         limitCounter(listener: listener, limit: limit).increment()
         add("limit/\(listener)/\(limit)", 1)
     }
 
     /// The `rouse_gateway_limit_hits_total{listener,limit}` counter.
     private func limitCounter(listener: String, limit: String) -> Counter {
-        counter(
+        let (listener, limit) = (MetricLabel.listener(listener), MetricLabel.limit(limit))
+        return counter(
             key: "limit_hits|\(listener)|\(limit)",
             descriptor: Self.name("limit_hits", "total", "Budgets hit on a listener, by limit"),
             labels: [("listener", listener), ("limit", limit)])
@@ -119,6 +127,12 @@ public final class GatewayMetrics: Sendable {
             return counter
         }
     }
+
+    /// A channel close was queued for the store thread (tests: only opened channels queue one).
+    func channelCloseQueued() { add("channel-closes-queued", 1) }
+
+    /// Timers held by the listeners' loops (`HTTP2Server.timerEntries`).
+    public func setTimerEntries(_ value: Int) { timerEntries.set(to: Double(value)) }
 
     /// Open device channels now.
     public func setConnectedDevices(_ value: Int) { connected.set(to: Double(value)) }
@@ -140,6 +154,9 @@ public final class GatewayMetrics: Sendable {
     public func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
 
     private func count(_ name: String, type: String, outcome: String) {
+        // Every label value from a closed set: a header a peer sent never names a series.
+        let type = MetricLabel.pushType(type)
+        let outcome = MetricLabel.outcome(outcome)
         let label = name == "rouse_gateway_dropped_total" ? "reason" : "outcome"
         let base = String(name.dropFirst("rouse_gateway_".count).dropLast("_total".count))
         counter(

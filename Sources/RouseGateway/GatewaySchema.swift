@@ -4,10 +4,11 @@
 ///
 /// History: 1 the tables, 2 handler reports, 3 backlog totals per token and device (SQLite, through GRDB's
 /// migrator), 4 the `schema_version` table itself; PostgreSQL starts at 4 with everything at once. 5: several
-/// nodes (PostgreSQL: per-device sequence numbers, channel owners, node leases; SQLite: nothing but the number).
+/// nodes (PostgreSQL: per-device sequence numbers, channel owners, node leases; SQLite: nothing but the number). 6: the
+/// cluster key that seals node messages (PostgreSQL; SQLite: the number).
 public enum GatewaySchema {
     /// The newest version this build knows.
-    public static let version = 5
+    public static let version = 6
 
     /// What opening a store did to its schema.
     public struct Migration: Sendable, Equatable {
@@ -126,6 +127,15 @@ public enum GatewaySchema {
                 id text PRIMARY KEY,
                 started_at bigint NOT NULL,
                 lease_expires_at bigint NOT NULL);
+            """
+        ),
+        (
+            6,
+            """
+            CREATE TABLE gateway_cluster_key(
+                id integer PRIMARY KEY CHECK (id = 1),
+                key bytea NOT NULL);
+            REVOKE ALL ON gateway_cluster_key FROM PUBLIC;
             """
         ),
     ]

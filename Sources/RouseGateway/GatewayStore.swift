@@ -107,8 +107,8 @@ public protocol GatewayStoreTransaction {
     func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (previous: ChannelOwner?, lastSeq: Int64)?
     /// Forgets `owner` as the device's channel, if it still is.
     func releaseChannel(deviceID: String, owner: ChannelOwner) throws
-    /// Sends `messages` to node `node` when (and only if) this transaction commits.
-    func notify(node: String, _ messages: [NodeMessage]) throws
+    /// Sends `messages` to node `node` when (and only if) this transaction commits, sealed at `now`.
+    func notify(node: String, _ messages: [NodeMessage], now: Int64) throws
     /// Records this node alive until `leaseUntil` (created at its first call); forgets the channels a previous
     /// life of the node held when `fresh`.
     func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws
@@ -124,7 +124,7 @@ extension GatewayStoreTransaction {
         previous: ChannelOwner?, lastSeq: Int64
     )? { nil }
     public func releaseChannel(deviceID: String, owner: ChannelOwner) throws {}
-    public func notify(node: String, _ messages: [NodeMessage]) throws {}
+    public func notify(node: String, _ messages: [NodeMessage], now: Int64) throws {}
     public func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws {}
     public func removeNode(_ node: String) throws {}
     public func nodes() throws -> [GatewayNodeRecord] { [] }

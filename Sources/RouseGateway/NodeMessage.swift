@@ -9,8 +9,9 @@ public enum NodeMessage: Sendable, Hashable {
     /// The device was revoked: close its channel with `revoked`.
     case revoked(deviceID: String)
 
-    /// The largest payload sent in one notification (PostgreSQL's limit is 8000 bytes).
-    public static let maxPayloadBytes = 7000
+    /// The largest payload sent in one notification, before it is sealed (`NodeMessageSeal`: a header line, the
+    /// nonce and tag, base64): PostgreSQL's limit is 8000 bytes.
+    public static let maxPayloadBytes = 5000
 
     /// The message as one line (without its newline).
     public var line: String {
@@ -34,7 +35,9 @@ public enum NodeMessage: Sendable, Hashable {
     public static func parse(_ payload: String) -> (messages: [NodeMessage], errors: [ParseError]) {
         var messages: [NodeMessage] = []
         var errors: [ParseError] = []
-        for line in payload.split(separator: "\n", omittingEmptySubsequences: true) {
+        // Lines, fields and escapes are cut on bytes, not on Characters: a grapheme cluster may span a separator
+        // ("\r\n" is one Character) or an escape ("%" and a combining mark), and the writer escapes scalars.
+        for line in payload.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
             switch parse(line: Substring(line)) {
             case .success(let message): messages.append(message)
             case .failure(let error): errors.append(error)
@@ -47,7 +50,8 @@ public enum NodeMessage: Sendable, Hashable {
         func failure(_ reason: String) -> Result<NodeMessage, ParseError> {
             .failure(ParseError(line: String(line.prefix(80)), reason: reason))
         }
-        let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+        let fields = line.utf8.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)
+            .map(Substring.init)
         guard let kind = fields.first else { return failure("empty") }
         let expected = kind == "r" ? 2 : 3
         guard fields.count == expected else { return failure("\(fields.count) fields, expected \(expected)") }
@@ -98,25 +102,22 @@ public enum NodeMessage: Sendable, Hashable {
     }
 
     private static func unescape(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
-        var result = ""
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
-            if character == "%" {
-                let end = text.index(index, offsetBy: 3, limitedBy: text.endIndex) ?? text.endIndex
-                switch text[index..<end] {
-                case "%25": result += "%"
-                case "%09": result += "\t"
-                case "%0A": result += "\n"
-                default: return nil
-                }
-                index = end
-            } else {
-                result.append(character)
-                index = text.index(after: index)
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        var result = String.UnicodeScalarView()
+        var scalars = text.unicodeScalars[...]
+        while let scalar = scalars.popFirst() {
+            guard scalar == "%" else {
+                result.append(scalar)
+                continue
             }
+            switch String(String.UnicodeScalarView(scalars.prefix(2))) {
+            case "25": result.append("%")
+            case "09": result.append("\t")
+            case "0A": result.append("\n")
+            default: return nil
+            }
+            scalars = scalars.dropFirst(2)
         }
-        return result
+        return String(result)
     }
 }

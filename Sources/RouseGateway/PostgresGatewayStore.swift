@@ -18,6 +18,10 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     public let migration: GatewaySchema.Migration
     /// The settings it connects with (the node's listener opens its own connection with them).
     let settings: PostgresSettings
+    /// The cluster key node messages are sealed with (`NodeMessageSeal`), read from the database.
+    let clusterKey: [UInt8]
+    /// Seals what this process's transactions tell other nodes.
+    let seal: NodeMessageSeal
     private let lock = NSLock()
     private let writeLock = NSLock()
     private var writer: PostgresConnection?
@@ -41,6 +45,20 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         }
         writer = connection
         migration = try Self.migrate(connection, name: settings.displayName)
+        clusterKey = try Self.clusterKey(connection, name: settings.displayName)
+        seal = NodeMessageSeal(key: clusterKey)
+    }
+
+    /// The cluster key: made by the first gateway that opens the database (a random 256-bit key), read by every
+    /// other. The table is the gateway role's and granted to nobody else (schema version 6).
+    private static func clusterKey(_ connection: PostgresConnection, name: String) throws(GatewayError) -> [UInt8] {
+        try connection.query(
+            "INSERT INTO gateway_cluster_key(id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+            [.bytes(NodeMessageSeal.makeKey())])
+        guard let key = try connection.query("SELECT key FROM gateway_cluster_key WHERE id = 1").bytes(0, 0),
+            key.count == NodeMessageSeal.keyBytes
+        else { throw .storage("postgres: \(name): gateway_cluster_key holds no \(NodeMessageSeal.keyBytes)-byte key") }
+        return key
     }
 
     private static func connect(_ settings: PostgresSettings) throws(GatewayError) -> PostgresConnection {
@@ -107,7 +125,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
                 connection = try readyWriter()
                 try connection.execute("BEGIN")
             }
-            return try Self.transaction(connection, begin: nil, body)
+            return try transaction(connection, begin: nil, body)
         }
     }
 
@@ -119,17 +137,17 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         var connection = lock.withLock { idleReaders.popLast() }
         if connection?.isHealthy != true { connection = try Self.connect(settings) }
         guard let connection else { throw GatewayError.unavailable("postgres: \(displayName): no connection") }
-        let value = try Self.transaction(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+        let value = try transaction(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
         if connection.isHealthy { lock.withLock { idleReaders.append(connection) } }
         return value
     }
 
-    private static func transaction<T>(
+    private func transaction<T>(
         _ connection: PostgresConnection, begin: String?, _ body: (any GatewayStoreTransaction) throws -> T
     ) throws -> T {
         if let begin { try connection.execute(begin) }
         do {
-            let value = try body(PostgresTransaction(connection: connection))
+            let value = try body(PostgresTransaction(connection: connection, seal: seal))
             try connection.execute("COMMIT")
             return value
         } catch {

@@ -25,11 +25,11 @@ final class PostgresNotifications: Sendable {
     private let listener: NotificationListener
     private let stopping = Atomic<Bool>(false)
 
-    /// Starts listening for `node`; `deliver` gets the messages of each notification, or `nil` after a loss. The
-    /// reconnect backoff runs on `clock`.
+    /// Starts listening for `node` (on `first`, the connection ``claim(settings:node:)`` made, if given); `deliver`
+    /// gets the messages of each notification, or `nil` after a loss. The reconnect backoff runs on `clock`.
     init(
-        settings: PostgresSettings, node: String, metrics: GatewayMetrics, logger: Logger,
-        clock: any RouseClock = SystemClock(), on loop: EventLoop? = nil,
+        settings: PostgresSettings, node: String, clusterKey: [UInt8], first: Claim? = nil, metrics: GatewayMetrics,
+        logger: Logger, clock: any RouseClock = SystemClock(), on loop: EventLoop? = nil,
         deliver: @escaping @Sendable ([NodeMessage]?) -> Void
     ) throws(GatewayError) {
         if let loop {
@@ -45,9 +45,33 @@ final class PostgresNotifications: Sendable {
             self.loop.start()
         }
         let listener = NotificationListener(
-            loop: self.loop, settings: settings, node: node, metrics: metrics, logger: logger, deliver: deliver)
+            loop: self.loop, settings: settings, node: node,
+            opener: NodeMessageSeal.Opener(key: clusterKey, node: node),
+            clock: clock, metrics: metrics, logger: logger, deliver: deliver)
         self.listener = listener
-        self.loop.execute { listener.connect() }
+        let handover = Handover(first)
+        self.loop.execute { listener.connect(first: handover.value) }
+    }
+
+    /// The node's first connection, made before the node starts (before it takes over the channels its id held):
+    /// `GatewayError.isNodeInUse` is thrown when a live node holds the id, so a second node with the same id stops
+    /// with a clear error instead of the two clearing each other's channels; any other failure is returned (the
+    /// listener retries it, as after a loss).
+    static func claim(settings: PostgresSettings, node: String) throws(GatewayError) -> Claim {
+        let first = Result { () throws(GatewayError) in try NotificationListener.open(settings: settings, node: node) }
+        if case .failure(let error) = first, error.isNodeInUse { throw error }
+        return Claim(result: first)
+    }
+
+    /// The outcome of ``claim(settings:node:)``, handed to the listener.
+    struct Claim {
+        fileprivate let result: Result<PostgresConnection, GatewayError>
+    }
+
+    /// Hands the first connection to the loop's thread, which alone uses it from then on (hence `@unchecked`).
+    private final class Handover: @unchecked Sendable {
+        let value: Result<PostgresConnection, GatewayError>?
+        init(_ claim: Claim?) { value = claim?.result }
     }
 
     /// Stops listening (closes the connection, cancels a pending reconnect) and, when the loop is its own, stops it.
@@ -71,6 +95,11 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     private let loop: EventLoop
     private let settings: PostgresSettings
     private let node: String
+    private var opener: NodeMessageSeal.Opener
+    private let clock: any RouseClock
+    /// Messages refused so far (logged at the 1st, 2nd, 4th, 8th…: a role that floods NOTIFY does not flood the log;
+    /// the metric counts each).
+    private var refused: UInt64 = 0
     private let metrics: GatewayMetrics
     private let logger: Logger
     private let deliver: @Sendable ([NodeMessage]?) -> Void
@@ -82,23 +111,44 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     private var closed = false
 
     init(
-        loop: EventLoop, settings: PostgresSettings, node: String, metrics: GatewayMetrics, logger: Logger,
+        loop: EventLoop, settings: PostgresSettings, node: String, opener: NodeMessageSeal.Opener,
+        clock: any RouseClock, metrics: GatewayMetrics, logger: Logger,
         deliver: @escaping @Sendable ([NodeMessage]?) -> Void
     ) {
         self.loop = loop
         self.settings = settings
         self.node = node
+        self.opener = opener
+        self.clock = clock
         self.metrics = metrics
         self.logger = logger
         self.deliver = deliver
     }
 
-    /// Connects and listens; on failure, tries again after the backoff.
-    func connect() {
+    /// The advisory lock a live node holds on its `LISTEN` connection for its id (`pg_try_advisory_lock(int, int)`:
+    /// this constant, and `hashtext` of the id). PostgreSQL frees it when the connection ends, which happens when
+    /// the node stops or dies (its socket closes with the process): a restarted node takes it again at once, a
+    /// second live node with the same id is refused.
+    static let nodeLockClass: Int32 = 0x524F_5553  // "ROUS"
+
+    /// A connection listening on `node`'s channel and holding its id's lock; `GatewayError.isNodeInUse` when a
+    /// live node holds it.
+    static func open(settings: PostgresSettings, node: String) throws(GatewayError) -> PostgresConnection {
+        let fresh = try PostgresConnection(settings: settings)
+        let locked = try fresh.query(
+            "SELECT pg_try_advisory_lock($1, hashtext($2))", [.init(Int(nodeLockClass)), .init(node)]
+        ).bool(0, 0)
+        guard locked == true else { throw GatewayError.nodeInUse(node) }
+        try fresh.execute("LISTEN \"\(PostgresNotifications.channel(node))\"")
+        return fresh
+    }
+
+    /// Connects and listens (with `first`, the outcome of a connection already tried); on failure, tries again
+    /// after the backoff.
+    func connect(first: Result<PostgresConnection, GatewayError>? = nil) {
         guard !closed, connection == nil else { return }
         do {
-            let fresh = try PostgresConnection(settings: settings)
-            try fresh.execute("LISTEN \"\(PostgresNotifications.channel(node))\"")
+            let fresh = try first?.get() ?? Self.open(settings: settings, node: node)
             let socket = fresh.socket
             try loop.register(socket, events: EventLoop.readable, handler: self)
             connection = fresh
@@ -112,7 +162,13 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
             // What arrived with the LISTEN's answer is already buffered: the socket will not signal it again.
             readNotifications()
         } catch {
-            if !lost { logger.warning("cannot listen to other nodes", metadata: ["error": "\(error)"]) }
+            if (error as? GatewayError)?.isNodeInUse == true {
+                // PostgreSQL came back, and another node with this id took the lock meanwhile.
+                logger.error(
+                    "another live node uses this node id", metadata: ["node": "\(node)", "error": "\(error)"])
+            } else if !lost {
+                logger.warning("cannot listen to other nodes", metadata: ["error": "\(error)"])
+            }
             lost = true
             retryTimer = loop.schedule(after: .milliseconds(backoffMilliseconds)) { [weak self] in
                 self?.retryTimer = nil
@@ -129,11 +185,25 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
         do throws(GatewayError) {
             var messages: [NodeMessage] = []
             for payload in try live.notifications() {
-                let (parsed, errors) = NodeMessage.parse(payload)
+                // Anyone who may connect to the database may NOTIFY here: only what the cluster key sealed counts.
+                let opened = opener.open(payload, now: clock.wallMilliseconds)
+                guard case .success(let message) = opened else {
+                    if case .failure(let error) = opened {
+                        metrics.limitHit(listener: "nodes", limit: "forged-message")
+                        refused &+= 1
+                        if refused & (refused &- 1) == 0 {
+                            logger.warning(
+                                "refused a node message", metadata: ["error": "\(error)", "refused": "\(refused)"])
+                        }
+                    }
+                    continue
+                }
+                let (parsed, errors) = NodeMessage.parse(message.lines)
                 messages += parsed
                 for error in errors {
                     metrics.limitHit(listener: "nodes", limit: "bad-message")
-                    logger.warning("bad message from another node", metadata: ["error": "\(error)"])
+                    logger.warning(
+                        "bad message from another node", metadata: ["error": "\(error)", "sender": "\(message.sender)"])
                 }
             }
             if !messages.isEmpty { deliver(messages) }

@@ -90,19 +90,62 @@ public struct PostgresSettings: Sendable, Equatable {
         return pairs
     }
 
-    /// Where the settings point, for logs (no password).
+    /// Where the settings point, for logs and errors: never a password (one in the URL's user info, which may
+    /// itself hold `@`, becomes `***`; so does a `password=` query parameter).
     public var displayName: String {
-        if let url {
-            // Drop a password given in the URL's user info.
-            if let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at {
-                let userInfo = url[scheme.upperBound..<at]
-                let user = userInfo.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-                return String(url[..<scheme.upperBound]) + user + String(url[at...])
-            }
-            return url
-        }
+        if let url { return Self.redacted(url) }
         return "postgresql://\(user.map { $0 + "@" } ?? "")\(host ?? "")\(port.map { ":\($0)" } ?? "")/"
             + (database ?? "")
+    }
+
+    /// `url` without its secrets (see ``displayName``).
+    static func redacted(_ url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url.contains("password") ? "<redacted>" : url }
+        let rest = url[scheme.upperBound...]
+        // The authority ends at the first `/` or `?` after the user info; the user info at the authority's last `@`.
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = String(rest[..<authorityEnd])
+        if let at = authority.lastIndex(of: "@") {
+            let userInfo = authority[..<at]
+            if let colon = userInfo.firstIndex(of: ":") {
+                authority = String(userInfo[..<colon]) + ":***" + String(authority[at...])
+            }
+        }
+        var tail = String(rest[authorityEnd...])
+        if let question = tail.firstIndex(of: "?") {
+            let query = tail[tail.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
+                .map { pair -> String in
+                    pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair)
+                }
+            tail = String(tail[...question]) + query.joined(separator: "&")
+        }
+        return String(url[..<scheme.upperBound]) + authority + tail
+    }
+
+    /// Whether the connection may go over the network without TLS being asked for: `sslmode` set nowhere (libpq's
+    /// default, `prefer`, falls back to plain text silently) for a host that is not local. The gateway warns.
+    public var sslmodeUnsetForRemoteHost: Bool {
+        if sslmode != nil { return false }
+        if let url, url.contains("sslmode=") { return false }
+        let target = host ?? url.flatMap(Self.urlHost) ?? ""
+        // Local: the Unix socket (no host, or a directory), the loopback names and 127.0.0.0/8.
+        let local =
+            target.isEmpty || target.hasPrefix("/") || ["localhost", "::1", "[::1]"].contains(target)
+            || target.hasPrefix("127.")
+        return !local
+    }
+
+    /// The host of a `postgresql://` URL (empty: the local socket).
+    static func urlHost(_ url: String) -> String? {
+        guard let scheme = url.range(of: "://") else { return nil }
+        let rest = url[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("[") {
+            return authority.firstIndex(of: "]").map { String(authority[...$0]) } ?? String(authority)
+        }
+        return String(authority.split(separator: ":", maxSplits: 1).first ?? "")
     }
 
     /// Which member a libpq connection failure blames, from its message: the `postgres` member when it is set,

@@ -2,6 +2,8 @@
 /// statements, in PostgreSQL's dialect, each prepared once per connection.
 struct PostgresTransaction: GatewayStoreTransaction {
     let connection: PostgresConnection
+    /// Seals the node messages this transaction sends.
+    let seal: NodeMessageSeal
 
     private static let pushColumns =
         "seq, device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration, expires_at, "
@@ -207,7 +209,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
             [.init(time), .init(id)])
         guard changed.count > 0 else { return false }
         // Whoever revokes (a node, the CLI), the node holding the channel closes it when this commits.
-        if let owner = changed.string(0, 0) { try notify(node: owner, [.revoked(deviceID: id)]) }
+        if let owner = changed.string(0, 0) { try notify(node: owner, [.revoked(deviceID: id)], now: time) }
         try connection.query(
             "UPDATE tokens SET revoked_at = $1 WHERE device_id = $2 AND revoked_at IS NULL", [.init(time), .init(id)])
         try connection.query("DELETE FROM pushes WHERE device_id = $1", [.init(id)])
@@ -414,10 +416,11 @@ struct PostgresTransaction: GatewayStoreTransaction {
             [.init(deviceID), .init(owner.node), .init(String(owner.channelID))])
     }
 
-    func notify(node: String, _ messages: [NodeMessage]) throws {
+    func notify(node: String, _ messages: [NodeMessage], now: Int64) throws {
         for payload in NodeMessage.payloads(messages) {
+            let sealed = try seal.seal(payload, to: node, now: now)
             try connection.query(
-                "SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel(node)), .init(payload)])
+                "SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel(node)), .init(sealed)])
         }
     }
 

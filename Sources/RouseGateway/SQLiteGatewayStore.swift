@@ -199,6 +199,9 @@ public final class SQLiteGatewayStore: GatewayStore {
         migrator.registerMigration("v5-several-nodes") { db in
             try db.execute(sql: "UPDATE schema_version SET version = 5")
         }
+        migrator.registerMigration("v6-cluster-key") { db in
+            try db.execute(sql: "UPDATE schema_version SET version = 6")
+        }
         return migrator
     }
 }

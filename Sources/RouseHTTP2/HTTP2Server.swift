@@ -77,6 +77,10 @@ public final class HTTP2Server: Sendable {
     }
 
     /// How often the server's loop threads woke up since it started.
+    /// Timer entries the server's loops hold, live and cancelled (as of each loop's last pass): connection churn
+    /// must not pile them up.
+    public var timerEntries: Int { loops.reduce(0) { $0 + $1.timerEntryGauge.load(ordering: .relaxed) } }
+
     package var loopWakeUps: UInt64 { loops.reduce(0) { $0 + $1.wakeUps.load(ordering: .relaxed) } }
 
     /// Connections currently open.

@@ -50,6 +50,10 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// body is acknowledged with WINDOW_UPDATE only once the application took it (or it was dropped), so a peer
     /// cannot push more than the windows allow in the meantime.
     public var maxBufferedRequestBytes: Int = 1 << 20
+    /// The same bytes over every connection of the server: many connections each within their own budget must not
+    /// add up to gigabytes. A stream that would take more is reset with REFUSED_STREAM, counted in
+    /// `HTTP2ServerLimitCounts.streamsRefusedListenerBuffer`.
+    public var maxListenerBufferedRequestBytes: Int = 64 << 20
     /// A request must end (END_STREAM) within this long after its HEADERS, or its stream is reset (CANCEL):
     /// half-open streams cannot hold memory or keep a connection from its idle limit. `nil`: no deadline.
     public var requestTimeout: Duration? = .seconds(10)

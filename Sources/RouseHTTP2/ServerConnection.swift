@@ -215,7 +215,14 @@ final class ServerConnection: H2Connection {
     func chargeRequestBytes(_ stream: ServerStream, _ count: Int) -> Bool {
         guard !stream.refused else { return false }
         if bufferedRequestBytes + count > shared.configuration.maxBufferedRequestBytes {
-            refuse(stream)
+            refuse(stream, counter: shared.counters.streamsRefusedBufferBudget)
+            return false
+        }
+        // The listener's budget, shared with the other loops: taken, then given back if it was over.
+        let total = shared.bufferedRequestBytes.wrappingAdd(count, ordering: .relaxed).newValue
+        if total > shared.configuration.maxListenerBufferedRequestBytes {
+            shared.bufferedRequestBytes.wrappingSubtract(count, ordering: .relaxed)
+            refuse(stream, counter: shared.counters.streamsRefusedListenerBuffer)
             return false
         }
         bufferedRequestBytes += count
@@ -223,10 +230,10 @@ final class ServerConnection: H2Connection {
         return true
     }
 
-    private func refuse(_ stream: ServerStream) {
+    private func refuse(_ stream: ServerStream, counter: borrowing Atomic<UInt64>) {
         guard let session else { return }
         stream.refused = true
-        shared.counters.streamsRefusedBufferBudget.add(1, ordering: .relaxed)
+        counter.add(1, ordering: .relaxed)
         releaseBuffers(stream)
         _ = nghttp2_submit_rst_stream(
             session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, HTTP2ErrorCode.refusedStream.rawValue)
@@ -237,6 +244,7 @@ final class ServerConnection: H2Connection {
     /// flow-control window, so the peer may send more.
     func releaseBuffers(_ stream: ServerStream) {
         bufferedRequestBytes -= stream.bufferedBytes
+        shared.bufferedRequestBytes.wrappingSubtract(stream.bufferedBytes, ordering: .relaxed)
         stream.bufferedBytes = 0
         stream.headers = []
         consume(stream.body.count)
@@ -257,6 +265,9 @@ final class ServerConnection: H2Connection {
         if let requestTimer { loop.cancelTimer(requestTimer) }
         if let authenticationTimer { loop.cancelTimer(authenticationTimer) }
         if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
+        // What the closed connection's streams still held leaves the listener's budget with them.
+        shared.bufferedRequestBytes.wrappingSubtract(bufferedRequestBytes, ordering: .relaxed)
+        bufferedRequestBytes = 0
         streams.removeAll()
         let h = handler
         handler = nil

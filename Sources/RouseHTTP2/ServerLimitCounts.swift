@@ -10,6 +10,9 @@ public struct HTTP2ServerLimitCounts: Sendable, Equatable {
     public var acceptPauses: UInt64 = 0
     /// Streams reset with REFUSED_STREAM because the connection's buffered request bytes were at their budget.
     public var streamsRefusedBufferBudget: UInt64 = 0
+    /// Streams reset with REFUSED_STREAM because the server's buffered request bytes, over all its connections, were
+    /// at `maxListenerBufferedRequestBytes`.
+    public var streamsRefusedListenerBuffer: UInt64 = 0
     /// Streams reset because their request did not end within `requestTimeout`.
     public var requestTimeouts: UInt64 = 0
     /// Connections closed because they did not authenticate within `authenticationTimeout` of accept.
@@ -24,6 +27,7 @@ final class ServerLimitCounters: Sendable {
     let connectionsRefusedPerAddress = Atomic<UInt64>(0)
     let acceptPauses = Atomic<UInt64>(0)
     let streamsRefusedBufferBudget = Atomic<UInt64>(0)
+    let streamsRefusedListenerBuffer = Atomic<UInt64>(0)
     let requestTimeouts = Atomic<UInt64>(0)
     let authenticationTimeouts = Atomic<UInt64>(0)
 
@@ -33,6 +37,7 @@ final class ServerLimitCounters: Sendable {
         s.connectionsRefusedPerAddress = connectionsRefusedPerAddress.load(ordering: .relaxed)
         s.acceptPauses = acceptPauses.load(ordering: .relaxed)
         s.streamsRefusedBufferBudget = streamsRefusedBufferBudget.load(ordering: .relaxed)
+        s.streamsRefusedListenerBuffer = streamsRefusedListenerBuffer.load(ordering: .relaxed)
         s.requestTimeouts = requestTimeouts.load(ordering: .relaxed)
         s.authenticationTimeouts = authenticationTimeouts.load(ordering: .relaxed)
         return s

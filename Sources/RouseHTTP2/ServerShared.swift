@@ -13,6 +13,8 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
     let option: OpaquePointer?
     private let nextID = Atomic<UInt64>(1)
     let openConnections = Atomic<Int>(0)
+    /// Request bytes buffered by every connection of the server (`maxListenerBufferedRequestBytes`).
+    let bufferedRequestBytes = Atomic<Int>(0)
     /// Budget hits, for metrics.
     let counters = ServerLimitCounters()
     /// Connections admitted and not yet closed, in total and per source address (all loops).

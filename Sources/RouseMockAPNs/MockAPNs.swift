@@ -447,7 +447,7 @@ extension MockAPNs {
             method: request.method,
             path: request.path,
             deviceToken: token.map(String.init),
-            headers: request.headers,
+            headers: PushRecord.redacted(request.headers),
             payload: request.body,
             status: status,
             outcome: outcome,

@@ -46,6 +46,21 @@ public struct PushRecord: Sendable {
         return nil
     }
 
+    /// `headers` with the provider token's signature removed: the records are served on the admin endpoint (no
+    /// authentication) and printed by `--json`, and a signed JWT is a credential for an hour on real APNs. The
+    /// header and claims stay (`bearer <header>.<claims>.<redacted>`) so tests still see the key id, team and `iat`;
+    /// an `authorization` value of any other form becomes `<redacted>`.
+    public static func redacted(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        headers.map { field in
+            guard field.name.lowercased() == "authorization" else { return field }
+            let parts = field.value.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else { return (field.name, "<redacted>") }
+            let segments = parts[1].split(separator: ".", omittingEmptySubsequences: false)
+            guard segments.count == 3 else { return (field.name, "<redacted>") }
+            return (field.name, "\(parts[0]) \(segments[0]).\(segments[1]).<redacted>")
+        }
+    }
+
     /// The value of a request header (first occurrence).
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 

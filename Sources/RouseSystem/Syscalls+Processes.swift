@@ -41,6 +41,36 @@ extension Sys {
         return (pid, pidfd)
     }
 
+    /// A handler's spawn (`rouse_spawn_handler`): the child joins the cgroup whose `cgroup.procs` is open as
+    /// `cgroupProcs` (-1: none) before it runs anything, gets `output` (-1: ours) as its fds 1 and 2 and `channel` as
+    /// fd 3, nothing else, and switches to `identity` when given. Returns the pid and its pidfd (a child whose pidfd
+    /// cannot be opened is killed and reaped).
+    package static func spawnHandler(
+        path: String, arguments: [String], environment: [String], channel: Int32, output: Int32, cgroupProcs: Int32,
+        identity: (uid: UInt32, gid: UInt32, groups: [UInt32])?
+    ) throws(SystemError) -> (pid: Int32, pidfd: Int32) {
+        var pid: pid_t = 0
+        let groups = identity?.groups ?? []
+        let rc = withCStrings(arguments) { argv in
+            withCStrings(environment) { envp in
+                groups.withUnsafeBufferPointer { groups in
+                    rouse_spawn_handler(
+                        path, argv, envp, channel, output, cgroupProcs, identity == nil ? 0 : 1, identity?.uid ?? 0,
+                        identity?.gid ?? 0, groups.baseAddress, Int32(groups.count), &pid)
+                }
+            }
+        }
+        guard rc == 0 else { throw SystemError(call: "fork", errno: rc, path: path) }
+        let pidfd = rouse_pidfd_open(pid)
+        guard pidfd >= 0 else {
+            let error = SystemError(call: "pidfd_open", code: .current)
+            _ = Glibc.kill(pid, SIGKILL)
+            _ = reap(pid)
+            throw error
+        }
+        return (pid, pidfd)
+    }
+
     /// posix_spawn of `path` in a new process group with `stdin`, `stdout`, `stderr` as its fds 0-2, every other
     /// descriptor closed, default signal dispositions and an empty signal mask (see `rouse_spawn_piped`).
     /// `arguments` starts with the program's name (`argv[0]`); `environment` nil: this process's.

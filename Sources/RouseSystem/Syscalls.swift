@@ -228,6 +228,11 @@ package enum Sys {
         }
     }
 
+    /// `shutdown(2)` of the reading direction; errors ignored.
+    package static func shutdownRead(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RD))
+    }
+
     /// `shutdown(2)` of both directions; errors ignored (the peer may be gone).
     package static func shutdownBoth(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))

@@ -37,6 +37,14 @@ public enum AgentEvent: IPCMessage {
     case transferSessionDone(TransferSessionDone)
     /// A background-fetch opportunity: answer with `fetchComplete`.
     case fetch(Fetch)
+    /// A watched VoIP socket: the answer to `addVoIPSocket`, or the socket handed back after a relaunch.
+    case voipSocket(VoIPSocket)
+    /// Data arrived on watched sockets: report the call (or `voipWakeHandled`) within the deadline.
+    case voipSocketWake(VoIPSocketWake)
+    /// Watched sockets closed or failed while the handler slept (one message per kind, at its next wake).
+    case voipSocketChanged(VoIPSocketChanged)
+    /// The keep-alive time: maintain the service connection, then `keepAliveDone`.
+    case keepAlive(KeepAlive)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -50,6 +58,7 @@ public enum AgentEvent: IPCMessage {
         case registered, credentials, push, taskBegun, taskExpiring, lifecycle, reachability, statusReply
         case activation, sessionsReply, preserveRequest, preserved, restoration, ok, error
         case transferTask, transferSessionReply, transferSessionDone, fetch
+        case voipSocket, voipSocketWake, voipSocketChanged, keepAlive
     }
 
     /// The `type` member.
@@ -75,6 +84,10 @@ public enum AgentEvent: IPCMessage {
         case .transferSessionReply: kind = .transferSessionReply
         case .transferSessionDone: kind = .transferSessionDone
         case .fetch: kind = .fetch
+        case .voipSocket: kind = .voipSocket
+        case .voipSocketWake: kind = .voipSocketWake
+        case .voipSocketChanged: kind = .voipSocketChanged
+        case .keepAlive: kind = .keepAlive
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -109,6 +122,10 @@ public enum AgentEvent: IPCMessage {
         case .transferSessionReply: self = .transferSessionReply(try TransferSessionReply(from: decoder))
         case .transferSessionDone: self = .transferSessionDone(try TransferSessionDone(from: decoder))
         case .fetch: self = .fetch(try Fetch(from: decoder))
+        case .voipSocket: self = .voipSocket(try VoIPSocket(from: decoder))
+        case .voipSocketWake: self = .voipSocketWake(try VoIPSocketWake(from: decoder))
+        case .voipSocketChanged: self = .voipSocketChanged(try VoIPSocketChanged(from: decoder))
+        case .keepAlive: self = .keepAlive(try KeepAlive(from: decoder))
         }
     }
 
@@ -136,6 +153,10 @@ public enum AgentEvent: IPCMessage {
         case .transferSessionReply(let payload): try payload.encode(to: encoder)
         case .transferSessionDone(let payload): try payload.encode(to: encoder)
         case .fetch(let payload): try payload.encode(to: encoder)
+        case .voipSocket(let payload): try payload.encode(to: encoder)
+        case .voipSocketWake(let payload): try payload.encode(to: encoder)
+        case .voipSocketChanged(let payload): try payload.encode(to: encoder)
+        case .keepAlive(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

@@ -17,7 +17,8 @@ extension AgentRequest {
 
     /// `reportCall`, with the call session's configuration when the handler gives one.
     public struct ReportCall: Sendable, Equatable, Codable {
-        /// The VoIP push the call answers (none for an outgoing call).
+        /// The VoIP push the call answers, or the `wakeID` of the `voipSocketWake` it answers (none for an outgoing
+        /// call).
         public var pushID: String?
         /// The call's identifier.
         public var callID: String?

@@ -37,6 +37,18 @@ public enum AgentRequest: IPCMessage {
     case transfersHandled(TransfersHandled)
     /// A background fetch ended.
     case fetchComplete(FetchComplete)
+    /// Watch a connected socket (passed with the frame) while the handler sleeps; answered with `voipSocket`.
+    case addVoIPSocket(AddVoIPSocket)
+    /// Stop watching a socket; answered with `ok`.
+    case removeVoIPSocket(RemoveVoIPSocket)
+    /// A socket wake carried no call: nothing owed for it; answered with `ok`.
+    case voipWakeHandled(VoIPWakeHandled)
+    /// Wake the handler at an interval (≥ 600 s) to keep its service connection; answered with `ok`.
+    case setKeepAlive(SetKeepAlive)
+    /// No more keep-alive wakes; answered with `ok`.
+    case clearKeepAlive
+    /// A keep-alive's work is done; answered with `ok`.
+    case keepAliveDone(KeepAliveDone)
 
     // Admin → agent.
     /// The agent's status; answered with `statusReply`.
@@ -62,6 +74,7 @@ public enum AgentRequest: IPCMessage {
         case register, reportCall, callEnded, complete, beginTask, endTask, setState, activate, deactivate
         case preserve, restoreReply, status, sessions, rotateKey, reregister, userControl, routeChanged
         case transferSession, addTransfer, cancelTransfer, transfersHandled, transfers, fetchComplete
+        case addVoIPSocket, removeVoIPSocket, voipWakeHandled, setKeepAlive, clearKeepAlive, keepAliveDone
     }
 
     /// The `type` member.
@@ -91,6 +104,12 @@ public enum AgentRequest: IPCMessage {
         case .transfersHandled: kind = .transfersHandled
         case .transfers: kind = .transfers
         case .fetchComplete: kind = .fetchComplete
+        case .addVoIPSocket: kind = .addVoIPSocket
+        case .removeVoIPSocket: kind = .removeVoIPSocket
+        case .voipWakeHandled: kind = .voipWakeHandled
+        case .setKeepAlive: kind = .setKeepAlive
+        case .clearKeepAlive: kind = .clearKeepAlive
+        case .keepAliveDone: kind = .keepAliveDone
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -129,6 +148,12 @@ public enum AgentRequest: IPCMessage {
         case .transfersHandled: self = .transfersHandled(try TransfersHandled(from: decoder))
         case .transfers: self = .transfers
         case .fetchComplete: self = .fetchComplete(try FetchComplete(from: decoder))
+        case .addVoIPSocket: self = .addVoIPSocket(try AddVoIPSocket(from: decoder))
+        case .removeVoIPSocket: self = .removeVoIPSocket(try RemoveVoIPSocket(from: decoder))
+        case .voipWakeHandled: self = .voipWakeHandled(try VoIPWakeHandled(from: decoder))
+        case .setKeepAlive: self = .setKeepAlive(try SetKeepAlive(from: decoder))
+        case .clearKeepAlive: self = .clearKeepAlive
+        case .keepAliveDone: self = .keepAliveDone(try KeepAliveDone(from: decoder))
         }
     }
 
@@ -156,7 +181,12 @@ public enum AgentRequest: IPCMessage {
         case .cancelTransfer(let payload): try payload.encode(to: encoder)
         case .transfersHandled(let payload): try payload.encode(to: encoder)
         case .fetchComplete(let payload): try payload.encode(to: encoder)
-        case .status, .sessions, .rotateKey, .transfers, .unknown: break
+        case .addVoIPSocket(let payload): try payload.encode(to: encoder)
+        case .removeVoIPSocket(let payload): try payload.encode(to: encoder)
+        case .voipWakeHandled(let payload): try payload.encode(to: encoder)
+        case .setKeepAlive(let payload): try payload.encode(to: encoder)
+        case .keepAliveDone(let payload): try payload.encode(to: encoder)
+        case .status, .sessions, .rotateKey, .transfers, .clearKeepAlive, .unknown: break
         }
     }
 }

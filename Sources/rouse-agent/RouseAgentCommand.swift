@@ -19,8 +19,13 @@ struct RouseAgentCommand: AsyncParsableCommand {
                 + "tried in turn when one is unreachable or ends the channel."))
     var gateway: String
     @Option(help: "CA bundle for the gateway's certificate.") var ca: String?
-    @Option(help: "One-time enrollment secret (used once).") var enrollSecret: String?
-    @Option(help: "File holding the one-time enrollment secret.") var enrollSecretFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "One-time enrollment secret (used once). Unsafe: other local users see it in the process list; "
+                + "prefer --enroll-secret-file."))
+    var enrollSecret: String?
+    @Option(help: "File holding the one-time enrollment secret; - reads it from standard input.")
+    var enrollSecretFile: String?
     @Option(help: "Device certificate (PEM) instead of a secret.") var deviceCert: String?
     @Option(help: "Device certificate key (PEM).") var deviceKey: String?
     @Flag(
@@ -73,6 +78,21 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(help: "Log level.") var logLevel = "info"
     @Flag(help: "Log one JSON object per line.") var json = false
 
+    func validate() throws {
+        // Checked before anything starts: a number of seconds that cannot be a Duration is a precise error, not a trap.
+        do {
+            _ = try SecondsOption.duration(preserveTimeoutSeconds, option: "--preserve-timeout-seconds")
+            _ = try SecondsOption.duration(
+                restorationGraceSeconds, option: "--restoration-grace-seconds", range: 0...SecondsOption.maximum)
+            _ = try SecondsOption.duration(activationHookTimeout, option: "--activation-hook-timeout")
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        if enrollSecret != nil && enrollSecretFile != nil {
+            throw ValidationError("give --enroll-secret-file or --enroll-secret, not both")
+        }
+    }
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = self.json
@@ -85,8 +105,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
         if let deviceCert, let deviceKey { endpoint.clientCertificate = (deviceCert, deviceKey) }
         var secret = enrollSecret
         if let enrollSecretFile {
-            secret = try String(contentsOfFile: enrollSecretFile, encoding: .utf8).trimmingCharacters(
-                in: .whitespacesAndNewlines)
+            let data =
+                enrollSecretFile == "-"
+                ? FileHandle.standardInput.readDataToEndOfFile()
+                : try Data(contentsOf: URL(fileURLWithPath: enrollSecretFile))
+            secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         let paths = try AgentPaths(user: user, environment: ProcessInfo.processInfo.environment)
         let handlers = self.handlers ?? paths.handlers
@@ -133,10 +156,10 @@ struct RouseAgentCommand: AsyncParsableCommand {
             }
             configuration.activationHook = [activationHook]
         }
-        guard activationHookTimeout > 0 else { throw ValidationError("--activation-hook-timeout must be positive") }
-        configuration.activationHookTimeout = .milliseconds(Int64(activationHookTimeout * 1000))
-        configuration.preserveTimeout = .milliseconds(Int64(preserveTimeoutSeconds * 1000))
-        configuration.restorationGrace = .milliseconds(Int64(restorationGraceSeconds * 1000))
+        // Checked by validate(): finite and within range.
+        configuration.activationHookTimeout = .milliseconds(Int64((activationHookTimeout * 1000).rounded()))
+        configuration.preserveTimeout = .milliseconds(Int64((preserveTimeoutSeconds * 1000).rounded()))
+        configuration.restorationGrace = .milliseconds(Int64((restorationGraceSeconds * 1000).rounded()))
         configuration.transferSpool = spoolDir ?? stateDir + "/spool"  // background transfers' files
         let store = SealedAgentStateStore(
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)

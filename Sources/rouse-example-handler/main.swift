@@ -42,6 +42,16 @@ import RouseWire
 // (push-initiated download); `--exit-after-push`: the handler exits once it completed a background push.
 // Background fetch: each `fetch` event is written as `fetch id=ID` and completed with `--fetch-result R` (newData,
 // noData, failed; default noData; `none`: never completed): `fetched id=ID result=R`.
+// Socket-woken VoIP (docs/voip-sockets.md): `--voip-connect HOST:PORT` connects a TCP signalling connection after
+// registering (unless launched for `voipSocket`/`keepAlive`: then the agent hands it back) and gives it to the agent
+// (`voipSocket id=N kind=K [returned=true]`); each `voipSocketWake` reads what waits on the sockets and writes
+//   wake id=W sockets=1 mustReport=true data=TEXT
+// then reports a call for data starting with INVITE (`reported wake=W`, answering `SIP/2.0 200 OK` on the socket)
+// or answers voipWakeHandled (`handled wake=W`); in mode ignore it does neither (a strike).
+// `--voip-connect udp:HOST:PORT`: a connected UDP socket instead. Commands: `voipconnect [udp:]HOST:PORT` (another
+// connection), `voipoffer pipe|listen|unconnected` (what the agent must refuse: `voipFailed error=CODE detail=…`).
+// `--keep-alive SECONDS` asks for keep-alives (`keepAliveSet` or `keepAliveFailed error=CODE`); each is written as
+// `keepAlive id=K seconds=S`, answered with keepAliveDone when `--keep-alive-done` (`keepAliveDone id=K`).
 
 let arguments = CommandLine.arguments
 
@@ -137,6 +147,19 @@ do {
                 emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
             }
             if let other = option("--try-admin") { Task { await tryAdmin(client, other: other) } }
+            if let target = option("--voip-connect"), !["voipSocket", "keepAlive"].contains(registered.launchReason) {
+                Task { await connectVoIP(client, target) }
+            }
+            if let seconds = option("--keep-alive").flatMap(Double.init) {
+                Task {
+                    do {
+                        try await client.setKeepAlive(seconds: seconds)
+                        emit("keepAliveSet seconds=\(seconds)")
+                    } catch let error as AgentRequestError {
+                        emit("keepAliveFailed error=\(error.code) detail=\(error.detail)")
+                    }
+                }
+            }
         case .credentials(let credentials):
             emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
         case .push(let push):
@@ -270,6 +293,41 @@ do {
                 try await client.transfersHandled(session: done.session)
                 emit("handled session=\(done.session)")
             }
+        case .voipSocket(let socket):
+            if socket.returned == true, let fd = client.takeReturnedSocket(socketID: socket.socketID) {
+                VoIPState.sockets[socket.socketID] = fd
+            }
+            emit(
+                "voipSocket id=\(socket.socketID) kind=\(socket.kind)\(socket.returned == true ? " returned=true" : "")"
+            )
+        case .voipSocketWake(let wake):
+            let data = wake.socketIDs.compactMap { VoIPState.sockets[$0] }.map(readAvailable).joined()
+            emit(
+                "wake id=\(wake.wakeID) sockets=\(wake.socketIDs.count) mustReport=\(wake.mustReport) "
+                    + "data=\(data.replacingOccurrences(of: "\r\n", with: " ").trimmingCharacters(in: .whitespaces))")
+            if mode != "ignore" {
+                if data.hasPrefix("INVITE") {
+                    try client.reportCall(pushID: wake.wakeID, callID: "call-\(wake.wakeID)")
+                    emit("reported wake=\(wake.wakeID)")
+                    for fd in wake.socketIDs.compactMap({ VoIPState.sockets[$0] }) {
+                        _ = Array("SIP/2.0 200 OK\r\n\r\n".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    }
+                    try client.callEnded(callID: "call-\(wake.wakeID)")
+                } else if wake.mustReport {
+                    try await client.voipWakeHandled(wake.wakeID)
+                    emit("handled wake=\(wake.wakeID)")
+                }
+            }
+        case .voipSocketChanged(let changed):
+            emit(
+                "voipSocketChanged kind=\(changed.kind) sockets="
+                    + changed.sockets.map { "\($0.socketID)\($0.error.map { ":" + $0 } ?? "")" }.joined(separator: ","))
+        case .keepAlive(let keepAlive):
+            emit("keepAlive id=\(keepAlive.keepAliveID) seconds=\(keepAlive.seconds)")
+            if arguments.contains("--keep-alive-done") {
+                try await client.keepAliveDone(keepAlive.keepAliveID)
+                emit("keepAliveDone id=\(keepAlive.keepAliveID)")
+            }
         case .statusReply, .sessionsReply, .ok, .transferSessionReply, .unknown:
             emit("message type=\(message.type)")
         }
@@ -278,6 +336,95 @@ do {
 } catch {
     emit("failed \(error)")
     exit(1)
+}
+
+/// The handler's VoIP sockets by the agent's id.
+@MainActor enum VoIPState {
+    static var sockets: [Int: Int32] = [:]
+}
+
+/// Connects a TCP signalling connection to `target` (`HOST:PORT`, IPv4) and hands it to the agent to watch.
+@MainActor func connectVoIP(_ client: AgentClient, _ target: String) async {
+    // `udp:HOST:PORT`: a connected UDP socket (SIP over UDP) instead of TCP.
+    let udp = target.hasPrefix("udp:")
+    let parts = (udp ? String(target.dropFirst(4)) : target).split(separator: ":")
+    guard parts.count == 2, let port = UInt16(parts[1]) else {
+        emit("voipFailed bad target \(target)")
+        return
+    }
+    let type = udp ? Int32(SOCK_DGRAM.rawValue) : Int32(SOCK_STREAM.rawValue)
+    let fd = socket(AF_INET, type | Int32(SOCK_CLOEXEC.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, String(parts[0]), &address.sin_addr)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard fd >= 0, connected == 0 else {
+        emit("voipFailed connect errno=\(errno)")
+        return
+    }
+    if udp {
+        // Say hello: the peer learns where to send (a registrar learns the contact from the REGISTER).
+        _ = Array("REGISTER\r\n\r\n".utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    }
+    await addVoIP(client, fd)
+}
+
+/// Hands `fd` to the agent to watch: `voipSocket id=N kind=K`, or `voipFailed error=CODE detail=…` (then closed).
+@MainActor func addVoIP(_ client: AgentClient, _ fd: Int32) async {
+    do {
+        let socket = try await client.addVoIPSocket(fd)
+        VoIPState.sockets[socket.socketID] = fd
+        emit("voipSocket id=\(socket.socketID) kind=\(socket.kind)")
+    } catch let error as AgentRequestError {
+        close(fd)
+        emit("voipFailed error=\(error.code) detail=\(error.detail)")
+    } catch {
+        close(fd)
+        emit("voipFailed \(error)")
+    }
+}
+
+/// What a careless or hostile handler might offer as its VoIP socket (tests): `pipe`, `listen` (a listening TCP
+/// socket), `unconnected` (a UDP socket with no peer).
+@MainActor func offerVoIP(_ client: AgentClient, _ what: String) async {
+    switch what {
+    case "pipe":
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return emit("voipFailed pipe errno=\(errno)") }
+        close(ends[1])
+        await addVoIP(client, ends[0])
+    case "listen":
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        listen(fd, 1)
+        await addVoIP(client, fd)
+    default:
+        await addVoIP(client, socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0))
+    }
+}
+
+/// What waits on socket `fd`, read without blocking.
+func readAvailable(_ fd: Int32) -> String {
+    var text = ""
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        guard count > 0 else { break }
+        text += String(decoding: buffer[..<count], as: UTF8.self)
+    }
+    return text
 }
 
 /// `SIZE:FNV` of the file open as `fd` (read from its start): FNV-1a, 64 bits, hex.
@@ -430,6 +577,10 @@ func run(_ words: [String], client: AgentClient) async throws {
         } catch let error as AgentRequestError {
             emit("addFailed error=\(error.code)")
         }
+    case "voipconnect":
+        await connectVoIP(client, words[1])
+    case "voipoffer":
+        await offerVoIP(client, words[1])
     case "cancel":
         let task = try await client.cancelTransfer(session: words[1], taskID: Int(words[2]) ?? -1)
         emit("cancelled task=\(task.taskID) state=\(task.state)")

@@ -28,9 +28,13 @@ extension AgentCommand {
         @Option(help: "The gateway's device API, e.g. https://gateway.example:2198.") var gateway: String
         @Option(help: "CA (or self-signed certificate) of the gateway's TLS certificate; omit for the system store.")
         var ca: String?
-        @Option(help: "File holding the one-time enrollment secret (rouse gateway devices enroll-secret).")
+        @Option(
+            help: "File holding the one-time enrollment secret (rouse gateway devices enroll-secret); - reads stdin.")
         var secretFile: String?
-        @Option(help: "The one-time enrollment secret itself (visible to other local users: prefer --secret-file).")
+        @Option(
+            help: ArgumentHelp(
+                "The one-time enrollment secret itself. Unsafe: other local users see it in the process list; use "
+                    + "--secret-file."))
         var secret: String?
         @Option(help: "Device certificate (PEM), for gateways that enroll devices by certificate.")
         var deviceCert: String?
@@ -79,6 +83,18 @@ extension AgentCommand {
                     "give --secret-file FILE (from rouse gateway devices enroll-secret) or --device-cert")
             }
             guard gateway.hasPrefix("https://") else { throw ValidationError("--gateway must be an https:// URL") }
+            // These values go into the unit's drop-in: a newline there would add a directive of the caller's choice.
+            let written: [(String, String?)] = [
+                ("--gateway", gateway), ("--ca", ca), ("--device-cert", deviceCert), ("--device-key", deviceKey),
+                ("--state-dir", stateDir), ("--key-dir", keyDir), ("--ca-copy", caCopy), ("--unit", unit),
+                ("--drop-in-dir", dropInDir),
+            ]
+            for case (let option, let value?) in written {
+                if let offset = Self.controlCharacterOffset(value) {
+                    throw ValidationError(
+                        "\(option) holds a control character at byte \(offset): not written into a unit")
+                }
+            }
             guard KeyBackendPreference(rawValue: keyBackend) != nil else {
                 throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
             }
@@ -212,6 +228,11 @@ extension AgentCommand {
         }
 
         func writeDropIn(_ line: AgentServiceCommandLine, backend: KeyBackend, directory: String) throws -> String {
+            // Also what came from the environment (XDG directories) and the unit: nothing with a line break is written.
+            if let offset = Self.controlCharacterOffset(line.execStart) {
+                throw ValidationError(
+                    "the agent's command line holds a control character at byte \(offset): not written")
+            }
             var text = """
                 # Written by `rouse agent enroll`: the gateway this device is enrolled with. Enroll again
                 # (rouse agent enroll --force …) rather than editing this file.
@@ -248,7 +269,18 @@ extension AgentCommand {
             return path
         }
 
+        /// The offset of the first control character (below 0x20, or 0x7F) of `value`, nil if it has none.
+        static func controlCharacterOffset(_ value: String) -> Int? {
+            value.utf8.firstIndex { $0 < 0x20 || $0 == 0x7F }.map {
+                value.utf8.distance(from: value.utf8.startIndex, to: $0)
+            }
+        }
+
         static func readSecret(_ path: String) throws -> String {
+            if path == "-" {
+                let data = FileHandle.standardInput.readDataToEndOfFile()
+                return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ValidationError("--secret-file: cannot read \(path)")
             }

@@ -72,6 +72,32 @@ kalyke-apns 1.5.0
     class named after the JSON "reason" with the rest of the JSON in `.error`
     (clients/__init__.py:33-36, :54-59). The HTTP status is NOT surfaced -> "status": null. An
     unknown reason becomes AttributeError (getattr on kalyke.exceptions).
+
+pyapns-client 2.0.6
+  * Host/port: APNSClient.__init__ keeps `self._base_url = self.BASE_URLS[mode]`
+    (pyapns_client/client.py:15-18, :28); we subclass with BASE_URLS mapping both modes to
+    "https://HOST:PORT"; nothing global is patched.
+  * TLS: httpx.Client(verify=root_cert_path, http2=True, base_url=...) (client.py:134): the
+    library's own `root_cert_path` argument takes our trust root.
+  * Token auth only (no certificate auth -> "unsupported", exit 3). The JWT claims are
+    {"iss": team, "iat": time.time()} (client.py:107-108) signed by PyJWT: iat is a FRACTIONAL
+    number such as 1767225600.123456, which APNs accepts.
+  * Result: push() returns None on 200; a rejection raises <Reason>Exception carrying
+    status_code, apns_id and (410) timestamp (client.py:77-92). apns-id is not surfaced on success.
+  * Expiration: IOSNotification(expiration=...) is sent as given (notification.py:233-234).
+
+apns2-up 0.9.0 (a maintained fork of PyAPNs2 on hyper-up)
+  * Host/port: APNsClient.SANDBOX_SERVER / DEFAULT_PORT class attributes (apns2/client.py:42-45,
+    :68-71); we subclass with both overridden.
+  * TLS: hyper's init_context() trusts hyper's bundled CA file (hyper/tls.py:24, :100); a caller
+    with a private CA loads it into the context: CertificateCredentials builds the context
+    (apns2/credentials.py:36-40), we add load_verify_locations(CA); TokenCredentials has no context
+    argument, so we set the base class's (name-mangled) `_Credentials__ssl_context` to
+    init_context(cert_path=CA) -- the one non-API step.
+  * Token auth: claims {"iss": team, "iat": time.time()} (credentials.py:79-83), PyJWT:
+    a FRACTIONAL iat. Certificate auth: CertificateCredentials(cert_file=ONE PEM with both).
+  * Result: get_notification_result() returns 'Success', a reason, or (reason, timestamp) for
+    410 (client.py:151-165). Neither the HTTP status nor the apns-id is surfaced; apns-id cannot be set.
 """
 
 from __future__ import annotations
@@ -100,7 +126,8 @@ def emit(obj: dict, code: int) -> None:
 
 
 def base_fields(library: str) -> dict:
-    dist = {"aioapns": "aioapns", "kalyke": "kalyke-apns"}[library]
+    dist = {"aioapns": "aioapns", "kalyke": "kalyke-apns", "pyapns_client": "pyapns-client",
+            "apns2": "apns2-up"}[library]
     try:
         version = importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -158,6 +185,7 @@ async def send_aioapns(args: argparse.Namespace, payload: dict, tmpdir: str) -> 
         notification_id=args.apns_id,
         priority=args.priority,
         push_type=PushType(args.push_type),
+        **({} if args.time_to_live is None else {"time_to_live": args.time_to_live}),
     )
     try:
         result = await client.send_notification(request)
@@ -199,6 +227,8 @@ async def send_kalyke(args: argparse.Namespace, payload: dict, tmpdir: str) -> d
         config_kwargs["identifier"] = args.apns_id
     if args.priority is not None:
         config_kwargs["priority"] = kalyke.ApnsPriority(args.priority)
+    if args.time_to_live is not None:
+        config_kwargs["expiration"] = _expiration(args)
 
     if args.auth == "cert":
         if args.push_type != "voip":
@@ -238,11 +268,109 @@ async def send_kalyke(args: argparse.Namespace, payload: dict, tmpdir: str) -> d
 
 
 # --------------------------------------------------------------------------------------------
+# pyapns-client
+# --------------------------------------------------------------------------------------------
+
+
+def _expiration(args: argparse.Namespace) -> int | None:
+    """An absolute apns-expiration for --time-to-live, as a user of a library without one computes it."""
+    import time
+
+    return None if args.time_to_live is None else int(time.time()) + args.time_to_live
+
+
+async def send_pyapns_client(args: argparse.Namespace, payload: dict, tmpdir: str) -> dict:
+    if args.auth == "cert":
+        raise Unsupported("pyapns-client supports token auth only")
+    import pyapns_client
+    from pyapns_client import exceptions as pexc
+
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    base_url = f"https://{host}:{args.port}"
+    # Host/port override: see the module docstring (pyapns_client/client.py:15-18, :28).
+    routed = type("RouseInteropAPNSClient", (pyapns_client.APNSClient,),
+                  {"BASE_URLS": {"prod": base_url, "dev": base_url}})
+    client = routed(mode="dev", root_cert_path=args.ca, auth_key_path=args.key_file,
+                    auth_key_id=args.key_id, team_id=args.team_id)
+    expiration = _expiration(args)
+    notification = pyapns_client.IOSNotification(
+        payload=pyapns_client.IOSPayload(custom=payload), topic=args.topic, apns_id=args.apns_id,
+        priority=None if args.priority is None else str(args.priority), push_type=args.push_type,
+        expiration=None if expiration is None else str(expiration))
+    out = base_fields("pyapns_client")
+    try:
+        await asyncio.to_thread(client.push, notification=notification, device_token=args.device_token)
+    except pexc.APNSException as e:
+        reason = type(e).__name__.removesuffix("Exception")
+        if reason in ("APNSServer", "APNSConnection", "APNSDevice", "APNSProgramming", "APNS"):
+            raise
+        out.update(ok=False, status=getattr(e, "status_code", None), apns_id=getattr(e, "apns_id", None),
+                   reason=reason, timestamp=getattr(e, "timestamp", None))
+        return out
+    finally:
+        client.close()
+    out.update(ok=True, status=None, apns_id=None, reason=None, timestamp=None)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# apns2-up
+# --------------------------------------------------------------------------------------------
+
+
+async def send_apns2(args: argparse.Namespace, payload: dict, tmpdir: str) -> dict:
+    if args.apns_id is not None:
+        raise Unsupported("apns2-up cannot set apns-id")
+    from apns2.client import APNsClient, NotificationPriority, NotificationType
+    from apns2.credentials import CertificateCredentials, TokenCredentials
+    from apns2.payload import Payload
+    from hyper.tls import init_context
+
+    if args.auth == "token":
+        credentials = TokenCredentials(auth_key_path=args.key_file, auth_key_id=args.key_id, team_id=args.team_id)
+        # The one non-API step: TokenCredentials takes no TLS context (see the module docstring).
+        credentials._Credentials__ssl_context = init_context(cert_path=args.ca)
+    else:
+        combined = os.path.join(tmpdir, "client.pem")
+        with open(combined, "w", encoding="utf-8") as out_file:
+            for part in (args.cert_file, args.key_file):
+                with open(part, encoding="utf-8") as f:
+                    text = f.read()
+                out_file.write(text if text.endswith("\n") else text + "\n")
+        credentials = CertificateCredentials(cert_file=combined)
+        credentials._Credentials__ssl_context.load_verify_locations(cafile=args.ca)
+    routed = type("RouseInteropAPNsClient", (APNsClient,),
+                  {"SANDBOX_SERVER": args.host, "LIVE_SERVER": args.host, "DEFAULT_PORT": args.port})
+    aps = payload.get("aps", {})
+    custom = {k: v for k, v in payload.items() if k != "aps"}
+    body = Payload(alert=aps.get("alert"), custom=custom or None,
+                   content_available=bool(aps.get("content-available")))
+    priority = NotificationPriority.Delayed if args.priority == 5 else NotificationPriority.Immediate
+
+    def send():
+        client = routed(credentials=credentials, use_sandbox=True)
+        stream = client.send_notification_async(
+            args.device_token, body, topic=args.topic, priority=priority, expiration=_expiration(args),
+            push_type=NotificationType(args.push_type))
+        return client.get_notification_result(stream)
+
+    result = await asyncio.to_thread(send)
+    out = base_fields("apns2")
+    if result == "Success":
+        out.update(ok=True, status=None, apns_id=None, reason=None, timestamp=None)
+    elif isinstance(result, tuple):
+        out.update(ok=False, status=None, apns_id=None, reason=result[0], timestamp=result[1])
+    else:
+        out.update(ok=False, status=None, apns_id=None, reason=result, timestamp=None)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--library", required=True, choices=["aioapns", "kalyke"])
+    p.add_argument("--library", required=True, choices=["aioapns", "kalyke", "pyapns_client", "apns2"])
     p.add_argument("--host", required=True)
     p.add_argument("--port", required=True, type=int)
     p.add_argument("--ca", help="trust root PEM (exported as SSL_CERT_FILE)")
@@ -257,6 +385,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--payload", default='{"aps":{}}', help="JSON object")
     p.add_argument("--priority", type=int, choices=[1, 5, 10])
     p.add_argument("--apns-id")
+    p.add_argument("--time-to-live", type=int,
+                   help="seconds the push may be stored, asked of the library as its users do "
+                        "(aioapns time_to_live; the others: apns-expiration = now + N)")
     p.add_argument("--timeout", type=float, default=20.0, help="overall time limit, seconds")
     p.add_argument("--verbose", action="store_true", help="library debug logging on stderr")
     args = p.parse_args(argv)
@@ -269,7 +400,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 async def run(args: argparse.Namespace, payload: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="rouse-interop-") as tmpdir:
-        sender = send_aioapns if args.library == "aioapns" else send_kalyke
+        sender = {"aioapns": send_aioapns, "kalyke": send_kalyke, "pyapns_client": send_pyapns_client,
+                  "apns2": send_apns2}[args.library]
         return await asyncio.wait_for(sender(args, payload, tmpdir), timeout=args.timeout)
 
 

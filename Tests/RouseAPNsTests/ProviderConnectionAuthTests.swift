@@ -388,3 +388,34 @@ struct ProviderHostileClaimsTests {
         #expect(APNsTime(milliseconds: .min).seconds == Int64.min / 1000 - 1)
     }
 }
+
+@Suite("Provider connection auth: iat in the forms clients sign")
+struct ProviderIssuedAtFormTests {
+    /// A token with `claims` written as given (other clients' encoders), signed with `key`.
+    static func jwt(claims: String, key: P256.Signing.PrivateKey) throws -> String {
+        let input =
+            Base64URL.encode(Array(#"{"alg":"ES256","kid":"K"}"#.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        return input + "." + Base64URL.encode(try key.signature(for: Array(input.utf8)).rawRepresentation)
+    }
+
+    /// Now is `AuthFixture.t0` (1 800 000 000 s); tokens live an hour.
+    @Test(arguments: [
+        (#"{"iss":"T","iat":1800000000}"#, APNsReason?.none),
+        (#"{"iss":"T","iat":1799999999.812345}"#, nil),  // PyJWT: time.time()
+        (#"{"iss":"T","iat":1.7999999998e9}"#, nil),
+        (#"{"iss":"T","iat":"1800000000"}"#, nil),  // kalyke-apns
+        (#"{"iss":"T","iat":1799992799.5}"#, .expiredProviderToken),  // over an hour old
+        (#"{"iss":"T","iat":"1800000000.5"}"#, .invalidProviderToken),
+        (#"{"iss":"T","iat":true}"#, .invalidProviderToken),
+        (#"{"iss":"T","iat":null}"#, .invalidProviderToken),
+        (#"{"iss":"T","iat":1e300}"#, .invalidProviderToken),
+        (#"{"iss":"T"}"#, .invalidProviderToken),
+    ])
+    func issuedAtForms(claims: String, expected: APNsReason?) throws {
+        let key = P256.Signing.PrivateKey()
+        let registry = APNsKeyRegistry([APNsSigningKey(teamID: "T", keyID: "K", publicKey: key.publicKey)])
+        var auth = ProviderConnectionAuth(serverEnvironment: .sandbox, keys: registry, certificate: nil)
+        let token = try Self.jwt(claims: claims, key: key)
+        #expect(auth.authenticate(authorization: "bearer " + token, now: AuthFixture.t0) == expected)
+    }
+}

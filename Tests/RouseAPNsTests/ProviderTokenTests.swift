@@ -73,7 +73,13 @@ struct ProviderTokenTests {
         ("\(goodHeader).\(b64(#"{"iss":"T","iat":"-1"}"#)).\(sig)", .missingIssuedAt),
         ("\(goodHeader).\(b64(#"{"iss":"T","iat":""}"#)).\(sig)", .missingIssuedAt),
         ("\(goodHeader).\(b64(#"{"iss":"T","iat":"1234567890123456789"}"#)).\(sig)", .missingIssuedAt),
-        ("\(goodHeader).\(b64(#"{"iss":"T","iat":1.5}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":"1767225600.5"}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":1e300}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":-1e300}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":true}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":null}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":[1767225600]}"#)).\(sig)", .missingIssuedAt),
+        ("\(goodHeader).\(b64(#"{"iss":"T","iat":{"s":1767225600}}"#)).\(sig)", .missingIssuedAt),
         (String(repeating: "a", count: 5000), .tooLong),
     ])
     func parseErrors(token: String, expected: ProviderTokenError) {
@@ -85,6 +91,20 @@ struct ProviderTokenTests {
         let claims = Self.b64(#"{"iss":"T","iat":"1767225600"}"#)
         let parsed = try ProviderToken.parse("\(Self.goodHeader).\(claims).\(Self.sig)")
         #expect(parsed.token.issuedAt == 1_767_225_600)
+    }
+
+    @Test(
+        "iat in every form APNs accepts: an integer, a fraction (PyJWT's time.time()), an exponent, a digit string",
+        arguments: [
+            (#"1767225600"#, Int64(1_767_225_600)), (#"1767225600.0"#, 1_767_225_600),
+            (#"1767225600.999999"#, 1_767_225_600), (#"1767225600.123456"#, 1_767_225_600),
+            (#"1.7672256e9"#, 1_767_225_600), (#"17672256005e-1"#, 1_767_225_600), (#""1767225600""#, 1_767_225_600),
+            (#"0.5"#, 0), (#"-0.5"#, -1),
+        ])
+    func issuedAtForms(iat: String, seconds: Int64) throws {
+        let claims = Self.b64(#"{"iss":"T","iat":\#(iat)}"#)
+        let parsed = try ProviderToken.parse("\(Self.goodHeader).\(claims).\(Self.sig)")
+        #expect(parsed.token.issuedAt == seconds)
     }
 
     @Test func parsesNestedAndEscapedJSON() throws {

@@ -8,6 +8,7 @@ struct TransferBookTests {
     static func book(concurrent: Int = 2, tasks: Int = 4) -> TransferBook {
         var limits = TransferBook.Limits()
         limits.concurrent = concurrent
+        limits.concurrentPerHandler = concurrent
         limits.tasksPerHandler = tasks
         var book = TransferBook(limits: limits, networkUsable: true)
         #expect(throws: Never.self) { try book.openSession(handler: "h", session: "s") }
@@ -42,6 +43,48 @@ struct TransferBookTests {
         #expect(Self.started(ended) == [3])
         #expect(book.tasks[1]?.state == .completed)
         #expect(Self.finishedSessions(ended) == 0)  // 2 and 3 still run
+    }
+
+    /// One handler's slow transfers hold at most its own slots: another handler's task starts at once.
+    @Test func oneHandlerHoldsAtMostItsShareOfTheSlots() throws {
+        var limits = TransferBook.Limits()
+        limits.concurrent = 4
+        limits.concurrentPerHandler = 2
+        var book = TransferBook(limits: limits, networkUsable: true)
+        for handler in ["slow", "other"] { try book.openSession(handler: handler, session: "s") }
+        func add(_ handler: String) throws -> [Int] {
+            Self.started(
+                try book.add(
+                    handler: handler, session: "s", kind: .download, url: "https://example.com/f", method: "GET",
+                    headers: [], discretionary: false, spoolFile: { "/spool/\(handler)/\($0).download" }
+                ).1)
+        }
+        #expect(try add("slow") == [1])
+        #expect(try add("slow") == [2])
+        for _ in 0..<10 { #expect(try add("slow") == []) }
+        #expect(try add("other") == [13])
+        #expect(book.tasks.values.filter { $0.state == .running }.count == 3)
+        // When one of the slow handler's transfers ends, its next starts (still two of its own at most).
+        #expect(Self.started(book.finished(id: 1, .response(status: 200, bytes: 1, validator: nil))) == [3])
+    }
+
+    /// A handler sets headers that describe its request, never those that frame or route it.
+    @Test(arguments: [
+        ("Authorization: Bearer x", true), ("X-Request-Id: 1", true), ("accept: */*", true),
+        ("Host: 169.254.169.254", false), ("Content-Length: 0", false), ("Transfer-Encoding: chunked", false),
+        ("Proxy-Authorization: x", false), ("X-Forwarded-For: 10.0.0.1", false), ("Range: bytes=0-", false),
+        ("Connection: close", false),
+    ])
+    func headersAreLimitedToASafeSet(_ header: String, _ allowed: Bool) throws {
+        var book = Self.book()
+        do {
+            _ = try book.add(
+                handler: "h", session: "s", kind: .download, url: "https://example.com/f", method: "GET",
+                headers: [header], discretionary: false, spoolFile: { "\($0)" })
+            #expect(allowed, "\(header) accepted")
+        } catch {
+            #expect(!allowed && error.code == "forbiddenHeader", "\(header): \(error)")
+        }
     }
 
     @Test func theSessionIsFinishedWhenItsLastTaskEndsOrOneNeedsTheHandler() throws {

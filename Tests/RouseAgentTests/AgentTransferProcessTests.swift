@@ -52,6 +52,7 @@ struct AgentTransferProcessTests {
                 "\(directory)/fetcher.log", "--transfer-session", "s1"\(handlerArguments.map { ", \"\($0)\"" }.joined())]
                 push-types = ["background"]
                 allow-root = true
+                allow-private-destinations = true
                 [limits]
                 suspend-after-seconds = 600
                 """

@@ -81,17 +81,21 @@ extension AgentHarness {
     /// CA and spool in `<directory>/spool`.
     static func transferHarness(
         _ name: String = "fetcher", extra: [String] = [], limits: TransferBook.Limits = TransferBook.Limits(),
-        suspendAfter: Duration = .seconds(120), capture: @escaping (AgentConfiguration) -> Void = { _ in }
+        suspendAfter: Duration = .seconds(120), allowPrivateDestinations: Bool = true,
+        capture: @escaping (AgentConfiguration) -> Void = { _ in }
     ) async throws -> AgentHarness {
         try await AgentHarness(
             handlers: { directory in
                 let fifo = "\(directory)/\(name).fifo"
                 guard mkfifo(fifo, 0o600) == 0 else { throw FixtureError("mkfifo: errno \(errno)") }
+                // The test servers are on loopback: allowed unless the test is about that.
+                var handler = try handler(
+                    name, mode: "report", directory: directory,
+                    arguments: ["--commands", fifo, "--transfer-session", "s1"] + extra
+                ) { $0.suspendAfter = suspendAfter }
+                handler.allowPrivateDestinations = allowPrivateDestinations
                 return [
-                    try handler(
-                        name, mode: "report", directory: directory,
-                        arguments: ["--commands", fifo, "--transfer-session", "s1"] + extra
-                    ) { $0.suspendAfter = suspendAfter }
+                    handler
                 ]
             },
             configure: { directory, configuration in
@@ -477,5 +481,52 @@ struct AgentTransferTests {
         }
         #expect(server.requests().first { $0["path"] as? String == "/files/long.bin" }?["complete"] as? Bool == false)
         #expect(harness.spoolFiles() == [])
+    }
+
+    /// Without `allow-private-destinations`, a handler's transfers reach no internal address: a literal is refused
+    /// at once (`forbiddenDestination`), and a name the agent only learns is internal when libcurl resolves it
+    /// (`127.1`) fails at connect, before a byte is sent; the server sees no request.
+    @Test func transfersToInternalAddressesAreRefusedUnlessTheHandlerFileAllowsThem() async throws {
+        let harness = try await AgentHarness.transferHarness(allowPrivateDestinations: false)
+        let server = try await RangeServer(directory: harness.directory)
+        defer { server.stop() }
+        _ = try server.serve("a.bin", size: 1024)
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        for url in [server.url("a.bin"), "http://169.254.169.254/latest/meta-data/", "https://[::1]:1/x"] {
+            try harness.command("fetcher", "download s1 \(url)")
+        }
+        try await harness.waitForLine("fetcher", "addFailed", count: 3)
+        #expect(
+            harness.lines("fetcher", "addFailed") == Array(repeating: "addFailed error=forbiddenDestination", count: 3))
+        try harness.command("fetcher", "download s1 https://127.1:\(server.port)/files/a.bin")
+        try await harness.waitForLine("fetcher", "transfer task=1 state=failed", timeout: .seconds(30))
+        let failed = harness.lines("fetcher", "transfer task=1 state=failed")
+        #expect(failed.first?.contains("error=unreachable") == true, "\(failed)")
+        #expect(server.requests().isEmpty, "\(server.requests())")
+    }
+
+    /// An upload descriptor larger than an upload may be (a 1 GiB sparse file) is refused without being copied;
+    /// one within the limit is copied off the agent's executor (counted in the status's `ipc.uploadCopies`).
+    @Test func aHugeUploadDescriptorIsRefusedAndCopiesRunOffTheExecutor() async throws {
+        let harness = try await AgentHarness.transferHarness()
+        let server = try await RangeServer(directory: harness.directory)
+        defer { server.stop() }
+        try await harness.startHandler("fetcher", foreground: true)
+        try await harness.waitForLine("fetcher", "session name=s1")
+        let huge = harness.directory + "/huge.bin"
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+        #expect(truncate(huge, 1 << 30) == 0)
+        try harness.command("fetcher", "upload s1 \(server.uploadURL("huge.bin")) \(huge)")
+        try await harness.waitForLine("fetcher", "addFailed")
+        #expect(harness.lines("fetcher", "addFailed") == ["addFailed error=tooLarge"])
+        #expect(harness.spoolFiles() == [])
+        let small = harness.directory + "/small.bin"
+        try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: small))
+        try harness.command("fetcher", "upload s1 \(server.uploadURL("small.bin")) \(small)")
+        try await harness.waitForLine("fetcher", "transfer task=1 state=completed", timeout: .seconds(30))
+        let ipc = await harness.agent.status().ipc
+        #expect(ipc?.uploadCopies == 2, "\(String(describing: ipc))")
+        #expect(ipc?.peerDescriptorsClosed == 2, "\(String(describing: ipc))")
     }
 }

@@ -55,6 +55,7 @@ struct AgentUserModeTests {
             [ "$1 $2" = "--user show-environment" ] || exit 2
             echo run >> \(runs)
             echo DISPLAY=:7
+            echo SSH_AUTH_SOCK=\(runtime)/ssh-agent.socket
             """
         try Data(script.utf8).write(to: URL(fileURLWithPath: systemctl))
         chmod(systemctl, 0o755)
@@ -104,6 +105,8 @@ struct AgentUserModeTests {
             #expect(names.contains(name), "\(name) missing: \(names.sorted())")
         }
         #expect(!names.contains("NOTIFY_SOCKET"), "\(names.sorted())")
+        // Nor the user's SSH agent: a handler would sign in as the user elsewhere.
+        #expect(!names.contains("SSH_AUTH_SOCK"), "\(names.sorted())")
         try await eventually("acknowledged") { try AgentHarness.pending(gateway) == 0 }
         // The user manager was asked once, at start, not at the launch (a program run on the agent's loop at every
         // launch); SIGHUP (the unit's reload) asks again.

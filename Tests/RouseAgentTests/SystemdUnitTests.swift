@@ -14,9 +14,9 @@ struct AgentSystemdUnitTests {
         let unit = try String(contentsOfFile: Repository.root + "/deploy/rouse-agent.service", encoding: .utf8)
         for line in [
             "Type=notify", "WatchdogSec=", "Restart=on-failure", "WantedBy=multi-user.target", "KillMode=process",
-            "LoadCredentialEncrypted=rouse-state-key:/var/lib/rouse/keys/state-key.cred",
+            "LoadCredentialEncrypted=rouse-state-key:/var/lib/rouse/keys/state-key.cred", "TasksMax=", "MemoryMax=",
         ] {
-            #expect(unit.contains(line))
+            #expect(unit.contains(line), "\(line)")
         }
         let executable = try Products.path("rouse-agent")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-unit-\(UUID().uuidString)")

@@ -59,6 +59,27 @@ struct WireAndConfigTests {
         #expect(fresh == window)
     }
 
+    @Test("the dedup window is shared fairly by topic: one provider's flood evicts its own keys, not another's")
+    func dedupWindowPartitionedByTopic() throws {
+        var window = DedupWindow(capacity: 8)
+        window.insert("com.example.voip A1")
+        window.insert("com.example.voip A2")
+        for index in 0..<1000 { window.insert("com.flood.app F\(index)") }
+        // Before: one queue, oldest first: the flood evicted A1 and A2, which a reconnect would hand over again.
+        #expect(window.contains("com.example.voip A1") && window.contains("com.example.voip A2"))
+        #expect(window.count(partitionOf: "com.flood.app x") == 6)
+        #expect(window.contains("com.flood.app F999") && !window.contains("com.flood.app F993"))
+        #expect(window.order.count == 8)
+        // The persisted form (oldest first) round-trips, partitions and all.
+        let decoded = try JSONDecoder().decode(DedupWindow.self, from: JSONEncoder().encode(window))
+        #expect(decoded == window && decoded.contains("com.example.voip A1"))
+        var again = decoded
+        let repeated = again.insert("com.example.voip A2")
+        #expect(!repeated)
+        again.insert("com.example.voip A3")
+        #expect(again.contains("com.example.voip A1") && again.count(partitionOf: "com.flood.app x") == 5)
+    }
+
     @Test func handlerFileParses() throws {
         let text = """
             # example

@@ -43,6 +43,47 @@ struct EventLoopTests {
         #expect(fired.load(ordering: .relaxed) == 1)
     }
 
+    /// Connection churn: each connection arms an idle timer of an hour and cancels it when it closes. The heap held
+    /// a 16-byte entry for each of them until its hour passed; now cancelled entries are dropped once they are half.
+    @Test func cancelledTimersDoNotPileUp() async throws {
+        let loop = try EventLoop(name: "test-churn")
+        loop.start()
+        defer { loop.stopAndWait() }
+        let entries = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            loop.execute {
+                loop.schedule(after: .seconds(7200)) {}
+                for _ in 0..<10_000 {
+                    let id = loop.schedule(after: .seconds(3600)) {}
+                    loop.cancelTimer(id)
+                }
+                done.resume(returning: loop.timerEntries)
+            }
+        }
+        #expect(entries <= 130, "\(entries) timer entries for 1 live timer")
+    }
+
+    /// After compactions the live timers still fire in deadline order, each once.
+    @Test func timersFireInOrderAcrossCompactions() async throws {
+        let clock = ManualClock()
+        let loop = try EventLoop(name: "test-compact-order", clock: clock)
+        loop.start()
+        defer { loop.stopAndWait() }
+        let fired = Mutex<[Int]>([])
+        var generator = SystemRandomNumberGenerator()
+        let delays = (0..<500).map { _ in Int.random(in: 1...10_000, using: &generator) }
+        await roundTrip(loop) {
+            for (index, delay) in delays.enumerated() {
+                let id = loop.schedule(after: .milliseconds(delay)) { fired.withLock { $0.append(delay) } }
+                if index % 3 != 0 { loop.cancelTimer(id) }
+            }
+        }
+        clock.advance(by: .seconds(11))
+        await roundTrip(loop) {}
+        await roundTrip(loop) {}
+        let expected = delays.enumerated().filter { $0.offset % 3 == 0 }.map(\.element).sorted()
+        #expect(fired.withLock { $0 } == expected)
+    }
+
     private func roundTrip(_ loop: EventLoop, _ body: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             loop.execute {

@@ -112,4 +112,69 @@ struct AttackTests {
         await curl.shutdown()
         #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
     }
+
+    @Test("3000 unauthenticated requests, each with its own 4 KiB apns-push-type: /metrics and RSS stay bounded")
+    func headerValuesNameNoSeries() async throws {
+        let directory = try TemporaryDirectory()
+        let gateway = try await GatewayProcess.start(directory: directory, database: directory.path + "/g.sqlite")
+        defer { gateway.kill() }
+        let before = try await adminMetrics(port: gateway.adminPort)
+        let rssBefore = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        var provider = try await Provider.connect(port: gateway.providerPort)
+        let token = String(repeating: "ab", count: 32)
+        var statuses: [Int: Int] = [:]
+        for n in 0..<3000 {
+            let type = String(n) + String(repeating: "t", count: 4096)
+            var answer = await provider.push(token: token, type: type, authorization: "bearer not-a-token")
+            if answer.status < 0 {
+                // The gateway may end a connection; an attacker simply opens the next one.
+                provider.close()
+                provider = try await Provider.connect(port: gateway.providerPort)
+                answer = await provider.push(token: token, type: type, authorization: "bearer not-a-token")
+            }
+            statuses[answer.status, default: 0] += 1
+        }
+        provider.close()
+        #expect(statuses[200] == nil && statuses.values.reduce(0, +) == 3000, "\(statuses)")
+        let after = try await adminMetrics(port: gateway.adminPort)
+        let series = after.split(separator: "\n").filter { $0.hasPrefix("rouse_gateway_pushes_in_total{") }
+        // Before: one series per distinct header value, 3000 series and a 12 MB /metrics.
+        #expect(series.count <= 4, "\(series.count) pushes_in series")
+        #expect(
+            after.utf8.count < before.utf8.count + 4096,
+            "/metrics grew from \(before.utf8.count) to \(after.utf8.count) bytes")
+        #expect(series.contains { $0.contains(#"type="invalid""#) }, "\(series)")
+        let rssAfter = try #require(ProcessProbe.statusKiB(gateway.pid, "VmRSS"))
+        #expect(rssAfter < rssBefore + 32 * Self.mebibyte, "RSS \(rssBefore) KiB before, \(rssAfter) KiB after")
+        #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
+    }
+
+    @Test("3000 TCP connections opened and closed without TLS on each port: the loops' timer heaps stay small")
+    func connectionChurnLeavesNoTimers() async throws {
+        let directory = try TemporaryDirectory()
+        // An hour of idle time on both ports (the provider port's, as APNs), and the authentication deadline.
+        let gateway = try await GatewayProcess.start(
+            directory: directory, database: directory.path + "/g.sqlite", limits: ["deviceIdleTimeoutSeconds": 3600])
+        defer { gateway.kill() }
+        let sample = "rouse_gateway_timer_entries"
+        let before = try await adminMetric(port: gateway.adminPort, sample)
+        let socketsBefore = ProcessProbe.sockets(gateway.pid)
+        for _ in 0..<3000 {
+            for port in [gateway.providerPort, gateway.devicePort] {
+                let client = try RawH2Client(port: port)
+                client.close()
+            }
+        }
+        // Every connection was seen closing (its descriptor is gone) before the heaps are read.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ProcessProbe.sockets(gateway.pid) > socketsBefore, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(ProcessProbe.sockets(gateway.pid) <= socketsBefore, "connections closed")
+        let after = try await adminMetric(port: gateway.adminPort, sample)
+        // Before: each closed connection left its idle, handshake and authentication timers in the heap until their
+        // deadlines (an hour): about 18,000 entries here.
+        #expect(after < before + 300, "\(before) timer entries before, \(after) after 6000 connections")
+        #expect(gateway.terminate() == 0, "stderr: \(gateway.stderr)")
+    }
 }

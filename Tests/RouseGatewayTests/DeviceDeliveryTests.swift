@@ -18,6 +18,18 @@ struct DeviceDeliveryTests {
         #expect(d.inFlight == [2, 3])
     }
 
+    @Test("a sequence number of Int64.max from another node's message does not trap the next offer")
+    func extremeSequenceNumbers() {
+        var d = DeviceDelivery(channelID: 1, window: 2, voipAllowance: 1, lastSeq: 5)
+        d.refilled(ids: [], limit: 2)
+        // A forged or corrupt `p` message: before, the next push to the device trapped on `lastSeq + 1`.
+        #expect(d.storedElsewhere(seq: Int64.max) == .refill(limit: 2))
+        d.refilled(ids: [], limit: 2)
+        #expect(d.offer(id: 7, isVoIP: false, seq: 6) == .refill(limit: 2))
+        #expect(d.offer(id: 8, isVoIP: false, seq: Int64.max) == .refill(limit: 2))
+        #expect(d.lastSeq == Int64.max)
+    }
+
     @Test("VoIP pushes jump the queue within their allowance")
     func voip() {
         var d = DeviceDelivery(channelID: 1, window: 1, voipAllowance: 1)

@@ -96,6 +96,18 @@ func adminMetric(port: UInt16?, _ sample: String) async throws -> Int {
     return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
 }
 
+/// The gateway's whole admin `/metrics` text.
+func adminMetrics(port: UInt16?) async throws -> String {
+    let port = try #require(port)
+    let admin = try await HTTP2Client.connect(
+        HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil), on: providerLoop)
+    defer { admin.close() }
+    let response = await admin.send(
+        HTTP2ClientRequest(method: "GET", path: "/metrics", authority: "localhost", scheme: "http"))
+    guard case .response(200, _, let body) = response else { throw FixtureError("metrics: \(response)") }
+    return String(decoding: body, as: UTF8.self)
+}
+
 /// The sample name of `rouse_gateway_limit_hits_total` for one listener and limit.
 func limitHits(_ listener: String, _ limit: String) -> String {
     #"rouse_gateway_limit_hits_total{listener="\#(listener)",limit="\#(limit)"}"#

@@ -92,6 +92,13 @@ struct MultiNodeTests {
         // apns-expiration 0 taken by node 2: sent at once on node 1's channel.
         #expect(await providers[2].push(token: token, expiration: 0, payload: #"{"n":1}"#).status == 200)
         #expect(try Harness.number(await second.nextPush()) == 1)
+        // An expiration already past (1970; the current second, as aioapns sends for time_to_live=0) taken by
+        // nodes 0 and 2: sent at once on node 1's channel too (before: 200 and dropped untried).
+        #expect(await providers[0].push(token: token, expiration: 1, payload: #"{"n":2}"#).status == 200)
+        #expect(try Harness.number(await second.nextPush()) == 2)
+        let thisSecond = Gateway.systemMilliseconds() / 1000
+        #expect(await providers[2].push(token: token, expiration: thisSecond, payload: #"{"n":3}"#).status == 200)
+        #expect(try Harness.number(await second.nextPush()) == 3)
         try await second.expectNoPush(within: .milliseconds(300))
         for provider in providers { provider.close() }
         try await nodes.stop()

@@ -143,6 +143,42 @@ struct BudgetTests {
         #expect(try client.readUntil { $0.type == 1 && $0.streamID == 1 } != nil)
     }
 
+    @Test("buffered request bytes over the listener's budget, each connection within its own: REFUSED_STREAM, counted")
+    func listenerBufferBudget() async throws {
+        let server = try makeServer(
+            tls: false,
+            configure: {
+                $0.maxBufferedRequestBytes = 20000
+                $0.maxListenerBufferedRequestBytes = 30000
+                $0.requestTimeout = nil
+            }
+        ) { _, stream in stream.respond(status: 200) }
+        defer { Task { await server.shutdown() } }
+        let first = try RawH2Client(port: server.port)
+        let second = try RawH2Client(port: server.port)
+        for client in [first, second] { try client.sendPreface() }
+        try first.send(postHeaders(stream: 1) + data(stream: 1, count: 12000))
+        // Within the first's budget, and the listener's.
+        try first.send(postHeaders(stream: 3) + data(stream: 3, count: 4000))
+        // A PING answered after them: the server has read (and charged) both.
+        try first.send(RawH2Client.frame(type: 6, flags: 0, stream: 0, payload: [UInt8](repeating: 1, count: 8)))
+        #expect(try first.readUntil { $0.type == 6 && $0.flags & 1 == 1 } != nil)
+        #expect(server.limitCounts.streamsRefusedListenerBuffer == 0)
+        // The second connection is within its own budget (12 000 < 20 000), not the listener's (16 000 + 12 000 + …).
+        try second.send(postHeaders(stream: 1) + data(stream: 1, count: 12000))
+        try second.send(postHeaders(stream: 3) + data(stream: 3, count: 6000))
+        let reset = try #require(try second.readUntil { $0.type == 3 })
+        #expect(errorCode(reset) == 0x7)
+        #expect(server.limitCounts.streamsRefusedListenerBuffer == 1)
+        #expect(server.limitCounts.streamsRefusedBufferBudget == 0)
+        // Once the first connection's requests end, their bytes leave the listener's budget.
+        try first.send(data(stream: 1, count: 0, endStream: true) + data(stream: 3, count: 0, endStream: true))
+        #expect(try first.readUntil { $0.type == 1 && $0.streamID == 3 } != nil)
+        try second.send(postHeaders(stream: 5) + data(stream: 5, count: 6000, endStream: true))
+        #expect(try second.readUntil { $0.type == 1 && $0.streamID == 5 } != nil)
+        #expect(server.limitCounts.streamsRefusedListenerBuffer == 1)
+    }
+
     @Test("connections over the per-address cap are closed at accept, and counted")
     func perAddressCap() async throws {
         let server = try makeServer(tls: false, configure: { $0.maxConnectionsPerAddress = 2 }) { _, stream in

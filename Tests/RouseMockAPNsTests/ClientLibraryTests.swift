@@ -13,23 +13,25 @@ private let certificateAuth = Libraries.Auth.certificate(
     certificateFile: Repository.cert("provider.pem"), keyFile: Repository.cert("provider.key"))
 
 /// `rouse mock-apns` driven by APNs client libraries that nobody here wrote, as another project's CI would.
-@Suite("Mock APNs with real client libraries (aioapns, kalyke-apns)", .timeLimit(.minutes(5)))
+@Suite(
+    "Mock APNs with real client libraries (aioapns, kalyke-apns, pyapns-client, apns2-up)", .timeLimit(.minutes(5)))
 struct ClientLibraryTests {
     @Test("a token-auth VoIP push is accepted and recorded", arguments: Libraries.Library.allCases)
     func tokenVoIP(library: APNsClientLibraries.Library) async throws {
         let fixture = try C()
-        let apnsID = "6f2e4c1a-0b3d-4e5f-8a7b-9c0d1e2f3a4b"
+        let apnsID = library.setsAPNsID ? "6f2e4c1a-0b3d-4e5f-8a7b-9c0d1e2f3a4b" : nil
         let outcome = try await Libraries.push(
             library: library, port: fixture.server.port, auth: tokenAuth, topic: "\(C.bundle).voip",
             deviceToken: C.voipToken, apnsID: apnsID)
         let records = fixture.mock.records()
         await fixture.shutdown()
+        // pyapns-client and apns2-up sign iat as a fraction (PyJWT, time.time()): before, 403 InvalidProviderToken.
         #expect(outcome.accepted(status: 200), "\(outcome)")
-        #expect(outcome.apnsID?.lowercased() == apnsID, "\(outcome)")
+        if library.surfacesAPNsID { #expect(outcome.apnsID?.lowercased() == apnsID, "\(outcome)") }
         let record = try #require(records.last)
         #expect(record.deviceToken == C.voipToken)
         #expect(record.outcome == .accepted)
-        #expect(record.apnsID?.lowercased() == apnsID)
+        if let apnsID { #expect(record.apnsID?.lowercased() == apnsID) }
     }
 
     @Test("rejections surface with Apple's reason, and 410 with its timestamp", arguments: Libraries.Library.allCases)
@@ -50,7 +52,9 @@ struct ClientLibraryTests {
         #expect(otherTopic.rejected("TopicDisallowed", status: 400), "\(otherTopic)")
     }
 
-    @Test("a certificate-auth VoIP push is accepted", arguments: Libraries.Library.allCases)
+    @Test(
+        "a certificate-auth VoIP push is accepted",
+        arguments: Libraries.Library.allCases.filter { $0.supportsCertificate })
     func certificateVoIP(library: APNsClientLibraries.Library) async throws {
         let fixture = try C()
         let outcome = try await Libraries.push(

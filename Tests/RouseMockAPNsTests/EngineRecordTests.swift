@@ -48,6 +48,23 @@ struct EngineRecordTests {
         #expect(mock.recordsJSON().hasPrefix("[{") && mock.recordsJSON().hasSuffix("}]"))
     }
 
+    @Test("the records (admin endpoint, --json) keep no usable provider token: its signature is cut")
+    func authorizationRedacted() throws {
+        let mock = F.mock()
+        var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
+        _ = mock.handle(F.request(), connection: &connection, now: F.t0)
+        _ = mock.handle(
+            F.request(streamID: 3) { $0.set("authorization", "basic c2VjcmV0") }, connection: &connection, now: F.t0)
+        let signature = try #require(F.bearer.split(separator: ".").last)
+        let records = mock.records()
+        let first = try #require(records.first?.header("authorization"))
+        // Before: the whole signed JWT, readable by anyone who could reach the admin port.
+        #expect(!first.contains(signature) && first.hasSuffix(".<redacted>") && first.hasPrefix("bearer "), "\(first)")
+        #expect(F.bearer.hasPrefix(String(first.dropLast("<redacted>".count))))
+        #expect(records[1].header("authorization") == "<redacted>")
+        #expect(!mock.recordsJSON().contains(signature) && !mock.recordsJSON().contains("c2VjcmV0"))
+    }
+
     @Test func recordLimitKeepsNewest() {
         let mock = F.mock { $0.recordLimit = 3 }
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))

@@ -1,6 +1,6 @@
 import Foundation
 
-/// APNs client libraries nobody here wrote (aioapns and kalyke-apns from PyPI), driven through
+/// APNs client libraries nobody here wrote (aioapns, kalyke-apns, pyapns-client and apns2-up from PyPI), driven through
 /// `Tests/Interop/apns_client.py` in a virtual environment that `deploy/interop-venv.sh` creates with the pinned
 /// versions of `Tests/Interop/requirements.txt`. A library that cannot be installed fails the test with the reason.
 public enum APNsClientLibraries {
@@ -8,7 +8,26 @@ public enum APNsClientLibraries {
     public enum Library: String, Sendable, CaseIterable, CustomStringConvertible {
         case aioapns
         case kalyke
+        /// pyapns-client: httpx, PyJWT with a fractional `iat`; token auth only.
+        case pyapnsClient = "pyapns_client"
+        /// apns2-up (a maintained PyAPNs2 fork): hyper-up, PyJWT with a fractional `iat`.
+        case apns2
         public var description: String { rawValue }
+
+        /// Whether the library can authenticate with a client certificate (kalyke-apns: VoIP pushes only).
+        public var supportsCertificate: Bool { self != .pyapnsClient }
+
+        /// Whether the library hands its caller the HTTP status of a 200 (only aioapns does).
+        public var surfacesSuccessStatus: Bool { self == .aioapns }
+
+        /// Whether the library hands its caller the HTTP status of a rejection.
+        public var surfacesRejectionStatus: Bool { self == .aioapns || self == .pyapnsClient }
+
+        /// Whether the library hands its caller the `apns-id` of a 200.
+        public var surfacesAPNsID: Bool { self == .aioapns || self == .kalyke }
+
+        /// Whether the library can set `apns-id`.
+        public var setsAPNsID: Bool { self != .apns2 }
     }
 
     /// How the push authenticates.
@@ -35,16 +54,15 @@ public enum APNsClientLibraries {
 
         public var description: String { "exit \(exitCode): \(line)" }
 
-        /// Accepted, with `status` where the library exposes one (kalyke-apns never surfaces the HTTP status).
+        /// Accepted, with `status` where the library exposes one (only aioapns surfaces the status of a 200).
         public func accepted(status expected: Int) -> Bool {
-            ok && exitCode == 0 && status == surfaced(expected)
+            ok && exitCode == 0 && status == (library.surfacesSuccessStatus ? expected : nil)
         }
-
-        private func surfaced(_ status: Int) -> Int? { library == .kalyke ? nil : status }
 
         /// Rejected with `reason`, and `status` where the library exposes one.
         public func rejected(_ expected: String, status expectedStatus: Int) -> Bool {
-            !ok && exitCode == 1 && reason == expected && status == surfaced(expectedStatus)
+            !ok && exitCode == 1 && reason == expected
+                && status == (library.surfacesRejectionStatus ? expectedStatus : nil)
         }
     }
 
@@ -69,7 +87,8 @@ public enum APNsClientLibraries {
     public static func push(
         library: Library, host: String = "localhost", port: UInt16, caFile: String = Repository.cert("ca.pem"),
         auth: Auth, topic: String, deviceToken: String, pushType: String = "voip",
-        payload: String = #"{"aps":{},"caller":"Alice"}"#, priority: Int? = nil, apnsID: String? = nil
+        payload: String = #"{"aps":{},"caller":"Alice"}"#, priority: Int? = nil, apnsID: String? = nil,
+        timeToLive: Int? = nil
     ) async throws -> Outcome {
         let python = try await python()
         var arguments = [
@@ -85,6 +104,7 @@ public enum APNsClientLibraries {
         }
         if let priority { arguments += ["--priority", String(priority)] }
         if let apnsID { arguments += ["--apns-id", apnsID] }
+        if let timeToLive { arguments += ["--time-to-live", String(timeToLive)] }
         let out = try await ChildProcess.run(python, arguments, timeout: .seconds(60))
         guard let line = out.stdout.split(separator: "\n").last.map(String.init),
             let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]

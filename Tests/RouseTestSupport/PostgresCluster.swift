@@ -114,6 +114,16 @@ public final class PostgresCluster: Sendable {
             "psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url(database: database), "-c", sql])
     }
 
+    /// Runs each statement as its own command (`psql -c … -c …`, each in its own transaction) through one session,
+    /// as the superuser; returns everything psql printed, asynchronous notifications included.
+    @discardableResult
+    public func psqlSession(_ statements: [String], database: String = "postgres") async throws -> String {
+        try await run(
+            "psql",
+            ["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url(database: database)]
+                + statements.flatMap { ["-c", $0] })
+    }
+
     /// The server's log so far (for failure messages).
     public var serverLog: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 

@@ -129,6 +129,28 @@ struct IPCRecordedTests {
             #"{"fetchID":"fetch-3","requestID":10,"result":"noData","type":"fetchComplete","v":1}"#,
             .init(.fetchComplete(.init(fetchID: "fetch-3", result: "noData")), requestID: 10)
         ),
+        // The socket-woken VoIP model (docs/voip-sockets.md): written by this version, not version 1's recordings.
+        (
+            #"{"descriptor":true,"requestID":11,"type":"addVoIPSocket","v":1}"#,
+            .init(.addVoIPSocket(.init()), requestID: 11)
+        ),
+        (
+            #"{"requestID":12,"socketID":1,"type":"removeVoIPSocket","v":1}"#,
+            .init(.removeVoIPSocket(.init(socketID: 1)), requestID: 12)
+        ),
+        (
+            #"{"requestID":13,"type":"voipWakeHandled","v":1,"wakeID":"wake-4"}"#,
+            .init(.voipWakeHandled(.init(wakeID: "wake-4")), requestID: 13)
+        ),
+        (
+            #"{"requestID":14,"seconds":600,"type":"setKeepAlive","v":1}"#,
+            .init(.setKeepAlive(.init(seconds: 600)), requestID: 14)
+        ),
+        (#"{"requestID":15,"type":"clearKeepAlive","v":1}"#, .init(.clearKeepAlive, requestID: 15)),
+        (
+            #"{"keepAliveID":"keepalive-2","requestID":16,"type":"keepAliveDone","v":1}"#,
+            .init(.keepAliveDone(.init(keepAliveID: "keepalive-2")), requestID: 16)
+        ),
     ]
 
     static let events: [(json: String, frame: IPCFrame<AgentEvent>)] = [
@@ -294,6 +316,29 @@ struct IPCRecordedTests {
         (
             #"{"seconds":30,"session":"s1","type":"transferSessionDone","v":1}"#,
             .init(.transferSessionDone(.init(session: "s1", seconds: 30)))
+        ),
+        (
+            #"{"kind":"stream","requestID":11,"socketID":1,"type":"voipSocket","v":1}"#,
+            .init(.voipSocket(.init(socketID: 1, kind: "stream")), requestID: 11)
+        ),
+        (
+            #"{"kind":"datagram","returned":true,"socketID":2,"type":"voipSocket","v":1}"#,
+            .init(.voipSocket(.init(socketID: 2, kind: "datagram", returned: true)))
+        ),
+        (
+            #"{"mustReport":true,"seconds":5,"socketIDs":[1],"type":"voipSocketWake","v":1,"wakeID":"wake-4"}"#,
+            .init(.voipSocketWake(.init(wakeID: "wake-4", socketIDs: [1], mustReport: true, seconds: 5)))
+        ),
+        (
+            #"{"kind":"error","sockets":[{"error":"Connection reset by peer (errno 104)","socketID":1}],"#
+                + #""type":"voipSocketChanged","v":1}"#,
+            .init(
+                .voipSocketChanged(
+                    .init(kind: "error", sockets: [.init(socketID: 1, error: "Connection reset by peer (errno 104)")])))
+        ),
+        (
+            #"{"keepAliveID":"keepalive-2","seconds":10,"type":"keepAlive","v":1}"#,
+            .init(.keepAlive(.init(keepAliveID: "keepalive-2", seconds: 10)))
         ),
     ]
 

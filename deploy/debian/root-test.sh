@@ -309,5 +309,7 @@ echo "rouse-gateway rouse-gateway/purge-database boolean true" | debconf-set-sel
 apt-get purge -y -qq rouse-gateway >/tmp/purge.out 2>&1 || fail "purge rouse-gateway: $(cat /tmp/purge.out)"
 [ ! -e /var/lib/rouse-gateway ] || fail "purging rouse-gateway when asked kept the database"
 [ ! -e /etc/rouse/gateway.json ] || fail "purging rouse-gateway kept gateway.json"
+[ -e /etc/rouse/gateway/server.pem ] && [ -e /etc/rouse/gateway/server.key ] ||
+    fail "purging rouse-gateway deleted the TLS certificate or key in /etc/rouse/gateway (the operator's files)"
 echo "agent state kept (not asked), gateway database removed (asked through debconf)"
 echo "root-test: passed" >&2

@@ -25,4 +25,15 @@ CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void
 /// Makes the handle open its sockets with SOCK_CLOEXEC (CURLOPT_OPENSOCKETFUNCTION), so no program started by
 /// the process inherits a connection.
 CURLcode rouse_curl_easy_cloexec_sockets(CURL *handle);
+/// As rouse_curl_easy_cloexec_sockets, and refuses (EACCES, the transfer fails with CURLE_COULDNT_CONNECT) every
+/// address that is not public: the address libcurl is about to connect to, after resolution, for each connection
+/// (redirects included). See rouse_curl_address_is_internal.
+CURLcode rouse_curl_easy_public_sockets(CURL *handle);
+/// 1 for an address a public-only transfer may not reach: unspecified, loopback, link-local (169.254.0.0/16,
+/// fe80::/10), private (10/8, 172.16/12, 192.168/16), shared (100.64/10), unique local (fc00::/7), multicast,
+/// reserved (240/4, broadcast), and IPv4 addresses of those kinds mapped into IPv6 (::ffff:0:0/96) or NAT64
+/// (64:ff9b::/96); 0 otherwise.
+int rouse_curl_address_is_internal(const struct sockaddr *address);
+/// rouse_curl_address_is_internal of an address literal (`127.0.0.1`, `::1`); -1 when `text` is no literal.
+int rouse_curl_literal_is_internal(const char *text);
 #endif

@@ -1,0 +1,208 @@
+import Foundation
+import Glibc
+import RouseAgent
+import RouseAgentClient
+import RouseChildProcess
+import RouseGateway
+import RouseHTTP2
+import RouseTestSupport
+import Testing
+
+/// Attacks on the real `rouse-agent` process through its 0666 socket, by a local user (`nobody`) who is no handler:
+/// while each attack holds, `rouse agent status` answers and a VoIP push reaches its handler.
+@Suite("IPC attacks by a local user against rouse-agent", .serialized, .stopsWhatItStarts)
+struct AgentIPCAttackTests {
+    /// A real `rouse-agent` (a VoIP handler `voip`, run as root with allow-root) on an in-process gateway, its socket
+    /// in a directory every user may enter.
+    final class Target: Sendable {
+        let directory: String
+        let gateway: Gateway
+        let provider: Provider
+        let agent: AgentProcess
+        let socket: String
+        let token: String
+        let log: String
+
+        init(extraArguments: [String] = []) async throws {
+            guard getuid() == 0 else { throw FixtureError("an attack as another user needs root (uid \(getuid()))") }
+            try ChildProcess.require(AgentIPCAttackTests.python)
+            (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
+            chmod(directory, 0o755)
+            log = directory + "/voip.log"
+            let file = """
+                topic = "com.example.rouse"
+                command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
+                push-types = ["voip"]
+                allow-root = true
+                """
+            try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+            socket = directory + "/agent.sock"
+            provider = try await Provider.connect(port: gateway.providerPort)
+            agent = try await AgentProcess(
+                arguments: [
+                    "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+                    "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+                    "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
+                ] + extraArguments, stderrPath: directory + "/agent.stderr")
+            let socket = socket
+            try await eventually("channel open", timeout: .seconds(30)) {
+                let status = try? await AgentNetworkTests.status(socket: socket)
+                return status?.channel == "open" && status?.tokens?.isEmpty == false
+            }
+            token = try #require(
+                try await AgentNetworkTests.status(socket: socket).tokens?["com.example.rouse.voip"])
+        }
+
+        /// `rouse agent status --json` as a separate process with a 5 s deadline: its exit code and output.
+        func statusCommand() async throws -> (status: Int32, output: String) {
+            let output = directory + "/status-\(UUID().uuidString).json"
+            let child = try ChildProcess.start(
+                "/usr/bin/timeout",
+                ["5", try Products.path("rouse"), "agent", "status", "--json", "--socket", socket],
+                stdout: .file(output))
+            let status = try await child.wait(timeout: .seconds(20))
+            return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        }
+
+        /// A VoIP push, then waits (10 s) until the handler reported it.
+        func pushReachesHandler(_ count: Int) async throws {
+            let status = await provider.push(
+                token: token, topic: "com.example.rouse.voip", type: "voip", payload: #"{"n":\#(count)}"#)
+            #expect(status == 200)
+            let log = log
+            try await eventually("push \(count) reported by the handler", timeout: .seconds(10)) {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+                    .split(separator: "\n").filter { $0.hasPrefix("reported id=") }.count >= count
+            }
+        }
+
+        var stderr: String { (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? "" }
+
+        func stop() async {
+            agent.kill()
+            provider.client.close()
+            await gateway.shutdown(gracePeriod: .seconds(1))
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    static let python = "/usr/bin/python3"
+
+    /// Runs `script` (Python, its first argument the agent's socket) as `nobody`; waits for its first stdout line.
+    static func attack(_ script: String, _ arguments: [String]) async throws -> (RunningChild, String) {
+        let child = try ChildProcess.start(
+            "/usr/bin/setpriv",
+            ["--reuid=nobody", "--regid=nogroup", "--clear-groups", python, "-c", script] + arguments,
+            stdout: .lines)
+        guard let line = await child.lines.first(timeout: .seconds(20), where: { _ in true }) else {
+            child.kill()
+            throw FixtureError("the attacker did not start")
+        }
+        return (child, line)
+    }
+
+    /// The reproduced freeze: an unregistered connection sends `addTransfer` with `descriptor: true` and attaches a
+    /// TCP socket whose peer holds a zero window, with `SO_LINGER` of an hour, then closes its own copy: the agent's
+    /// close is the last and would wait the hour. The agent answers status and hands over a VoIP push meanwhile.
+    @Test(.timeLimit(.minutes(2)))
+    func aLingeringSocketPassedByAnUnregisteredPeerDoesNotFreezeTheAgent() async throws {
+        let target = try await Target()
+        defer { Task { await target.stop() } }
+        let script = """
+            import json, socket, struct, sys, time
+            server = socket.socket()
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            server.bind(("127.0.0.1", 0))
+            server.listen(1)
+            tcp = socket.socket()
+            tcp.connect(server.getsockname())
+            peer, _ = server.accept()  # never reads: its window closes
+            tcp.setblocking(False)
+            try:
+                while True:
+                    tcp.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+            tcp.setblocking(True)
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600))
+            ipc = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ipc.connect(sys.argv[1])
+            body = json.dumps({"type": "addTransfer", "v": 1, "kind": "upload", "url": "https://192.0.2.1/x",
+                               "descriptor": True, "session": "s"}).encode()
+            frame = struct.pack(">I", len(body)) + body
+            # The descriptor rides on the frame's first bytes; the rest follows once our own copy is closed, so
+            # that the agent's close is the last one (the one that lingers).
+            ipc.sendmsg([frame[:8]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", tcp.fileno()))])
+            tcp.close()
+            ipc.sendall(frame[8:])
+            print("sent", flush=True)
+            answer = ipc.recv(65536)
+            print("answered", answer[4:].decode(errors="replace"), flush=True)
+            time.sleep(3600)
+            """
+        let (attacker, first) = try await Self.attack(script, [target.socket])
+        defer { attacker.kill() }
+        #expect(first == "sent")
+        let answer = await attacker.lines.first(timeout: .seconds(10)) { $0.hasPrefix("answered") }
+        #expect(answer?.contains("notRegistered") == true, "\(answer ?? "no answer")")
+        let status = try await target.statusCommand()
+        #expect(status.status == 0, "rouse agent status: exit \(status.status)\n\(target.stderr.suffix(2000))")
+        #expect(status.output.contains(#""channel""#), "\(status.output)")
+        try await target.pushReachesHandler(1)
+    }
+
+    /// Eight connections (the most one user may hold) flood unregistered `status` frames and never read the answers.
+    /// Each reader queues at most 16 frames for the agent, and a connection the agent cannot write to without
+    /// blocking is closed (`ipc.outboundFull`): the agent's memory stays put, status answers, a push gets through.
+    @Test(.timeLimit(.minutes(2)))
+    func aFloodOfFramesThatNeverReadsItsAnswersIsBounded() async throws {
+        let target = try await Target()
+        defer { Task { await target.stop() } }
+        let pid = target.agent.process.processIdentifier
+        @Sendable func residentKiB() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+        }
+        let before = residentKiB()
+        let script = """
+            import json, socket, struct, sys, time
+            body = json.dumps({"type": "status", "v": 1}).encode()
+            burst = (struct.pack(">I", len(body)) + body) * 64
+            connections = []
+            for _ in range(8):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                s.setblocking(False)
+                connections.append(s)
+            print("started", flush=True)
+            sent = 0
+            end = time.time() + 6
+            while time.time() < end:
+                moved = False
+                for s in connections:
+                    try:
+                        sent += s.send(burst)
+                        moved = True
+                    except (BlockingIOError, OSError):
+                        pass
+                if not moved:
+                    time.sleep(0.005)
+            print("flooded", sent, flush=True)
+            time.sleep(3600)
+            """
+        let (attacker, _) = try await Self.attack(script, [target.socket])
+        defer { attacker.kill() }
+        let status = try await target.statusCommand()
+        #expect(status.status == 0, "rouse agent status during the flood: exit \(status.status)")
+        try await target.pushReachesHandler(1)
+        let socket = target.socket
+        try await eventually("a connection closed for not reading", timeout: .seconds(20)) {
+            ((try? await AgentNetworkTests.status(socket: socket))?.ipc?.outboundFull ?? 0) >= 1
+        }
+        let ipc = try await AgentNetworkTests.status(socket: socket).ipc
+        #expect((ipc?.unregistered ?? 99) <= 9, "\(String(describing: ipc))")
+        let after = residentKiB()
+        #expect(after - before < 64 * 1024, "resident \(before) KiB → \(after) KiB")
+    }
+}

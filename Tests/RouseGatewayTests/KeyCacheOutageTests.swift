@@ -1,0 +1,82 @@
+import Foundation
+import RouseClock
+import RouseGateway
+import RouseTestSupport
+import Synchronization
+import Testing
+
+/// A store whose reads and writes, once `down`, take `stall` and then fail as an unreachable PostgreSQL does (libpq's
+/// connect blocks for up to its timeout): what a database outage does to the provider loop.
+final class StallingStore: GatewayStore {
+    let base: SQLiteGatewayStore
+    let stall: Duration
+    private let state = Mutex<(down: Bool, reads: Int)>((false, 0))
+
+    init(path: String, stall: Duration) throws {
+        base = try SQLiteGatewayStore(path: path)
+        self.stall = stall
+    }
+
+    func setDown(_ down: Bool) { state.withLock { $0.down = down } }
+    /// Reads tried while down.
+    var stalledReads: Int { state.withLock { $0.reads } }
+
+    func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+        if state.withLock({ $0.down }) { throw GatewayError.unavailable("postgres: down (test)") }
+        return try base.write(body)
+    }
+
+    func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+        if state.withLock({ state in
+            if state.down { state.reads += 1 }
+            return state.down
+        }) {
+            Thread.sleep(forTimeInterval: Double(stall.components.seconds))
+            throw GatewayError.unavailable("postgres: down (test)")
+        }
+        return try base.read(body)
+    }
+}
+
+@Suite("Gateway provider loop during a database outage", .timeLimit(.minutes(2)))
+struct KeyCacheOutageTests {
+    @Test("the provider key cache reads off the provider loop once the store stopped answering: fast 503s")
+    func keyReadsOffTheLoop() async throws {
+        let clock = ManualClock.fromNow()
+        let stalling = Mutex<StallingStore?>(nil)
+        let h = try await Harness.start(
+            clock: clock,
+            store: { directory in
+                let store = try StallingStore(path: directory.path + "/gateway.sqlite", stall: .seconds(2))
+                stalling.withLock { $0 = store }
+                return store
+            })
+        let store = try #require(stalling.withLock { $0 })
+        await h.push(1)
+        store.setDown(true)
+        // The cached keys are a second old: the next request reads them again, and finds the store away.
+        clock.advance(by: .seconds(2))
+        let started = ContinuousClock.now
+        var statuses: [Int] = []
+        for n in 0..<5 {
+            if n > 0 { clock.advance(by: .seconds(2)) }
+            statuses.append(await h.provider.push(token: h.token, payload: #"{"n":\#(n)}"#).status)
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(statuses == [503, 503, 503, 503, 503], "\(statuses)")
+        // Before: every request read the keys on the provider loop, 2 s each (10 s); now the first finds the
+        // outage, the others are answered at once while the keys are read again off the loop.
+        #expect(elapsed < .seconds(5), "\(elapsed) for 5 pushes")
+        store.setDown(false)
+        // Back: the keys are read again and pushes are stored.
+        var back = 0
+        let deadline = ContinuousClock.now + .seconds(10)
+        while back != 200, ContinuousClock.now < deadline {
+            clock.advance(by: .seconds(2))
+            back = await h.provider.push(token: h.token, payload: #"{"n":9}"#).status
+            if back != 200 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(back == 200)
+        await h.stop()
+    }
+}
