@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "rouse-agent", targets: ["rouse-agent"]),
         .executable(name: "rouse-example-handler", targets: ["rouse-example-handler"]),
         .executable(name: "rouse-reach", targets: ["rouse-reach"]),
+        .executable(name: "rouse-pushd", targets: ["rouse-pushd"]),
         .library(name: "RouseAgent", targets: ["RouseAgent"]),
         .library(name: "RouseAgentClient", targets: ["RouseAgentClient"]),
         .library(name: "RouseGateway", targets: ["RouseGateway"]),
@@ -66,6 +67,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "RouseActivation", swiftSettings: swiftSettings),
+        // rouse-pushd's models: its configuration, the API's routes, requests and outcomes, the bounded HTTP/1.1
+        // parser and the per-app rate limit; no I/O.
+        .target(name: "RousePushCore", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
         // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
         .target(name: "RouseAgentCore", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
@@ -141,6 +145,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // rouse-pushd's shell: warm sender pools per credential and endpoint, the API listeners, metrics, reloads.
+        .target(
+            name: "RousePush",
+            dependencies: [
+                "CRouseSys", "RousePushCore", "RouseSender", "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2",
+                "RouseSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "RouseState",
             dependencies: [
@@ -192,7 +207,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
                 "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
-                "RouseDaemon", "RouseClock",
+                "RouseDaemon", "RouseClock", "RousePush", "RousePushCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -218,11 +233,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "rouse-pushd",
+            dependencies: [
+                "RousePush", "RousePushCore", "RouseDaemon", "RouseBuildInfo",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "rouse-bench",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
+                "RousePushCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -240,6 +267,12 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "RouseAPNsTests", dependencies: ["RouseAPNs"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RousePushTests",
+            dependencies: [
+                "RousePush", "RousePushCore", "RouseAPNs", "RouseSystem", "RouseTestSupport",
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"], swiftSettings: swiftSettings),
         .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"], swiftSettings: swiftSettings),
         .testTarget(
