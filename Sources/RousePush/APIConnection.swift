@@ -24,10 +24,14 @@ final class APIConnection: EventLoopFDHandler {
     /// A request is being answered (its push has no outcome yet).
     private(set) var busy = false
 
-    init(fd: Int32, id: UInt64, bearer: String?, loop: EventLoop, state: PushAPIServerState) {
+    /// Why the peer may not use the API (its credentials): every request is answered 403.
+    private let denied: String?
+
+    init(fd: Int32, id: UInt64, bearer: String?, denied: String? = nil, loop: EventLoop, state: PushAPIServerState) {
         self.fd = fd
         self.id = id
         self.bearer = bearer
+        self.denied = denied
         self.loop = loop
         self.state = state
         parser = HTTP1RequestParser(limits: state.parserLimits)
@@ -111,6 +115,10 @@ final class APIConnection: EventLoopFDHandler {
     private func start(_ request: HTTP1Request) {
         cancelTimer()
         let keepAlive = request.keepAlive
+        if let denied {
+            finish(.error(403, denied), keepAlive: false)
+            return
+        }
         if let bearer {
             let given = request.header("authorization") ?? ""
             guard PushAPIAuth.bearerMatches(given, bearer) else {

@@ -216,11 +216,13 @@ final class APIListener: EventLoopFDHandler {
             if let denied {
                 state.metrics.limitHit(.peer)
                 state.logger.warning("API peer refused", metadata: ["reason": "\(denied)"])
-                APIConnection.refuse(client, status: 403, message: "peer refused: \(denied)")
-                continue
             }
             let bearer: String? = if case .bearer(let token) = access { token } else { nil }
-            let connection = APIConnection(fd: client, id: state.makeID(), bearer: bearer, loop: loop, state: state)
+            // A refused peer's request is read (bounded, as any) and answered 403, then the connection closes: an
+            // answer written before the client sent anything would be lost in the reset its send causes.
+            let connection = APIConnection(
+                fd: client, id: state.makeID(), bearer: bearer, denied: denied.map { "peer refused: \($0)" },
+                loop: loop, state: state)
             do {
                 try loop.register(client, events: EventLoop.readable, handler: connection)
             } catch {

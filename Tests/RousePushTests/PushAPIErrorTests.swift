@@ -201,7 +201,7 @@ struct PushAPIErrorTests {
             ("POST /v1/push 413", "", Self.request("POST", "/v1/push", String(repeating: " ", count: 9000))),
             ("POST /v1/push 422", "", Self.request("POST", "/v1/push", #"{"app":"rouse","token":"zz","type":"voip"}"#)),
             (
-                "POST /v1/push 429", "",
+                "POST /v1/push 200", "",
                 Self.request("POST", "/v1/push", #"{"app":"limited","token":"\#(token)","type":"voip"}"#)
             ),
             (
