@@ -24,10 +24,30 @@ public final class PushServiceMetrics: Sendable {
 
     /// Metrics with the fixed series registered.
     public init() {
-        pending = registry.makeGauge(name: "rouse_pushd_pending_pushes", labels: [])
-        pools = registry.makeGauge(name: "rouse_pushd_pools", labels: [])
-        connections = registry.makeGauge(name: "rouse_pushd_api_connections", labels: [])
+        pending = registry.makeGauge(descriptor: Self.descriptor("rouse_pushd_pending_pushes"), labels: [])
+        pools = registry.makeGauge(descriptor: Self.descriptor("rouse_pushd_pools"), labels: [])
+        connections = registry.makeGauge(descriptor: Self.descriptor("rouse_pushd_api_connections"), labels: [])
         for limit in Limit.allCases { _ = counter("rouse_pushd_limit_hits_total", [("limit", limit.rawValue)]) }
+    }
+
+    private static let help: [String: String] = [
+        "rouse_pushd_pushes_total": "Pushes by app, push type and outcome",
+        "rouse_pushd_rejections_total": "Rejected pushes by app and APNs reason",
+        "rouse_pushd_retries_total": "Resends by app",
+        "rouse_pushd_latency_seconds": "API request to outcome, by app and lane",
+        "rouse_pushd_limit_hits_total": "Budgets hit, by limit",
+        "rouse_pushd_reloads_total": "Configuration reloads by result",
+        "rouse_pushd_pruned_tokens_total": "Invalid tokens written to the prune output, by app",
+        "rouse_pushd_pending_pushes": "Pushes taken and without an outcome yet",
+        "rouse_pushd_pools": "Pools of connections (credential and endpoint)",
+        "rouse_pushd_api_connections": "API connections open",
+        "rouse_pushd_pool_connections": "Connections open per pool",
+        "rouse_pushd_token_refreshes_total": "Provider tokens minted per pool",
+    ]
+
+    /// The full metric name as given, with its help text.
+    private static func descriptor(_ name: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help[name] ?? "")
     }
 
     private static let knownTypes = Set(APNsPushType.known.map(\.rawValue))
@@ -37,7 +57,7 @@ public final class PushServiceMetrics: Sendable {
         let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
         return counters.withLock { table in
             if let c = table[key] { return c }
-            let c = registry.makeCounter(name: name, labels: labels)
+            let c = registry.makeCounter(descriptor: Self.descriptor(name), labels: labels)
             table[key] = c
             return c
         }
@@ -60,7 +80,7 @@ public final class PushServiceMetrics: Sendable {
         let histogram = histograms.withLock { table in
             if let h = table[key] { return h }
             let h = registry.makeDurationHistogram(
-                name: "rouse_pushd_latency_seconds", labels: [("app", app), ("lane", lane)],
+                descriptor: Self.descriptor("rouse_pushd_latency_seconds"), labels: [("app", app), ("lane", lane)],
                 buckets: [
                     .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
                     .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -94,7 +114,8 @@ public final class PushServiceMetrics: Sendable {
     func setPool(_ pool: String, connections: Int, tokensMinted: Int) {
         let gauge = poolGauges.withLock { table in
             if let g = table[pool] { return g }
-            let g = registry.makeGauge(name: "rouse_pushd_pool_connections", labels: [("pool", pool)])
+            let g = registry.makeGauge(
+                descriptor: Self.descriptor("rouse_pushd_pool_connections"), labels: [("pool", pool)])
             table[pool] = g
             return g
         }
