@@ -166,12 +166,14 @@ public struct PoolStateMachine: Sendable {
     public var connectionLoads: [(id: ConnectionID, limit: Int, inFlight: Int)] {
         connectionOrder.compactMap { id in connections[id].map { (id, $0.limit, $0.inFlight) } }
     }
-    /// Whether `tick` has anything to do: pushes unfinished (deadlines, backoffs, reconnects), a PING awaiting its
-    /// answer, or idle connections to PING. False lets the shell stop its timer until the next push.
+    /// Whether `tick` has anything to do: pushes unfinished (deadlines, backoffs, reconnects), streams in flight or a
+    /// PING awaiting its answer, or idle connections to PING. False lets the shell stop its timer until the next push.
     public var needsTicks: Bool {
         if !pending.isEmpty { return true }
         for connection in connections.values {
-            if connection.health?.pingSentAt != nil { return true }
+            // Streams in flight (a push past its deadline may still hold one): the busy-connection PING finds a dead
+            // connection.
+            if connection.health?.pingSentAt != nil || connection.inFlight > 0 { return true }
             if settings.pingWhileIdle && (connection.phase == .ready || connection.phase == .draining) { return true }
         }
         return false
