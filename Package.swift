@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "rouse-agent", targets: ["rouse-agent"]),
         .executable(name: "rouse-example-handler", targets: ["rouse-example-handler"]),
         .executable(name: "rouse-reach", targets: ["rouse-reach"]),
+        .executable(name: "rouse-pushd", targets: ["rouse-pushd"]),
         .library(name: "RouseAgent", targets: ["RouseAgent"]),
         .library(name: "RouseAgentClient", targets: ["RouseAgentClient"]),
         .library(name: "RouseGateway", targets: ["RouseGateway"]),
@@ -55,6 +56,9 @@ let package = Package(
             ]
         ),
         .target(name: "RouseActivation"),
+        // rouse-pushd's models: its configuration, the API's routes, requests and outcomes, the bounded HTTP/1.1
+        // parser and the per-app rate limit; no I/O.
+        .target(name: "RousePushCore", dependencies: ["RouseAPNs"]),
         // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
         // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
         .target(name: "RouseAgentCore", dependencies: ["RouseClock"]),
@@ -121,6 +125,16 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // rouse-pushd's shell: warm sender pools per credential and endpoint, the API listeners, metrics, reloads.
+        .target(
+            name: "RousePush",
+            dependencies: [
+                "CRouseSys", "RousePushCore", "RouseSender", "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2",
+                "RouseSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         .target(
             name: "RouseState",
             dependencies: [
@@ -169,7 +183,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
                 "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
-                "RouseDaemon", "RouseClock", "RouseSystem",
+                "RouseDaemon", "RouseClock", "RouseSystem", "RousePush", "RousePushCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -192,11 +206,22 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "rouse-pushd",
+            dependencies: [
+                "RousePush", "RousePushCore", "RouseDaemon", "RouseBuildInfo",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .executableTarget(
             name: "rouse-bench",
             dependencies: [
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
-                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop",
+                "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
+                "RousePushCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -212,6 +237,10 @@ let package = Package(
             name: "RouseAPNsTests",
             dependencies: ["RouseAPNs", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"]),
+        .testTarget(
+            name: "RousePushTests",
+            dependencies: ["RousePush", "RousePushCore", "RouseAPNs", "RouseSystem", "RouseTestSupport"]
+        ),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"]),
         // The errno policy of the one syscall layer, each rule on a real call.
         .testTarget(name: "RouseSystemTests", dependencies: ["RouseSystem"]),

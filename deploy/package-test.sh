@@ -34,7 +34,7 @@ commit=$(git rev-parse HEAD)
 echo "== package-test: packages (deploy/package.sh --lintian)" >&2
 debs_dir="$repo/.build/debs"
 mapfile -t debs < <(deploy/package.sh --out "$debs_dir" --lintian)
-[ ${#debs[@]} -eq 3 ] || fail "deploy/package.sh made ${#debs[@]} packages, expected 3"
+[ ${#debs[@]} -eq 4 ] || fail "deploy/package.sh made ${#debs[@]} packages, expected 4"
 built=$SECONDS
 for deb in "${debs[@]}"; do
     echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB, installed $(dpkg-deb -f "$deb" Installed-Size) KiB," \

@@ -88,7 +88,7 @@ cmp -s "$cache/BuildStamp.swift" "$src/$stamp_file" || cp "$cache/BuildStamp.swi
 # this would break (the package test runs every binary).
 build=(swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now --package-path "$src"
     --scratch-path "$cache/build")
-products=(rouse rouse-gateway rouse-agent rouse-example-handler)
+products=(rouse rouse-gateway rouse-agent rouse-example-handler rouse-pushd)
 for product in "${products[@]}"; do
     echo "package.sh: building $product (release, static Swift runtime)" >&2
     if ! "${build[@]}" --product "$product" >"$cache/build-$product.log" 2>&1; then
@@ -116,7 +116,8 @@ fi
 # The key covers what goes into the packages: the binaries, the packaging files, the units, the docs, the version.
 key=$( {
     echo "$version $commit_text $arch"
-    sha256sum "$bin"/rouse "$bin"/rouse-gateway "$bin"/rouse-agent "$bin"/rouse-example-handler "$manual_tool"
+    sha256sum "$bin"/rouse "$bin"/rouse-gateway "$bin"/rouse-agent "$bin"/rouse-example-handler "$bin"/rouse-pushd \
+        "$manual_tool"
     git ls-files -z --cached --others --exclude-standard -- deploy/package.sh deploy/debian deploy/hooks \
         deploy/rouse-gateway.json 'deploy/*.service' deploy/rouse-agent.sysusers.conf docs README.md \
         Sources/rouse-example-handler \
@@ -231,6 +232,12 @@ install_user_unit rouse-agent rouse-agent deploy/rouse-agent-user.service
 # The system agent's --handler-user, created by the postinst with systemd-sysusers.
 install -D -m 0644 deploy/rouse-agent.sysusers.conf "$work/rouse-agent/usr/lib/sysusers.d/rouse-agent.conf"
 
+install_binary rouse-pushd rouse-pushd /usr/bin/rouse-pushd
+install_interface rouse-pushd rouse-pushd
+install_docs rouse-pushd docs/push-service.md docs/push-api.yaml
+install -D -m 0644 deploy/debian/pushd.json.example "$work/rouse-pushd/etc/rouse/pushd.json.example"
+install_unit rouse-pushd rouse-pushd
+
 # --- dependencies: dpkg-shlibdeps over every ELF file of each package ------------------------------------------
 shlibs_depends() {
     local package=$1 dir="$cache/shlibs"
@@ -299,6 +306,10 @@ debs+=("$(build_deb rouse-gateway "$gateway_depends, adduser, debconf (>= 0.5) |
 debs+=("$(build_deb rouse-agent "$agent_depends, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
     "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler and the client library's documentation. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
+pushd_depends=$(shlibs_depends rouse-pushd)
+debs+=("$(build_deb rouse-pushd "$pushd_depends, adduser" "rouse (= $version)" \
+    "Push service: warm APNs connections behind a local API" \
+    "rouse-pushd keeps warm HTTP/2 connections to APNs (or rouse-gateway) for several apps, teams, keys and certificates, and answers each push's outcome synchronously (delivered with apns-id, rejected with the exact APNs reason, failed with whether APNs may have processed it) over a local HTTP API on a Unix socket (peer uid/gid checked) and optionally TCP with a bearer token. A VoIP endpoint takes the push type and app from the path, so a SIP proxy can call it with a body and one header. The unit is enabled at installation and starts once /etc/rouse/pushd.json exists.")")
 packaged=$SECONDS
 if [ "$run_lintian" = 1 ]; then
     echo "package.sh: lintian" >&2

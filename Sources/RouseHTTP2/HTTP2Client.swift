@@ -137,13 +137,18 @@ public final class HTTP2Client: Sendable {
             }
         }
         let timeout = configuration.connectTimeout
+        let timer = ConnectTimer()
         loop.execute {
-            loop.schedule(after: timeout) {
+            timer.id = loop.schedule(after: timeout) {
                 if !box.value.isReady { box.value.close(reason: "connect timeout after \(timeout)") }
             }
         }
         if let failure = await ready.wait() {
             throw ConnectError(description: "\(address): \(failure)")
+        }
+        // Connected: the deadline goes, so an idle connection's loop does not wake for it later.
+        loop.execute {
+            if let id = timer.id { loop.cancelTimer(id) }
         }
         return HTTP2Client(loop: loop, connection: connection, localAddress: local)
     }
@@ -236,4 +241,9 @@ final class ReadySignal: Sendable {
             if let result { c.resume(returning: result) }
         }
     }
+}
+
+/// The connect deadline's timer, read and written on the connection's loop only.
+final class ConnectTimer: @unchecked Sendable {  // `id` is touched on the loop's thread only.
+    var id: UInt64?
 }

@@ -184,6 +184,12 @@ public final class APNsSender: Sendable {
     /// Pushes submitted and not finished yet.
     public var unfinishedCount: Int { engine.unfinishedCount }
 
+    /// Connections open now (the pool's size).
+    public var openConnections: Int { metrics.openConnections }
+
+    /// Provider tokens minted so far (native engine, token auth): the token refreshes.
+    public var tokensMinted: Int { engine.tokensMinted }
+
     /// Fails pushes still waiting (`failed(shutdown, processed: no)`), lets in-flight ones finish (at most
     /// a few seconds) and closes the connections.
     public func shutdown() async {

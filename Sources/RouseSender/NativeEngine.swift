@@ -25,6 +25,7 @@ final class NativeEngine: PushEngine {
     private let logger: Logger
     private let metrics: SenderMetrics
     private let ticker: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let tickGate: TickGate
 
     init(
         configuration: APNsSenderConfiguration, signer: (@Sendable (Int64) -> String)?, clock: any RouseClock,
@@ -62,18 +63,29 @@ final class NativeEngine: PushEngine {
         self.logger = logger
         self.metrics = metrics
         let interval = configuration.tickInterval
+        let gate = TickGate()
+        tickGate = gate
         let task = Task { [weak self] in
             while !Task.isCancelled {
                 try? await clock.sleep(for: interval)
-                guard let self else { return }
-                self.apply { $0.tick(now: PoolInstant(reading: self.clock)) }
+                gate.clear()
+                guard let needed = self?.tick() else { return }
+                // Nothing to time (no push unfinished, no PING out, no idle PINGs wanted): sleep until the next push.
+                if !needed { await gate.park() }
             }
         }
         ticker.withLock { $0 = task }
     }
 
+    /// One tick; whether the machine still wants ticks.
+    private func tick() -> Bool {
+        apply { $0.tick(now: PoolInstant(reading: self.clock)) }
+        return state.withLock { $0.machine.needsTicks }
+    }
+
     deinit {
         ticker.withLock { $0?.cancel() }
+        tickGate.cancel()
         loop.stopAndWait()
         priorityLoop.stopAndWait()
     }
@@ -81,9 +93,12 @@ final class NativeEngine: PushEngine {
     func submit(id: UInt64, push: APNsPush, lane: PushLane, deadline: Duration, completion: @escaping PushCompletion) {
         let now = PoolInstant(reading: clock)
         apply(registering: (id, completion)) { $0.submit(id: id, push: push, lane: lane, deadline: deadline, now: now) }
+        tickGate.poke()
     }
 
     var unfinishedCount: Int { state.withLock { $0.machine.unfinishedCount } }
+
+    var tokensMinted: Int { state.withLock { $0.machine.tokensMinted } }
 
     func shutdown() async {
         let now = PoolInstant(reading: clock)
@@ -96,6 +111,7 @@ final class NativeEngine: PushEngine {
             try? await Task.sleep(for: .milliseconds(1))
         }
         ticker.withLock { $0?.cancel() }
+        tickGate.cancel()
         let clients = state.withLock { s in
             let all = Array(s.clients.values)
             s.clients.removeAll()
@@ -250,5 +266,54 @@ final class NativeEngine: PushEngine {
             }
             apply { $0.closed(id, now: now) }
         }
+    }
+}
+
+/// Where the tick task of an idle pool sleeps until the next push: `poke` wakes it, or makes its next `park` return at
+/// once (a push that came between the tick's look at the machine and its `park`).
+final class TickGate: Sendable {
+    private struct State {
+        var parked: CheckedContinuation<Void, Never>?
+        var poked = false
+        var cancelled = false
+    }
+    private let state = Mutex(State())
+
+    /// Forgets earlier pokes: called before the tick looks at the machine.
+    func clear() { state.withLock { $0.poked = false } }
+
+    /// Waits for a poke (returns at once if one came since `clear`, or after `cancel`).
+    func park() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if s.poked || s.cancelled { return true }
+                s.parked = c
+                return false
+            }
+            if resumeNow { c.resume() }
+        }
+    }
+
+    /// A push arrived: wake the parked tick task.
+    func poke() {
+        let parked = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if s.parked == nil {
+                s.poked = true
+                return nil
+            }
+            defer { s.parked = nil }
+            return s.parked
+        }
+        parked?.resume()
+    }
+
+    /// The engine ends: wake the tick task for good.
+    func cancel() {
+        let parked = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.cancelled = true
+            defer { s.parked = nil }
+            return s.parked
+        }
+        parked?.resume()
     }
 }

@@ -48,6 +48,9 @@ public struct PoolSettings: Sendable {
     public var busyQuietPeriod: Duration = .milliseconds(500)
     /// PING interval on an idle connection.
     public var idlePingInterval: Duration = .seconds(60)
+    /// Whether idle connections get PINGs at all. `false` (rouse-pushd): an idle pool sleeps, the shell stops its
+    /// ticks, and a connection's health is checked on use (a busy connection quiet for `busyQuietPeriod` gets a PING).
+    public var pingWhileIdle = true
     /// How long a PING may stay unanswered before the connection is declared dead.
     public var pingTimeout: Duration = .seconds(1)
     /// Consecutive failed connects after which waiting pushes fail (`failed(connect, processed: no)`).
@@ -163,6 +166,18 @@ public struct PoolStateMachine: Sendable {
     public var connectionLoads: [(id: ConnectionID, limit: Int, inFlight: Int)] {
         connectionOrder.compactMap { id in connections[id].map { (id, $0.limit, $0.inFlight) } }
     }
+    /// Whether `tick` has anything to do: pushes unfinished (deadlines, backoffs, reconnects), streams in flight or a
+    /// PING awaiting its answer, or idle connections to PING. False lets the shell stop its timer until the next push.
+    public var needsTicks: Bool {
+        if !pending.isEmpty { return true }
+        for connection in connections.values {
+            // Streams in flight (a push past its deadline may still hold one): the busy-connection PING finds a dead
+            // connection.
+            if connection.health?.pingSentAt != nil || connection.inFlight > 0 { return true }
+            if settings.pingWhileIdle && (connection.phase == .ready || connection.phase == .draining) { return true }
+        }
+        return false
+    }
     /// The token a connection uses, if any.
     public func token(of id: ConnectionID) -> ConnectionToken? { connections[id]?.token }
 
@@ -191,7 +206,8 @@ public struct PoolStateMachine: Sendable {
         connectFailures = 0
         if connection.phase == .connecting { connection.phase = .ready }
         connection.health = ConnectionHealth(
-            now: now.monotonic, busyQuietPeriod: settings.busyQuietPeriod, idleInterval: settings.idlePingInterval,
+            now: now.monotonic, busyQuietPeriod: settings.busyQuietPeriod,
+            idleInterval: settings.pingWhileIdle ? settings.idlePingInterval : .seconds(1 << 40),
             pingTimeout: settings.pingTimeout)
         connections[id] = connection
         var actions: [Action] = []

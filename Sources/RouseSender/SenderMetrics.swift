@@ -29,6 +29,9 @@ final class SenderMetrics: Sendable {
 
     func attempt() { attempts.increment() }
 
+    /// Connections open now.
+    var openConnections: Int { openCount.load(ordering: .relaxed) }
+
     func connectionOpened() {
         opened.increment()
         open.record(openCount.add(1, ordering: .relaxed).newValue)

@@ -11,11 +11,13 @@ import Foundation
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 //   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS
+//   rouse-bench push-service [--samples N]          rouse-pushd's added latency and rate vs in-process RouseSender,
+//                     one-shot rouse send and curl --http2, all against one mock
 //   rouse-bench transfers [--mib N] [--rounds N] [--json]  a download through the agent vs curl, same server
 //     [--link-drop] [--discretionary-idle SECONDS]  (root) resume after a 2 s link drop; idle with 100 queued tasks
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
-    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|transfers [options] (--help lists them)"
+    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|push-service|transfers [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -32,6 +34,8 @@ do {
         try await ActivationBench.run(arguments: Array(arguments.dropFirst()))
     case "agent":
         try await AgentBench.run(arguments: Array(arguments.dropFirst()))
+    case "push-service":
+        try await PushServiceBench.run(arguments: Array(arguments.dropFirst()))
     case "transfers":
         try await TransferBench.run(arguments: Array(arguments.dropFirst()))
     default:

@@ -76,6 +76,11 @@ struct SendCommand: AsyncParsableCommand {
     var pruneFile: String?
     @Option(help: "Config file with credentials (name = value lines).")
     var config: String?
+    @Option(
+        help: "Send through rouse-pushd's API socket instead of connecting to APNs (credentials are the service's).")
+    var via: String?
+    @Option(help: "With --via: the service's app name (default: the app whose topic is --topic).")
+    var app: String?
     @Flag(help: "One JSON line per push, then a summary line.")
     var json = false
     @Flag(help: "No progress bar.")
@@ -92,6 +97,10 @@ struct SendCommand: AsyncParsableCommand {
 
     private func send() async throws {
         let settings = try SendSettings(command: self)
+        if let via {
+            try await SendVia(command: self, settings: settings, socket: via).run()
+            return
+        }
         RouseLogging.bootstrap(level: .error)
         let sender: APNsSender
         do {

@@ -8,6 +8,8 @@ struct SendSettings {
     var configuration: APNsSenderConfiguration
     var push: APNsPush
     var tokens: [String]
+    /// The payload given with --payload (nil: the push type's default), for --via.
+    var givenPayload: [UInt8]?
 
     init(command c: SendCommand) throws(SendUsageError) {
         let file = try Self.readConfig(c.config)
@@ -22,10 +24,13 @@ struct SendSettings {
         guard let endpoint = SenderEndpoint.parse(envText) else {
             throw SendUsageError(message: "--env must be sandbox, production or https://host:port (got '\(envText)')")
         }
-        let credentials: SenderCredentials
+        var credentials = SenderCredentials.token(keyPEM: "", keyID: "", teamID: "")
         let authKey = value(c.authKey, "auth-key")
         let cert = value(c.cert, "cert")
-        switch (authKey, cert) {
+        // With --via the service holds the credentials: none are read here.
+        let given: (String?, String?) = c.via == nil ? (authKey, cert) : (nil, "")
+        switch given {
+        case (.none, .some) where c.via != nil: break
         case (.some, .some):
             throw SendUsageError(message: "give --auth-key (token auth) or --cert (certificate auth), not both")
         case (.none, .none):
@@ -74,7 +79,10 @@ struct SendSettings {
         if c.apnsID != nil && tokens.count > 1 {
             throw SendUsageError(message: "--apns-id names one push; it cannot be used with several tokens")
         }
-        guard let bundle = value(c.topic, "topic") else { throw SendUsageError(message: "--topic is required") }
+        guard let bundle = value(c.topic, "topic") ?? (c.via != nil && c.app != nil ? "" : nil) else {
+            throw SendUsageError(message: "--topic is required")
+        }
+        if c.app != nil && c.via == nil { throw SendUsageError(message: "--app needs --via") }
         let type: APNsPushType
         var payload: String
         var priority = c.priority.map { APNsPriority(rawValue: $0) }
@@ -105,6 +113,7 @@ struct SendSettings {
         }
         let suffix = type.topicSuffix ?? ""
         let topic = bundle.hasSuffix(suffix) ? bundle : bundle + suffix
+        givenPayload = c.payload == nil ? nil : Array(payload.utf8)
         push = APNsPush(
             deviceToken: "", topic: topic, pushType: type, priority: priority, apnsID: c.apnsID,
             expiration: expiration, collapseID: c.collapseID, payload: Array(payload.utf8))

@@ -37,9 +37,13 @@ struct SenderClockTests {
         clock.advance(by: .milliseconds(299))
         try await tickerAsleep(clock)
         #expect(outcome.withLock { $0 } == nil, "no outcome before the deadline")
-        // Its next tick, at 399 ms, is past the deadline.
+        // Its next tick, at 399 ms, is past the deadline. With nothing left to time the ticker may then park until
+        // the next push instead of sleeping on the clock again: wait for the outcome itself (bounded in real time).
         clock.advance(by: .milliseconds(100))
-        try await tickerAsleep(clock)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while outcome.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
         let result = try #require(outcome.withLock { $0 })
         guard case .failed(let error, _) = result.outcome else {
             Issue.record("expected a deadline failure, got \(result.outcome)")

@@ -44,7 +44,7 @@ if command -v swift >/dev/null || [ -e /opt/swift ] || ls /usr/lib/swift* >/dev/
 fi
 
 step "--version of every binary"
-for program in rouse rouse-gateway rouse-agent; do
+for program in rouse rouse-gateway rouse-agent rouse-pushd; do
     text=$("$program" --version)
     case "$text" in
         "$version (commit $commit, release build"*) echo "$program --version: $text" ;;
@@ -128,6 +128,31 @@ set -o pipefail
 [ "$status" -eq 141 ] || fail "rouse send | head -c 1: exit $status (expected 141, SIGPIPE)"
 [ ! -s /tmp/pipe.err ] || fail "rouse send | head -c 1 wrote to stderr: $(head -c 500 /tmp/pipe.err)"
 echo "rouse send --json | head -c 1: exit $status, nothing on stderr"
+
+step "rouse-pushd: enabled, not started before its configuration; then a push through it with rouse send --via"
+[ "$(systemctl is-enabled rouse-pushd.service)" = enabled ] || fail "rouse-pushd.service is not enabled"
+systemctl start rouse-pushd.service
+[ "$(systemctl show -P ConditionResult rouse-pushd.service)" = no ] && ! systemctl -q is-active rouse-pushd.service ||
+    fail "rouse-pushd.service started before /etc/rouse/pushd.json existed"
+install -m 0640 -g rouse-pushd $C/apns-key.p8 /etc/rouse/pushd-test.p8
+install -m 0644 $C/ca.pem /etc/rouse/pushd-test-ca.pem
+cat >/etc/rouse/pushd.json <<JSON
+{"unix": {"path": "/run/rouse-pushd/api.sock", "mode": "0660", "allowUIDs": [0]},
+ "apps": {"test": {"topic": "com.example.rouse", "endpoint": "https://127.0.0.1:2197",
+   "caFile": "/etc/rouse/pushd-test-ca.pem", "keyFile": "/etc/rouse/pushd-test.p8",
+   "keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1"}}}
+JSON
+systemctl start rouse-pushd.service || fail "rouse-pushd did not start: $(journalctl -u rouse-pushd -n 20 --no-pager)"
+rouse send voip --token 00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0 --topic com.example.rouse \
+    --via /run/rouse-pushd/api.sock --app test >/tmp/via.out 2>&1 || fail "rouse send --via: $(cat /tmp/via.out)"
+grep -q '^delivered ' /tmp/via.out || fail "rouse send --via: $(cat /tmp/via.out)"
+systemctl reload rouse-pushd.service
+systemctl -q is-active rouse-pushd.service || fail "rouse-pushd ended on reload"
+curl -sf --unix-socket /run/rouse-pushd/api.sock http://localhost/health | grep -q '"status":"ok"' ||
+    fail "rouse-pushd /health after reload"
+systemctl stop rouse-pushd.service
+rm -f /etc/rouse/pushd.json /etc/rouse/pushd-test.p8 /etc/rouse/pushd-test-ca.pem
+cat /tmp/via.out
 stop_children
 
 step "the units before the first-run commands: enabled, not started"
@@ -282,8 +307,8 @@ echo "alice's rouse-agent --user (pid $user_agent) woke her handler; the push wa
 
 step "systemd-analyze verify on the installed units (with the package's and enroll's drop-ins)"
 systemd-analyze verify /lib/systemd/system/rouse-gateway.service /lib/systemd/system/rouse-agent.service \
-    >/tmp/verify.out 2>&1 || fail "systemd-analyze verify: $(cat /tmp/verify.out)"
-if grep -E "rouse-(gateway|agent)" /tmp/verify.out; then fail "systemd-analyze verify warned"; fi
+    /lib/systemd/system/rouse-pushd.service >/tmp/verify.out 2>&1 || fail "systemd-analyze verify: $(cat /tmp/verify.out)"
+if grep -E "rouse-(gateway|agent|pushd)" /tmp/verify.out; then fail "systemd-analyze verify warned"; fi
 as_alice systemd-analyze verify --user /usr/lib/systemd/user/rouse-agent.service >/tmp/verify.out 2>&1 ||
     fail "systemd-analyze verify --user: $(cat /tmp/verify.out)"
 if grep -E "rouse-agent" /tmp/verify.out; then fail "systemd-analyze verify --user warned"; fi

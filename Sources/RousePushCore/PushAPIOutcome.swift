@@ -1,0 +1,95 @@
+import Foundation
+import RouseAPNs
+
+/// A push's outcome as the API answers it: the same fields, names and values as a `rouse send --json` line, so a
+/// script reads either the same way.
+public struct PushAPIOutcome: Sendable, Equatable {
+    /// `delivered`, `rejected` or `failed`.
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
+        case delivered, rejected, failed
+    }
+    /// The device token.
+    public var token: String
+    /// The push's `apns-id` (APNs' answer when delivered).
+    public var apnsID: String?
+    /// Which outcome.
+    public var kind: Kind
+    /// Rejected: the exact APNs reason string.
+    public var reason: String?
+    /// Rejected with 410: APNs' `timestamp` (UNIX ms).
+    public var timestamp: Int64?
+    /// Rejected by the pre-flight (nothing sent).
+    public var preflight: Bool
+    /// Failed: `kind: detail` of the transport error.
+    public var error: String?
+    /// Failed: `no` or `unknown`.
+    public var processed: String?
+    /// Requests put on the wire.
+    public var attempts: Int
+    /// Resends.
+    public var retries: Int
+    /// Submission to outcome, in milliseconds.
+    public var latencyMs: Double
+
+    /// An outcome.
+    public init(
+        token: String, apnsID: String?, kind: Kind, reason: String? = nil, timestamp: Int64? = nil,
+        preflight: Bool = false, error: String? = nil, processed: String? = nil, attempts: Int, retries: Int,
+        latencyMs: Double
+    ) {
+        self.token = token
+        self.apnsID = apnsID
+        self.kind = kind
+        self.reason = reason
+        self.timestamp = timestamp
+        self.preflight = preflight
+        self.error = error
+        self.processed = processed
+        self.attempts = attempts
+        self.retries = retries
+        self.latencyMs = latencyMs
+    }
+
+    /// One JSON object, byte for byte the shape of `rouse send --json`'s per-push line.
+    public var json: String {
+        var s = "{\"token\":" + JSONText.quoted(token)
+        if let apnsID { s += ",\"apnsID\":" + JSONText.quoted(apnsID) }
+        s += ",\"outcome\":\"\(kind.rawValue)\""
+        switch kind {
+        case .delivered: break
+        case .rejected:
+            s += ",\"reason\":" + JSONText.quoted(reason ?? "")
+            if let timestamp { s += ",\"timestamp\":\(timestamp)" }
+            if preflight { s += ",\"preflight\":true" }
+        case .failed:
+            s += ",\"error\":" + JSONText.quoted(error ?? "") + ",\"processed\":\"\(processed ?? "unknown")\""
+        }
+        s += ",\"attempts\":\(attempts),\"retries\":\(retries)"
+        s += String(format: ",\"latencyMs\":%.3f}", latencyMs)
+        return s
+    }
+
+    /// Reads an outcome object (as `json` writes it).
+    public static func parse(_ object: [String: Any]) -> PushAPIOutcome? {
+        guard let token = object["token"] as? String, let kindName = object["outcome"] as? String,
+            let kind = Kind(rawValue: kindName)
+        else { return nil }
+        func int(_ key: String) -> Int64? { (object[key] as? NSNumber).flatMap { Int64(exactly: $0.doubleValue) } }
+        return PushAPIOutcome(
+            token: token, apnsID: object["apnsID"] as? String, kind: kind, reason: object["reason"] as? String,
+            timestamp: int("timestamp"), preflight: (object["preflight"] as? Bool) ?? false,
+            error: object["error"] as? String, processed: object["processed"] as? String,
+            attempts: Int(int("attempts") ?? 0), retries: Int(int("retries") ?? 0),
+            latencyMs: (object["latencyMs"] as? NSNumber)?.doubleValue ?? 0)
+    }
+
+    /// The HTTP status of a single-push answer: 200 delivered, 422 rejected, 502 failed (the body tells which and
+    /// why in every case), so a client that sees only the status (Kamailio's `http_client`) still knows.
+    public var httpStatus: Int {
+        switch kind {
+        case .delivered: 200
+        case .rejected: 422
+        case .failed: 502
+        }
+    }
+}
