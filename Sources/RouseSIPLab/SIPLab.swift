@@ -213,6 +213,43 @@ package struct SIPLab: Sendable {
     }
 }
 
+extension SIPLab {
+    /// Where a push-woken call's time goes, per call (milliseconds, medians over the calls): from the proxy
+    /// suspending the INVITE to the push script running (`exec` forks a shell), to the handler registered with the
+    /// agent (`rouse send` → gateway → agent → launch → Python start), to its `reportCall`, to baresip's REGISTER at
+    /// the proxy. From Kamailio's `rouse PUSH`/`rouse WOKEN` lines and the handler's JSON log (`sentAt` is the
+    /// script's clock reading), matched in order (calls are placed one at a time).
+    package func stages(handlerLog: String) -> [(String, Double)] {
+        func seconds(_ marker: String) -> [Double] {
+            ((try? String(contentsOfFile: kamailioLog, encoding: .utf8)) ?? "").split(separator: "\n")
+                .filter { $0.contains(marker) }
+                .compactMap { line in
+                    line.split(separator: " ").last { $0.hasPrefix("t=") }.flatMap { Double($0.dropFirst(2)) }
+                }
+        }
+        let pushed = seconds("rouse PUSH ").map { $0 * 1000 }
+        let woken = seconds("rouse WOKEN ").map { $0 * 1000 }
+        let events = ((try? String(contentsOfFile: handlerLog, encoding: .utf8)) ?? "").split(separator: "\n")
+            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        func times(_ event: String, _ member: String = "t") -> [Double] {
+            events.filter { $0["event"] as? String == event }.compactMap { ($0[member] as? NSNumber)?.doubleValue }
+        }
+        let sent = times("reported", "sentAt")
+        let registered = times("registered")
+        let reported = times("reported")
+        let count = [pushed.count, woken.count, sent.count, registered.count, reported.count].min() ?? 0
+        guard count > 0 else { return [] }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        func stage(_ from: [Double], _ to: [Double]) -> Double { median((0..<count).map { to[$0] - from[$0] }) }
+        return [
+            ("INVITE suspended → push script running", stage(pushed, sent)),
+            ("push script → handler registered (rouse send, gateway, agent, launch, Python)", stage(sent, registered)),
+            ("handler registered → reportCall sent", stage(registered, reported)),
+            ("reportCall → baresip's REGISTER at the proxy", stage(reported, woken)),
+        ]
+    }
+}
+
 /// What one SIPp run measured.
 package struct SIPCallRun: Sendable {
     /// Which scenario.
