@@ -139,8 +139,10 @@ package struct SIPLab: Sendable {
     }
 
     /// Hands the softphone's VoIP push token to the proxy (as an app uploads its PushKit token to its server).
-    package func storeToken(_ token: String) async throws {
+    /// `topic`: the app's bundle id when it is not the push script's default (`ROUSE_TOPIC`).
+    package func storeToken(_ token: String, topic: String? = nil) async throws {
         _ = try await kamcmd(["htable.sets", "pn", user, token])
+        if let topic { _ = try await kamcmd(["htable.sets", "pt", user, topic]) }
     }
 
     /// Whether the softphone has a binding in Kamailio's location table.
@@ -148,20 +150,56 @@ package struct SIPLab: Sendable {
         try await kamcmd(["ul.dump"]).contains("AoR: \(user)")
     }
 
-    /// The handler file (`handlers.d/NAME.toml`) for `deploy/sip/rouse-sip-handler.py`, with the Python library at
-    /// `pythonPath` and its JSON log at `log`.
-    package func handlerFile(topic: String, pythonPath: String, log: String, name: String = "phone") -> String {
-        let command = [
-            "/usr/bin/python3", files + "/rouse-sip-handler.py", "--name", name, "--baresip", Self.baresip,
-            "--baresip-config", baresipDirectory, "--ctrl", "127.0.0.1:\(controlPort)", "--log", log,
-        ]
+    /// The SIP handler the agent launches: `deploy/sip/rouse-sip-handler.py` on the Python library at `pythonPath`,
+    /// or `deploy/sip/rouse-sip-handler.c` built on librouse-handler (``buildCHandler(clients:)``).
+    package enum Handler: String, Sendable, CaseIterable {
+        case python, c
+    }
+
+    /// Builds librouse-handler.so.0 (`clients/c` with `make`) and `deploy/sip/rouse-sip-handler.c` with the system
+    /// `cc` into the lab's directory; the handler's path.
+    package func buildCHandler(clients: String) async throws -> String {
+        let out = directory + "/c"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let make = try await ChildProcess.run(
+            "/usr/bin/make", ["-s", "-C", clients + "/c", "OUT=" + out], timeout: .seconds(120))
+        guard make.status == 0 else { throw ChildProcess.Failure(description: "make clients/c: \(make.stderr)") }
+        let handler = out + "/rouse-sip-handler"
+        let cc = try await ChildProcess.run(
+            "/usr/bin/cc",
+            [
+                "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", clients + "/c", "-o", handler,
+                files + "/rouse-sip-handler.c", "-L", out, "-lrouse-handler", "-Wl,-rpath," + out,
+            ], timeout: .seconds(120))
+        guard cc.status == 0 else { throw ChildProcess.Failure(description: "cc rouse-sip-handler.c: \(cc.stderr)") }
+        return handler
+    }
+
+    /// The handler file (`handlers.d/NAME.toml`) for `handler` (`clients`: the repository's `clients/` directory),
+    /// logging JSON lines to `log`.
+    package func handlerFile(
+        _ handler: Handler, topic: String, clients: String, log: String, name: String = "phone"
+    ) async throws -> String {
+        let command: [String]
+        var environment = ""
+        switch handler {
+        case .python:
+            command = [
+                "/usr/bin/python3", files + "/rouse-sip-handler.py", "--name", name, "--baresip", Self.baresip,
+                "--baresip-config", baresipDirectory, "--ctrl", "127.0.0.1:\(controlPort)", "--log", log,
+            ]
+            environment = "environment = [\"PYTHONPATH=\(clients)/python\"]\n"
+        case .c:
+            command = [
+                try await buildCHandler(clients: clients), name, Self.baresip, baresipDirectory, "\(controlPort)", log,
+            ]
+        }
         return """
             topic = "\(topic)"
             command = [\(command.map { "\"\($0)\"" }.joined(separator: ", "))]
             push-types = ["voip"]
             allow-root = true
-            environment = ["PYTHONPATH=\(pythonPath)"]
-
+            \(environment)
             """
     }
 
@@ -219,7 +257,8 @@ extension SIPLab {
     /// agent (`rouse send` → gateway → agent → launch → Python start), to its `reportCall`, to baresip's REGISTER at
     /// the proxy. From Kamailio's `rouse PUSH`/`rouse WOKEN` lines and the handler's JSON log (`sentAt` is the
     /// script's clock reading), matched in order (calls are placed one at a time).
-    package func stages(handlerLog: String) -> [(String, Double)] {
+    /// `skip`: the proxy's PUSH and WOKEN lines of earlier calls (another handler's) to pass over.
+    package func stages(handlerLog: String, skip: Int = 0) -> [(String, Double)] {
         func seconds(_ marker: String) -> [Double] {
             ((try? String(contentsOfFile: kamailioLog, encoding: .utf8)) ?? "").split(separator: "\n")
                 .filter { $0.contains(marker) }
@@ -227,8 +266,8 @@ extension SIPLab {
                     line.split(separator: " ").last { $0.hasPrefix("t=") }.flatMap { Double($0.dropFirst(2)) }
                 }
         }
-        let pushed = seconds("rouse PUSH ").map { $0 * 1000 }
-        let woken = seconds("rouse WOKEN ").map { $0 * 1000 }
+        let pushed = seconds("rouse PUSH ").dropFirst(skip).map { $0 * 1000 }
+        let woken = seconds("rouse WOKEN ").dropFirst(skip).map { $0 * 1000 }
         let events = ((try? String(contentsOfFile: handlerLog, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         func times(_ event: String, _ member: String = "t") -> [Double] {
@@ -243,7 +282,10 @@ extension SIPLab {
         func stage(_ from: [Double], _ to: [Double]) -> Double { median((0..<count).map { to[$0] - from[$0] }) }
         return [
             ("INVITE suspended → push script running", stage(pushed, sent)),
-            ("push script → handler registered (rouse send, gateway, agent, launch, Python)", stage(sent, registered)),
+            (
+                "push script → handler registered (rouse send, gateway, agent, launch, start-up)",
+                stage(sent, registered)
+            ),
             ("handler registered → reportCall sent", stage(registered, reported)),
             ("reportCall → baresip's REGISTER at the proxy", stage(reported, woken)),
         ]

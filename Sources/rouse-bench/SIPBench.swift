@@ -65,11 +65,14 @@ enum SIPBench {
             executable: try GatewayBench.sibling("rouse-gateway"), directory: directory, database: database,
             certs: certs, keyTopics: #"["*"]"#)
         defer { gateway.stop() }
-        try Data(
-            lab.handlerFile(
-                topic: "com.example.rouse", pythonPath: root + "/clients/python", log: directory + "/phone.jsonl"
-            ).utf8
-        ).write(to: URL(fileURLWithPath: directory + "/handlers/phone.toml"))
+        // Both handlers, each with its topic (so its own token): S1 is run once with each.
+        let topics: [SIPLab.Handler: String] = [.python: "com.example.py", .c: "com.example.c"]
+        for handler in SIPLab.Handler.allCases {
+            let file = try await lab.handlerFile(
+                handler, topic: topics[handler] ?? "", clients: root + "/clients",
+                log: directory + "/\(handler).jsonl", name: "phone-\(handler)")
+            try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/phone-\(handler).toml"))
+        }
         let socket = directory + "/agent.sock"
         let agent = try ChildProcess.start(
             try GatewayBench.sibling("rouse-agent"),
@@ -92,26 +95,25 @@ enum SIPBench {
             }
             return nil
         }
-        try await SIPLab.until("the agent's channel open and its VoIP token", timeout: .seconds(30)) {
+        try await SIPLab.until("the agent's channel open and both VoIP tokens", timeout: .seconds(30)) {
             let current = try? await status()
-            return current?.channel == "open" && current?.tokens?["com.example.rouse.voip"] != nil
+            return current?.channel == "open" && topics.values.allSatisfy { current?.tokens?[$0 + ".voip"] != nil }
         }
-        guard let token = try await status()?.tokens?["com.example.rouse.voip"] else {
-            throw GatewayBench.BenchError(description: "no VoIP token")
-        }
+        let tokens = try await status()?.tokens ?? [:]
         let kamailio = try await lab.startKamailio(
             environment: lab.pushEnvironment(
                 rouse: try GatewayBench.sibling("rouse"), providerPort: gateway.providerPort, certs: certs,
-                topic: "com.example.rouse"))
+                topic: "com.example.py"))
         defer {
             kamailio.terminate()
             kamailio.waitUntilExit()
         }
-        try await lab.storeToken(token)
 
         var awake: [Double] = []
-        var woken: [Double] = []
+        var woken: [SIPLab.Handler: [Double]] = [:]
         var failures = 0
+        var pushesBefore: [SIPLab.Handler: Int] = [:]
+        var pushes = 0
         for round in 1...options.rounds {
             let phone = try lab.startBaresip()
             try await SIPLab.until("baresip registered") { try await lab.registered() }
@@ -119,41 +121,58 @@ enum SIPBench {
             phone.terminate()
             _ = try await phone.wait(timeout: .seconds(10))
             try await SIPLab.until("baresip's binding gone") { try await !lab.registered() }
-            let s1 = try await lab.calls("s1-\(round)", count: options.calls, period: .milliseconds(options.periodMs))
             awake += s0.answeredMilliseconds
-            woken += s1.answeredMilliseconds
-            failures += (s0.attempted - s0.answeredMilliseconds.count) + (s1.attempted - s1.answeredMilliseconds.count)
-            if !options.json { print("round \(round): S0 \(s0.summary); S1 \(s1.summary)") }
+            failures += s0.attempted - s0.answeredMilliseconds.count
+            var line = "round \(round): S0 \(s0.summary)"
+            for handler in SIPLab.Handler.allCases {
+                // The proxy pushes to this handler's token and topic (kamcmd, as an app uploads its token).
+                try await lab.storeToken(tokens[(topics[handler] ?? "") + ".voip"] ?? "", topic: topics[handler])
+                if round == 1 { pushesBefore[handler] = pushes }
+                let s1 = try await lab.calls(
+                    "s1-\(handler)-\(round)", count: options.calls, period: .milliseconds(options.periodMs))
+                pushes += options.calls
+                woken[handler, default: []] += s1.answeredMilliseconds
+                failures += s1.attempted - s1.answeredMilliseconds.count
+                line += "; S1 (\(handler)) \(s1.summary)"
+            }
+            if !options.json { print(line) }
         }
         let total = options.calls * options.rounds
         let s0 = SIPCallRun(tag: "s0", attempted: total, answeredMilliseconds: awake, sippStatus: 0, sippOutput: "")
-        let s1 = SIPCallRun(tag: "s1", attempted: total, answeredMilliseconds: woken, sippStatus: 0, sippOutput: "")
-        let strikes = try await status()?.handlers.first { $0.name == "phone" }?.strikes ?? -1
+        let handlers = try await status()?.handlers ?? []
+        let strikes = handlers.filter { $0.name.hasPrefix("phone-") }.map(\.strikes).reduce(0, +)
         report("S0 awake baresip (reference)", s0.summary)
-        report("S1 push-woken (rouse send → gateway → agent → Python handler → baresip REGISTER)", s1.summary)
-        report(
-            "ratio S1/S0",
-            String(
-                format: "p50 %.1f×, p95 %.1f×, max %.1f×", s1.quantile(0.5) / s0.quantile(0.5),
-                s1.quantile(0.95) / s0.quantile(0.95), (woken.max() ?? .nan) / (awake.max() ?? .nan)))
-        for (stage, milliseconds) in lab.stages(handlerLog: directory + "/phone.jsonl") {
-            report("S1 stage p50: \(stage)", String(format: "%.1f ms", milliseconds))
+        var json: [String: Any] = [
+            "benchmark": "sip", "calls": total, "strikes": strikes,
+            "s0": [
+                "p50": s0.quantile(0.5), "p95": s0.quantile(0.95), "max": awake.max() ?? 0, "answered": awake.count,
+            ],
+        ]
+        for handler in SIPLab.Handler.allCases {
+            let times = woken[handler] ?? []
+            let s1 = SIPCallRun(tag: "s1", attempted: total, answeredMilliseconds: times, sippStatus: 0, sippOutput: "")
+            report("S1 push-woken, \(handler) handler (rouse send → gateway → agent → handler → baresip)", s1.summary)
+            report(
+                "ratio S1 (\(handler))/S0",
+                String(
+                    format: "p50 %.1f×, p95 %.1f×, max %.1f×", s1.quantile(0.5) / s0.quantile(0.5),
+                    s1.quantile(0.95) / s0.quantile(0.95), (times.max() ?? .nan) / (awake.max() ?? .nan)))
+            // Stages from the first round (the proxy's lines of the calls before this handler's are skipped).
+            for (stage, milliseconds) in lab.stages(
+                handlerLog: directory + "/\(handler).jsonl", skip: pushesBefore[handler] ?? 0)
+            {
+                report("S1 (\(handler)) stage p50: \(stage)", String(format: "%.1f ms", milliseconds))
+            }
+            json["s1-\(handler)"] = [
+                "p50": s1.quantile(0.5), "p95": s1.quantile(0.95), "max": times.max() ?? 0, "answered": times.count,
+            ]
         }
+        json["notAnswered"] = failures
         report("calls not answered", "\(failures)")
         report("strikes", "\(strikes)")
         report("load average", SendFloorBench.loadAverage())
         if options.json {
-            let object: [String: Any] = [
-                "benchmark": "sip", "calls": total,
-                "s0": [
-                    "p50": s0.quantile(0.5), "p95": s0.quantile(0.95), "max": awake.max() ?? 0, "answered": awake.count,
-                ],
-                "s1": [
-                    "p50": s1.quantile(0.5), "p95": s1.quantile(0.95), "max": woken.max() ?? 0, "answered": woken.count,
-                ],
-                "strikes": strikes, "notAnswered": failures,
-            ]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         }
         if failures > 0 || strikes != 0 {

@@ -8,14 +8,16 @@ import Testing
 
 /// A SIP call reaches a softphone, with real SIP software from Debian on loopback (`RouseSIPLab`): Kamailio running
 /// the committed `deploy/sip/kamailio-rouse-push.cfg`, baresip as the softphone, SIPp as the caller; the gateway
-/// (in this process), the built `rouse-agent` and `rouse` (the push sender Kamailio runs), and the Python handler
-/// `deploy/sip/rouse-sip-handler.py` on `clients/python/rouse_handler.py`.
+/// (in this process), the built `rouse-agent` and `rouse` (the push sender Kamailio runs), and the handler in Python
+/// (`deploy/sip/rouse-sip-handler.py` on `clients/python/rouse_handler.py`) or in C (`deploy/sip/rouse-sip-handler.c`
+/// on librouse-handler.so.0), one test case each.
 ///
 /// S0: baresip registered and awake: INVITE → 200 OK. S1: no softphone running: Kamailio suspends the INVITE and
 /// runs `rouse send voip`; the agent launches the handler, which reports the call at once and starts baresip; its
 /// REGISTER resumes the INVITE, baresip answers; after the call the handler quits baresip, ends the call and exits.
 @Suite(
-    "SIP end to end: Kamailio, baresip, SIPp and a push-woken Python handler", .serialized, .stopsWhatItStarts,
+    "SIP end to end: Kamailio, baresip, SIPp and a push-woken handler in Python and in C", .serialized,
+    .stopsWhatItStarts,
     .timeLimit(.minutes(4)))
 struct SIPEndToEndTests {
     static let calls = 20
@@ -37,15 +39,16 @@ struct SIPEndToEndTests {
         }
     }
 
-    @Test func awakePhoneAnswersAndSleepingPhoneIsWokenByAPushForEveryCall() async throws {
+    @Test(arguments: SIPLab.Handler.allCases)
+    func awakePhoneAnswersAndSleepingPhoneIsWokenByAPushForEveryCall(_ handler: SIPLab.Handler) async throws {
         let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
         let lab = try SIPLab(directory: directory + "/sip", files: Repository.root + "/deploy/sip")
         let handlerLog = directory + "/phone.jsonl"
         try Data(
-            lab.handlerFile(
-                topic: "com.example.rouse", pythonPath: Repository.root + "/clients/python", log: handlerLog
+            try await lab.handlerFile(
+                handler, topic: "com.example.rouse", clients: Repository.root + "/clients", log: handlerLog
             ).utf8
         ).write(to: URL(fileURLWithPath: directory + "/handlers/phone.toml"))
         let socket = directory + "/agent.sock"
@@ -85,7 +88,7 @@ struct SIPEndToEndTests {
         let woken = try await lab.calls("s1", count: Self.calls, period: .milliseconds(1500))
         #expect(woken.answeredMilliseconds.count == Self.calls, "S1: \(woken.summary)\n\(woken.sippOutput)")
         #expect(woken.sippStatus == 0, "S1: \(woken.sippOutput)")
-        print("SIP S0: \(awake.summary); S1: \(woken.summary)")
+        print("SIP (\(handler) handler) S0: \(awake.summary); S1: \(woken.summary)")
 
         // The last handler may still be quitting baresip as SIPp ends: wait until it is gone.
         try await eventually("the handler gone after its last call") {
@@ -113,8 +116,54 @@ struct SIPEndToEndTests {
         #expect(try await !lab.registered())
         kamailio.terminate()
         _ = try await kamailio.wait(timeout: .seconds(10))
-        try await eventually("no kamailio, baresip or python handler left") {
-            Self.running(["kamailio", "baresip", "python3"]).isEmpty
+        try await eventually("no kamailio, baresip or handler left") {
+            Self.running(["kamailio", "baresip", "python3", "rouse-sip-handl"]).isEmpty
         }
+    }
+
+    /// RFC 8599 at the proxy, as linphone's REGISTER carries it: `pn-provider=apns;pn-prid=<token>:voip;
+    /// pn-param=<team>.<bundle>.voip` Contact URI parameters store the token and the topic for the AOR and are
+    /// answered with `Feature-Caps: *;+sip.pns="apns"`; another provider gets 555, a malformed token 400 (nothing
+    /// stored). The REGISTERs come from a plain UDP client (python3), byte for byte what the RFC specifies.
+    @Test func proxyLearnsTokenAndTopicFromRFC8599ContactParameters() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-sip-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lab = try SIPLab(directory: directory, files: Repository.root + "/deploy/sip")
+        let kamailio = try await lab.startKamailio(environment: [:])
+        defer { kamailio.kill() }
+        let token = "00fc13adff785122b4ad28809a3420982341241421348097878e577c991de8f0"
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            s.settimeout(5)
+            port = s.getsockname()[1]
+            for n, (user, params) in enumerate([
+                    ("carol", "pn-provider=apns;pn-prid=\(token):voip;pn-param=ROUSETEAM1.com.example.phone.voip"),
+                    ("dave", "pn-provider=fcm;pn-prid=abc;pn-param=x"),
+                    ("erin", "pn-provider=apns;pn-prid=zz%3b;pn-param=x")]):
+                s.sendto((f"REGISTER sip:127.0.0.1:\(lab.proxyPort) SIP/2.0\\r\\n"
+                          f"Via: SIP/2.0/UDP 127.0.0.1:{port};branch=z9hG4bK-{n}\\r\\n"
+                          f"From: <sip:{user}@127.0.0.1>;tag={n}\\r\\nTo: <sip:{user}@127.0.0.1>\\r\\n"
+                          f"Call-ID: reg-{n}@127.0.0.1\\r\\nCSeq: 1 REGISTER\\r\\n"
+                          f"Contact: <sip:{user}@127.0.0.1:{port};{params}>\\r\\nMax-Forwards: 70\\r\\n"
+                          f"Expires: 60\\r\\nContent-Length: 0\\r\\n\\r\\n").encode(), ("127.0.0.1", \(lab.proxyPort)))
+                reply = s.recv(4096).decode().split("\\r\\n")
+                print(user, reply[0], [h for h in reply if h.startswith("Feature-Caps")])
+            """
+        let run = try await ChildProcess.run("/usr/bin/python3", ["-c", script], timeout: .seconds(30))
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(run.stdout)\(run.stderr)")
+        #expect(
+            lines.first?.hasPrefix(#"carol SIP/2.0 200 OK ['Feature-Caps: *;+sip.pns="apns"']"#) == true, "\(lines)")
+        #expect(lines.dropFirst().first?.hasPrefix("dave SIP/2.0 555 ") == true, "\(lines)")
+        #expect(lines.dropFirst(2).first?.hasPrefix("erin SIP/2.0 400 ") == true, "\(lines)")
+        let tokens = try await lab.kamcmd(["htable.dump", "pn"])
+        let topics = try await lab.kamcmd(["htable.dump", "pt"])
+        #expect(tokens.contains("name: carol") && tokens.contains("value: \(token)"), "\(tokens)")
+        #expect(topics.contains("value: com.example.phone"), "\(topics)")
+        #expect(!tokens.contains("dave") && !tokens.contains("erin"), "\(tokens)")
+        let bindings = try await lab.kamcmd(["ul.dump"])
+        #expect(bindings.contains("AoR: carol"))
     }
 }
