@@ -228,10 +228,14 @@ install_docs rouse-agent docs/agent.md docs/activations.md docs/state.md docs/ha
 # Handlers in other languages (docs/handler-protocol.md): the C library with its header and pkg-config file, the
 # Python module, their example handlers, and the SIP recipe (Kamailio fragment, push script, baresip handler).
 multiarch=$(cc -dumpmachine)
-make -s -C clients/c OUT="$clients" install DESTDIR="$work/rouse-agent" PREFIX=/usr LIBDIR="/usr/lib/$multiarch" >&2
+# The library in a directory of its own, outside ld.so's path (it speaks this agent's protocol version; linked with
+# the run path that its pkg-config file adds); the Python module likewise (PYTHONPATH=/usr/share/rouse/python): no
+# python3 dependency for devices whose handlers are not written in Python.
+make -s -C clients/c OUT="$clients" install DESTDIR="$work/rouse-agent" PREFIX=/usr LIBDIR=/usr/lib/rouse \
+    PCDIR="/usr/lib/$multiarch/pkgconfig" >&2
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
-    "$work/rouse-agent/usr/lib/$multiarch/librouse-handler.so.0"
-install -D -m 0644 clients/python/rouse_handler.py "$work/rouse-agent/usr/lib/python3/dist-packages/rouse_handler.py"
+    "$work/rouse-agent/usr/lib/rouse/librouse-handler.so.0"
+install -D -m 0644 clients/python/rouse_handler.py "$work/rouse-agent/usr/share/rouse/python/rouse_handler.py"
 install -d "$work/rouse-agent/usr/share/doc/rouse-agent/examples/sip"
 install -m 0644 clients/c/example-handler.c clients/python/example_handler.py \
     "$work/rouse-agent/usr/share/doc/rouse-agent/examples/"

@@ -4,7 +4,7 @@
  * /usr/share/doc/rouse-agent/handler-protocol.md). This library frames, sends and receives messages, passes
  * descriptors (SCM_RIGHTS) both ways and decodes each incoming message into its members; the rules (report a
  * call at once after a VoIP push, complete a background push in time) are the handler's to follow and the
- * agent's to enforce. It needs libc only. Link with -lrouse-handler.
+ * agent's to enforce. It needs libc only. Build with $(pkg-config --cflags --libs rouse-handler).
  *
  *     rouse_agent *agent = rouse_agent_connect(NULL);   // ROUSE_AGENT_FD when launched, else the socket
  *     rouse_agent_register(agent, "phone");

@@ -87,12 +87,13 @@ done
 step "handler client libraries: librouse-handler.so.0 (C), rouse_handler (Python), the protocol document"
 library=$(dpkg -L rouse-agent | grep '/librouse-handler\.so\.0$' || true)
 [ -n "$library" ] && [ -f "$library" ] && [ -f /usr/include/rouse-handler.h ] &&
-    [ -f "$(dirname "$library")/pkgconfig/rouse-handler.pc" ] ||
+    dpkg -L rouse-agent | grep -q '/pkgconfig/rouse-handler\.pc$' ||
     fail "librouse-handler.so.0, its header or its pkg-config file is missing"
 ldd "$library" >/tmp/ldd.out 2>&1 || fail "ldd $library: $(cat /tmp/ldd.out)"
 grep -q "not found" /tmp/ldd.out && fail "$library: $(grep "not found" /tmp/ldd.out)"
-ldconfig -p | grep -q "librouse-handler.so.0 " || fail "librouse-handler.so.0 is not in ld.so's cache (ldconfig trigger)"
-[ -f /usr/lib/python3/dist-packages/rouse_handler.py ] || fail "rouse_handler.py is missing"
+grep -q -- "-Wl,-rpath,$(dirname "$library")" "$(dpkg -L rouse-agent | grep '/rouse-handler\.pc$')" ||
+    fail "rouse-handler.pc does not give the library's run path"
+[ -f /usr/share/rouse/python/rouse_handler.py ] || fail "rouse_handler.py is missing"
 [ -f /usr/share/doc/rouse-agent/handler-protocol.md ] && [ -f /usr/share/doc/rouse-agent/softphone.md ] &&
     [ -f /usr/share/doc/rouse-agent/examples/sip/kamailio-rouse-push.cfg ] ||
     fail "the handler protocol, softphone documents or the SIP recipe are missing"

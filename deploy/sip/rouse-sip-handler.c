@@ -6,7 +6,7 @@
  *
  *     rouse-sip-handler NAME BARESIP CONFIG-DIR CTRL-PORT LOG
  *
- * cc -O2 -o rouse-sip-handler rouse-sip-handler.c -lrouse-handler
+ * cc -O2 -o rouse-sip-handler rouse-sip-handler.c $(pkg-config --cflags --libs rouse-handler)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
