@@ -285,13 +285,6 @@ build_deb() {
             install -m 0755 "deploy/debian/scripts/$package.$script" "$control/$script"
         fi
     done
-    if [ -f "deploy/debian/scripts/$package.triggers" ]; then
-        install -m 0644 "deploy/debian/scripts/$package.triggers" "$control/triggers"
-    fi
-    if [ -f "deploy/debian/scripts/$package.shlibs" ]; then
-        sed "s/@VERSION@/$version/" "deploy/debian/scripts/$package.shlibs" >"$control/shlibs"
-        chmod 0644 "$control/shlibs"
-    fi
     if [ -f "deploy/debian/scripts/$package.templates" ]; then
         install -m 0644 "deploy/debian/scripts/$package.templates" "$control/templates"
     fi
