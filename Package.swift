@@ -73,6 +73,8 @@ let package = Package(
         // RouseSystem); no daemon and no library product links it (the daemons' short children go through RouseState's
         // ShortChild).
         .target(name: "RouseChildProcess", dependencies: ["RouseClock", "RouseSystem"]),
+        // Kamailio, baresip and SIPp on loopback (deploy/sip) for the SIP end-to-end test and `rouse-bench sip`.
+        .target(name: "RouseSIPLab", dependencies: ["RouseChildProcess", "RouseSystem"]),
         // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
         .target(name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"]),
         .target(
@@ -222,6 +224,8 @@ let package = Package(
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
                 "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
                 "RousePushCore",
+        // Kamailio, baresip and SIPp on loopback (deploy/sip) for the SIP end-to-end test and `rouse-bench sip`.
+        .target(name: "RouseSIPLab", dependencies: ["RouseChildProcess", "RouseSystem"]),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -283,7 +287,7 @@ let package = Package(
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
                 "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseDaemon",
-                "RouseEventLoop",
+                "RouseEventLoop", "RouseSIPLab",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ]

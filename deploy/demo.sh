@@ -3,7 +3,9 @@
 #   1. `rouse send` sends a VoIP push to `rouse mock-apns`, which checks it the way APNs does;
 #   2. `rouse send` sends a VoIP push to `rouse-gateway`, which stores it durably and hands it to a Linux
 #      device's channel, and the device acknowledges it;
-#   3. the same through `rouse-agent`: the push wakes (launches) a handler program, which reports the call.
+#   3. the same through `rouse-agent`: the push wakes (launches) a handler program, which reports the call;
+#   4. a SIP call (SIPp) to a softphone that was asleep: Kamailio holds the INVITE and sends a VoIP push, the agent
+#      launches a Python handler that reports the call and starts baresip, which registers and answers (deploy/sip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -67,7 +69,7 @@ cat >"$work/gateway.json" <<JSON
  "admin": {"listen": "127.0.0.1:0"},
  "database": "$work/gateway.sqlite",
  "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "$certs/apns-key.pub.pem",
-           "topics": ["com.example.rouse"]}]}
+           "topics": ["com.example.rouse", "com.example.phone"]}]}
 JSON
 "$bin/rouse-gateway" --config "$work/gateway.json" --log-level warning >"$work/gateway.out" &
 pids+=($!)
@@ -115,6 +117,7 @@ TOML
 "$bin/rouse-agent" --gateway "https://$devices" --ca "$certs/ca.pem" --enroll-secret-file "$work/enroll-secret" \
     --handlers "$work/handlers.d" --state-dir "$work/state" --socket "$work/agent.sock" --log-level notice \
     >"$work/agent.out" 2>&1 &
+agent_pid=$!
 pids+=($!)
 wait_line "$work/agent.out" 'rouse-agent ready'
 for _ in $(seq 1 200); do
@@ -140,6 +143,101 @@ echo "-- what it keeps on disk is sealed; the data key can be rotated while it r
 ls "$work/state/secrets"
 echo "\$ rouse agent rotate-key"
 "$bin/rouse" agent rotate-key --socket "$work/agent.sock"
+
+echo
+echo "== 4. SIPp calls a softphone that is asleep (not running): Kamailio → push → agent → handler → baresip answers"
+# deploy/sip: the Kamailio fragment, the push script it runs, the Python handler (on clients/python/rouse_handler.py)
+# and the SIPp scenario, as the SIP end-to-end test runs them; docs/softphone.md explains each.
+sip=$work/sip
+mkdir -p "$sip/baresip"
+read -r proxy_port phone_port ctrl_port caller_port < <(python3 -c '
+import socket
+sockets = [socket.socket() for _ in range(4)]
+for s in sockets: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in sockets])')
+cat >"$sip/kamailio.cfg" <<CFG
+#!KAMAILIO
+debug=1
+listen=udp:127.0.0.1:$proxy_port
+include_file "$root/deploy/sip/kamailio-rouse-push.cfg"
+modparam("ctl", "binrpc", "unix:$sip/kamailio.ctl")
+CFG
+cat >"$sip/baresip/config" <<CFG
+sip_listen        127.0.0.1:$phone_port
+net_interface     127.0.0.1
+module_path       /usr/lib/baresip/modules
+call_max_calls    1
+audio_player      alsa,null
+audio_alert       alsa,null
+audio_source      ausine,440
+ausrc_srate       48000
+ausrc_channels    2
+module            g711.so
+module            alsa.so
+module            ausine.so
+module_tmp        account.so
+module_app        ctrl_tcp.so
+ctrl_tcp_listen   127.0.0.1:$ctrl_port
+CFG
+echo "<sip:bob@127.0.0.1:$proxy_port;transport=udp>;answermode=auto;regint=300;audio_codecs=PCMU" >"$sip/baresip/accounts"
+: >"$sip/baresip/contacts"
+cat >"$work/handlers.d/phone.toml" <<TOML
+topic = "com.example.phone"
+command = ["/usr/bin/python3", "$root/deploy/sip/rouse-sip-handler.py", "--name", "phone", "--baresip-config", "$sip/baresip", "--ctrl", "127.0.0.1:$ctrl_port", "--log", "$sip/phone.jsonl"]
+push-types = ["voip"]
+allow-root = true
+environment = ["PYTHONPATH=$root/clients/python"]
+TOML
+kill -HUP "$agent_pid" # the agent reloads handlers.d and gets the new handler's token
+for _ in $(seq 1 200); do
+    phone_token=$("$bin/rouse" agent status --json --socket "$work/agent.sock" 2>/dev/null \
+        | sed -n 's/.*"com.example.phone.voip" *: *"\([0-9a-f]*\)".*/\1/p' || true)
+    [ -n "$phone_token" ] && break
+    sleep 0.05
+done
+[ -n "$phone_token" ] || { echo "demo: no push token for the phone handler" >&2; exit 1; }
+ROUSE_SIP_PUSH="$root/deploy/sip/rouse-sip-push" ROUSE_BIN="$bin/rouse" ROUSE_PUSH_URL="https://$provider" \
+    ROUSE_TOPIC=com.example.phone ROUSE_CA_FILE="$certs/ca.pem" ROUSE_AUTH_KEY="$certs/apns-key.p8" \
+    ROUSE_KEY_ID=ROUSEKEY01 ROUSE_TEAM_ID=ROUSETEAM1 ROUSE_PUSH_LOG="$sip/push.jsonl" \
+    /usr/sbin/kamailio -DD -E -m 32 -M 8 -Y "$sip" -w "$sip" -f "$sip/kamailio.cfg" >/dev/null 2>"$sip/kamailio.log" &
+pids+=($!)
+for _ in $(seq 1 200); do
+    /usr/sbin/kamcmd -s "unix:$sip/kamailio.ctl" core.version >/dev/null 2>&1 && break
+    sleep 0.05
+done
+# The phone's token goes to the proxy, as an app uploads its PushKit token (baresip cannot send RFC 8599's pn-*).
+/usr/sbin/kamcmd -s "unix:$sip/kamailio.ctl" htable.sets pn bob "$phone_token" >/dev/null
+echo "kamailio on 127.0.0.1:$proxy_port knows bob's VoIP token ${phone_token:0:16}…; bob is registered: $(
+    /usr/sbin/kamcmd -s "unix:$sip/kamailio.ctl" ul.dump | grep -q 'AoR: bob' && echo yes || echo no), baresip running: $(
+    pgrep -x baresip >/dev/null && echo yes || echo no)"
+echo "\$ sipp -sf deploy/sip/sipp-uac.xml -s bob -m 1 127.0.0.1:$proxy_port"
+(cd "$sip" && /usr/bin/sipp -sf "$root/deploy/sip/sipp-uac.xml" -s bob -i 127.0.0.1 -p "$caller_port" -m 1 -l 1 \
+    -d 500 -trace_logs -log_file "$sip/sipp.log" -recv_timeout 15000 -timeout 30 -nostdin \
+    "127.0.0.1:$proxy_port" >"$sip/sipp.out" 2>&1) || { echo "demo: the call failed" >&2; tail -30 "$sip/sipp.out" >&2; exit 1; }
+answered=$(awk '$1 == "answered" {printf "%.1f", $3 / 1000}' "$sip/sipp.log")
+for _ in $(seq 1 200); do grep -q '"callEnded"' "$sip/phone.jsonl" 2>/dev/null && break; sleep 0.05; done
+python3 - "$sip/kamailio.log" "$sip/phone.jsonl" "$answered" <<'PY'
+import json, re, sys
+kamailio = open(sys.argv[1]).read()
+pushed = float(re.search(r"rouse PUSH .* t=([0-9.]+)", kamailio).group(1)) * 1000
+woken = float(re.search(r"rouse WOKEN .* t=([0-9.]+)", kamailio).group(1)) * 1000
+events = {}
+for line in open(sys.argv[2]):
+    event = json.loads(line)
+    events.setdefault(event["event"], event)
+print("-- the call, as the proxy and the handler saw it (ms after Kamailio suspended the INVITE and pushed):")
+print("   push script sends          %6.1f" % (events["reported"]["sentAt"] - pushed))
+print("   handler launched, registered %6.1f" % (events["registered"]["t"] - pushed))
+print("   reportCall sent            %6.1f" % (events["reported"]["t"] - pushed))
+print("   baresip's REGISTER at proxy %5.1f  (the INVITE resumed)" % (woken - pushed))
+print("INVITE → 200 OK at the caller: %s ms (an awake, registered phone answers in a few ms: rouse-bench sip)" % sys.argv[3])
+PY
+echo "-- after the call: baresip quit (un-REGISTERed) before the handler ended the call and exited:"
+echo "   bob registered: $(/usr/sbin/kamcmd -s "unix:$sip/kamailio.ctl" ul.dump | grep -q 'AoR: bob' && echo yes || echo no);" \
+    "baresip running: $(pgrep -x baresip >/dev/null && echo yes || echo no);" \
+    "strikes: $("$bin/rouse" agent status --json --socket "$work/agent.sock" | python3 -c '
+import json, sys
+print([h["strikes"] for h in json.load(sys.stdin)["handlers"] if h["name"] == "phone"][0])')"
 
 echo
 echo "demo complete"

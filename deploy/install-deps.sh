@@ -26,6 +26,11 @@ packages=(
     mmdebstrap           # the clean Debian 12 root the packages are installed into (deploy/package-test.sh)
     systemd-container    # systemd-nspawn boots that root, so the units run under systemd
     hyperfine            # one-shot `rouse send` vs `curl --http2` (deploy/package-bench.sh)
+    make                 # builds clients/c (librouse-handler.so.0) in the tests and deploy/package.sh
+    python3              # the Python client library's tests and the SIP handler (deploy/sip)
+    kamailio             # SIP registrar/proxy of the SIP end-to-end test, rouse-bench sip and the demo (deploy/sip)
+    baresip-core         # the headless softphone woken by a push (not `baresip`: it recommends a desktop stack)
+    sip-tester           # SIPp, the caller
 )
 
 missing=()

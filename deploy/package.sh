@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian packages of this checkout: rouse (the CLI with the mock), rouse-gateway and rouse-agent (with
-# the example handler and the client library's documentation). Release binaries with the Swift runtime linked
+# the example handler, the handler protocol's specification and its C and Python client libraries: clients/). Release binaries with the Swift runtime linked
 # statically (--static-swift-stdlib), so the machines they are installed on need no Swift toolchain; their
 # dependencies are Debian 12's libraries, computed by dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store).
 # Units under /lib/systemd/system (enabled at installation, started once `rouse gateway init` / `rouse agent enroll`
@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
         *) echo "usage: deploy/package.sh [--out DIR] [--lintian]" >&2; exit 64 ;;
     esac
 done
-for tool in swift dpkg-deb dpkg-shlibdeps git gzip strip; do
+for tool in swift dpkg-deb dpkg-shlibdeps git gzip strip cc make; do
     command -v "$tool" >/dev/null || { echo "package.sh: $tool is missing (deploy/install-deps.sh)" >&2; exit 1; }
 done
 git rev-parse --verify -q HEAD >/dev/null || { echo "package.sh: not a git checkout with a commit" >&2; exit 1; }
@@ -98,6 +98,10 @@ for product in "${products[@]}"; do
     fi
 done
 bin=$("${build[@]}" --show-bin-path)
+# The C client library of the handler protocol (libc only), with the system cc, hardened like Debian's builds.
+clients="$cache/clients-c"
+rm -rf "$clients" && mkdir -p "$clients"
+make -s -C clients/c OUT="$clients" CFLAGS="-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong" >&2
 built=$SECONDS
 
 # --- man pages: swift-argument-parser's generate-manual, compiled against the ArgumentParser just built ---------
@@ -120,7 +124,7 @@ key=$( {
         "$manual_tool"
     git ls-files -z --cached --others --exclude-standard -- deploy/package.sh deploy/debian deploy/hooks \
         deploy/rouse-gateway.json 'deploy/*.service' deploy/rouse-agent.sysusers.conf docs README.md \
-        Sources/rouse-example-handler \
+        Sources/rouse-example-handler clients deploy/sip \
         ':(exclude)deploy/debian/root-test.sh' |
         xargs -0 sha256sum
     echo "lintian=$run_lintian"
@@ -221,7 +225,22 @@ install_unit rouse-gateway rouse-gateway
 install_binary rouse-agent rouse-agent /usr/bin/rouse-agent
 install_binary rouse-agent rouse-example-handler /usr/libexec/rouse/rouse-example-handler
 install_interface rouse-agent rouse-agent
-install_docs rouse-agent docs/agent.md docs/activations.md docs/state.md
+install_docs rouse-agent docs/agent.md docs/activations.md docs/state.md docs/handler-protocol.md docs/softphone.md
+# Handlers in other languages (docs/handler-protocol.md): the C library with its header and pkg-config file, the
+# Python module, their example handlers, and the SIP recipe (Kamailio fragment, push script, baresip handler).
+multiarch=$(cc -dumpmachine)
+# The library in a directory of its own, outside ld.so's path (it speaks this agent's protocol version; linked with
+# the run path that its pkg-config file adds); the Python module likewise (PYTHONPATH=/usr/share/rouse/python): no
+# python3 dependency for devices whose handlers are not written in Python.
+make -s -C clients/c OUT="$clients" install DESTDIR="$work/rouse-agent" PREFIX=/usr LIBDIR=/usr/lib/rouse \
+    PCDIR="/usr/lib/$multiarch/pkgconfig" >&2
+strip --strip-unneeded --remove-section=.comment --remove-section=.note \
+    "$work/rouse-agent/usr/lib/rouse/librouse-handler.so.0"
+install -D -m 0644 clients/python/rouse_handler.py "$work/rouse-agent/usr/share/rouse/python/rouse_handler.py"
+install -d "$work/rouse-agent/usr/share/doc/rouse-agent/examples/sip"
+install -m 0644 clients/c/example-handler.c clients/python/example_handler.py \
+    "$work/rouse-agent/usr/share/doc/rouse-agent/examples/"
+install -m 0644 deploy/sip/* "$work/rouse-agent/usr/share/doc/rouse-agent/examples/sip/"
 install -d "$work/rouse-agent/usr/share/doc/rouse-agent/examples"
 install -m 0644 Sources/rouse-example-handler/main.swift \
     "$work/rouse-agent/usr/share/doc/rouse-agent/examples/rouse-example-handler.swift"
@@ -305,7 +324,7 @@ debs+=("$(build_deb rouse-gateway "$gateway_depends, adduser, debconf (>= 0.5) |
 # dh_installsysusers does).
 debs+=("$(build_deb rouse-agent "$agent_depends, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
-    "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler and the client library's documentation. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
+    "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler, the handler protocol's specification, its client libraries for C (librouse-handler.so.0, rouse-handler.h) and Python (rouse_handler), and a Kamailio recipe for push-woken SIP softphones. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
 pushd_depends=$(shlibs_depends rouse-pushd)
 debs+=("$(build_deb rouse-pushd "$pushd_depends, adduser" "rouse (= $version)" \
     "Push service: warm APNs connections behind a local API" \

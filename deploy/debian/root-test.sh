@@ -84,6 +84,21 @@ for package in rouse rouse-gateway rouse-agent; do
     echo "$package links: $(printf '%s\n' "${libraries[@]}" | sort -u | tr '\n' ' ')"
 done
 
+step "handler client libraries: librouse-handler.so.0 (C), rouse_handler (Python), the protocol document"
+library=$(dpkg -L rouse-agent | grep '/librouse-handler\.so\.0$' || true)
+[ -n "$library" ] && [ -f "$library" ] && [ -f /usr/include/rouse-handler.h ] &&
+    dpkg -L rouse-agent | grep -q '/pkgconfig/rouse-handler\.pc$' ||
+    fail "librouse-handler.so.0, its header or its pkg-config file is missing"
+ldd "$library" >/tmp/ldd.out 2>&1 || fail "ldd $library: $(cat /tmp/ldd.out)"
+grep -q "not found" /tmp/ldd.out && fail "$library: $(grep "not found" /tmp/ldd.out)"
+grep -q -- "-Wl,-rpath,$(dirname "$library")" "$(dpkg -L rouse-agent | grep '/rouse-handler\.pc$')" ||
+    fail "rouse-handler.pc does not give the library's run path"
+[ -f /usr/share/rouse/python/rouse_handler.py ] || fail "rouse_handler.py is missing"
+[ -f /usr/share/doc/rouse-agent/handler-protocol.md ] && [ -f /usr/share/doc/rouse-agent/softphone.md ] &&
+    [ -f /usr/share/doc/rouse-agent/examples/sip/kamailio-rouse-push.cfg ] ||
+    fail "the handler protocol, softphone documents or the SIP recipe are missing"
+echo "librouse-handler.so.0 links: $(awk '$2 == "=>" {print $1}' /tmp/ldd.out | tr '\n' ' ')"
+
 step "the commented examples in /etc/rouse pass the installed parsers"
 # gateway.json.example without its // comments, its files made to exist under /tmp/example, migrated there (the
 # gateway's own parser; unknown or mistyped members fail). Tests/RouseFirstRunTests checks that it shows every

@@ -1,0 +1,182 @@
+import Foundation
+import RouseAgent
+import RouseAgentClient
+import RouseChildProcess
+import RouseGateway
+import RouseSIPLab
+
+/// `rouse-bench sip`: a SIP call's INVITE → 200 OK at the caller (SIPp), with Kamailio as the proxy and baresip as
+/// the softphone (`RouseSIPLab`, deploy/sip), side by side in one run:
+/// - S0, the reference: baresip registered and awake;
+/// - S1: no softphone running: Kamailio holds the INVITE and runs `rouse send voip` to `rouse-gateway`;
+///   `rouse-agent` launches the Python handler (deploy/sip/rouse-sip-handler.py), which reports the call, starts
+///   baresip; its REGISTER resumes the INVITE; baresip answers.
+/// The gateway, agent, `rouse` are this build's siblings; the calls alternate in rounds (S0 batch, S1 batch) so
+/// that load on the machine falls on both.
+enum SIPBench {
+    static let usage = "usage: rouse-bench sip [--calls N] [--rounds N] [--period-ms N] [--json]"
+
+    struct Options {
+        var calls = 20
+        var rounds = 1
+        var periodMs = 1500
+        var json = false
+    }
+
+    static func run(arguments: [String]) async throws {
+        var options = Options()
+        var iterator = arguments.makeIterator()
+        while let option = iterator.next() {
+            switch option {
+            case "--calls":
+                options.calls = try Bench.value(after: option, from: &iterator, "a count 1-1000") {
+                    (1...1000).contains($0)
+                }
+            case "--rounds":
+                options.rounds = try Bench.value(after: option, from: &iterator, "a count 1-100") {
+                    (1...100).contains($0)
+                }
+            case "--period-ms":
+                options.periodMs = try Bench.value(after: option, from: &iterator, "milliseconds 200-60000") {
+                    (200...60000).contains($0)
+                }
+            case "--json": options.json = true
+            default: throw GatewayBench.BenchError(description: usage)
+            }
+        }
+        var results: [(String, String)] = []
+        func report(_ name: String, _ value: String) {
+            results.append((name, value))
+            if !options.json { print("\(name): \(value)") }
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-sip-bench-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory + "/handlers", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let certs = try GatewayBench.certsDirectory()
+        let root = URL(fileURLWithPath: certs).deletingLastPathComponent().path
+        let lab = try SIPLab(directory: directory + "/sip", files: root + "/deploy/sip")
+        report("machine", GatewayBench.machine())
+
+        let database = directory + "/bench.sqlite"
+        let store = try SQLiteGatewayStore(path: database)
+        let secret = try Gateway.makeEnrollmentSecret(
+            store: store, now: Gateway.systemMilliseconds(), validity: .seconds(3600))
+        let gateway = try await ChildGateway.start(
+            executable: try GatewayBench.sibling("rouse-gateway"), directory: directory, database: database,
+            certs: certs, keyTopics: #"["*"]"#)
+        defer { gateway.stop() }
+        // Both handlers, each with its topic (so its own token): S1 is run once with each.
+        let topics: [SIPLab.Handler: String] = [.python: "com.example.py", .c: "com.example.c"]
+        for handler in SIPLab.Handler.allCases {
+            let file = try await lab.handlerFile(
+                handler, topic: topics[handler] ?? "", clients: root + "/clients",
+                log: directory + "/\(handler).jsonl", name: "phone-\(handler)")
+            try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/phone-\(handler).toml"))
+        }
+        let socket = directory + "/agent.sock"
+        let agent = try ChildProcess.start(
+            try GatewayBench.sibling("rouse-agent"),
+            [
+                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--enroll-secret",
+                secret, "--handlers", directory + "/handlers", "--state-dir", directory + "/state", "--socket", socket,
+                "--assume-reachable", "--log-level", "error",
+            ], stderr: .inherit)
+        defer {
+            agent.terminate()
+            agent.waitUntilExit()
+        }
+        func status() async throws -> AgentStatus? {
+            guard let client = try? AgentClient(socketPath: socket) else { return nil }
+            defer { client.close() }
+            try client.send(.status)
+            for await reply in client.messages {
+                guard case .statusReply(let status) = reply else { return nil }
+                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
+            }
+            return nil
+        }
+        try await SIPLab.until("the agent's channel open and both VoIP tokens", timeout: .seconds(30)) {
+            let current = try? await status()
+            return current?.channel == "open" && topics.values.allSatisfy { current?.tokens?[$0 + ".voip"] != nil }
+        }
+        let tokens = try await status()?.tokens ?? [:]
+        let kamailio = try await lab.startKamailio(
+            environment: lab.pushEnvironment(
+                rouse: try GatewayBench.sibling("rouse"), providerPort: gateway.providerPort, certs: certs,
+                topic: "com.example.py"))
+        defer {
+            kamailio.terminate()
+            kamailio.waitUntilExit()
+        }
+
+        var awake: [Double] = []
+        var woken: [SIPLab.Handler: [Double]] = [:]
+        var failures = 0
+        var pushesBefore: [SIPLab.Handler: Int] = [:]
+        var pushes = 0
+        for round in 1...options.rounds {
+            let phone = try lab.startBaresip()
+            try await SIPLab.until("baresip registered") { try await lab.registered() }
+            let s0 = try await lab.calls("s0-\(round)", count: options.calls, period: .milliseconds(100))
+            phone.terminate()
+            _ = try await phone.wait(timeout: .seconds(10))
+            try await SIPLab.until("baresip's binding gone") { try await !lab.registered() }
+            awake += s0.answeredMilliseconds
+            failures += s0.attempted - s0.answeredMilliseconds.count
+            var line = "round \(round): S0 \(s0.summary)"
+            for handler in SIPLab.Handler.allCases {
+                // The proxy pushes to this handler's token and topic (kamcmd, as an app uploads its token).
+                try await lab.storeToken(tokens[(topics[handler] ?? "") + ".voip"] ?? "", topic: topics[handler])
+                if round == 1 { pushesBefore[handler] = pushes }
+                let s1 = try await lab.calls(
+                    "s1-\(handler)-\(round)", count: options.calls, period: .milliseconds(options.periodMs))
+                pushes += options.calls
+                woken[handler, default: []] += s1.answeredMilliseconds
+                failures += s1.attempted - s1.answeredMilliseconds.count
+                line += "; S1 (\(handler)) \(s1.summary)"
+            }
+            if !options.json { print(line) }
+        }
+        let total = options.calls * options.rounds
+        let s0 = SIPCallRun(tag: "s0", attempted: total, answeredMilliseconds: awake, sippStatus: 0, sippOutput: "")
+        let handlers = try await status()?.handlers ?? []
+        let strikes = handlers.filter { $0.name.hasPrefix("phone-") }.map(\.strikes).reduce(0, +)
+        report("S0 awake baresip (reference)", s0.summary)
+        var json: [String: Any] = [
+            "benchmark": "sip", "calls": total, "strikes": strikes,
+            "s0": [
+                "p50": s0.quantile(0.5), "p95": s0.quantile(0.95), "max": awake.max() ?? 0, "answered": awake.count,
+            ],
+        ]
+        for handler in SIPLab.Handler.allCases {
+            let times = woken[handler] ?? []
+            let s1 = SIPCallRun(tag: "s1", attempted: total, answeredMilliseconds: times, sippStatus: 0, sippOutput: "")
+            report("S1 push-woken, \(handler) handler (rouse send → gateway → agent → handler → baresip)", s1.summary)
+            report(
+                "ratio S1 (\(handler))/S0",
+                String(
+                    format: "p50 %.1f×, p95 %.1f×, max %.1f×", s1.quantile(0.5) / s0.quantile(0.5),
+                    s1.quantile(0.95) / s0.quantile(0.95), (times.max() ?? .nan) / (awake.max() ?? .nan)))
+            // Stages from the first round (the proxy's lines of the calls before this handler's are skipped).
+            for (stage, milliseconds) in lab.stages(
+                handlerLog: directory + "/\(handler).jsonl", skip: pushesBefore[handler] ?? 0)
+            {
+                report("S1 (\(handler)) stage p50: \(stage)", String(format: "%.1f ms", milliseconds))
+            }
+            json["s1-\(handler)"] = [
+                "p50": s1.quantile(0.5), "p95": s1.quantile(0.95), "max": times.max() ?? 0, "answered": times.count,
+            ]
+        }
+        json["notAnswered"] = failures
+        report("calls not answered", "\(failures)")
+        report("strikes", "\(strikes)")
+        report("load average", SendFloorBench.loadAverage())
+        if options.json {
+            let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        }
+        if failures > 0 || strikes != 0 {
+            throw GatewayBench.BenchError(description: "\(failures) calls not answered, \(strikes) strikes")
+        }
+    }
+}

@@ -1,0 +1,251 @@
+"""rouse_handler: the handler side of rouse-agent's IPC protocol, for Python 3.9+ (standard library only).
+
+The protocol is specified in docs/handler-protocol.md (installed as
+/usr/share/doc/rouse-agent/handler-protocol.md): frames of a 4-byte big-endian length and one UTF-8 JSON
+object with "v": 1 and "type". This module frames, sends and receives them, passes descriptors
+(SCM_RIGHTS) both ways, and gives each message as a plain dict; it does not enforce the rules (report a call
+at once after a VoIP push, complete a background push in time): the agent does, and the handler decides.
+
+    import rouse_handler
+    agent = rouse_handler.connect()          # ROUSE_AGENT_FD when launched, else the socket
+    agent.register("phone")
+    for event in agent.events():
+        if event["type"] == "push" and event.get("mustReport"):
+            agent.report_call(event["pushID"], call_id)   # at once: the agent kills a handler that does not
+"""
+
+import array
+import base64
+import json
+import os
+import select
+import socket
+import struct
+import time
+
+__all__ = ["Agent", "AgentError", "connect", "PROTOCOL_VERSION", "MAX_FRAME_BYTES", "DEFAULT_SOCKET"]
+
+PROTOCOL_VERSION = 1
+MAX_FRAME_BYTES = 64 * 1024
+DEFAULT_SOCKET = "/run/rouse/agent.sock"
+
+
+class AgentError(Exception):
+    """The connection failed, a frame was malformed, or the agent answered a request with "error".
+
+    code: the protocol's error code ("malformedFrame", "badRequest", ...) or "connectionClosed", "protocol";
+    detail: what was wrong, in words."""
+
+    def __init__(self, code, detail):
+        super().__init__("%s: %s" % (code, detail))
+        self.code = code
+        self.detail = detail
+
+
+def connect(socket_path=None):
+    """Connects to the agent: the inherited connection in ROUSE_AGENT_FD when the agent launched this process
+    (made close-on-exec, so that children such as a softphone do not inherit it), else socket_path,
+    ROUSE_AGENT_SOCKET or /run/rouse/agent.sock."""
+    inherited = os.environ.get("ROUSE_AGENT_FD")
+    if socket_path is None and inherited is not None and inherited.isdigit():
+        fd = int(inherited)
+        os.set_inheritable(fd, False)
+        return Agent(socket.socket(fileno=fd))
+    path = socket_path or os.environ.get("ROUSE_AGENT_SOCKET") or DEFAULT_SOCKET
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.connect(path)
+    except OSError as error:
+        sock.close()
+        raise AgentError("connectionClosed", "connect %s: %s" % (path, error)) from None
+    return Agent(sock)
+
+
+def encode_frame(message):
+    """The bytes of one frame for message (a dict with "type"; "v" is added)."""
+    body = dict(message)
+    body["v"] = PROTOCOL_VERSION
+    data = json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode("utf-8")
+    if not 0 < len(data) <= MAX_FRAME_BYTES:
+        raise AgentError("protocol", "frame of %d bytes (at most %d)" % (len(data), MAX_FRAME_BYTES))
+    return struct.pack(">I", len(data)) + data
+
+
+class Agent:
+    """One connection to rouse-agent. Not thread-safe: use it from one thread (or lock around it)."""
+
+    def __init__(self, sock):
+        self._sock = sock
+        self._buffer = bytearray()
+        self._fds = []          # descriptors received, waiting for the frame that names them
+        self._next_request = 1
+        self._queued = []       # events read while waiting for an answer
+
+    def fileno(self):
+        """The socket's descriptor, for select/poll loops: readable means call next_event(0)."""
+        return self._sock.fileno()
+
+    def close(self):
+        """Closes the connection (the agent then treats the handler as gone) and unclaimed descriptors."""
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+        self._sock.close()
+
+    # Sending.
+
+    def send(self, type_, request_id=None, fd=None, **members):
+        """Sends one message: type_ and its members (None values are left out); fd: a descriptor passed with it
+        (SCM_RIGHTS; addTransfer with descriptor=True)."""
+        message = {k: v for k, v in members.items() if v is not None}
+        message["type"] = type_
+        if request_id is not None:
+            message["requestID"] = request_id
+        frame = encode_frame(message)
+        try:
+            if fd is None:
+                self._sock.sendall(frame)
+            else:
+                sent = self._sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+                if sent < len(frame):
+                    self._sock.sendall(frame[sent:])
+        except OSError as error:
+            raise AgentError("connectionClosed", "send: %s" % error) from None
+
+    def request(self, type_, timeout=10.0, fd=None, **members):
+        """Sends a message with a fresh requestID and returns the answer carrying it (events arriving
+        meanwhile are kept for next_event); raises AgentError for an "error" answer or no answer in time."""
+        request_id = self._next_request
+        self._next_request += 1
+        self.send(type_, request_id=request_id, fd=fd, **members)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AgentError("timeout", "no answer to %s within %.1f s" % (type_, timeout))
+            event = self._read_event(left)
+            if event is None:
+                continue
+            if event.get("requestID") == request_id:
+                if event["type"] == "error":
+                    raise AgentError(event.get("error", "error"), event.get("detail", ""))
+                return event
+            self._queued.append(event)
+
+    def register(self, handler, preserves=False):
+        """register: the first message; the agent answers "registered" (then "credentials", "reachability")."""
+        self.send("register", handler=handler, preserves=True if preserves else None)
+
+    def report_call(self, push_id, call_id, category=None, mode=None, options=None):
+        """reportCall: the call a VoIP push announced (push_id None: an outgoing call). Send it as soon as the
+        push arrives: after the push's "seconds" the agent kills the handler and counts a strike."""
+        self.send("reportCall", pushID=push_id, callID=call_id, category=category, mode=mode, options=options)
+
+    def call_ended(self, call_id, notify_others=None):
+        """callEnded: the call is over (its call session ends; interrupted sessions may resume)."""
+        self.send("callEnded", callID=call_id, notifyOthers=notify_others)
+
+    def complete(self, push_id, result="newData"):
+        """complete: a background push is processed; result "newData", "noData" or "failed"."""
+        self.send("complete", pushID=push_id, result=result)
+
+    def set_state(self, state):
+        """setState: "active"/"inactive" (foreground) or "background"."""
+        self.send("setState", state=state)
+
+    def begin_task(self, name):
+        """beginTask: returns the task's id (answer "taskBegun"); AgentError taskInvalid when no time is left."""
+        return self.request("beginTask", taskName=name)["taskID"]
+
+    def end_task(self, task_id):
+        """endTask."""
+        self.send("endTask", taskID=task_id)
+
+    def activate(self, session, category, mode=None, options=None, role=None, accepts_delay=None):
+        """activate: asks for an audio session; returns the "activation" answer (event granted/denied/delayed)."""
+        return self.request("activate", session=session, category=category, mode=mode, options=options,
+                            role=role, acceptsDelay=accepts_delay)
+
+    def deactivate(self, session, notify_others=None):
+        """deactivate: returns the "ok" answer."""
+        return self.request("deactivate", session=session, notifyOthers=notify_others)
+
+    # Receiving.
+
+    def next_event(self, timeout=None):
+        """The next message from the agent as a dict ("type" and its members), or None when timeout (seconds)
+        passed first. A frame that came with a descriptor (transferTask with file=True) has it under "fd":
+        the caller owns and closes it. Raises AgentError("connectionClosed") when the agent closed."""
+        if self._queued:
+            return self._queued.pop(0)
+        return self._read_event(timeout)
+
+    def events(self):
+        """Every message until the agent closes the connection."""
+        while True:
+            try:
+                event = self.next_event()
+            except AgentError as error:
+                if error.code == "connectionClosed":
+                    return
+                raise
+            if event is not None:
+                yield event
+
+    @staticmethod
+    def payload(push):
+        """A push's payload (base64 on the wire) decoded as JSON; None when it is not JSON."""
+        try:
+            return json.loads(base64.b64decode(push.get("payload", ""), validate=True))
+        except (ValueError, TypeError):
+            return None
+
+    def _read_event(self, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            event = self._take_frame()
+            if event is not None:
+                return event
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # A timeout of 0 still reads what has arrived (a poll), as select does.
+            readable, _, _ = select.select([self._sock], [], [], left)
+            if not readable:
+                return None
+            try:
+                data, ancillary, _, _ = self._sock.recvmsg(65536, socket.CMSG_SPACE(4 * 4))
+            except InterruptedError:
+                continue
+            except OSError as error:
+                raise AgentError("connectionClosed", "receive: %s" % error) from None
+            for level, kind, fds in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    received = array.array("i")
+                    received.frombytes(fds[: len(fds) - (len(fds) % received.itemsize)])
+                    for fd in received:
+                        os.set_inheritable(fd, False)
+                        self._fds.append(fd)
+            if not data:
+                raise AgentError("connectionClosed", "the agent closed the connection")
+            self._buffer += data
+
+    def _take_frame(self):
+        if len(self._buffer) < 4:
+            return None
+        length = struct.unpack(">I", bytes(self._buffer[:4]))[0]
+        if not 0 < length <= MAX_FRAME_BYTES:
+            raise AgentError("malformedFrame", "frame length %d" % length)
+        if len(self._buffer) < 4 + length:
+            return None
+        body = bytes(self._buffer[4:4 + length])
+        del self._buffer[:4 + length]
+        try:
+            event = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise AgentError("malformedFrame", "not JSON: %s" % error) from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise AgentError("malformedFrame", "not a protocol object")
+        if event.get("v") != PROTOCOL_VERSION:
+            raise AgentError("unsupportedVersion", "frame of version %r" % (event.get("v"),))
+        if event["type"] == "transferTask" and event.get("file") is True and self._fds:
+            event["fd"] = self._fds.pop(0)
+        return event
