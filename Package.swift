@@ -74,7 +74,7 @@ let package = Package(
         // ShortChild).
         .target(name: "RouseChildProcess", dependencies: ["RouseClock", "RouseSystem"]),
         // Kamailio, baresip and SIPp on loopback (deploy/sip) for the SIP end-to-end test and `rouse-bench sip`.
-        .target(name: "RouseSIPLab", dependencies: ["RouseChildProcess", "RouseSystem"]),
+        .target(name: "RouseSIPLab", dependencies: ["RouseChildProcess", "RouseClock", "RouseSystem"]),
         // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
         .target(name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"]),
         .target(
@@ -223,9 +223,7 @@ let package = Package(
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
                 "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
-                "RousePushCore",
-        // Kamailio, baresip and SIPp on loopback (deploy/sip) for the SIP end-to-end test and `rouse-bench sip`.
-        .target(name: "RouseSIPLab", dependencies: ["RouseChildProcess", "RouseSystem"]),
+                "RousePushCore", "RouseSIPLab",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -67,9 +67,7 @@ final class BlockingWork: Sendable {
             return true
         }
         guard spawn else { return }
-        let thread = Thread { self.drain() }
-        thread.name = "rouse-agent-blocking"
-        thread.start()
+        Sys.detachedThread(name: "rouse-agent-blocking") { self.drain() }
     }
 
     private func drain() {

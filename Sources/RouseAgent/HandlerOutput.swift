@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RouseClock
 import RouseSystem
 import Synchronization
 
@@ -21,9 +22,7 @@ enum HandlerOutput {
     static func open(handler: String, logger: Logger, journal: String = journalSocket) -> Int32 {
         if let fd = journalStream(handler: handler, socket: journal) { return fd }
         guard let pipe = try? Sys.pipe() else { return -1 }
-        let thread = Thread { relay(pipe.read, handler: handler, logger: logger) }
-        thread.name = "rouse-agent-output-\(handler)"
-        thread.start()
+        Sys.detachedThread(name: "rouse-agent-output") { relay(pipe.read, handler: handler, logger: logger) }
         return pipe.write
     }
 
@@ -46,15 +45,16 @@ enum HandlerOutput {
     private static func relay(_ fd: Int32, handler: String, logger: Logger) {
         defer { Sys.close(fd) }
         var pending: [UInt8] = []
-        var windowStart = ContinuousClock.now
+        let clock = SystemClock()
+        var windowStart = clock.now
         var lines = 0
         var dropped = 0
         func emit(_ bytes: ArraySlice<UInt8>) {
-            if ContinuousClock.now - windowStart >= window {
+            if clock.now - windowStart >= window {
                 if dropped > 0 {
                     logger.notice("handler output dropped", metadata: ["handler": "\(handler)", "lines": "\(dropped)"])
                 }
-                windowStart = ContinuousClock.now
+                windowStart = clock.now
                 (lines, dropped) = (0, 0)
             }
             guard lines < linesPerWindow else {

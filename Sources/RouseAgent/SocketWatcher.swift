@@ -28,7 +28,7 @@ final class SocketWatcher: Sendable {
         }
         try? Sys.epollControl(epfd, .add, stopFD, events: Sys.epollIn, data: Self.stopToken)
         (events, continuation) = AsyncStream.makeStream()
-        let thread = Thread { [epfd, continuation] in
+        Sys.detachedThread(name: "rouse-agent-voip-sockets") { [epfd, continuation] in
             loop: while true {
                 guard let reports = try? Sys.epollWait(epfd, capacity: 16) else { break }
                 for report in reports {
@@ -38,8 +38,6 @@ final class SocketWatcher: Sendable {
             }
             continuation.finish()
         }
-        thread.name = "rouse-agent-voip-sockets"
-        thread.start()
     }
 
     /// Watches `fd` (registered as `token`) for one report; `registered`: it is in the set already (one-shot

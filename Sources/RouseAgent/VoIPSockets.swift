@@ -35,11 +35,11 @@ final class VoIPSockets {
     /// No sockets yet; `limits`: the budgets.
     /// Closes the agent's copy of a dropped socket off the executor: the handler may have closed its own copy and set
     /// `SO_LINGER`, making ours the last close, which then waits on the peer.
-    private let close: @Sendable (Int32) -> Void
+    private let closeOffExecutor: @Sendable (Int32) -> Void
 
     init(limits: VoIPSocketBook.Limits, close: @escaping @Sendable (Int32) -> Void) {
         book = VoIPSocketBook(limits: limits)
-        self.close = close
+        self.closeOffExecutor = close
     }
 
     /// The watcher, made at the first use; nil when epoll cannot be had (the socket is then refused).
@@ -177,6 +177,6 @@ final class VoIPSockets {
         else { return }
         // Disarmed first: the registration belongs to the open file the handler shares, not to our descriptor.
         if socket.registered { watcher?.disarm(socket.fd) }
-        close(socket.fd)
+        closeOffExecutor(socket.fd)
     }
 }

@@ -320,12 +320,10 @@ final class ProviderKeyCache: Sendable {
 
     private func refreshOffLoop() {
         guard !refreshing.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in
+        Sys.detachedThread(name: "rouse-gateway-keys") { [self] in
             _ = load(now: clock.now)
             refreshing.store(false, ordering: .releasing)
         }
-        thread.name = "rouse-gateway-keys"
-        thread.start()
     }
 
     /// Reads the keys; `nil` (and the cache marked failing, for a second) when the store does not answer.

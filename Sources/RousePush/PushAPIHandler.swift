@@ -3,13 +3,13 @@ import RouseAPNs
 import RousePushCore
 
 /// An answer of the API, whatever the HTTP version that carries it.
-public struct PushAPIResponse: Sendable, Equatable {
+package struct PushAPIResponse: Sendable, Equatable {
     /// HTTP status.
-    public var status: Int
+    package var status: Int
     /// Extra headers (`content-type` included).
-    public var headers: [(String, String)]
+    package var headers: [(String, String)]
     /// Body.
-    public var body: [UInt8]
+    package var body: [UInt8]
 
     /// A JSON answer.
     static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> PushAPIResponse {
@@ -22,7 +22,7 @@ public struct PushAPIResponse: Sendable, Equatable {
         json(status, "{\"error\":" + JSONText.quoted(message) + "}", headers: headers)
     }
 
-    public static func == (a: PushAPIResponse, b: PushAPIResponse) -> Bool {
+    package static func == (a: PushAPIResponse, b: PushAPIResponse) -> Bool {
         a.status == b.status && a.body == b.body && a.headers.map(\.0) == b.headers.map(\.0)
             && a.headers.map(\.1) == b.headers.map(\.1)
     }
@@ -30,16 +30,16 @@ public struct PushAPIResponse: Sendable, Equatable {
 
 /// The API's routes on top of the service, shared by the HTTP/1.1 and the h2c listeners: a request in, exactly one
 /// response out (synchronously for errors, health and metrics; when the outcomes are in for pushes).
-public struct PushAPIHandler: Sendable {
+package struct PushAPIHandler: Sendable {
     let service: PushService
 
     /// A handler for `service`.
-    public init(service: PushService) {
+    package init(service: PushService) {
         self.service = service
     }
 
     /// Handles one request; `respond` is called exactly once, on any thread.
-    public func handle(
+    package func handle(
         method: String, target: String, body: [UInt8], respond: @escaping @Sendable (PushAPIResponse) -> Void
     ) {
         let route: PushAPIRoute

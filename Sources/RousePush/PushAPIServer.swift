@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import RouseClock
 import RouseEventLoop
 import RousePushCore
 import RouseSystem
@@ -14,16 +15,16 @@ enum PushAPIAccess: Sendable {
 /// The API's HTTP/1.1 listeners (a Unix socket and optionally TCP) on one epoll loop. Every connection is bounded:
 /// the connection count, the head and body sizes (the parser), one request at a time (pipelined requests wait in
 /// the bounded read buffer), a deadline to finish a started request, an idle limit between requests.
-public final class PushAPIServer: Sendable {
+package final class PushAPIServer: Sendable {
     let loop: EventLoop
     let state: PushAPIServerState
     private let listeners: Mutex<[Int32]>
     private let unixFile: String
     /// The TCP listener's address (with the real port when 0 was asked), if any.
-    public let tcpAddress: SocketAddress?
+    package let tcpAddress: SocketAddress?
 
     /// Binds the listeners of `configuration` and serves `handler`.
-    public init(
+    package init(
         configuration: PushServiceConfiguration, bearerToken: String?, handler: PushAPIHandler,
         metrics: PushServiceMetrics, logger: Logger
     ) throws {
@@ -90,14 +91,14 @@ public final class PushAPIServer: Sendable {
     }
 
     /// Open API connections now.
-    public var connectionCount: Int { state.open.load(ordering: .relaxed) }
+    package var connectionCount: Int { state.open.load(ordering: .relaxed) }
 
     /// How often the API loop woke up (events, timers, hand-overs): what an idle service keeps at zero.
-    public var loopWakeUps: UInt64 { loop.wakeUps.load(ordering: .relaxed) }
+    package var loopWakeUps: UInt64 { loop.wakeUps.load(ordering: .relaxed) }
 
     /// Stops accepting, closes idle connections, waits (at most `gracePeriod`) for connections with a push in flight
     /// to be answered, then stops the loop and removes the socket file.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+    package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         let fds = listeners.withLock { l in
             defer { l.removeAll() }
             return l
@@ -111,7 +112,7 @@ public final class PushAPIServer: Sendable {
             }
             state.closeIdle()
         }
-        let clock = ContinuousClock()
+        let clock = SystemClock()
         let end = clock.now + gracePeriod
         while state.open.load(ordering: .relaxed) > 0 && clock.now < end {
             try? await Task.sleep(for: .milliseconds(5))

@@ -6,11 +6,11 @@ import RousePushCore
 /// HTTP/1.1 listener and with the same bearer token: for clients that keep one multiplexed connection (the kernel's
 /// budgets apply: connections, streams, buffered bytes, request deadline, rapid-reset guard). Not on the Unix socket:
 /// the kernel's accept path does not expose the peer's credentials, and the Unix socket's peer check is not optional.
-public final class PushH2CServer: Sendable {
+package final class PushH2CServer: Sendable {
     private let server: HTTP2Server
 
     /// Listens on `address` (`127.0.0.1:8090`; port 0 picks one).
-    public init(
+    package init(
         address: String, bearerToken: String, handler: PushAPIHandler, maxBodyBytes: Int, maxConnections: Int,
         metrics: PushServiceMetrics, logger: Logger
     ) throws {
@@ -26,10 +26,10 @@ public final class PushH2CServer: Sendable {
     }
 
     /// The address it listens on (with the real port).
-    public var address: String { "\(server.localAddress)" }
+    package var address: String { "\(server.localAddress)" }
 
     /// Graceful shutdown (GOAWAY, open streams finish within `gracePeriod`).
-    public func shutdown(gracePeriod: Duration) async {
+    package func shutdown(gracePeriod: Duration) async {
         await server.shutdown(gracePeriod: gracePeriod)
     }
 }

@@ -10,7 +10,7 @@ import Synchronization
 /// The push service's core: the apps of the configuration, their warm pools (one per credential and endpoint,
 /// shared by the apps that use the same), the per-app rate limits, the global budget of pushes without an outcome,
 /// and SIGHUP reloads that keep in-flight pushes.
-public final class PushService: Sendable {
+package final class PushService: Sendable {
     struct AppEntry: Sendable {
         let name: String
         let app: PushServiceConfiguration.App
@@ -28,27 +28,27 @@ public final class PushService: Sendable {
     }
 
     /// Why a push was not taken (answered before anything is sent).
-    public struct Refusal: Error, Sendable, Equatable {
+    package struct Refusal: Error, Sendable, Equatable {
         /// 400, 404, 429 or 503.
-        public var status: Int
+        package var status: Int
         /// Why.
-        public var message: String
+        package var message: String
         /// 429: seconds until the app's bucket has room again.
-        public var retryAfter: Int?
+        package var retryAfter: Int?
     }
 
     private let table: Mutex<Table>
     private let pendingCount = Atomic<Int>(0)
     /// Pushes without an outcome that this service took (the budget `limits.maxPendingPushes`).
-    public var pending: Int { pendingCount.load(ordering: .relaxed) }
+    package var pending: Int { pendingCount.load(ordering: .relaxed) }
     /// Metrics.
-    public let metrics: PushServiceMetrics
+    package let metrics: PushServiceMetrics
     private let logger: Logger
     private let clock: any RouseClock = SystemClock()
     private let retiring = Mutex<[Task<Void, Never>]>([])
 
     /// Builds every pool; a credential that cannot be read throws here (the daemon refuses to start).
-    public init(configuration: PushServiceConfiguration, metrics: PushServiceMetrics, logger: Logger)
+    package init(configuration: PushServiceConfiguration, metrics: PushServiceMetrics, logger: Logger)
         throws(PushServiceError)
     {
         self.metrics = metrics
@@ -92,10 +92,10 @@ public final class PushService: Sendable {
     }
 
     /// The configuration in force.
-    public var configuration: PushServiceConfiguration { table.withLock { $0.configuration } }
+    package var configuration: PushServiceConfiguration { table.withLock { $0.configuration } }
 
     /// Pools (credential × endpoint) now.
-    public var poolCount: Int { table.withLock { $0.pools.count } }
+    package var poolCount: Int { table.withLock { $0.pools.count } }
 
     /// Updates the pool gauges (sizes, token mints) before `/metrics` renders them.
     func refreshPoolMetrics() {
@@ -113,7 +113,7 @@ public final class PushService: Sendable {
     /// Replaces the configuration: new apps and pools start, pools that did not change stay warm, retired pools
     /// finish the pushes they took before they close. Nothing accepted is dropped. Throws (and keeps the old
     /// configuration) when the new one is wrong.
-    public func reload(_ configuration: PushServiceConfiguration) throws(PushServiceError) {
+    package func reload(_ configuration: PushServiceConfiguration) throws(PushServiceError) {
         let old = table.withLock { $0.pools }
         let fresh: Table
         do {
@@ -137,7 +137,7 @@ public final class PushService: Sendable {
 
     /// Resolves, admits (rate limit, pending budget) and sends `requests`; `completion` gets one outcome per request,
     /// in order, once all have theirs. A refusal answers the whole call before anything is sent.
-    public func send(
+    package func send(
         _ requests: [PushAPIRequest], completion: @escaping @Sendable ([PushAPIOutcome]) -> Void
     ) -> Refusal? {
         let maxPending = table.withLock { $0.configuration.limits?.maxPendingPushes } ?? 10_000
@@ -216,10 +216,10 @@ public final class PushService: Sendable {
     }
 
     /// Whether app `name` exists now.
-    public func hasApp(_ name: String) -> Bool { table.withLock { $0.apps[name] != nil } }
+    package func hasApp(_ name: String) -> Bool { table.withLock { $0.apps[name] != nil } }
 
     /// Lets every pending push end (bounded by their deadlines) and closes all pools.
-    public func shutdown() async {
+    package func shutdown() async {
         let pools = table.withLock { Array($0.pools.values) }
         for pool in pools { await pool.retire() }
         for task in retiring.withLock({ $0 }) { await task.value }

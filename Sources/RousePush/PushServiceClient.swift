@@ -4,23 +4,23 @@ import RouseSystem
 
 /// A blocking HTTP/1.1 client of rouse-pushd's API over its Unix socket, one keep-alive connection: what `rouse send
 /// --via`, rouse-bench and the tests use.
-public final class PushServiceClient {
+package final class PushServiceClient {
     /// An answer: status, lower-cased headers, body.
-    public struct Response: Sendable {
+    package struct Response: Sendable {
         /// HTTP status.
-        public var status: Int
+        package var status: Int
         /// Headers, names lower-cased.
-        public var headers: [String: String]
+        package var headers: [String: String]
         /// Body.
-        public var body: [UInt8]
+        package var body: [UInt8]
         /// The body as text.
-        public var text: String { String(decoding: body, as: UTF8.self) }
+        package var text: String { String(decoding: body, as: UTF8.self) }
     }
 
     /// What went wrong talking to the service.
-    public struct ClientError: Error, Sendable, CustomStringConvertible {
+    package struct ClientError: Error, Sendable, CustomStringConvertible {
         /// Why.
-        public var description: String
+        package var description: String
     }
 
     private let path: String
@@ -28,7 +28,7 @@ public final class PushServiceClient {
     private var buffer: [UInt8] = []
 
     /// A client of the service listening at `socketPath` (connects on first use).
-    public init(socketPath: String) {
+    package init(socketPath: String) {
         path = socketPath
     }
 
@@ -37,7 +37,7 @@ public final class PushServiceClient {
     }
 
     /// Sends one request and reads its answer; reconnects once if the kept-alive connection was closed meanwhile.
-    public func request(
+    package func request(
         _ method: String, _ target: String, body: [UInt8] = [], headers: [(String, String)] = []
     ) throws -> Response {
         var head = "\(method) \(target) HTTP/1.1\r\nhost: rouse-pushd\r\n"
@@ -114,7 +114,7 @@ public final class PushServiceClient {
     }
 
     /// Sends `requests` as one batch; the outcomes in order, or the service's refusal.
-    public func send(_ requests: [PushAPIRequest]) throws -> Result<[PushAPIOutcome], ClientError> {
+    package func send(_ requests: [PushAPIRequest]) throws -> Result<[PushAPIOutcome], ClientError> {
         let body = "{\"pushes\":[" + requests.map(\.json).joined(separator: ",") + "]}"
         let response = try request("POST", "/v1/batch", body: Array(body.utf8))
         guard response.status == 200 else {

@@ -6,9 +6,9 @@ import Synchronization
 /// rouse-pushd's Prometheus metrics, every label from a closed set: `app` from the configuration's app names, `type`
 /// from the known APNs push types (others count as `other`), `outcome` delivered/rejected/failed, `reason` from the
 /// documented APNs reasons (others: `other`), `limit` from the budgets below.
-public final class PushServiceMetrics: Sendable {
+package final class PushServiceMetrics: Sendable {
     /// The registry `/metrics` renders (the senders' swift-metrics report here too when the daemon bootstraps it).
-    public let registry = PrometheusCollectorRegistry()
+    package let registry = PrometheusCollectorRegistry()
     private let counters = Mutex<[String: Counter]>([:])
     private let histograms = Mutex<[String: DurationHistogram]>([:])
     private let pending: Gauge
@@ -17,13 +17,13 @@ public final class PushServiceMetrics: Sendable {
     private let totals = Mutex<[String: Int]>([:])
 
     /// The budgets counted by `limitHit`.
-    public enum Limit: String, Sendable, CaseIterable {
+    package enum Limit: String, Sendable, CaseIterable {
         case connections, bodySize = "body_size", headerSize = "header_size", pending, rate, batch, peer, auth
         case timeout, parse
     }
 
     /// Metrics with the fixed series registered.
-    public init() {
+    package init() {
         pending = registry.makeGauge(descriptor: Self.descriptor("rouse_pushd_pending_pushes"), labels: [])
         pools = registry.makeGauge(descriptor: Self.descriptor("rouse_pushd_pools"), labels: [])
         connections = registry.makeGauge(descriptor: Self.descriptor("rouse_pushd_api_connections"), labels: [])
@@ -135,8 +135,8 @@ public final class PushServiceMetrics: Sendable {
     private func add(_ key: String, _ n: Int) { totals.withLock { $0[key, default: 0] += n } }
 
     /// Plain totals for tests (`limit/<name>`, `pushes/<outcome>`).
-    public func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
+    package func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
 
     /// The Prometheus text exposition.
-    public func render() -> [UInt8] { registry.emitToBuffer() }
+    package func render() -> [UInt8] { registry.emitToBuffer() }
 }

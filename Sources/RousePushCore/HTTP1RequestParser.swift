@@ -1,24 +1,24 @@
 import Foundation
 
 /// One HTTP/1.1 request as the push API reads it: method, target, the headers it needs, the body.
-public struct HTTP1Request: Sendable, Equatable {
+package struct HTTP1Request: Sendable, Equatable {
     /// `GET`, `POST`, …
-    public var method: String
+    package var method: String
     /// The request target (origin form: `/v1/push`, with any query).
-    public var target: String
+    package var target: String
     /// `HTTP/1.1` or `HTTP/1.0`.
-    public var version: String
+    package var version: String
     /// Header fields in order, names lower-cased.
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The body (`Content-Length` bytes).
-    public var body: [UInt8]
+    package var body: [UInt8]
 
     /// The first value of header `name` (lower case).
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    package func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
     /// Whether the connection stays open after the answer (HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
     /// `Connection: keep-alive`).
-    public var keepAlive: Bool {
+    package var keepAlive: Bool {
         let tokens = (header("connection") ?? "").lowercased().split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)
         }
@@ -26,7 +26,7 @@ public struct HTTP1Request: Sendable, Equatable {
     }
 
     /// A request.
-    public init(
+    package init(
         method: String, target: String, version: String, headers: [(name: String, value: String)], body: [UInt8]
     ) {
         self.method = method
@@ -36,7 +36,7 @@ public struct HTTP1Request: Sendable, Equatable {
         self.body = body
     }
 
-    public static func == (a: HTTP1Request, b: HTTP1Request) -> Bool {
+    package static func == (a: HTTP1Request, b: HTTP1Request) -> Bool {
         a.method == b.method && a.target == b.target && a.version == b.version && a.body == b.body
             && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
     }
@@ -44,14 +44,14 @@ public struct HTTP1Request: Sendable, Equatable {
 
 /// Why a request was refused before it reached a route: the status to answer and a precise message. The connection
 /// is closed after the answer (the parser cannot know where the next request would start).
-public struct HTTP1ParseError: Error, Sendable, Equatable {
+package struct HTTP1ParseError: Error, Sendable, Equatable {
     /// 400, 413, 414, 431, 501 or 505.
-    public var status: Int
+    package var status: Int
     /// What exactly was wrong, for the response body and the log.
-    public var message: String
+    package var message: String
 
     /// An error.
-    public init(status: Int, _ message: String) {
+    package init(status: Int, _ message: String) {
         self.status = status
         self.message = message
     }
@@ -66,24 +66,24 @@ public struct HTTP1ParseError: Error, Sendable, Equatable {
 /// (only inside nodejs); picohttpparser is not packaged. The subset served is small: `Content-Length` bodies only
 /// (no chunked uploads: 501), no obsolete line folding (400), CRLF line ends only (400), at most `maxHeaderBytes` of
 /// request line and headers (431), `maxHeaders` fields (431), `maxTargetBytes` (414), `maxBodyBytes` (413).
-public struct HTTP1RequestParser: Sendable {
+package struct HTTP1RequestParser: Sendable {
     /// Limits.
-    public struct Limits: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// Request line and header block, CRLFs included.
-        public var maxHeaderBytes = 16 * 1024
+        package var maxHeaderBytes = 16 * 1024
         /// Header fields.
-        public var maxHeaders = 64
+        package var maxHeaders = 64
         /// Request target.
-        public var maxTargetBytes = 2048
+        package var maxTargetBytes = 2048
         /// Body.
-        public var maxBodyBytes = 1 << 20
+        package var maxBodyBytes = 1 << 20
 
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     /// What `next` found.
-    public enum Step: Sendable, Equatable {
+    package enum Step: Sendable, Equatable {
         /// Not enough bytes yet.
         case needMore
         /// The headers ask for `100 Continue` before the body (curl does for bodies over 1 KiB): answer it, then
@@ -104,7 +104,7 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     /// Limits in force.
-    public let limits: Limits
+    package let limits: Limits
     private var buffer: [UInt8] = []
     private var head: Head?
     private var continueAnswered = false
@@ -112,23 +112,23 @@ public struct HTTP1RequestParser: Sendable {
     private var scanned = 0
 
     /// A parser with `limits`.
-    public init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
     }
 
     /// Bytes buffered and not yet part of a returned request.
-    public var bufferedCount: Int { buffer.count }
+    package var bufferedCount: Int { buffer.count }
 
     /// Whether part of a request is buffered (for the connection's read deadline).
-    public var inRequest: Bool { head != nil || !buffer.isEmpty }
+    package var inRequest: Bool { head != nil || !buffer.isEmpty }
 
     /// Adds bytes read from the connection.
-    public mutating func append(_ bytes: some Collection<UInt8>) {
+    package mutating func append(_ bytes: some Collection<UInt8>) {
         buffer.append(contentsOf: bytes)
     }
 
     /// The next step: a request once its head and body are complete.
-    public mutating func next() -> Step {
+    package mutating func next() -> Step {
         if head == nil {
             guard let end = headEnd() else {
                 defer { scanned = buffer.count }

@@ -3,36 +3,36 @@ import RouseAPNs
 
 /// A push's outcome as the API answers it: the same fields, names and values as a `rouse send --json` line, so a
 /// script reads either the same way.
-public struct PushAPIOutcome: Sendable, Equatable {
+package struct PushAPIOutcome: Sendable, Equatable {
     /// `delivered`, `rejected` or `failed`.
-    public enum Kind: String, Sendable, Equatable, CaseIterable {
+    package enum Kind: String, Sendable, Equatable, CaseIterable {
         case delivered, rejected, failed
     }
     /// The device token.
-    public var token: String
+    package var token: String
     /// The push's `apns-id` (APNs' answer when delivered).
-    public var apnsID: String?
+    package var apnsID: String?
     /// Which outcome.
-    public var kind: Kind
+    package var kind: Kind
     /// Rejected: the exact APNs reason string.
-    public var reason: String?
+    package var reason: String?
     /// Rejected with 410: APNs' `timestamp` (UNIX ms).
-    public var timestamp: Int64?
+    package var timestamp: Int64?
     /// Rejected by the pre-flight (nothing sent).
-    public var preflight: Bool
+    package var preflight: Bool
     /// Failed: `kind: detail` of the transport error.
-    public var error: String?
+    package var error: String?
     /// Failed: `no` or `unknown`.
-    public var processed: String?
+    package var processed: String?
     /// Requests put on the wire.
-    public var attempts: Int
+    package var attempts: Int
     /// Resends.
-    public var retries: Int
+    package var retries: Int
     /// Submission to outcome, in milliseconds.
-    public var latencyMs: Double
+    package var latencyMs: Double
 
     /// An outcome.
-    public init(
+    package init(
         token: String, apnsID: String?, kind: Kind, reason: String? = nil, timestamp: Int64? = nil,
         preflight: Bool = false, error: String? = nil, processed: String? = nil, attempts: Int, retries: Int,
         latencyMs: Double
@@ -51,7 +51,7 @@ public struct PushAPIOutcome: Sendable, Equatable {
     }
 
     /// One JSON object, byte for byte the shape of `rouse send --json`'s per-push line.
-    public var json: String {
+    package var json: String {
         var s = "{\"token\":" + JSONText.quoted(token)
         if let apnsID { s += ",\"apnsID\":" + JSONText.quoted(apnsID) }
         s += ",\"outcome\":\"\(kind.rawValue)\""
@@ -70,7 +70,7 @@ public struct PushAPIOutcome: Sendable, Equatable {
     }
 
     /// Reads an outcome object (as `json` writes it).
-    public static func parse(_ object: [String: Any]) -> PushAPIOutcome? {
+    package static func parse(_ object: [String: Any]) -> PushAPIOutcome? {
         guard let token = object["token"] as? String, let kindName = object["outcome"] as? String,
             let kind = Kind(rawValue: kindName)
         else { return nil }
@@ -85,7 +85,7 @@ public struct PushAPIOutcome: Sendable, Equatable {
 
     /// The HTTP status of a single-push answer: 200 delivered, 422 rejected, 502 failed (the body tells which and
     /// why in every case), so a client that sees only the status (Kamailio's `http_client`) still knows.
-    public var httpStatus: Int {
+    package var httpStatus: Int {
         switch kind {
         case .delivered: 200
         case .rejected: 422

@@ -4,30 +4,30 @@ import RouseAPNs
 /// One push as the API takes it (`POST /v1/push`, an element of `POST /v1/batch`'s `pushes`), before its app is
 /// resolved. Defaults are `rouse send`'s: VoIP `apns-expiration: 0` and payload `{"aps":{}}`; background priority 5
 /// and payload `{"aps":{"content-available":1}}`.
-public struct PushAPIRequest: Sendable, Equatable {
+package struct PushAPIRequest: Sendable, Equatable {
     /// The app named in the request (or by the path); nil: the app whose topic matches `topic`.
-    public var app: String?
+    package var app: String?
     /// Device token (hex).
-    public var token: String
+    package var token: String
     /// Push type.
-    public var type: APNsPushType
+    package var type: APNsPushType
     /// Bundle ID or full topic; nil: the app's topic.
-    public var topic: String?
+    package var topic: String?
     /// Payload bytes (sent verbatim when given as a string; re-encoded compactly when given as an object).
-    public var payload: [UInt8]?
+    package var payload: [UInt8]?
     /// `apns-priority`.
-    public var priority: Int?
+    package var priority: Int?
     /// `apns-expiration`.
-    public var expiration: Int64?
+    package var expiration: Int64?
     /// `apns-collapse-id`.
-    public var collapseID: String?
+    package var collapseID: String?
     /// `apns-id`.
-    public var apnsID: String?
+    package var apnsID: String?
     /// Deadline in milliseconds (default: the app's).
-    public var deadlineMs: Int?
+    package var deadlineMs: Int?
 
     /// A request.
-    public init(
+    package init(
         app: String? = nil, token: String, type: APNsPushType, topic: String? = nil, payload: [UInt8]? = nil,
         priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
         deadlineMs: Int? = nil
@@ -46,7 +46,7 @@ public struct PushAPIRequest: Sendable, Equatable {
 
     /// The push for an app whose bundle ID is `bundle`: the push type's topic suffix added when missing, the
     /// defaults of `rouse send` applied.
-    public func push(bundle: String) -> APNsPush {
+    package func push(bundle: String) -> APNsPush {
         let base = topic ?? bundle
         let suffix = type.topicSuffix ?? ""
         let fullTopic = base.hasSuffix(suffix) ? base : base + suffix
@@ -73,12 +73,12 @@ public struct PushAPIRequest: Sendable, Equatable {
     ]
 
     /// Parses a `POST /v1/push` body.
-    public static func parse(json body: [UInt8]) throws(PushServiceError) -> PushAPIRequest {
+    package static func parse(json body: [UInt8]) throws(PushServiceError) -> PushAPIRequest {
         try parse(object: try object(body), at: "")
     }
 
     /// Parses a `POST /v1/batch` body: `{"pushes":[…]}` with at most `limit` elements.
-    public static func parseBatch(json body: [UInt8], limit: Int) throws(PushServiceError) -> [PushAPIRequest] {
+    package static func parseBatch(json body: [UInt8], limit: Int) throws(PushServiceError) -> [PushAPIRequest] {
         let top = try object(body)
         for key in top.keys where key != "pushes" { throw .request("unknown field '\(key)'") }
         guard let list = top["pushes"] as? [Any] else { throw .request("'pushes' must be an array of pushes") }
@@ -154,7 +154,7 @@ public struct PushAPIRequest: Sendable, Equatable {
 
 extension PushAPIRequest {
     /// The request as the API takes it (the payload as a string, so its bytes go out verbatim).
-    public var json: String {
+    package var json: String {
         var s = "{\"token\":" + JSONText.quoted(token) + ",\"type\":" + JSONText.quoted(type.rawValue)
         if let app { s += ",\"app\":" + JSONText.quoted(app) }
         if let topic { s += ",\"topic\":" + JSONText.quoted(topic) }

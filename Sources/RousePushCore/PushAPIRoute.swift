@@ -1,5 +1,5 @@
 /// The API's routes. The OpenAPI document (docs/push-api.yaml) lists exactly these; a test checks both ways.
-public enum PushAPIRoute: Sendable, Equatable {
+package enum PushAPIRoute: Sendable, Equatable {
     /// `POST /v1/push`: one push as JSON, answered with its outcome.
     case push
     /// `POST /v1/batch`: `{"pushes":[…]}`, answered with `{"results":[…]}` in the same order.
@@ -13,13 +13,13 @@ public enum PushAPIRoute: Sendable, Equatable {
     case metrics
 
     /// The templates served, with their method, as the OpenAPI document writes them.
-    public static let templates: [(method: String, path: String)] = [
+    package static let templates: [(method: String, path: String)] = [
         ("POST", "/v1/push"), ("POST", "/v1/batch"), ("POST", "/v1/apps/{app}/{type}/{token}"), ("GET", "/health"),
         ("GET", "/metrics"),
     ]
 
     /// What `method target` asks for: a route, or the status to answer (404 unknown path, 405 wrong method).
-    public static func match(method: String, target: String) -> Result<PushAPIRoute, RouteError> {
+    package static func match(method: String, target: String) -> Result<PushAPIRoute, RouteError> {
         var path = Substring(target)
         if let q = path.firstIndex(of: "?") { path = path[..<q] }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
@@ -48,12 +48,12 @@ public enum PushAPIRoute: Sendable, Equatable {
     }
 
     /// A request no route takes.
-    public struct RouteError: Error, Sendable, Equatable {
+    package struct RouteError: Error, Sendable, Equatable {
         /// 404 or 405.
-        public var status: Int
+        package var status: Int
         /// Why.
-        public var message: String
+        package var message: String
         /// For 405: the `Allow` header.
-        public var allow: String?
+        package var allow: String?
     }
 }

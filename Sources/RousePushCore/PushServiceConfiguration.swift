@@ -2,89 +2,89 @@ import Foundation
 
 /// rouse-pushd's configuration file (JSON): where the API listens, who may use it, the budgets, and the apps with
 /// their credentials and endpoints. Apps that share a credential and an endpoint share one pool of connections.
-public struct PushServiceConfiguration: Sendable, Equatable, Codable {
+package struct PushServiceConfiguration: Sendable, Equatable, Codable {
     /// The Unix-socket listener (always on).
-    public struct UnixListener: Sendable, Equatable, Codable {
+    package struct UnixListener: Sendable, Equatable, Codable {
         /// Socket path.
-        public var path: String
+        package var path: String
         /// File mode as an octal string (default `"0660"`).
-        public var mode: String?
+        package var mode: String?
         /// Peer uids allowed (SO_PEERCRED); root is always allowed. Empty with empty `allowGIDs`: only the service's
         /// own uid and root.
-        public var allowUIDs: [UInt32]?
+        package var allowUIDs: [UInt32]?
         /// Peer gids allowed (primary gid or a supplementary group).
-        public var allowGIDs: [UInt32]?
+        package var allowGIDs: [UInt32]?
     }
 
     /// The optional TCP listener: every request carries `Authorization: Bearer <token>`.
-    public struct TCPListener: Sendable, Equatable, Codable {
+    package struct TCPListener: Sendable, Equatable, Codable {
         /// `127.0.0.1:8089`, `[::1]:8089`.
-        public var address: String
+        package var address: String
         /// A file holding the bearer token (one line; at least 32 characters).
-        public var bearerTokenFile: String
+        package var bearerTokenFile: String
         /// Also serve h2c (HTTP/2 with prior knowledge) here, with the same token (`127.0.0.1:8090`).
-        public var h2cAddress: String?
+        package var h2cAddress: String?
     }
 
     /// Budgets; every limit hit is counted in `rouse_pushd_limit_hits_total{limit}`.
-    public struct Limits: Sendable, Equatable, Codable {
+    package struct Limits: Sendable, Equatable, Codable {
         /// Open API connections at most (more are answered 503 and closed).
-        public var maxConnections: Int?
+        package var maxConnections: Int?
         /// Request body bytes at most (413).
-        public var maxBodyBytes: Int?
+        package var maxBodyBytes: Int?
         /// Pushes accepted and without an outcome yet, over all apps (503 beyond).
-        public var maxPendingPushes: Int?
+        package var maxPendingPushes: Int?
         /// Pushes in one batch at most (413).
-        public var maxBatch: Int?
+        package var maxBatch: Int?
         /// Seconds a started request may take to arrive in full (then 408 and close).
-        public var requestTimeoutSeconds: Double?
+        package var requestTimeoutSeconds: Double?
         /// Seconds an idle keep-alive connection stays open.
-        public var idleTimeoutSeconds: Double?
+        package var idleTimeoutSeconds: Double?
     }
 
     /// One app: a topic (bundle ID) with its credential and endpoint.
-    public struct App: Sendable, Equatable, Codable {
+    package struct App: Sendable, Equatable, Codable {
         /// Bundle ID; a push type's suffix (`.voip`) is added per push.
-        public var topic: String
+        package var topic: String
         /// `production`, `sandbox`, or `https://host:port` (a mock, a rouse-gateway).
-        public var endpoint: String
+        package var endpoint: String
         /// CA bundle to verify the endpoint (default: the system store).
-        public var caFile: String?
+        package var caFile: String?
         /// Token auth: the `.p8` file.
-        public var keyFile: String?
+        package var keyFile: String?
         /// Token auth: key ID.
-        public var keyID: String?
+        package var keyID: String?
         /// Token auth: team ID.
-        public var teamID: String?
+        package var teamID: String?
         /// Certificate auth: PEM certificate or PKCS#12 bundle (.p12/.pfx).
-        public var certFile: String?
+        package var certFile: String?
         /// Certificate auth: PEM key (when not in `certFile`).
-        public var certKeyFile: String?
+        package var certKeyFile: String?
         /// PKCS#12 password.
-        public var certPassword: String?
+        package var certPassword: String?
         /// Bulk connections of the pool (VoIP has its own).
-        public var connections: Int?
+        package var connections: Int?
         /// Default deadline of a push, in milliseconds (default 10 000).
-        public var deadlineMs: Int?
+        package var deadlineMs: Int?
         /// Pushes per second allowed for this app (token bucket; absent: unlimited).
-        public var ratePerSecond: Double?
+        package var ratePerSecond: Double?
         /// Bucket size (default: one second's worth).
-        public var burst: Double?
+        package var burst: Double?
         /// Tokens APNs called invalid are appended here (`token<TAB>reason<TAB>timestamp`).
-        public var pruneFile: String?
+        package var pruneFile: String?
     }
 
     /// The Unix-socket API.
-    public var unix: UnixListener
+    package var unix: UnixListener
     /// The TCP API, if any.
-    public var tcp: TCPListener?
+    package var tcp: TCPListener?
     /// Budgets.
-    public var limits: Limits?
+    package var limits: Limits?
     /// Apps by name (the name is what `/v1/apps/<name>/…` and a push's `app` say).
-    public var apps: [String: App]
+    package var apps: [String: App]
 
     /// Parses and checks a configuration; errors name the field.
-    public static func parse(_ data: Data) throws(PushServiceError) -> PushServiceConfiguration {
+    package static func parse(_ data: Data) throws(PushServiceError) -> PushServiceConfiguration {
         let configuration: PushServiceConfiguration
         do {
             configuration = try JSONDecoder().decode(PushServiceConfiguration.self, from: data)
@@ -105,7 +105,7 @@ public struct PushServiceConfiguration: Sendable, Equatable, Codable {
     }
 
     /// Reads and checks the file at `path`.
-    public static func load(path: String) throws(PushServiceError) -> PushServiceConfiguration {
+    package static func load(path: String) throws(PushServiceError) -> PushServiceConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .configuration("cannot read \(path)")
         }
@@ -121,7 +121,7 @@ public struct PushServiceConfiguration: Sendable, Equatable, Codable {
     }
 
     /// The socket file's mode.
-    public var unixMode: UInt32 { unix.mode.flatMap { UInt32($0, radix: 8) } ?? 0o660 }
+    package var unixMode: UInt32 { unix.mode.flatMap { UInt32($0, radix: 8) } ?? 0o660 }
 
     private func check() throws(PushServiceError) {
         guard !unix.path.isEmpty else { throw .configuration("'unix.path' is empty") }
@@ -176,22 +176,22 @@ public struct PushServiceConfiguration: Sendable, Equatable, Codable {
 }
 
 /// Errors of the push service's models.
-public struct PushServiceError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct PushServiceError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable {
         case configuration
         case request
     }
     private let code: Code
     /// What exactly is wrong.
-    public let message: String
+    package let message: String
 
     /// The configuration file is wrong.
-    public static func configuration(_ message: String) -> PushServiceError {
+    package static func configuration(_ message: String) -> PushServiceError {
         .init(code: .configuration, message: message)
     }
     /// An API request body is wrong (answered 400).
-    public static func request(_ message: String) -> PushServiceError { .init(code: .request, message: message) }
+    package static func request(_ message: String) -> PushServiceError { .init(code: .request, message: message) }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

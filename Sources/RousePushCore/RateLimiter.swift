@@ -1,15 +1,15 @@
 /// A token bucket: `rate` pushes per second on average, bursts up to `burst`. A value type driven by the caller's
 /// monotonic time, so tests step it without sleeping.
-public struct RateLimiter: Sendable, Equatable {
+package struct RateLimiter: Sendable, Equatable {
     /// Pushes per second.
-    public let rate: Double
+    package let rate: Double
     /// Bucket size.
-    public let burst: Double
+    package let burst: Double
     private var tokens: Double
     private var last: Duration?
 
     /// A full bucket.
-    public init(rate: Double, burst: Double) {
+    package init(rate: Double, burst: Double) {
         self.rate = rate
         self.burst = max(1, burst)
         tokens = self.burst
@@ -17,7 +17,7 @@ public struct RateLimiter: Sendable, Equatable {
 
     /// Takes `count` tokens at `now` if there are enough; otherwise takes none and returns the wait until there
     /// would be (for `Retry-After`).
-    public mutating func take(_ count: Int, now: Duration) -> Duration? {
+    package mutating func take(_ count: Int, now: Duration) -> Duration? {
         if let last {
             let elapsed = now - last
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -1,5 +1,6 @@
 import Foundation
 import RouseChildProcess
+import RouseClock
 import RouseSystem
 
 /// Real SIP software from Debian on loopback, for the end-to-end test and `rouse-bench sip`: Kamailio as registrar
@@ -105,8 +106,8 @@ package struct SIPLab: Sendable {
             ["-DD", "-E", "-m", "32", "-M", "8", "-Y", directory, "-w", directory, "-f", kamailioConfig],
             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
             stderr: .file(kamailioLog))
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
+        let deadline = SystemClock().now + .seconds(20)
+        while SystemClock().now < deadline {
             if child.isRunning == false { break }
             if (try? await kamcmd(["core.version"]))?.contains("kamailio") == true { return child }
             try await Task.sleep(for: .milliseconds(50))
@@ -213,8 +214,8 @@ package struct SIPLab: Sendable {
     package static func until(
         _ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        let deadline = SystemClock().now + timeout
+        while SystemClock().now < deadline {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(20))
         }
