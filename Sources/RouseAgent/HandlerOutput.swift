@@ -50,7 +50,7 @@ enum HandlerOutput {
         var lines = 0
         var dropped = 0
         func emit(_ bytes: ArraySlice<UInt8>) {
-            if clock.now - windowStart >= window {
+            if windowStart.duration(to: clock.now) >= window {
                 if dropped > 0 {
                     logger.notice("handler output dropped", metadata: ["handler": "\(handler)", "lines": "\(dropped)"])
                 }

@@ -113,7 +113,7 @@ package final class PushAPIServer: Sendable {
             state.closeIdle()
         }
         let clock = SystemClock()
-        let end = clock.now + gracePeriod
+        let end = clock.now.advanced(by: gracePeriod)
         while state.open.load(ordering: .relaxed) > 0 && clock.now < end {
             try? await Task.sleep(for: .milliseconds(5))
             loop.execute { state.closeIdle() }

@@ -106,7 +106,7 @@ package struct SIPLab: Sendable {
             ["-DD", "-E", "-m", "32", "-M", "8", "-Y", directory, "-w", directory, "-f", kamailioConfig],
             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
             stderr: .file(kamailioLog))
-        let deadline = SystemClock().now + .seconds(20)
+        let deadline = SystemClock().now.advanced(by: .seconds(20))
         while SystemClock().now < deadline {
             if child.isRunning == false { break }
             if (try? await kamcmd(["core.version"]))?.contains("kamailio") == true { return child }
@@ -214,7 +214,7 @@ package struct SIPLab: Sendable {
     package static func until(
         _ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool
     ) async throws {
-        let deadline = SystemClock().now + timeout
+        let deadline = SystemClock().now.advanced(by: timeout)
         while SystemClock().now < deadline {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(20))

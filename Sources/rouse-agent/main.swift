@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import RouseDaemon
 import RouseSystem
 
