@@ -121,20 +121,26 @@ struct NodeAttackTests {
             try await cluster.psqlSession([
                 "SET ROLE mallory",
                 "SELECT pg_advisory_lock(1380930899, hashtext('n0')), pg_advisory_lock(7239016430921)",
-                "BEGIN; PREPARE d AS DELETE FROM \(table); PREPARE v AS DELETE FROM schema_version; SELECT pg_sleep(60)",
+                "BEGIN; PREPARE v AS DELETE FROM schema_version; SELECT pg_sleep(60)",
             ])
         }
         defer { squatter.cancel() }
+        let tableSquatter = Task {
+            try await cluster.psqlSession([
+                "SET ROLE mallory", "BEGIN; PREPARE d AS DELETE FROM \(table); SELECT pg_sleep(61)",
+            ])
+        }
+        defer { tableSquatter.cancel() }
         let deadline = ContinuousClock.now + .seconds(10)
         while try await cluster.psql(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)' AND state = 'active'"
-        ).trimmingCharacters(in: .whitespacesAndNewlines) != "1", ContinuousClock.now < deadline {
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(6_)' AND state = 'active'"
+        ).trimmingCharacters(in: .whitespacesAndNewlines) != "2", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
         let held = try await cluster.psql(
             "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_stat_activity a"
-                + " ON a.pid = l.pid WHERE c.relname IN ('\(table)', 'schema_version') AND a.query LIKE '%pg_sleep(60)'"
-        )
+                + " ON a.pid = l.pid WHERE c.relname IN ('\(table)', 'schema_version')"
+                + " AND a.query LIKE '%pg_sleep(6_)'")
         #expect(held.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "the squatter holds both: \(held)")
         let directory = try TemporaryDirectory()
         let restarted = try await GatewayProcess.start(
@@ -152,9 +158,10 @@ struct NodeAttackTests {
         }
         #expect(twinRefusal.contains(#"node id "n0" is in use by another live gateway node"#), "\(twinRefusal)")
         try await cluster.psql(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)'"
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(6_)'"
                 + " AND pid <> pg_backend_pid()")
         _ = try? await squatter.value
+        _ = try? await tableSquatter.value
         #expect(restarted.terminate() == 0, "stderr: \(restarted.stderr)")
         try await nodes.stop()
     }
