@@ -68,7 +68,9 @@ public final class GatewayCore: Sendable {
     private let started = Atomic<Bool>(false)
     /// Owned by the store thread only (read and written inside `runLoop`); the Mutex only satisfies Sendable.
     private let state = Mutex(CoreState())
-    private let channelIDs = Atomic<UInt64>(1)
+    /// The next channel id: from a random start (52 bits: a JSON number keeps it exact), so that the ids of this
+    /// run are not those of an earlier run of the node, which a captured node message (`replaced`) may name.
+    private let channelIDs = Atomic<UInt64>(UInt64.random(in: 1...(1 << 52)))
     /// Messages from other nodes may have been lost, and the channels here have not looked at the store since.
     private let lostNews = Atomic<Bool>(false)
     /// Messages from other nodes not taken by the store thread yet.

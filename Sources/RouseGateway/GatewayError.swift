@@ -42,6 +42,9 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// True when another live node holds this node id.
     public var isNodeInUse: Bool { code == .nodeInUse }
 
+    /// True when the configuration (or what the database holds for it) is at fault.
+    public var isBadConfiguration: Bool { code == .badConfiguration }
+
     /// True when the store was unreachable (nothing was committed, or the outcome of COMMIT is unknown).
     public var isUnavailable: Bool { code == .unavailable }
 

@@ -11,8 +11,9 @@ import Synchronization
 /// the additional data (a message for one node is no message for another). The plaintext starts with a header
 /// line, `sender \t session \t counter \t wall-ms`: the sending node's id, a random number for this run of the
 /// sender, a counter that only grows within the session, and the time it was sealed. The receiver (``Opener``)
-/// refuses a message older or newer than ``windowMilliseconds`` and one whose counter it has seen for its session:
-/// a captured message cannot be played back.
+/// refuses a message older or newer than ``windowMilliseconds``, one sealed before it started (a message for an
+/// earlier run of the node: its `seen` counters are gone with that run), and one whose counter it has seen for its
+/// session: a captured message cannot be played back, not even after the receiving node restarts.
 package final class NodeMessageSeal: Sendable {
     /// What a sealed payload starts with.
     package static let prefix = "s1:"
@@ -58,11 +59,15 @@ package final class NodeMessageSeal: Sendable {
         /// entries older than twice the window are dropped once there are more than `maxSessions`).
         private var seen: [String: (counter: UInt64, at: Int64)] = [:]
         private static let maxSessions = 1024
+        /// Messages sealed earlier are refused: they were for an earlier run of this node.
+        private let notBefore: Int64
 
-        /// An opener for messages to `node`.
-        package init(key: [UInt8], node: String) {
+        /// An opener for messages to `node` sealed at `notBefore` (wall-clock milliseconds: when this run of the
+        /// node started listening) or later.
+        package init(key: [UInt8], node: String, notBefore: Int64 = .min) {
             self.key = SymmetricKey(data: key)
             channel = Array(PostgresNotifications.channel(node).utf8)
+            self.notBefore = notBefore
         }
 
         /// The sender and the message lines of `payload`, or why it is refused.
@@ -91,6 +96,9 @@ package final class NodeMessageSeal: Sendable {
             guard !overflow, age.magnitude <= NodeMessageSeal.windowMilliseconds.magnitude else {
                 return .failure(
                     .init("sealed \(overflow ? "at a time out of range" : "\(age) ms ago"), outside the window"))
+            }
+            guard sentAt >= notBefore else {
+                return .failure(.init("sealed before this node started listening (\(notBefore - sentAt) ms before)"))
             }
             let key = "\(sender)\t\(session)"
             if let last = seen[key], counter <= last.counter { return .failure(.init("replayed (counter \(counter))")) }

@@ -68,20 +68,27 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         return connection
     }
 
-    /// Applies the migrations newer than the database's version, in one transaction under an advisory lock (nodes
-    /// starting together migrate once).
+    /// Applies the migrations newer than the database's version, in one transaction holding `schema_version` in
+    /// `SHARE UPDATE EXCLUSIVE` mode (nodes starting together migrate once). Not an advisory lock: any role may take
+    /// those, and one holding it kept every node from starting; this one needs a privilege on the table, and the
+    /// locks any role can get on it (a `PREPARE` locks before its privilege check) do not conflict with it.
     private static func migrate(_ connection: PostgresConnection, name: String) throws(GatewayError)
         -> GatewaySchema.Migration
     {
+        do {
+            try connection.execute("CREATE TABLE IF NOT EXISTS schema_version(version integer NOT NULL)")
+        } catch {
+            // Nodes starting together on an empty database: one CREATE fails (a unique violation in the catalog),
+            // the table is there.
+            guard !error.isUnavailable else { throw error }
+        }
         try connection.execute("BEGIN")
         do throws(GatewayError) {
-            try connection.execute("SELECT pg_advisory_xact_lock(7239016430921)")
-            let exists = try connection.query("SELECT to_regclass('schema_version') IS NOT NULL").bool(0, 0)
+            try connection.execute("LOCK TABLE schema_version IN SHARE UPDATE EXCLUSIVE MODE")
             var found = 0
-            if exists {
-                found = try connection.query("SELECT coalesce(max(version), 0) FROM schema_version").int(0, 0) ?? 0
+            if let version = try connection.query("SELECT max(version) FROM schema_version").int(0, 0) {
+                found = version
             } else {
-                try connection.execute("CREATE TABLE schema_version(version integer NOT NULL)")
                 try connection.execute("INSERT INTO schema_version VALUES (0)")
             }
             if found > GatewaySchema.version { throw GatewaySchema.tooNew(found, in: name) }

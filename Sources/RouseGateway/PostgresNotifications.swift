@@ -1,3 +1,5 @@
+import Crypto
+import Foundation
 import Logging
 import RouseClock
 import RouseEventLoop
@@ -46,7 +48,9 @@ final class PostgresNotifications: Sendable {
         }
         let listener = NotificationListener(
             loop: self.loop, settings: settings, node: node,
-            opener: NodeMessageSeal.Opener(key: clusterKey, node: node),
+            // What was sealed before this node listened was meant for an earlier run of it (a capture replayed
+            // after a restart): refused.
+            opener: NodeMessageSeal.Opener(key: clusterKey, node: node, notBefore: clock.wallMilliseconds),
             clock: clock, metrics: metrics, logger: logger, deliver: deliver)
         self.listener = listener
         let handover = Handover(first)
@@ -59,18 +63,24 @@ final class PostgresNotifications: Sendable {
     /// listener retries it, as after a loss).
     static func claim(settings: PostgresSettings, node: String) throws(GatewayError) -> Claim {
         let first = Result { () throws(GatewayError) in try NotificationListener.open(settings: settings, node: node) }
-        if case .failure(let error) = first, error.isNodeInUse { throw error }
+        if case .failure(let error) = first, error.isNodeInUse || error.isBadConfiguration { throw error }
         return Claim(result: first)
     }
 
     /// The outcome of ``claim(settings:node:)``, handed to the listener.
     struct Claim {
-        fileprivate let result: Result<PostgresConnection, GatewayError>
+        fileprivate let result: Result<Connections, GatewayError>
+    }
+
+    /// A node's two connections: `lock` holds its id's lock in an open transaction, `listen` its `LISTEN`.
+    struct Connections {
+        let lock: PostgresConnection
+        let listen: PostgresConnection
     }
 
     /// Hands the first connection to the loop's thread, which alone uses it from then on (hence `@unchecked`).
     private final class Handover: @unchecked Sendable {
-        let value: Result<PostgresConnection, GatewayError>?
+        let value: Result<Connections, GatewayError>?
         init(_ claim: Claim?) { value = claim?.result }
     }
 
@@ -104,7 +114,10 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     private let logger: Logger
     private let deliver: @Sendable ([NodeMessage]?) -> Void
     private var connection: PostgresConnection?
+    /// The connection holding the id's lock (its end ends the lock: the listener then reconnects both).
+    private var lock: PostgresConnection?
     private var registered: Int32 = -1
+    private var lockRegistered: Int32 = -1
     private var lost = false
     private var backoffMilliseconds: Int64 = 250
     private var retryTimer: UInt64?
@@ -125,34 +138,71 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
         self.deliver = deliver
     }
 
-    /// The advisory lock a live node holds on its `LISTEN` connection for its id (`pg_try_advisory_lock(int, int)`:
-    /// this constant, and `hashtext` of the id). PostgreSQL frees it when the connection ends, which happens when
-    /// the node stops or dies (its socket closes with the process): a restarted node takes it again at once, a
-    /// second live node with the same id is refused.
-    static let nodeLockClass: Int32 = 0x524F_5553  // "ROUS"
+    /// The table whose lock a live node holds for its id: `gateway_node_lock_` and 32 hex digits of the id's
+    /// SHA-256 (any id fits PostgreSQL's 63-byte names), made by the gateway's role on first use and granted to no
+    /// other role.
+    static func lockTable(_ node: String) -> String {
+        "gateway_node_lock_"
+            + SHA256.hash(data: Array(node.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
 
-    /// A connection listening on `node`'s channel and holding its id's lock; `GatewayError.isNodeInUse` when a
-    /// live node holds it.
-    static func open(settings: PostgresSettings, node: String) throws(GatewayError) -> PostgresConnection {
-        let fresh = try PostgresConnection(settings: settings)
-        let locked = try fresh.query(
-            "SELECT pg_try_advisory_lock($1, hashtext($2))", [.init(Int(nodeLockClass)), .init(node)]
+    /// Connections that listen on `node`'s channel and hold its id's lock; `GatewayError.isNodeInUse` when a live
+    /// node holds it.
+    ///
+    /// The lock is `SHARE UPDATE EXCLUSIVE` on ``lockTable(_:)``, taken `NOWAIT` in a transaction kept open on a
+    /// connection of its own (notifications reach a connection only between transactions, so not the `LISTEN`
+    /// one). Only a role with `UPDATE`, `DELETE` or `TRUNCATE` on the table (its owner, the gateway's role) may
+    /// take it, and the locks another role can get on a table it may not use (`AccessShare`, `RowExclusive`: a
+    /// `PREPARE` locks before the privilege check) do not conflict with it. Before, a `pg_advisory_lock` on the id,
+    /// which any role may take, kept the node from starting or from listening again. The transaction has no
+    /// transaction id and, idle, no snapshot: it holds back no vacuum. PostgreSQL frees the lock when the connection
+    /// ends, as when the node stops or dies: a restarted node takes it again at once.
+    static func open(settings: PostgresSettings, node: String) throws(GatewayError) -> PostgresNotifications.Connections
+    {
+        let table = lockTable(node)
+        let lock = try PostgresConnection(settings: settings)
+        do {
+            try lock.execute("CREATE TABLE IF NOT EXISTS \(table)(); REVOKE ALL ON \(table) FROM PUBLIC")
+        } catch {
+            // Two nodes creating it at once: one fails (a unique violation in the catalog), the table is there.
+            guard !error.isUnavailable else { throw error }
+        }
+        let owned = try lock.query(
+            """
+            SELECT c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+            FROM pg_class c WHERE c.oid = to_regclass($1)
+            """, [.init(table)]
         ).bool(0, 0)
-        guard locked == true else { throw GatewayError.nodeInUse(node) }
-        try fresh.execute("LISTEN \"\(PostgresNotifications.channel(node))\"")
-        return fresh
+        guard owned == true else {
+            throw GatewayError.badConfiguration(
+                "postgres: table \(table) (the lock of node id \"\(node)\") is missing or owned by another role: "
+                    + "drop it, the gateway's role makes it")
+        }
+        try lock.execute("BEGIN")
+        do {
+            try lock.execute("LOCK TABLE \(table) IN SHARE UPDATE EXCLUSIVE MODE NOWAIT")
+        } catch {
+            // 55P03 lock_not_available: a live node holds it.
+            guard !error.isUnavailable, error.detail.contains("SQLSTATE 55P03") else { throw error }
+            throw GatewayError.nodeInUse(node)
+        }
+        let listen = try PostgresConnection(settings: settings)
+        try listen.execute("LISTEN \"\(PostgresNotifications.channel(node))\"")
+        return PostgresNotifications.Connections(lock: lock, listen: listen)
     }
 
     /// Connects and listens (with `first`, the outcome of a connection already tried); on failure, tries again
     /// after the backoff.
-    func connect(first: Result<PostgresConnection, GatewayError>? = nil) {
+    func connect(first: Result<PostgresNotifications.Connections, GatewayError>? = nil) {
         guard !closed, connection == nil else { return }
         do {
             let fresh = try first?.get() ?? Self.open(settings: settings, node: node)
-            let socket = fresh.socket
-            try loop.register(socket, events: EventLoop.readable, handler: self)
-            connection = fresh
-            registered = socket
+            lock = fresh.lock
+            connection = fresh.listen
+            try loop.register(fresh.lock.socket, events: EventLoop.readable, handler: self)
+            lockRegistered = fresh.lock.socket
+            try loop.register(fresh.listen.socket, events: EventLoop.readable, handler: self)
+            registered = fresh.listen.socket
             backoffMilliseconds = 250
             if lost {
                 lost = false
@@ -162,6 +212,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
             // What arrived with the LISTEN's answer is already buffered: the socket will not signal it again.
             readNotifications()
         } catch {
+            drop()
             if (error as? GatewayError)?.isNodeInUse == true {
                 // PostgreSQL came back, and another node with this id took the lock meanwhile.
                 logger.error(
@@ -181,8 +232,11 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     func handleEvents(_ events: UInt32) { readNotifications() }
 
     private func readNotifications() {
-        guard let live = connection else { return }
+        guard let live = connection, let lock else { return }
         do throws(GatewayError) {
+            // The lock's connection sends nothing unless it ends (the server stopped, or a role with the right
+            // terminated it): then the lock is gone, and both are made again.
+            _ = try lock.notifications()
             var messages: [NodeMessage] = []
             for payload in try live.notifications() {
                 // Anyone who may connect to the database may NOTIFY here: only what the cluster key sealed counts.
@@ -223,6 +277,11 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
         }
         registered = -1
         connection = nil
+        if lockRegistered >= 0 {
+            if lock?.socket == lockRegistered { loop.unregister(lockRegistered) } else { loop.forget(lockRegistered) }
+        }
+        lockRegistered = -1
+        lock = nil
     }
 
     /// No more connecting or reading.

@@ -94,6 +94,122 @@ struct NodeAttackTests {
         try await nodes.stop()
     }
 
+    @Test("another role holding the old advisory locks (node id, migration), or what locks it can get: node restarts")
+    func lockSquatter() async throws {
+        let nodes = try await GatewayNodes.start(count: 1)
+        let cluster = nodes.cluster
+        try await cluster.psql("CREATE ROLE mallory")
+        let table = try await cluster.psql(
+            "SELECT relname FROM pg_class WHERE relname LIKE 'gateway_node_lock_%'"
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(table.hasPrefix("gateway_node_lock_"), "\(table)")
+        // The id's lock is out of another role's reach.
+        var refusal = ""
+        do {
+            try await cluster.psqlSession([
+                "SET ROLE mallory", "BEGIN; LOCK TABLE \(table) IN SHARE UPDATE EXCLUSIVE MODE NOWAIT",
+            ])
+        } catch {
+            refusal = "\(error)"
+        }
+        #expect(refusal.contains("permission denied"), "\(refusal)")
+        nodes[0].kill()
+        // Any role may take an advisory lock; a PREPARE locks the table before its privilege check. Before: the
+        // advisory lock on the id made the node refuse to start ("in use"), forever; the one on migrations made
+        // every node wait at start.
+        let squatter = Task {
+            try await cluster.psqlSession([
+                "SET ROLE mallory",
+                "SELECT pg_advisory_lock(1380930899, hashtext('n0')), pg_advisory_lock(7239016430921)",
+                "BEGIN; PREPARE v AS DELETE FROM schema_version; SELECT pg_sleep(60)",
+            ])
+        }
+        defer { squatter.cancel() }
+        let tableSquatter = Task {
+            try await cluster.psqlSession([
+                "SET ROLE mallory", "BEGIN; PREPARE d AS DELETE FROM \(table); SELECT pg_sleep(61)",
+            ])
+        }
+        defer { tableSquatter.cancel() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await cluster.psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(6_)' AND state = 'active'"
+        ).trimmingCharacters(in: .whitespacesAndNewlines) != "2", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let held = try await cluster.psql(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_stat_activity a"
+                + " ON a.pid = l.pid WHERE c.relname IN ('\(table)', 'schema_version')"
+                + " AND a.query LIKE '%pg_sleep(6_)'")
+        #expect(held.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "the squatter holds both: \(held)")
+        let directory = try TemporaryDirectory()
+        let restarted = try await GatewayProcess.start(
+            directory: directory, database: cluster.url(), node: "n0", timeout: .seconds(20))
+        defer { restarted.kill() }
+        #expect(restarted.process.isRunning)
+        // A twin is still refused.
+        var twinRefusal = ""
+        do {
+            let twin = try await GatewayProcess.start(
+                directory: try TemporaryDirectory(), database: cluster.url(), node: "n0", timeout: .seconds(20))
+            twin.kill()
+        } catch {
+            twinRefusal = "\(error)"
+        }
+        #expect(twinRefusal.contains(#"node id "n0" is in use by another live gateway node"#), "\(twinRefusal)")
+        try await cluster.psql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(6_)'"
+                + " AND pid <> pg_backend_pid()")
+        _ = try? await squatter.value
+        _ = try? await tableSquatter.value
+        #expect(restarted.terminate() == 0, "stderr: \(restarted.stderr)")
+        try await nodes.stop()
+    }
+
+    @Test("a node message captured by a role that LISTENs and replayed after the node restarted: refused")
+    func replayAfterRestart() async throws {
+        let nodes = try await GatewayNodes.start(count: 2)
+        let device = try await nodes.enroll(on: 0)
+        let token = try await device.token(topic: GatewayFixture.bundleID)
+        let channel = try await device.channel()
+        #expect(try await channel.next()["type"] == "hello")
+        let cluster = nodes.cluster
+        let overheard = Task {
+            try await cluster.psqlSession(["LISTEN rouse_node_n0", "SELECT pg_sleep(4)", "SELECT 1"])
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await cluster.psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(4)'"
+        ).trimmingCharacters(in: .whitespacesAndNewlines) != "1", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let provider = try await Provider.connect(port: nodes[1].providerPort)
+        #expect(await provider.push(token: token, payload: #"{"n":1}"#).status == 200)
+        #expect(try Harness.number(await channel.nextPush()) == 1)
+        provider.close()
+        channel.close()
+        let text = try await overheard.value
+        let captured = text.split(separator: "\"").map(String.init).filter { $0.hasPrefix("s1:") }
+        #expect(!captured.isEmpty, "\(text)")
+        // Node 0 restarts (its seen counters went with it); the captures are played back well within 60 s.
+        nodes[0].kill()
+        let restarted = try await GatewayProcess.start(
+            directory: try TemporaryDirectory(), database: cluster.url(), node: "n0", timeout: .seconds(20))
+        defer { restarted.kill() }
+        for payload in captured { try await cluster.psql("SELECT pg_notify('rouse_node_n0', '\(payload)')") }
+        let forged = limitHits("nodes", "forged-message")
+        let refusedBy = ContinuousClock.now + .seconds(10)
+        while try await adminMetric(port: restarted.adminPort, forged) < captured.count,
+            ContinuousClock.now < refusedBy
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        // Before: opened and taken (a `replaced` or `revoked` could end a channel of the new run).
+        #expect(try await adminMetric(port: restarted.adminPort, forged) == captured.count)
+        #expect(restarted.terminate() == 0, "stderr: \(restarted.stderr)")
+        try await nodes.stop()
+    }
+
     @Test("a password in the database URL (a password= parameter) is in no log line or error of the gateway")
     func passwordNotLogged() async throws {
         let nodes = try await GatewayNodes.start(count: 1)

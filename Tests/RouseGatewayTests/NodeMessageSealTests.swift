@@ -60,4 +60,16 @@ struct NodeMessageSealTests {
             try opener.open(try seal.seal("r\td", to: "n0", now: Self.now - window), now: Self.now).get().lines
                 == "r\td")
     }
+
+    @Test("a message sealed before the opener's start (for an earlier run of the node) is refused, even in the window")
+    func refusedFromEarlierRun() throws {
+        let seal = NodeMessageSeal(key: Self.key)
+        seal.setSender("n1")
+        let captured = try seal.seal("c\t3\tdevice-1", to: "n0", now: Self.now - 5)
+        // The node restarted at `now`: a fresh opener has seen nothing.
+        var opener = NodeMessageSeal.Opener(key: Self.key, node: "n0", notBefore: Self.now)
+        #expect(throws: NodeMessageSeal.OpenError.self) { try opener.open(captured, now: Self.now + 10).get() }
+        let fresh = try seal.seal("c\t3\tdevice-1", to: "n0", now: Self.now)
+        #expect(try opener.open(fresh, now: Self.now + 10).get().lines == "c\t3\tdevice-1")
+    }
 }
