@@ -16,10 +16,13 @@ enum TOMLSubset {
     static func parse(_ text: String, file: String) throws(AgentError) -> [String: Value] {
         var result: [String: Value] = [:]
         var table = ""
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines are cut on bytes: on Characters, "\r\n" is one and a CRLF file was a single line, its later keys
+        // silently ignored (the scanner stops at "\r").
+        let lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        for (index, rawLine) in lines.enumerated() {
             let lineNumber = index + 1
             func fail(_ message: String) -> AgentError { .configuration("\(file):\(lineNumber): \(message)") }
-            var scanner = Scanner(Array(rawLine.utf8))
+            var scanner = Scanner(Array(rawLine))
             scanner.skipSpaces()
             if scanner.atEndOrComment { continue }
             if scanner.peek == UInt8(ascii: "[") {
