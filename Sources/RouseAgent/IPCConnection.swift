@@ -41,6 +41,8 @@ final class IPCConnection: Sendable {
     let inbound: AsyncStream<Inbound>
     private let continuation: AsyncStream<Inbound>.Continuation
     private let writeLock = Mutex(false)  // true once closed
+    /// Set by ``close()``: the reader reads nothing more (frames and descriptors still buffered are not taken).
+    private let stopping = Mutex(false)
     private let meter: IPCMeter
     /// Frames yielded and not yet handled, descriptors its peer passed that are yielded and not yet handled or wait to
     /// be closed, and whether the reader waits for room.
@@ -129,6 +131,7 @@ final class IPCConnection: Sendable {
             defer { for fd in descriptors { Sys.close(fd) } }
             while true {
                 self.waitForCloses()
+                if self.stopping.withLock({ $0 }) { break }
                 guard let read = try? Sys.receiveWithDescriptors(self.fd) else { break }
                 descriptors += read.descriptors
                 guard !read.bytes.isEmpty else { break }
@@ -212,8 +215,10 @@ final class IPCConnection: Sendable {
         send(.error(.init(code: code, detail: detail)), requestID: requestID)
     }
 
-    /// Shuts the socket down; the reader then ends and closes it. Idempotent.
+    /// Shuts the socket down and stops the reader taking more (what is still buffered is not read); the reader then
+    /// ends and closes it. Idempotent.
     func close() {
+        stopping.withLock { $0 = true }
         writeLock.withLock { closed in
             if !closed { Sys.shutdownBoth(fd) }
         }
