@@ -62,9 +62,10 @@ extension Agent {
             }
             return false
         case .messageWithDescriptor(let frame, let descriptor):
+            defer { connection.descriptorReleased() }  // held by the reader; a close queued holds it again
             guard let name = ipc.handler(of: connection) else {
                 // Never closed here: a peer's descriptor can make close block (SO_LINGER, FUSE).
-                blocking.closePeerDescriptor(descriptor)
+                closePeerDescriptor(descriptor, from: connection)
                 handleUnregistered(connection, frame)
                 return true
             }
@@ -86,6 +87,19 @@ extension Agent {
                 handleUnregistered(connection, frame)
             }
             return true
+        }
+    }
+
+    /// Closes a descriptor `connection`'s peer passed off the executor, on its budget: its reader stops while
+    /// ``IPCConnection/pendingDescriptors`` of its descriptors wait (to be handled or closed), and it is closed
+    /// (`closeQueueFull`) when the agent's close queue is over its limit.
+    func closePeerDescriptor(_ descriptor: Int32, from connection: IPCConnection) {
+        connection.descriptorHeld()
+        guard blocking.closePeerDescriptor(descriptor, done: { connection.descriptorReleased() }) else {
+            ipc.meter.count(\.closeQueueFull)
+            logger.warning("descriptor close queue full: connection closed", metadata: ["conn-id": "\(connection.id)"])
+            connection.close()
+            return
         }
     }
 

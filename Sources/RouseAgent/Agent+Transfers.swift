@@ -82,7 +82,7 @@ extension Agent {
                 copyUpload(name, connection, frame, request, descriptor: descriptor)
                 return false
             }
-            blocking.closePeerDescriptor(descriptor)
+            closePeerDescriptor(descriptor, from: connection)
         }
         transferRequest(name, connection, frame, copied: nil)
         return true
@@ -140,8 +140,9 @@ extension Agent {
         saveTransfers()
     }
 
-    /// An upload's body from the descriptor a handler passed, copied into the spool on a thread of ``copies`` (a
-    /// 1 GiB file, or one on a mount that never answers, holds that thread, never the agent), then added.
+    /// An upload's body from the descriptor a handler passed, copied into the spool on the handler's thread of
+    /// ``copies`` (a 1 GiB file, or one on a mount that never answers, holds that thread, never the agent nor another
+    /// handler's uploads), then added.
     private func copyUpload(
         _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>,
         _ request: AgentRequest.AddTransfer, descriptor: Int32
@@ -150,7 +151,7 @@ extension Agent {
         let path = "\(directory)/incoming-\(transfers.makeToken())"
         let account = account(name)
         let limit = min(configuration.transferLimits.uploadBytes, account.limit)
-        let (copies, blocking) = (copies, blocking)
+        let (copies, blocking) = (copies.pool(for: name), blocking)
         Task {
             let copied = await copies.run { () -> Result<Int64, TransferRefusal> in
                 defer { blocking.closeNow(descriptor) }

@@ -90,7 +90,7 @@ extension Agent {
             .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .unknown:
             connection.sendError("unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }
-        if let descriptor { blocking.closePeerDescriptor(descriptor) }
+        if let descriptor { closePeerDescriptor(descriptor, from: connection) }
     }
 
     private func addVoIPSocket(_ name: String, _ connection: IPCConnection, descriptor: Int32?, requestID: Int?) {
@@ -105,7 +105,7 @@ extension Agent {
         let type: Int32
         switch Sys.checkWatchedSocket(fd) {
         case .refused(let why):
-            blocking.closePeerDescriptor(fd)
+            closePeerDescriptor(fd, from: connection)
             voipSockets.refusedDescriptor()
             logger.notice("VoIP socket refused", metadata: metadata.merging(["reason": "\(why)"]) { $1 })
             connection.sendError("badDescriptor", "addVoIPSocket: \(why)", requestID: requestID)
@@ -114,14 +114,14 @@ extension Agent {
             type = socketType
         }
         guard startSocketWatcher() else {
-            blocking.closePeerDescriptor(fd)
+            closePeerDescriptor(fd, from: connection)
             connection.sendError("internal", "addVoIPSocket: no epoll set could be made", requestID: requestID)
             return
         }
         let holder = handlers.process(of: name)?.pid ?? connection.peer?.pid
         switch voipSockets.add(name, fd: fd, type: type, holder: holder) {
         case .failure(let refusal):
-            blocking.closePeerDescriptor(fd)
+            closePeerDescriptor(fd, from: connection)
             let limits = configuration.voipSocketLimits
             let detail =
                 refusal == .handlerFull
@@ -155,9 +155,10 @@ extension Agent {
     /// again, tells it what happened to them meanwhile (one `voipSocketChanged` per kind). Called after every step of
     /// its rules.
     func syncVoIPWatch(_ name: String) {
-        let lifecycle = handlers.machine(of: name)?.lifecycle ?? .notRunning
+        let machine = handlers.machine(of: name)
+        let lifecycle = machine?.lifecycle ?? .notRunning
         if VoIPSocketBook.watches(lifecycle) {
-            voipSockets.watch(name, true)
+            voipSockets.watch(name, machine?.socketBackoffUntil == nil)  // unarmed during a backoff after a strike
             return
         }
         voipSockets.watch(name, false)
@@ -177,7 +178,9 @@ extension Agent {
         voipSockets.reported(token)
         let name = socket.handler
         let metadata: Logger.Metadata = ["handler": "\(name)", "socket-id": "\(socket.id)"]
-        let watching = VoIPSocketBook.watches(handlers.machine(of: name)?.lifecycle ?? .notRunning)
+        let machine = handlers.machine(of: name)
+        let watching =
+            VoIPSocketBook.watches(machine?.lifecycle ?? .notRunning) && machine?.socketBackoffUntil == nil
         switch Sys.watchedSocketState(socket.fd, type: socket.type, events: events) {
         case .idle:
             if watching { voipSockets.set(token, armed: true) }

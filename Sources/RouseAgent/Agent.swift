@@ -55,9 +55,9 @@ public actor Agent: Service {
     let keepAlives: KeepAlives
     /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
     let blocking = BlockingWork()
-    /// Upload copies from descriptors handlers passed, off the executor (a pool of their own: copies never delay
-    /// closes).
-    let copies = BlockingWork(threads: 2)
+    /// Upload copies from descriptors handlers passed, off the executor (pools of their own, one thread per handler:
+    /// copies never delay closes nor another handler's copies).
+    let copies = UploadCopies()
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).

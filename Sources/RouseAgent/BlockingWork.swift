@@ -18,56 +18,76 @@ final class BlockingWork: Sendable {
         var closed = 0
         /// Uploads copied (or refused) from a peer's descriptor.
         var copies = 0
+        /// Closes waiting for a thread (part of ``queued``).
+        var closesQueued = 0
     }
 
     private struct State {
-        var queue: [@Sendable () -> Void] = []
+        var queue: [(job: @Sendable () -> Void, close: Bool)] = []
         var threads = 0
         var counters = Counters()
     }
 
     /// Most threads at once.
     let threads: Int
+    /// Most closes waiting for a thread: a close asked for beyond it is still queued (the descriptor must be
+    /// closed), but ``closePeerDescriptor(_:done:)`` says so and the caller stops the peer that asked.
+    let closeQueueLimit: Int
+    private let closeJob: @Sendable (Int32) -> Void
     private let state = Mutex(State())
 
-    init(threads: Int = 4) { self.threads = threads }
+    /// `close`: how a descriptor is closed (a test makes it block, as a FUSE file's flush that never answers).
+    init(threads: Int = 4, closeQueueLimit: Int = 64, close: @escaping @Sendable (Int32) -> Void = { Sys.close($0) }) {
+        self.threads = threads
+        self.closeQueueLimit = closeQueueLimit
+        self.closeJob = close
+    }
 
     /// The counters now.
     var counters: Counters { state.withLock { $0.counters } }
 
     /// Closes a descriptor a peer passed: its `SO_LINGER` reset first (a socket then closes at once, its unsent
-    /// bytes left to the kernel), then closed on a thread of this pool.
-    func closePeerDescriptor(_ fd: Int32) {
-        submit { self.closeNow(fd) }
+    /// bytes left to the kernel), then closed on a thread of this pool; `done` runs once it is closed. False when
+    /// more than ``closeQueueLimit`` closes were waiting (this one is queued all the same).
+    @discardableResult
+    func closePeerDescriptor(_ fd: Int32, done: (@Sendable () -> Void)? = nil) -> Bool {
+        submit(close: true) {
+            self.closeNow(fd)
+            done?()
+        }
     }
 
     /// Closes a peer's descriptor on the calling thread (one of this pool's), `SO_LINGER` reset first.
     func closeNow(_ fd: Int32) {
         try? Sys.setLinger(fd, onOff: 0, seconds: 0)  // ENOTSOCK for anything but a socket: nothing to reset
-        Sys.close(fd)
+        closeJob(fd)
         state.withLock { $0.counters.closed += 1 }
     }
 
     /// Runs `body` on a thread of this pool; its result when it ends.
     func run<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
         await withCheckedContinuation { continuation in
-            submit { continuation.resume(returning: body()) }
+            submit(close: false) { continuation.resume(returning: body()) }
         }
     }
 
     /// Counts one upload copy.
     func countCopy() { state.withLock { $0.counters.copies += 1 } }
 
-    private func submit(_ job: @escaping @Sendable () -> Void) {
-        let spawn = state.withLock { state in
-            state.queue.append(job)
+    /// Queues `job` (a close when `close`); false when closes were over their limit.
+    @discardableResult
+    private func submit(close: Bool, _ job: @escaping @Sendable () -> Void) -> Bool {
+        let (spawn, withinLimit) = state.withLock { state in
+            let within = !close || state.counters.closesQueued < closeQueueLimit
+            state.queue.append((job, close))
             state.counters.queued += 1
-            guard state.threads < threads else { return false }
+            if close { state.counters.closesQueued += 1 }
+            guard state.threads < threads else { return (false, within) }
             state.threads += 1
-            return true
+            return (true, within)
         }
-        guard spawn else { return }
-        Sys.detachedThread(name: "rouse-agent-blocking") { self.drain() }
+        if spawn { Sys.detachedThread(name: "rouse-agent-blocking") { self.drain() } }
+        return withinLimit
     }
 
     private func drain() {
@@ -79,7 +99,9 @@ final class BlockingWork: Sendable {
                 }
                 state.counters.queued -= 1
                 state.counters.running += 1
-                return state.queue.removeFirst()
+                let next = state.queue.removeFirst()
+                if next.close { state.counters.closesQueued -= 1 }
+                return next.job
             }
             guard let job else { return }
             job()

@@ -41,14 +41,20 @@ final class IPCConnection: Sendable {
     let inbound: AsyncStream<Inbound>
     private let continuation: AsyncStream<Inbound>.Continuation
     private let writeLock = Mutex(false)  // true once closed
+    /// Set by ``close()``: the reader reads nothing more (frames and descriptors still buffered are not taken).
+    private let stopping = Mutex(false)
     private let meter: IPCMeter
-    /// Frames yielded and not yet handled, and whether the reader waits for room.
-    private let queued = Mutex((frames: 0, waiting: false))
+    /// Frames yielded and not yet handled, descriptors its peer passed that are yielded and not yet handled or wait to
+    /// be closed, and whether the reader waits for room.
+    private let queued = Mutex((frames: 0, descriptors: 0, waiting: false))
     /// Signalled when the reader may go on.
     private let room = DispatchSemaphore(value: 0)
 
     /// Most frames the reader queues for the agent before it stops reading.
     static let inboundFrames = 16
+    /// Most descriptors this peer passed that the agent has not handled yet or that wait to be closed (a close can
+    /// block for as long as the peer wants: a FUSE file whose flush never answers) before the reader stops reading.
+    static let pendingDescriptors = 2
 
     init(id: Int, fd: Int32, peer: Peer?, launchedFor: String?, meter: IPCMeter) {
         self.id = id
@@ -67,6 +73,34 @@ final class IPCConnection: Sendable {
             return queued.waiting
         }
         if wake { room.signal() }
+    }
+
+    /// One more descriptor of this peer's is on the connection's budget: yielded to the agent (counted by the
+    /// reader) or queued to be closed.
+    func descriptorHeld() { queued.withLock { $0.descriptors += 1 } }
+
+    /// A descriptor of ``descriptorHeld()`` is off the budget (handled, kept, or closed): the reader may read again.
+    func descriptorReleased() {
+        let wake = queued.withLock { queued in
+            queued.descriptors -= 1
+            defer { queued.waiting = false }
+            return queued.waiting
+        }
+        if wake { room.signal() }
+    }
+
+    /// Waits, on the reader thread, while ``pendingDescriptors`` of this peer's descriptors are held.
+    private func waitForCloses() {
+        while true {
+            let full = queued.withLock { queued in
+                guard queued.descriptors >= Self.pendingDescriptors else { return false }
+                queued.waiting = true
+                return true
+            }
+            guard full else { return }
+            meter.count(\.closesPending)
+            room.wait()
+        }
     }
 
     /// Yields a frame once the queue has room (waits, on the reader thread, while it has none).
@@ -96,6 +130,8 @@ final class IPCConnection: Sendable {
             var descriptors: [Int32] = []
             defer { for fd in descriptors { Sys.close(fd) } }
             while true {
+                self.waitForCloses()
+                if self.stopping.withLock({ $0 }) { break }
                 guard let read = try? Sys.receiveWithDescriptors(self.fd) else { break }
                 descriptors += read.descriptors
                 guard !read.bytes.isEmpty else { break }
@@ -103,6 +139,7 @@ final class IPCConnection: Sendable {
                 do throws(FrameError) {
                     while let frame = try decoder.next() {
                         if frame.message.carriesDescriptor, !descriptors.isEmpty {
+                            self.descriptorHeld()  // released by the agent once handled
                             self.yieldFrame(.messageWithDescriptor(frame, descriptors.removeFirst()))
                         } else {
                             self.yieldFrame(.message(frame))
@@ -176,8 +213,10 @@ final class IPCConnection: Sendable {
         send(.error(.init(code: code, detail: detail)), requestID: requestID)
     }
 
-    /// Shuts the socket down; the reader then ends and closes it. Idempotent.
+    /// Shuts the socket down and stops the reader taking more (what is still buffered is not read); the reader then
+    /// ends and closes it. Idempotent.
     func close() {
+        stopping.withLock { $0 = true }
         writeLock.withLock { closed in
             if !closed { Sys.shutdownBoth(fd) }
         }

@@ -18,6 +18,11 @@ public struct IPCCounters: Codable, Sendable, Equatable {
     public var outboundFull = 0
     /// Descriptors passed by peers, closed off the agent's executor.
     public var peerDescriptorsClosed = 0
+    /// Times a connection's reader stopped reading because descriptors its peer passed wait to be handled or closed
+    /// (``IPCConnection/pendingDescriptors``; a close can block as long as the peer wants).
+    public var closesPending = 0
+    /// Connections closed because the agent's queue of descriptor closes was over its limit when they passed one.
+    public var closeQueueFull = 0
     /// Descriptors that came without an `addTransfer` claiming them (closed by the connection's reader).
     public var strayDescriptors = 0
     /// Blocking jobs (descriptor closes, upload copies) waiting for a thread of their own.

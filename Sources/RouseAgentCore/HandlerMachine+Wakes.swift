@@ -116,6 +116,21 @@ extension HandlerMachine {
         return reason
     }
 
+    /// At exit: socket wakes it was launched for or owed an answer are a strike (as at the launch or report
+    /// deadline; VoIP launches stop at the limit), and its sockets, whose data is likely still unread, stay unarmed
+    /// for ``HandlerRules/socketWakeBackoff``.
+    mutating func wakesUnansweredAtExit(now: Duration, into actions: inout [HandlerAction]) {
+        guard !wakesWaiting.isEmpty || !owedWakes.isEmpty else { return }
+        strikes.removeAll { now - $0 > rules.strikeWindow }
+        strikes.append(now)
+        socketBackoffUntil = now + rules.socketWakeBackoff
+        actions.append(.log("exited with socket wakes unanswered: strike", ["strikes": "\(strikes.count)"]))
+        if strikes.count >= rules.strikeLimit && !voipBlocked {
+            voipBlocked = true
+            actions.append(.log("VoIP launches stopped until registered again", ["strikes": "\(strikes.count)"]))
+        }
+    }
+
     /// The keep-alive budget ended: the handler is suspended at once when nothing else keeps it awake.
     mutating func endKeepAliveIfDue(now: Duration, into actions: inout [HandlerAction]) {
         guard let keepAlive, keepAlive.deadline <= now else { return }

@@ -126,6 +126,8 @@ public struct HandlerMachine: Sendable {
     public internal(set) var owedWakes: [String: Duration] = [:]
     /// Socket wakes waiting for the launched handler to register.
     public internal(set) var wakesWaiting: [String] = []
+    /// Its watched sockets stay unarmed until then: it exited with socket wakes unanswered (HandlerMachine+Wakes).
+    public internal(set) var socketBackoffUntil: Duration?
     /// The keep-alive under way: its id and the end of its budget.
     public internal(set) var keepAlive: (id: String, deadline: Duration)?
     /// Pushes waiting for the launched handler to register.
@@ -353,6 +355,7 @@ public struct HandlerMachine: Sendable {
         // Pushes it owed an answer for are consumed: acknowledged so the gateway does not send them again.
         for id in owedReports.keys.sorted() { actions.append(.ack(pushID: id)) }
         for id in openBackground.keys.sorted() { actions.append(.ack(pushID: id)) }
+        wakesUnansweredAtExit(now: now, into: &actions)
         owedReports = [:]
         openBackground = [:]
         openTransferSessions = [:]
@@ -416,6 +419,10 @@ public struct HandlerMachine: Sendable {
         var actions: [HandlerAction] = []
         strikes.removeAll { now - $0 > rules.strikeWindow }
         var killReason: String?
+        if let until = socketBackoffUntil, until <= now {
+            socketBackoffUntil = nil
+            actions.append(.log("socket wake backoff ended: sockets watched again", [:]))
+        }
         for (id, deadline) in owedReports.sorted(by: { $0.key < $1.key }) where deadline <= now {
             owedReports.removeValue(forKey: id)
             strikes.append(now)
@@ -465,6 +472,11 @@ public struct HandlerMachine: Sendable {
                 strikes.append(now)
                 if strikes.count >= rules.strikeLimit { voipBlocked = true }
             }
+            if !wakesWaiting.isEmpty {
+                // Struck here: its exit after the kill is no second strike, but its sockets wait the backoff.
+                wakesWaiting = []
+                socketBackoffUntil = now + rules.socketWakeBackoff
+            }
             actions.append(.log("handler did not register in time", ["strikes": "\(strikes.count)"]))
             killReason = killReason ?? "did not register within the launch deadline"
             launchedAt = nil
@@ -503,6 +515,7 @@ public struct HandlerMachine: Sendable {
         if lifecycle == .background, canSuspend, let idle = idleSince { candidates.append(idle + rules.suspendAfter) }
         if lifecycle == .launching, let at = launchedAt { candidates.append(at + rules.launchDeadline) }
         if let first = strikes.first { candidates.append(first + rules.strikeWindow) }
+        if let socketBackoffUntil { candidates.append(socketBackoffUntil) }
         return candidates.min()
     }
 

@@ -28,6 +28,9 @@ public struct HandlerRules: Sendable, Equatable, Codable {
     /// Budget of a keep-alive wake (`setKeepAlive`; iOS gives its keep-alive handler about 10 s), after which the
     /// handler is suspended again.
     public var keepAliveBudget: Duration = .seconds(10)
+    /// A handler that exits with socket wakes unanswered (a strike) has its watched sockets left unarmed this long,
+    /// so unread data on them cannot relaunch it in a tight loop.
+    public var socketWakeBackoff: Duration = .seconds(5)
 
     /// The defaults.
     public init() {}

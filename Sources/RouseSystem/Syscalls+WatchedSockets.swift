@@ -59,8 +59,11 @@ extension Sys {
         }
         if peeked > 0 { return .data }
         if peeked == 0 {
-            // A stream's end of file; a datagram socket reads 0 for an empty datagram, which is data.
-            return type == Int32(SOCK_STREAM.rawValue) ? .closed : .data
+            // A stream's end of file; a datagram socket reads 0 for an empty datagram, which is data. A seqpacket
+            // socket reads 0 for an empty record too, but also once its peer closed: closed when hung up.
+            if type == Int32(SOCK_STREAM.rawValue) { return .closed }
+            let hungUp = events & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0
+            return type != Int32(SOCK_DGRAM.rawValue) && hungUp ? .closed : .data
         }
         let code = Glibc.errno
         if code != EAGAIN && code != EWOULDBLOCK {

@@ -82,6 +82,49 @@ struct HandlerWakeRulesTests {
         #expect(machine.strikeCount == 1)
     }
 
+    /// A handler that dies at once (or cannot be launched) while a wake waits for it: each exit is a strike and
+    /// leaves its sockets unarmed for the backoff, so unread data relaunches it at most `strikeLimit` times.
+    @Test func anExitBeforeRegisteringWithAWakeWaitingIsAStrikeAndABackoff() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        var now = Duration.zero
+        var launches = 0
+        while let actions = machine.socketWake(id: "wake-\(launches)", now: now) {
+            #expect(actions == [.launch(reason: "voipSocket")])
+            launches += 1
+            _ = machine.exited(now: now)  // launchFailed, or dead before registering
+            #expect(machine.strikeCount == launches)
+            #expect(machine.socketBackoffUntil == now + Self.s(5))
+            #expect(machine.nextDeadline(now: now) == now + Self.s(5))
+            _ = machine.tick(now: now + Self.s(4.9))
+            #expect(machine.socketBackoffUntil != nil)
+            now += Self.s(5)
+            let ended = machine.tick(now: now)
+            #expect(machine.socketBackoffUntil == nil)
+            #expect(!ended.isEmpty)  // the agent re-arms the sockets when it applies these
+            if launches > 10 { break }
+        }
+        #expect(launches == 3)
+        #expect(machine.voipBlocked)
+    }
+
+    @Test func anExitOwingAWakeIsAStrikeButALaunchDeadlineStrikeIsNotStruckAgainAtExit() {
+        var machine = HandlerMachine(rules: HandlerRules())
+        _ = machine.socketWake(id: "wake-1", now: .zero)
+        machine.launched(now: .zero)
+        _ = machine.tick(now: Self.s(10))
+        _ = machine.exited(now: Self.s(10))
+        #expect(machine.strikeCount == 1)
+        #expect(machine.socketBackoffUntil == Self.s(15))
+        _ = machine.tick(now: Self.s(15))
+        _ = machine.socketWake(id: "wake-2", now: Self.s(20))
+        machine.launched(now: Self.s(20))
+        _ = machine.registered(now: Self.s(21))
+        #expect(machine.owedWakes["wake-2"] != nil)
+        _ = machine.exited(now: Self.s(22))
+        #expect(machine.strikeCount == 2)
+        #expect(machine.socketBackoffUntil == Self.s(27))
+    }
+
     @Test func inACallOrInTheForegroundNoReportIsOwed() {
         var machine = Self.suspended()
         _ = machine.setState(.active, now: Self.s(2))

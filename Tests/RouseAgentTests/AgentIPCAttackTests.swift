@@ -205,4 +205,121 @@ struct AgentIPCAttackTests {
         let after = residentKiB()
         #expect(after - before < 64 * 1024, "resident \(before) KiB → \(after) KiB")
     }
+
+    /// A FUSE file system (served by the test, as root) whose `FLUSH` is never answered: every `close()` of its file
+    /// blocks until the server dies, whatever `SO_LINGER` says. The server prints `mounted` once its file `f` exists.
+    static let neverFlushingFUSE = """
+        import ctypes, os, struct, sys
+        mnt = sys.argv[1]
+        dev = os.open("/dev/fuse", os.O_RDWR)
+        libc = ctypes.CDLL(None, use_errno=True)
+        opts = f"fd={dev},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
+        if libc.mount(b"rousefuse", mnt.encode(), b"fuse.rousefuse", 2 | 4, opts) != 0:
+            print("mount failed:", os.strerror(ctypes.get_errno()), flush=True)
+            sys.exit(1)
+        print("mounted", flush=True)
+        def attr(ino, mode):
+            return struct.pack("<QQQQQQIIIIIIIIII", ino, 0, 0, 0, 0, 0, 0, 0, 0, mode, 1, 0, 0, 0, 4096, 0)
+        def reply(unique, error=0, body=b""):
+            os.write(dev, struct.pack("<IiQ", 16 + len(body), -error, unique) + body)
+        while True:
+            data = os.read(dev, 1 << 20)
+            length, opcode, unique, nodeid = struct.unpack_from("<IIQQ", data)
+            if opcode == 26:  # INIT
+                major, minor, readahead = struct.unpack_from("<III", data, 40)
+                reply(unique, 0, struct.pack("<IIIIHHIIHHI", 7, min(minor, 31), readahead, 0, 16, 12, 65536, 1, 16, 0, 0)
+                      + bytes(28))
+            elif opcode == 1:  # LOOKUP
+                reply(unique, 0, struct.pack("<QQQQII", 2, 0, 3600, 3600, 0, 0) + attr(2, 0o100666))
+            elif opcode == 3:  # GETATTR
+                reply(unique, 0, struct.pack("<QII", 3600, 0, 0) + attr(nodeid, 0o40755 if nodeid == 1 else 0o100666))
+            elif opcode == 14:  # OPEN
+                reply(unique, 0, struct.pack("<QII", 1, 0, 0))
+            elif opcode in (25, 2, 42, 36):  # FLUSH: never answered; FORGET, BATCH_FORGET, INTERRUPT: no answer
+                pass
+            elif opcode == 18:  # RELEASE
+                reply(unique)
+            else:
+                reply(unique, 38)  # ENOSYS
+        """
+
+    /// The close-queue exhaustion: an unregistered peer (`nobody`, 8 connections) passes the same file of a FUSE
+    /// mount that never answers `FLUSH` with `addTransfer` frames as fast as it can. Each close blocks (all four
+    /// close threads are soon held), so every descriptor the agent takes stays open: each connection's reader stops
+    /// while 2 of its descriptors wait (`ipc.closesPending`), the agent's open descriptors (`/proc/PID/fd`) stay
+    /// bounded, and status answers.
+    @Test(.timeLimit(.minutes(2)))
+    func descriptorsWhoseCloseNeverEndsAreBoundedPerConnection() async throws {
+        let target = try await Target()
+        defer { Task { await target.stop() } }
+        guard access("/dev/fuse", R_OK | W_OK) == 0 else { throw FixtureError("needs /dev/fuse (errno \(errno))") }
+        let mountpoint = target.directory + "/fuse"
+        try #require(mkdir(mountpoint, 0o755) == 0)
+        let server = try ChildProcess.start(Self.python, ["-c", Self.neverFlushingFUSE, mountpoint], stdout: .lines)
+        var attacker: RunningChild?
+        defer {
+            server.kill()  // first: the connection is aborted and every blocked close returns
+            umount2(mountpoint, Int32(MNT_DETACH))
+            attacker?.kill()
+        }
+        let mounted = await server.lines.first(timeout: .seconds(20)) { _ in true }
+        try #require(mounted == "mounted", "FUSE server: \(mounted ?? "no output")")
+        let pid = target.agent.process.processIdentifier
+        @Sendable func openDescriptors() -> Int {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count ?? -1
+        }
+        let before = openDescriptors()
+        let script = """
+            import json, os, socket, struct, sys, time
+            fd = os.open(sys.argv[2] + "/f", os.O_RDONLY)
+            body = json.dumps({"type": "addTransfer", "v": 1, "kind": "upload", "url": "https://192.0.2.1/x",
+                               "descriptor": True, "session": "s"}).encode()
+            frame = struct.pack(">I", len(body)) + body
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", fd))]
+            connections = []
+            for _ in range(8):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                s.setblocking(False)
+                connections.append([s, b""])
+            print("started", flush=True)
+            sent = 0
+            end = time.time() + 6
+            while time.time() < end:
+                moved = False
+                for c in connections:
+                    try:
+                        while c[0].recv(65536):  # the answers (notRegistered), read so the agent can write
+                            pass
+                    except (BlockingIOError, OSError):
+                        pass
+                    try:
+                        if c[1]:
+                            c[1] = c[1][c[0].send(c[1]):]
+                        else:
+                            c[1] = frame[c[0].sendmsg([frame], rights):]
+                            sent += 1
+                        moved = True
+                    except (BlockingIOError, OSError):
+                        pass
+                if not moved:
+                    time.sleep(0.005)
+            print("flooded", sent, flush=True)
+            time.sleep(3600)
+            """
+        let (child, first) = try await Self.attack(script, [target.socket, mountpoint])
+        attacker = child
+        #expect(first == "started")
+        let flooded = await child.lines.first(timeout: .seconds(30)) { $0.hasPrefix("flooded") }
+        let sent = Int(flooded?.split(separator: " ").last ?? "") ?? 0
+        let status = try await target.statusCommand()
+        #expect(status.status == 0, "rouse agent status during the attack: exit \(status.status)")
+        let ipc = try await AgentNetworkTests.status(socket: target.socket).ipc
+        let after = openDescriptors()
+        // Per connection: its socket, its peer's pidfd and at most 3 passed descriptors held; status connections.
+        #expect(after - before <= 8 * 5 + 8, "open descriptors \(before) → \(after) after \(sent) frames sent")
+        #expect((ipc?.closesPending ?? 0) >= 1, "\(String(describing: ipc))")
+        #expect((ipc?.blockingRunning ?? 0) >= 1, "no close blocked: \(String(describing: ipc))")
+        #expect(sent > 8 * 5 + 8, "the attacker sent only \(sent) frames")
+    }
 }
