@@ -91,8 +91,9 @@ library=$(dpkg -L rouse-agent | grep '/librouse-handler\.so\.0$' || true)
     fail "librouse-handler.so.0, its header or its pkg-config file is missing"
 ldd "$library" >/tmp/ldd.out 2>&1 || fail "ldd $library: $(cat /tmp/ldd.out)"
 grep -q "not found" /tmp/ldd.out && fail "$library: $(grep "not found" /tmp/ldd.out)"
-grep -q -- "-Wl,-rpath,$(dirname "$library")" "$(dpkg -L rouse-agent | grep '/rouse-handler\.pc$')" ||
-    fail "rouse-handler.pc does not give the library's run path"
+pc=$(dpkg -L rouse-agent | grep '/rouse-handler\.pc$')
+grep -qx "libdir=$(dirname "$library")" "$pc" && grep -q -- '-Wl,-rpath,${libdir}' "$pc" ||
+    fail "rouse-handler.pc does not give the library's run path: $(cat "$pc")"
 [ -f /usr/share/rouse/python/rouse_handler.py ] || fail "rouse_handler.py is missing"
 [ -f /usr/share/doc/rouse-agent/handler-protocol.md ] && [ -f /usr/share/doc/rouse-agent/softphone.md ] &&
     [ -f /usr/share/doc/rouse-agent/examples/sip/kamailio-rouse-push.cfg ] ||
