@@ -300,30 +300,41 @@ final class ProviderKeyCache: Sendable {
         self.clock = clock
     }
 
-    /// The active keys as of at most a second ago. Read from the store on the caller's thread (a provider loop)
-    /// while the store answers; once a read failed (PostgreSQL away: a reconnect blocks in libpq for up to the
-    /// connect timeout), the last keys are used and the store is read again on a thread of its own, at most once a
-    /// second, until it answers: a database outage no longer stalls the provider loop on every request.
+    /// The active keys as of at most a second ago. The first read (at start, before any key is known) runs on the
+    /// caller's thread. After it, a read runs on a thread of its own and the caller (a provider loop) waits for it
+    /// at most `freshWait`: a store that answers gives fresh keys (a revocation counts at once), a store that does not
+    /// (PostgreSQL away: a reconnect blocks in libpq for up to its connect timeout) costs the loop that wait once,
+    /// after which the last keys are used, and read again off the loop at most once a second, until it answers.
     func registry() -> APNsKeyRegistry {
         let now = clock.now
-        let (hit, failing) = cached.withLock { c -> (APNsKeyRegistry?, Bool) in
-            guard let loadedAt = c.loadedAt, loadedAt.duration(to: now) < .seconds(1) else { return (nil, c.failing) }
-            return (c.registry, c.failing)
+        let (hit, known, failing) = cached.withLock { c -> (APNsKeyRegistry?, Bool, Bool) in
+            guard let loadedAt = c.loadedAt, loadedAt.duration(to: now) < .seconds(1) else {
+                return (nil, c.loadedAt != nil, c.failing)
+            }
+            return (c.registry, true, c.failing)
         }
         if let hit { return hit }
-        if failing {
-            refreshOffLoop()
-            return cached.withLock { $0.registry }
+        guard known else { return load(now: now) ?? cached.withLock { $0.registry } }
+        if let done = refreshOffLoop(), !failing {
+            _ = done.wait(timeout: .now() + Self.freshWait)
         }
-        return load(now: now) ?? cached.withLock { $0.registry }
+        return cached.withLock { $0.registry }
     }
 
-    private func refreshOffLoop() {
-        guard !refreshing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    /// How long a provider loop waits for a key read that the store is slow to answer.
+    static let freshWait = DispatchTimeInterval.milliseconds(100)
+
+    /// Starts a read of the keys on a thread of its own unless one is under way; signals the semaphore it returns
+    /// when the read ended.
+    private func refreshOffLoop() -> DispatchSemaphore? {
+        guard !refreshing.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
+        let done = DispatchSemaphore(value: 0)
         Sys.detachedThread(name: "rouse-gateway-keys") { [self] in
             _ = load(now: clock.now)
             refreshing.store(false, ordering: .releasing)
+            done.signal()
         }
+        return done
     }
 
     /// Reads the keys; `nil` (and the cache marked failing, for a second) when the store does not answer.
