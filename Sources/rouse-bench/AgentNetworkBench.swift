@@ -19,19 +19,10 @@ enum AgentNetworkBench {
     static func startGateway(
         on address: String, directory: String, certs: String, database: String, name: String
     ) async throws -> (RunningChild, String) {
-        try Data("subjectAltName=IP:\(address)\n".utf8).write(to: URL(fileURLWithPath: directory + "/gw.ext"))
-        try tool(
-            "/usr/bin/openssl",
-            ["req", "-new", "-key", certs + "/server.key", "-subj", "/CN=bench", "-out", directory + "/gw.csr"])
-        try tool(
-            "/usr/bin/openssl",
-            [
-                "x509", "-req", "-in", directory + "/gw.csr", "-CA", certs + "/ca.pem", "-CAkey", certs + "/ca.key",
-                "-set_serial", "7", "-days", "1", "-extfile", directory + "/gw.ext", "-out", directory + "/gw.pem",
-            ])
+        let certificate = try GatewayBench.serverCertificate(for: [address], directory: directory, certs: certs)
         let config = """
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
-             "device": {"listen": "\(address):0", "certificate": "\(directory)/gw.pem", "privateKey": "\(certs)/server.key"},
+             "device": {"listen": "\(address):0", "certificate": "\(certificate)", "privateKey": "\(certs)/server.key"},
              "database": "\(database)",
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": ["*"]}],

@@ -435,6 +435,23 @@ enum GatewayBench {
         return path
     }
 
+    /// A server certificate for `addresses` (IP subject alternative names) from the test CA, written to
+    /// `directory/gw.pem`, for the key `certs/server.key`; returns its path.
+    static func serverCertificate(for addresses: [String], directory: String, certs: String) throws -> String {
+        let names = addresses.map { "IP:\($0)" }.joined(separator: ",")
+        try Data("subjectAltName=\(names)\n".utf8).write(to: URL(fileURLWithPath: directory + "/gw.ext"))
+        try AgentNetworkBench.tool(
+            "/usr/bin/openssl",
+            ["req", "-new", "-key", certs + "/server.key", "-subj", "/CN=bench", "-out", directory + "/gw.csr"])
+        try AgentNetworkBench.tool(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", directory + "/gw.csr", "-CA", certs + "/ca.pem", "-CAkey", certs + "/ca.key",
+                "-set_serial", "7", "-days", "1", "-extfile", directory + "/gw.ext", "-out", directory + "/gw.pem",
+            ])
+        return directory + "/gw.pem"
+    }
+
     static func machine() -> String {
         let cpu =
             ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? "").split(separator: "\n")

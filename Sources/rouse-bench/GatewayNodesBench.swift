@@ -297,7 +297,10 @@ struct BenchPostgres {
     let port: Int
     let version: String
 
-    static func start(in directory: String) async throws -> BenchPostgres {
+    /// `listen`: the addresses it listens on; `trust`: a network (CIDR) whose clients it lets in besides loopback.
+    static func start(in directory: String, listen: [String] = ["127.0.0.1"], trust: String? = nil) async throws
+        -> BenchPostgres
+    {
         let root = "/usr/lib/postgresql"
         let majors = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap { Int($0) }
         guard let major = majors.max() else {
@@ -309,12 +312,19 @@ struct BenchPostgres {
         _ = try await ChildProcess.run("/bin/chown", ["-R", owner, directory])
         let data = directory + "/data"
         try await runAs(owner, bin + "/initdb", ["-D", data, "-U", "rouse", "--auth=trust", "-E", "UTF8"])
+        if let trust {
+            let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/pg_hba.conf"))
+            try hba.seekToEnd()
+            try hba.write(contentsOf: Data("host all all \(trust) trust\n".utf8))
+            try hba.close()
+        }
         let port = Int.random(in: 20_000..<60_000)
         try await runAs(
             owner, bin + "/pg_ctl",
             [
                 "-D", data, "-l", directory + "/server.log", "-w", "-o",
-                "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=''", "start",
+                "-p \(port) -c listen_addresses=\(listen.joined(separator: ",")) -c unix_socket_directories=''",
+                "start",
             ])
         let version = (try? await ChildProcess.run(bin + "/postgres", ["--version"]).stdout) ?? ""
         return BenchPostgres(
@@ -361,11 +371,21 @@ struct BenchPostgres {
         return total
     }
 
+    /// Restarts the server: `immediate` as a crash (no checkpoint; recovery at start), else a fast shutdown.
+    func restart(immediate: Bool) {
+        let owner = getpwnam("postgres") != nil ? "postgres" : "nobody"
+        let process = try? ChildProcess.start(
+            "/usr/sbin/runuser",
+            ["-u", owner, "--", bin + "/pg_ctl", "-D", data, "-m", immediate ? "immediate" : "fast", "-w", "restart"],
+            stdout: .discard, stderr: .inherit)
+        process?.waitUntilExit()
+    }
+
     func stop() {
         let owner = getpwnam("postgres") != nil ? "postgres" : "nobody"
         let process = try? ChildProcess.start(
             "/usr/sbin/runuser", ["-u", owner, "--", bin + "/pg_ctl", "-D", data, "-m", "fast", "-w", "stop"],
-            stdout: .inherit, stderr: .inherit)
+            stdout: .discard, stderr: .inherit)
         process?.waitUntilExit()
     }
 }

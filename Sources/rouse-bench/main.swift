@@ -16,9 +16,11 @@ import Foundation
 //   rouse-bench transfers [--mib N] [--rounds N] [--json]  a download through the agent vs curl, same server
 //     [--link-drop] [--discretionary-idle SECONDS]  (root) resume after a 2 s link drop; idle with 100 queued tasks
 //   rouse-bench sip [--calls N] [--rounds N] [--json]  INVITE → 200 OK: awake baresip vs woken by a push (Kamailio)
+//   rouse-bench chaos [--seconds N] [--json]        (root) 3 gateway nodes under kills, PostgreSQL restarts and
+//                     link drops: pushes lost, delivered twice
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
-    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|push-service|transfers|sip [options] (--help lists them)"
+    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|push-service|transfers|sip|chaos [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -41,6 +43,8 @@ do {
         try await TransferBench.run(arguments: Array(arguments.dropFirst()))
     case "sip":
         try await SIPBench.run(arguments: Array(arguments.dropFirst()))
+    case "chaos":
+        try await ChaosBench.run(arguments: Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(2)
