@@ -104,7 +104,7 @@ actor ChaosCluster {
                  "database": "postgresql://rouse@\(link.outsideAddress):\(databasePort)/chaos",
                  "node": "n\(index)",
                  "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
-                           "topics": ["com.example.rouse"]}],
+                           "topics": ["*"]}],
                  "limits": {"heartbeatSeconds": 2}}
                 """
             let path = directory + "/node\(index).json"
@@ -225,15 +225,18 @@ struct ChaosFaults {
         case postgresCrashed = "postgres-crashed"
         case postgresRestarted = "postgres-restarted"
         case linkDropped = "link-dropped"
+        case agentKilled = "agent-killed"
     }
 
     let cluster: ChaosCluster
     let postgres: BenchPostgres
+    let agents: ChaosAgents
     let interval: Int
     var random: SplitMix64
 
-    init(cluster: ChaosCluster, postgres: BenchPostgres, interval: Int, seed: UInt64) {
+    init(cluster: ChaosCluster, postgres: BenchPostgres, agents: ChaosAgents, interval: Int, seed: UInt64) {
         self.cluster = cluster
+        self.agents = agents
         self.postgres = postgres
         self.interval = interval
         self.random = SplitMix64(seed: seed)
@@ -259,6 +262,11 @@ struct ChaosFaults {
                 do { try await cluster.startNode(node) } catch { progress.say("\(error)") }
             case .postgresCrashed, .postgresRestarted:
                 postgres.restart(immediate: kind == .postgresCrashed)
+            case .agentKilled:
+                let agent = Int.random(in: 0..<(await agents.count), using: &random)
+                await agents.killAgent(agent)
+                try? await Task.sleep(for: outage)
+                do { try await agents.startAgent(agent) } catch { progress.say("\(error)") }
             case .linkDropped:
                 let network = await cluster.link(node)
                 network.setDown()

@@ -9,7 +9,13 @@ import RouseWire
 actor ChaosLedger {
     struct Result {
         var accepted = 0
+        /// Of them, pushes for the agents' handlers.
+        var agentAccepted = 0
         var received = 0
+        /// Pushes a handler logged.
+        var handed = 0
+        /// Pushes a handler logged more than once.
+        var handedTwice = 0
         var lost = 0
         var twice = 0
         var refused = 0
@@ -21,7 +27,9 @@ actor ChaosLedger {
         var channels = 0
         var latencies: [Double] = []
 
-        var clean: Bool { lost == 0 && twice == 0 && notProcessedDelivered == 0 && refusedButDelivered == 0 }
+        var clean: Bool {
+            lost == 0 && twice == 0 && handedTwice == 0 && notProcessedDelivered == 0 && refusedButDelivered == 0
+        }
     }
 
     enum Outcome {
@@ -43,6 +51,9 @@ actor ChaosLedger {
     /// (device, delivery id) pairs whose acknowledgement the gateway answered 200.
     private var acknowledged: Set<String> = []
     private var receivedAfterAck = 0
+    /// The pushes for the agents' handlers, and how many times a handler logged each.
+    private var agentPushes: Set<Int> = []
+    private var handed: [Int: Int] = [:]
     private var redelivered = 0
     private var channels = 0
     private var latencies: [Double] = []
@@ -60,6 +71,16 @@ actor ChaosLedger {
 
     func channelOpened() { channels += 1 }
 
+    func agentPush(_ n: Int) { agentPushes.insert(n) }
+
+    /// The handlers' logs as last read (push number → times logged).
+    func absorb(handed counts: [Int: Int]) { handed = counts }
+
+    private func arrived(_ n: Int) -> Bool { agentPushes.contains(n) ? handed[n] != nil : deliveries[n] != nil }
+
+    /// Whether every push answered 200 has arrived.
+    func drained() -> Bool { accepted.allSatisfy { arrived($0) } }
+
     func received(device: Int, id: String, n: Int) {
         let key = "\(device)/\(id)"
         if acknowledged.contains(key) { receivedAfterAck += 1 }
@@ -75,29 +96,22 @@ actor ChaosLedger {
         for id in ids { acknowledged.insert("\(device)/\(id)") }
     }
 
-    func progress() -> (accepted: Int, received: Int) { (accepted.count, deliveries.count) }
-
-    /// Waits until every push answered 200 has arrived, at most `timeout`.
-    func waitForDrain(timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if accepted.allSatisfy({ deliveries[$0] != nil }) { return true }
-            try? await Task.sleep(for: .milliseconds(200))
-        }
-        return accepted.allSatisfy { deliveries[$0] != nil }
-    }
+    func progress() -> (accepted: Int, received: Int) { (accepted.count, deliveries.count + handed.count) }
 
     func result() -> Result {
         var result = Result()
         result.accepted = accepted.count
-        result.received = deliveries.count
-        result.lost = accepted.filter { deliveries[$0] == nil }.count
+        result.agentAccepted = accepted.intersection(agentPushes).count
+        result.received = deliveries.count + handed.count
+        result.handed = handed.count
+        result.lost = accepted.filter { !arrived($0) }.count
         result.twice = deliveries.values.filter { $0.count > 1 }.count + receivedAfterAck
+        result.handedTwice = handed.values.filter { $0 > 1 }.count
         result.refused = refused.count
-        result.refusedButDelivered = refused.filter { deliveries[$0] != nil }.count
+        result.refusedButDelivered = refused.filter { arrived($0) }.count
         result.unknown = unknown.count
-        result.unknownDelivered = unknown.filter { deliveries[$0] != nil }.count
-        result.notProcessedDelivered = notProcessed.filter { deliveries[$0] != nil }.count
+        result.unknownDelivered = unknown.filter { arrived($0) }.count
+        result.notProcessedDelivered = notProcessed.filter { arrived($0) }.count
         result.redelivered = redelivered
         result.channels = channels
         result.latencies = latencies
@@ -192,25 +206,29 @@ struct ChaosDevice {
     }
 }
 
-/// The provider: `rate` pushes a second, push n to device n mod devices, each through a node picked at random
+/// The provider: `rate` pushes a second, shared in turn by the devices (alert pushes) and the agents' handlers (VoIP
+/// pushes, once their token is known), each through a node picked at random
 /// among those the benchmark knows to be running (a provider behind a load balancer), each with 4 s to be
 /// answered (then its connection is given up: an unknown outcome), at most 64 at once.
 struct ChaosProvider {
     let cluster: ChaosCluster
     let ledger: ChaosLedger
     let tokens: [String]
+    let agents: ChaosAgents
     /// A provider token issued at the given UNIX second.
     let sign: @Sendable (Int64) -> String?
     let rate: Int
     var random: SplitMix64
 
     init(
-        cluster: ChaosCluster, ledger: ChaosLedger, tokens: [String], sign: @escaping @Sendable (Int64) -> String?,
+        cluster: ChaosCluster, ledger: ChaosLedger, tokens: [String], agents: ChaosAgents,
+        sign: @escaping @Sendable (Int64) -> String?,
         rate: Int, seed: UInt64
     ) {
         self.cluster = cluster
         self.ledger = ledger
         self.tokens = tokens
+        self.agents = agents
         self.sign = sign
         self.rate = rate
         self.random = SplitMix64(seed: seed)
@@ -222,6 +240,7 @@ struct ChaosProvider {
         let inFlight = InFlight()
         var jwt = (issued: Int64(0), token: "")
         var n = 0
+        let agentCount = await agents.count
         await withTaskGroup(of: Void.self) { group in
             while next < end {
                 try? await Task.sleep(until: next)
@@ -239,19 +258,36 @@ struct ChaosProvider {
                 }
                 let push = n
                 n += 1
-                let token = tokens[push % tokens.count]
+                let slot = push % (tokens.count + agentCount)
+                let target: Target
+                if slot < tokens.count {
+                    target = Target(token: tokens[slot], topic: "com.example.rouse", type: "alert")
+                } else if let token = await agents.token(slot - tokens.count) {
+                    target = Target(token: token, topic: ChaosAgents.topic(slot - tokens.count) + ".voip", type: "voip")
+                    await ledger.agentPush(push)
+                } else {
+                    inFlight.leave()
+                    continue
+                }
                 let bearer = jwt.token
                 let cluster = self.cluster
                 let ledger = self.ledger
                 group.addTask {
-                    await Self.send(push, token: token, jwt: bearer, node: node, cluster: cluster, ledger: ledger)
+                    await Self.send(push, to: target, jwt: bearer, node: node, cluster: cluster, ledger: ledger)
                     inFlight.leave()
                 }
             }
         }
     }
 
-    static func send(_ n: Int, token: String, jwt: String, node: Int, cluster: ChaosCluster, ledger: ChaosLedger)
+    /// Where a push goes.
+    struct Target: Sendable {
+        let token: String
+        let topic: String
+        let type: String
+    }
+
+    static func send(_ n: Int, to target: Target, jwt: String, node: Int, cluster: ChaosCluster, ledger: ChaosLedger)
         async
     {
         await ledger.sent(n)
@@ -260,10 +296,10 @@ struct ChaosProvider {
             return
         }
         let request = HTTP2ClientRequest(
-            path: "/3/device/\(token)", authority: "gateway",
+            path: "/3/device/\(target.token)", authority: "gateway",
             headers: [
                 HTTP2Header("authorization", "bearer \(jwt)", neverIndex: true),
-                HTTP2Header("apns-topic", "com.example.rouse"), HTTP2Header("apns-push-type", "alert"),
+                HTTP2Header("apns-topic", target.topic), HTTP2Header("apns-push-type", target.type),
                 HTTP2Header("apns-id", UUID().uuidString.lowercased()),
                 HTTP2Header("apns-expiration", "\(Gateway.systemMilliseconds() / 1000 + 86_400)"),
             ], body: Array(#"{"n":\#(n)}"#.utf8))
