@@ -31,6 +31,8 @@ packages=(
     kamailio             # SIP registrar/proxy of the SIP end-to-end test, rouse-bench sip and the demo (deploy/sip)
     baresip-core         # the headless softphone woken by a push (not `baresip`: it recommends a desktop stack)
     sip-tester           # SIPp, the caller
+    pulseaudio           # the headless audio server of AgentAudioServerTests (a call mutes, a ducker lowers)
+    pulseaudio-utils     # pactl (the activation hook deploy/hooks/pactl-roles.sh, the tests) and pacat (a stream)
 )
 
 missing=()

@@ -32,6 +32,9 @@ final class ActivationCoordinator {
         self.logger = logger
     }
 
+    /// The per-user mode's session environment changed (reload): the hook's runs get its audio server from now on.
+    func sessionEnvironmentChanged(_ session: [String: String]) { hooks?.setSession(session) }
+
     /// Sessions one handler may hold or wait for at once (each arbiter step is linear to quadratic in them).
     static let maxSessionsPerHandler = 16
     /// Longest session name (names reach logs and the hook's environment).

@@ -19,12 +19,24 @@ final class ActivationHookRunner: Sendable {
     /// a one-second timer behind).
     private let work = Mutex<(queue: [HookEvent], running: Bool, drained: [CheckedContinuation<Void, Never>])>(
         ([], false, []))
+    /// What every run gets besides its event's variables: PATH, LANG and ROUSE_* of the agent's environment (not
+    /// its credentials or notify socket); in the per-user mode also the session's audio server, bus, display and
+    /// XDG variables (``setSession(_:)``), so that `pactl` finds the user's PulseAudio or PipeWire.
+    private let base = Mutex<[String: String]>(
+        ProcessInfo.processInfo.environment.filter { HandlerCredentials.inherited($0.key) })
 
     init(command: [String], timeout: Duration, clock: any RouseClock, logger: Logger) {
         self.command = command
         self.timeout = timeout
         self.clock = clock
         self.logger = logger
+    }
+
+    /// The per-user mode's session environment (at start and at each reload), over the agent's own.
+    func setSession(_ session: [String: String]) {
+        let environment = ProcessInfo.processInfo.environment.merging(session) { $1 }
+            .filter { HandlerCredentials.inheritedInSession($0.key) }
+        base.withLock { $0 = environment }
     }
 
     /// Queues one run; returns at once.
@@ -70,8 +82,7 @@ final class ActivationHookRunner: Sendable {
         let metadata: Logger.Metadata = [
             "hook": "\(command[0])", "event": "\(event.kind.rawValue)", "session": "\(event.session)",
         ]
-        // PATH, LANG and ROUSE_* of the agent's environment: not its credentials or notify socket.
-        var environment = ProcessInfo.processInfo.environment.filter { HandlerCredentials.inherited($0.key) }
+        var environment = base.withLock { $0 }
         for (key, value) in event.environment { environment[key] = value }
         let started = clock.now
         let spawned: (pid: Int32, pidfd: Int32)

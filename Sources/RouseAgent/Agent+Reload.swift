@@ -42,6 +42,7 @@ extension Agent {
     /// agent, e.g. after the session exported a new display to the user manager and the unit was reloaded).
     public func reload(sessionEnvironment: [String: String]) {
         self.sessionEnvironment = sessionEnvironment
+        if configuration.mode == .user { activations.sessionEnvironmentChanged(sessionEnvironment) }
         logger.info("session environment reloaded", metadata: ["variables": "\(sessionEnvironment.count)"])
     }
 }

@@ -100,6 +100,7 @@ public actor Agent: Service {
                 : ActivationHookRunner(
                     command: command, timeout: configuration.activationHookTimeout, clock: time.clock, logger: logger)
         }
+        if configuration.mode == .user { hooks?.setSession(configuration.sessionEnvironment) }
         let handlers = HandlerTable()
         self.handlers = handlers
         self.activations = ActivationCoordinator(handlers: handlers, hooks: hooks, time: time, logger: logger)

@@ -19,6 +19,13 @@
 # Without pactl, or with no PulseAudio (or pipewire-pulse) server answering, it exits 0 doing nothing.
 set -u
 
+# The server: the session's (per-user mode: rouse-agent hands the hook the session's PULSE_SERVER, XDG_RUNTIME_DIR
+# and the like), or, for a system agent acting on one user's server, ROUSE_PACTL_SERVER (for example
+# unix:/run/user/1000/pulse/native) and ROUSE_PACTL_COOKIE (the path of that user's cookie file, which a user's
+# server checks; as PULSE_COOKIE).
+[ -n "${ROUSE_PACTL_SERVER:-}" ] && export PULSE_SERVER="$ROUSE_PACTL_SERVER"
+[ -n "${ROUSE_PACTL_COOKIE:-}" ] && export PULSE_COOKIE="$ROUSE_PACTL_COOKIE"
+
 command -v pactl >/dev/null 2>&1 || exit 0
 pactl info >/dev/null 2>&1 || exit 0
 
