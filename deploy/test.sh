@@ -33,12 +33,12 @@ else
     echo "== test: the rest" >&2
     run_tests --skip "RouseAgentTests|RouseGatewayTests"
 fi
-# Three gateway nodes on one PostgreSQL under kills, database crashes and link drops for a minute (docs/gateway.md,
+# Three gateway nodes on one PostgreSQL under kills, database crashes and link drops for two minutes (docs/gateway.md,
 # "Chaos"): fails when a push answered 200 is lost or one is delivered twice. Always in the full run; a filtered run
 # adds it with ROUSE_CHAOS_TEST=1.
 if [ $# -eq 0 ] || [ "${ROUSE_CHAOS_TEST:-0}" = 1 ]; then
-    echo "== chaos: 3 gateway nodes, 60 s of faults (rouse-bench chaos)" >&2
-    ROUSE_TEST_RUN="$run" .build/debug/rouse-bench chaos --seconds 60 --interval 5 || status=1
+    echo "== chaos: 3 gateway nodes, 3 agents, 120 s of faults (rouse-bench chaos)" >&2
+    ROUSE_TEST_RUN="$run" .build/debug/rouse-bench chaos --seconds 120 --interval 5 || status=1
 fi
 # Every parser that reads outside bytes under libFuzzer and AddressSanitizer, 15 s each (docs/fuzzing.md); the
 # sanitizer build has its own scratch path (.build-fuzz). Always in the full run; a filtered run adds it with

@@ -276,6 +276,7 @@ struct ChaosFaults {
             counts[kind.rawValue, default: 0] += 1
             if ContinuousClock.now - lastReport >= .seconds(60) {
                 lastReport = .now
+                await ledger.absorb(handed: await agents.handed())
                 let state = await ledger.progress()
                 progress.say(
                     "\(counts.values.reduce(0, +)) faults; \(state.accepted) pushes answered 200, \(state.received) received"
