@@ -234,7 +234,9 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport"),
+        .target(
+            name: "RouseTestSupport", dependencies: ["RouseAgentCore", "RouseChildProcess"],
+            path: "Tests/RouseTestSupport"),
         .testTarget(
             name: "RouseAPNsTests",
             dependencies: ["RouseAPNs", .product(name: "Crypto", package: "swift-crypto")]),

@@ -183,11 +183,12 @@ public struct ChannelStateMachine: Sendable {
     }
 }
 
-/// A small deterministic generator for backoff jitter.
-struct SplitMix64: Sendable {
+/// A small deterministic generator (SplitMix64), hand-written because the standard library's generator cannot be
+/// seeded: backoff jitter here, and the benchmarks' workloads and fault schedules, which replay from a seed.
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import RouseActivation
+import RouseAgentCore
 
 /// `rouse-bench activation [--decisions N] [--handlers K] [--seed S] [--round-trips N] [--deaths N] [--json]`: drives the activation
 /// arbiter (the pure core of `rouse-agent`'s activations) with a seeded random workload over K handlers —
@@ -190,20 +191,10 @@ enum ActivationBench {
     }
 }
 
-/// SplitMix64, so a workload replays from its seed.
-struct BenchRandom {
-    private var state: UInt64
+/// The workload's generator: RouseAgentCore's SplitMix64, so a workload replays from its seed.
+typealias BenchRandom = SplitMix64
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// A value in `0..<bound`.
     mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

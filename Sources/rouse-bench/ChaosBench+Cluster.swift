@@ -1,4 +1,5 @@
 import Foundation
+import RouseAgentCore
 import RouseChildProcess
 import RouseEventLoop
 import RouseHTTP2

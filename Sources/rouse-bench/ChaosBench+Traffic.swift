@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseAgentCore
 import RouseCurl
 import RouseGateway
 import RouseHTTP2

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseAgentCore
 import RouseChildProcess
 import RouseGateway
 
@@ -285,21 +286,5 @@ enum ChaosBench {
             let elapsed = Int((ContinuousClock.now - start).seconds)
             FileHandle.standardError.write(Data("chaos [\(elapsed) s] \(text)\n".utf8))
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), hand-written because the fault schedule must be reproducible from
-/// `--seed` and the standard library's generator cannot be seeded.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
