@@ -29,6 +29,7 @@ packages=(
     make                 # builds clients/c (librouse-handler.so.0) in the tests and deploy/package.sh
     python3              # the Python client library's tests and the SIP handler (deploy/sip)
     kamailio             # SIP registrar/proxy of the SIP end-to-end test, rouse-bench sip and the demo (deploy/sip)
+    kamailio-utils-modules  # http_client: Kamailio sends its VoIP push through rouse-pushd (deploy/sip, issue 30)
     baresip-core         # the headless softphone woken by a push (not `baresip`: it recommends a desktop stack)
     sip-tester           # SIPp, the caller
     pulseaudio           # the headless audio server of AgentAudioServerTests (a call mutes, a ducker lowers)

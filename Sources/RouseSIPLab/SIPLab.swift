@@ -26,6 +26,10 @@ package struct SIPLab: Sendable {
     package let controlPort: UInt16
     /// SIPp's port.
     package let callerPort: UInt16
+    /// The socket-woken phone's (S2) SIP port (baresip registered over TCP).
+    package let tcpPhonePort: UInt16
+    /// The S2 handler's local port: baresip's outbound proxy, bridged to the handler's connection to Kamailio.
+    package let bridgePort: UInt16
     /// The AOR user of the softphone.
     package let user = "bob"
 
@@ -61,11 +65,14 @@ package struct SIPLab: Sendable {
         phonePort = try port()
         controlPort = try port()
         callerPort = try port()
+        tcpPhonePort = try port()
+        bridgePort = try port()
         try FileManager.default.createDirectory(atPath: baresipDirectory, withIntermediateDirectories: true)
         let kamailio = """
             #!KAMAILIO
             debug=1
             listen=udp:127.0.0.1:\(proxyPort)
+            listen=tcp:127.0.0.1:\(proxyPort)
             include_file "\(files)/kamailio-rouse-push.cfg"
             modparam("ctl", "binrpc", "unix:\(controlSocket)")
 
@@ -96,14 +103,17 @@ package struct SIPLab: Sendable {
             "<sip:\(user)@127.0.0.1:\(proxyPort);transport=udp>;answermode=auto;regint=300;audio_codecs=PCMU\n"
         try Data(account.utf8).write(to: URL(fileURLWithPath: baresipDirectory + "/accounts"))
         try Data().write(to: URL(fileURLWithPath: baresipDirectory + "/contacts"))
+        try writeSocketWokenPhone(config: config)
     }
 
     /// Starts Kamailio (foreground, logging to ``kamailioLog``) with `environment` added to ours (the push settings:
     /// ``pushEnvironment(rouse:providerPort:certs:topic:)``); returns once its control socket answers.
-    package func startKamailio(environment: [String: String]) async throws -> RunningChild {
+    /// `defines`: names defined for the configuration (`kamailio -A`), e.g. `ROUSE_PUSHD`.
+    package func startKamailio(environment: [String: String], defines: [String] = []) async throws -> RunningChild {
         let child = try ChildProcess.start(
             Self.kamailio,
-            ["-DD", "-E", "-m", "32", "-M", "8", "-Y", directory, "-w", directory, "-f", kamailioConfig],
+            ["-DD", "-E", "-m", "32", "-M", "8", "-Y", directory, "-w", directory, "-f", kamailioConfig]
+                + defines.flatMap { ["-A", $0] },
             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
             stderr: .file(kamailioLog))
         let deadline = SystemClock().now.advanced(by: .seconds(20))

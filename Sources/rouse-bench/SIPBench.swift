@@ -10,16 +10,24 @@ import RouseSIPLab
 /// - S0, the reference: baresip registered and awake;
 /// - S1: no softphone running: Kamailio holds the INVITE and runs `rouse send voip` to `rouse-gateway`;
 ///   `rouse-agent` launches the Python handler (deploy/sip/rouse-sip-handler.py), which reports the call, starts
-///   baresip; its REGISTER resumes the INVITE; baresip answers.
+///   baresip; its REGISTER resumes the INVITE; baresip answers (with the C handler too);
+/// - S2: baresip registered over TCP through its handler (deploy/sip/rouse-sip-bridge.py), which gave the agent the
+///   connection as its watched VoIP socket; frozen between calls, woken by each INVITE on it (`SIPBench+S2.swift`),
+///   then the agent's idle wake-ups while it holds the frozen registered phone;
+/// - S1 once more with the push sent through `rouse-pushd` (Kamailio's http_client) instead of one-shot `rouse send`.
 /// The gateway, agent, `rouse` are this build's siblings; the calls alternate in rounds (S0 batch, S1 batch) so
 /// that load on the machine falls on both.
 enum SIPBench {
-    static let usage = "usage: rouse-bench sip [--calls N] [--rounds N] [--period-ms N] [--json]"
+    static let usage =
+        "usage: rouse-bench sip [--calls N] [--rounds N] [--period-ms N] [--idle-seconds N] [--no-s2] [--no-pushd] [--json]"
 
     struct Options {
         var calls = 20
         var rounds = 1
         var periodMs = 1500
+        var idleSeconds = 60
+        var s2 = true
+        var pushd = true
         var json = false
     }
 
@@ -40,6 +48,12 @@ enum SIPBench {
                 options.periodMs = try Bench.value(after: option, from: &iterator, "milliseconds 200-60000") {
                     (200...60000).contains($0)
                 }
+            case "--idle-seconds":
+                options.idleSeconds = try Bench.value(after: option, from: &iterator, "seconds 5-3600") {
+                    (5...3600).contains($0)
+                }
+            case "--no-s2": options.s2 = false
+            case "--no-pushd": options.pushd = false
             case "--json": options.json = true
             default: throw GatewayBench.BenchError(description: usage)
             }
@@ -73,6 +87,9 @@ enum SIPBench {
                 log: directory + "/\(handler).jsonl", name: "phone-\(handler)")
             try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/phone-\(handler).toml"))
         }
+        try Data(
+            Self.socketWokenHandlerFile(lab: lab, clients: root + "/clients", log: directory + "/s2.jsonl").utf8
+        ).write(to: URL(fileURLWithPath: directory + "/handlers/phone-s2.toml"))
         let socket = directory + "/agent.sock"
         let agent = try ChildProcess.start(
             try GatewayBench.sibling("rouse-agent"),
@@ -100,7 +117,7 @@ enum SIPBench {
             return current?.channel == "open" && topics.values.allSatisfy { current?.tokens?[$0 + ".voip"] != nil }
         }
         let tokens = try await status()?.tokens ?? [:]
-        let kamailio = try await lab.startKamailio(
+        var kamailio = try await lab.startKamailio(
             environment: lab.pushEnvironment(
                 rouse: try GatewayBench.sibling("rouse"), providerPort: gateway.providerPort, certs: certs,
                 topic: "com.example.py"))
@@ -167,16 +184,86 @@ enum SIPBench {
                 "p50": s1.quantile(0.5), "p95": s1.quantile(0.95), "max": times.max() ?? 0, "answered": times.count,
             ]
         }
+        // S1 again (Python handler), the push through rouse-pushd: Kamailio restarted on the same recipe with
+        // ROUSE_PUSHD defined (http_client to pushd's TCP listener instead of exec rouse send).
+        var pushd: Pushd?
+        defer {
+            pushd?.child.terminate()
+            pushd?.child.waitUntilExit()
+        }
+        if options.pushd {
+            let service = try await Self.startPushd(
+                directory: directory, certs: certs, providerPort: gateway.providerPort, app: "py",
+                topic: topics[.python] ?? "")
+            pushd = service
+            kamailio.terminate()
+            kamailio.waitUntilExit()
+            kamailio = try await lab.startKamailio(
+                environment: ["ROUSE_PUSHD_URL": service.url, "ROUSE_PUSHD_TOKEN": service.token],
+                defines: ["ROUSE_PUSHD"])
+            try await lab.storeToken(tokens[(topics[.python] ?? "") + ".voip"] ?? "")
+            let viaPushd = try await lab.calls(
+                "s1-pushd", count: options.calls, period: .milliseconds(options.periodMs))
+            let times = viaPushd.answeredMilliseconds
+            failures += viaPushd.attempted - times.count
+            let oneShot = SIPCallRun(
+                tag: "s1", attempted: total, answeredMilliseconds: woken[.python] ?? [], sippStatus: 0, sippOutput: "")
+            report(
+                "S1 push-woken, python handler, push via rouse-pushd (http_client → pushd → gateway)", viaPushd.summary)
+            report(
+                "ratio S1 (python, pushd)/S0",
+                String(
+                    format: "p50 %.1f×, p95 %.1f×", viaPushd.quantile(0.5) / s0.quantile(0.5),
+                    viaPushd.quantile(0.95) / s0.quantile(0.95)))
+            report(
+                "S1 (python): rouse-pushd instead of one-shot rouse send",
+                String(
+                    format: "p50 %.1f → %.1f ms (%.1f ms less), p95 %.1f → %.1f ms", oneShot.quantile(0.5),
+                    viaPushd.quantile(0.5), oneShot.quantile(0.5) - viaPushd.quantile(0.5), oneShot.quantile(0.95),
+                    viaPushd.quantile(0.95)))
+            json["s1-python-pushd"] = [
+                "p50": viaPushd.quantile(0.5), "p95": viaPushd.quantile(0.95), "max": times.max() ?? 0,
+                "answered": times.count,
+            ]
+        }
+        if options.s2 {
+            let s2 = try await Self.socketWoken(
+                lab: lab, agent: agent.processIdentifier, socket: socket, log: directory + "/s2.jsonl",
+                calls: options.calls,
+                idleSeconds: options.idleSeconds, status: status)
+            let times = s2.run.answeredMilliseconds
+            failures += s2.run.attempted - times.count
+            report("S2 socket-woken, Python handler (INVITE on the frozen phone's watched TCP socket)", s2.run.summary)
+            report(
+                "ratio S2/S0",
+                String(
+                    format: "p50 %.1f×, p95 %.1f×, max %.1f×", s2.run.quantile(0.5) / s0.quantile(0.5),
+                    s2.run.quantile(0.95) / s0.quantile(0.95), (times.max() ?? .nan) / (awake.max() ?? .nan)))
+            report("S2 calls that found the phone frozen (agent socket wakes)", "\(s2.wakes)/\(options.calls)")
+            report(
+                "agent idle wake-ups holding the frozen registered S2 phone",
+                String(
+                    format: "%.1f/min over %d s (still registered: %@)", s2.idleWakeUpsPerMinute, s2.idleSeconds,
+                    s2.registeredAfterIdle ? "yes" : "no"))
+            json["s2"] = [
+                "p50": s2.run.quantile(0.5), "p95": s2.run.quantile(0.95), "max": times.max() ?? 0,
+                "answered": times.count, "wakes": s2.wakes, "idleWakeUpsPerMinute": s2.idleWakeUpsPerMinute,
+                "registeredAfterIdle": s2.registeredAfterIdle,
+            ]
+        }
+        let allHandlers = try await status()?.handlers ?? []
+        let allStrikes = allHandlers.filter { $0.name.hasPrefix("phone-") }.map(\.strikes).reduce(0, +)
+        json["strikes"] = allStrikes
         json["notAnswered"] = failures
         report("calls not answered", "\(failures)")
-        report("strikes", "\(strikes)")
+        report("strikes", "\(allStrikes)")
         report("load average", SendFloorBench.loadAverage())
         if options.json {
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         }
-        if failures > 0 || strikes != 0 {
-            throw GatewayBench.BenchError(description: "\(failures) calls not answered, \(strikes) strikes")
+        if failures > 0 || allStrikes != 0 {
+            throw GatewayBench.BenchError(description: "\(failures) calls not answered, \(allStrikes) strikes")
         }
     }
 }

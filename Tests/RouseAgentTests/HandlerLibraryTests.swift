@@ -1,8 +1,11 @@
 import Foundation
+import Glibc
 import RouseAgent
+import RouseAgentClient
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// The C (`clients/c`, librouse-handler.so.0) and Python (`clients/python/rouse_handler.py`) client libraries,
@@ -177,5 +180,92 @@ struct HandlerLibraryTests {
         #expect(entry.owedReports.isEmpty)
         #expect(entry.openBackgroundPushes.isEmpty)
         #expect(!lines().contains { $0.hasPrefix("error") }, "\(lines())")
+    }
+
+    /// The socket-woken messages (docs/handler-protocol.md 6.12, 6.13, 7.14) through each library, against the built
+    /// `rouse-agent`: the example handler connects to a TCP peer in the test and hands the connection over
+    /// (`addVoIPSocket` answered `voipSocket`), a 300 s keep-alive is refused with `keepAliveTooShort`, 600 s taken;
+    /// frozen, it is woken by an OPTIONS on its socket (`voipWakeHandled`), then by an INVITE (reported with the
+    /// wake's id, `200 OK` answered on the same connection); SIGKILLed, it is relaunched by the next INVITE (launch
+    /// reason `voipSocket`), takes its connection back (`returned`, the descriptor received) and answers on it.
+    /// No strike.
+    @Test(arguments: Language.allCases)
+    func watchedSocketWakesTheFrozenHandlerAndComesBackAfterARelaunch(_ language: Language) async throws {
+        let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { Task { await gateway.shutdown(gracePeriod: .seconds(1)) } }
+        let peer = try VoIPPeer()
+        let log = directory + "/phone.log"
+        var command = try await Self.command(language, name: "phone", log: log, directory: directory)
+        command += language == .c ? [peer.target] : ["--voip-connect", peer.target]
+        let handler = """
+            topic = "com.example.rouse"
+            command = [\(command.map { "\"\($0)\"" }.joined(separator: ", "))]
+            push-types = ["voip"]
+            allow-root = true
+            [limits]
+            voip-deadline-seconds = 5
+            suspend-after-seconds = 1
+            """
+        try Data(handler.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/phone.toml"))
+        let socket = directory + "/agent.sock"
+        let agent = try await AgentProcess(
+            arguments: [
+                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+                "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+                "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
+            ], stderrPath: directory + "/agent.stderr")
+        defer { agent.kill() }
+        @Sendable func lines() -> [String] {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        @Sendable func status() async throws -> AgentStatus.Handler? {
+            try await AgentNetworkTests.status(socket: socket).handlers.first { $0.name == "phone" }
+        }
+        @Sendable func waitFor(_ prefix: String, count: Int = 1) async throws {
+            try await eventually("log line '\(prefix)' ×\(count); log: \(lines())") {
+                lines().filter { $0.hasPrefix(prefix) }.count >= count
+            }
+        }
+        @Sendable func suspended() async throws {
+            try await eventually("the handler frozen") { try await status()?.state == "suspended" }
+        }
+        let client = try AgentClient(socketPath: socket)
+        defer { client.close() }
+        try client.send(.userControl(.init(handler: "phone", state: "started")))
+
+        try await waitFor("voipSocket id=1 kind=stream returned=0 fd=yes")
+        try await peer.accept()
+        try await waitFor("keepAliveSet seconds=600")
+        let refused = lines().first { $0.hasPrefix("error requestID=") } ?? ""
+        #expect(
+            refused.contains("keepAliveTooShort keep-alive interval 300.0 s is below the minimum of 600 s"),
+            "\(lines())")
+        try await suspended()
+
+        peer.send("OPTIONS sip:bob@127.0.0.1 SIP/2.0\r\nCall-ID: o1\r\n\r\n")
+        try await waitFor("wakeHandled id=wake-1")
+        #expect(lines().contains("wake id=wake-1 mustReport=1 data=OPTIONS sip:bob@127.0.0.1 SIP/2.0"), "\(lines())")
+        try await suspended()
+
+        peer.send(AgentVoIPSocketTests.invite)
+        try await waitFor("reported wake=wake-2")
+        #expect(peer.read(until: "200 OK").contains("SIP/2.0 200 OK"))
+        try await suspended()
+        #expect(!lines().contains { $0.contains("launchReason=voipSocket") }, "thawed, not relaunched")
+
+        let pid = try #require(try await status()?.pid)
+        kill(pid, SIGKILL)
+        try await eventually("gone") { try await status()?.state == "notRunning" }
+        peer.send(AgentVoIPSocketTests.invite)
+        try await waitFor("reported wake=wake-3")
+        #expect(lines().contains("registered handler=phone launchReason=voipSocket"), "\(lines())")
+        #expect(lines().contains("voipSocket id=1 kind=stream returned=1 fd=yes"), "\(lines())")
+        #expect(lines().contains { $0.hasPrefix("wake id=wake-3 mustReport=1 data=INVITE sip:bob@127.0.0.1") })
+        #expect(peer.read(until: "200 OK").contains("SIP/2.0 200 OK"), "answered on the returned connection")
+        let entry = try #require(try await status())
+        #expect(entry.strikes == 0)
+        #expect(entry.owedReports.isEmpty)
+        #expect(lines().filter { $0.hasPrefix("error") }.count == 1, "only the refused keep-alive: \(lines())")
     }
 }

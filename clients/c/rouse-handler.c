@@ -336,6 +336,46 @@ EXPORT int rouse_agent_deactivate(rouse_agent *agent, int request_id, const char
     return send_built(agent, message, failed, request_id);
 }
 
+/* Socket-woken VoIP (docs/handler-protocol.md sections 6.12, 6.13, 7.14). */
+
+EXPORT int rouse_agent_add_voip_socket(rouse_agent *agent, int request_id, int socket_fd) {
+    if (socket_fd < 0) return fail(agent, EBADF, "addVoIPSocket needs a socket descriptor");
+    rouse_message *message = rouse_message_new("addVoIPSocket");
+    int failed = rouse_message_add_bool(message, "descriptor", 1);
+    int result = failed || message == NULL ? fail(agent, ENOMEM, "message not built")
+                                           : rouse_agent_send(agent, message, request_id, socket_fd);
+    rouse_message_free(message);
+    return result;
+}
+
+EXPORT int rouse_agent_remove_voip_socket(rouse_agent *agent, int request_id, long long socket_id) {
+    rouse_message *message = rouse_message_new("removeVoIPSocket");
+    int failed = rouse_message_add_int(message, "socketID", socket_id);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_voip_wake_handled(rouse_agent *agent, int request_id, const char *wake_id) {
+    rouse_message *message = rouse_message_new("voipWakeHandled");
+    int failed = rouse_message_add_string(message, "wakeID", wake_id);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_set_keep_alive(rouse_agent *agent, int request_id, double seconds) {
+    rouse_message *message = rouse_message_new("setKeepAlive");
+    int failed = rouse_message_add_number(message, "seconds", seconds);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_clear_keep_alive(rouse_agent *agent, int request_id) {
+    return send_built(agent, rouse_message_new("clearKeepAlive"), 0, request_id);
+}
+
+EXPORT int rouse_agent_keep_alive_done(rouse_agent *agent, int request_id, const char *keep_alive_id) {
+    rouse_message *message = rouse_message_new("keepAliveDone");
+    int failed = rouse_message_add_string(message, "keepAliveID", keep_alive_id);
+    return send_built(agent, message, failed, request_id);
+}
+
 /* Decoding JSON (strict RFC 8259) into the top-level members. */
 
 typedef struct {
@@ -630,7 +670,9 @@ static int take_frame(rouse_agent *agent, rouse_event **out) {
         agent->broken = 1;
         return -1;
     }
-    if (strcmp(type->value, "transferTask") == 0 && rouse_event_is_true(event, "file") && agent->fd_count > 0) {
+    int claims = (strcmp(type->value, "transferTask") == 0 && rouse_event_is_true(event, "file")) ||
+                 (strcmp(type->value, "voipSocket") == 0 && rouse_event_is_true(event, "returned"));
+    if (claims && agent->fd_count > 0) {
         event->fd = agent->fds[0];
         memmove(agent->fds, agent->fds + 1, (size_t)(agent->fd_count - 1) * sizeof(int));
         agent->fd_count--;

@@ -89,6 +89,25 @@ int rouse_agent_activate(rouse_agent *agent, int request_id, const char *session
 /** deactivate (answered by "ok" carrying request_id). */
 int rouse_agent_deactivate(rouse_agent *agent, int request_id, const char *session, int notify_others);
 
+/* Socket-woken VoIP (docs/voip-sockets.md). Each is answered by an event carrying request_id ("voipSocket" with
+ * "socketID" for addVoIPSocket, "ok" for the others, or "error" with "error" and "detail"). */
+
+/** addVoIPSocket: passes a copy of socket_fd (a connected socket: the signalling connection to the registrar);
+ *  while the handler is frozen or gone the agent watches it and wakes the handler ("voipSocketWake") when data
+ *  arrives. The handler keeps socket_fd and goes on using it. */
+int rouse_agent_add_voip_socket(rouse_agent *agent, int request_id, int socket_fd);
+/** removeVoIPSocket: the agent stops watching socket_id (the "socketID" of its "voipSocket" answer). */
+int rouse_agent_remove_voip_socket(rouse_agent *agent, int request_id, long long socket_id);
+/** voipWakeHandled: the data behind wake_id was not a call (OPTIONS, NOTIFY...): answers the wake instead of
+ *  rouse_agent_report_call(agent, wake_id, call_id). */
+int rouse_agent_voip_wake_handled(rouse_agent *agent, int request_id, const char *wake_id);
+/** setKeepAlive: a "keepAlive" event at least every seconds (600 to 86400), thawed or launched for it. */
+int rouse_agent_set_keep_alive(rouse_agent *agent, int request_id, double seconds);
+/** clearKeepAlive. */
+int rouse_agent_clear_keep_alive(rouse_agent *agent, int request_id);
+/** keepAliveDone: the keep-alive keep_alive_id is done. */
+int rouse_agent_keep_alive_done(rouse_agent *agent, int request_id, const char *keep_alive_id);
+
 /** Waits at most timeout_ms (-1: no limit) for the next message. Returns 1 and sets *event (free it with
  *  rouse_event_free), 0 when the time passed, -1 on failure: the agent closed the connection (errno
  *  ECONNRESET), or sent a malformed frame or another version (EPROTO; the connection is then unusable). */
@@ -114,7 +133,8 @@ const char *rouse_event_member_name(const rouse_event *event, int index);
 int rouse_event_is_string(const rouse_event *event, const char *key);
 /** The "requestID" the message echoes, or -1. */
 int rouse_event_request_id(const rouse_event *event);
-/** The descriptor passed with this message (transferTask with "file": true), now the caller's; -1 if none. */
+/** The descriptor passed with this message (transferTask with "file": true, voipSocket with "returned": true: a
+ *  relaunched handler's watched socket), now the caller's; -1 if none. */
 int rouse_event_take_fd(rouse_event *event);
 /** Frees event (closing a descriptor nobody took). */
 void rouse_event_free(rouse_event *event);

@@ -170,12 +170,53 @@ class Agent:
         """deactivate: returns the "ok" answer."""
         return self.request("deactivate", session=session, notifyOthers=notify_others)
 
+    # Socket-woken VoIP (docs/handler-protocol.md sections 6.12, 6.13, 7.14; docs/voip-sockets.md).
+
+    def add_voip_socket(self, sock, timeout=10.0):
+        """addVoIPSocket: hands the agent a copy of sock (a connected socket object or descriptor: the signalling
+        connection to the registrar); while this handler is frozen or gone the agent watches it and wakes the
+        handler when data arrives ("voipSocketWake"). Returns the answer's socketID; AgentError badDescriptor or
+        tooManySockets when refused. The handler keeps its own descriptor and goes on using it."""
+        fd = sock if isinstance(sock, int) else sock.fileno()
+        return self.request("addVoIPSocket", timeout=timeout, fd=fd, descriptor=True)["socketID"]
+
+    def remove_voip_socket(self, socket_id, timeout=10.0):
+        """removeVoIPSocket: the agent stops watching socket_id and closes its copy."""
+        return self.request("removeVoIPSocket", timeout=timeout, socketID=socket_id)
+
+    def voip_wake_handled(self, wake_id, timeout=10.0):
+        """voipWakeHandled: the data that woke the handler (wake_id) was not a call (OPTIONS, NOTIFY, a
+        keep-alive answer); answers the wake instead of reportCall."""
+        return self.request("voipWakeHandled", timeout=timeout, wakeID=wake_id)
+
+    def set_keep_alive(self, seconds, timeout=10.0):
+        """setKeepAlive: a "keepAlive" event at least every seconds (600 to 86400, as iOS's
+        setKeepAliveTimeout:handler:), the handler thawed or launched for it with a short budget."""
+        return self.request("setKeepAlive", timeout=timeout, seconds=seconds)
+
+    def clear_keep_alive(self, timeout=10.0):
+        """clearKeepAlive."""
+        return self.request("clearKeepAlive", timeout=timeout)
+
+    def keep_alive_done(self, keep_alive_id, timeout=10.0):
+        """keepAliveDone: the keep-alive keep_alive_id is done (the handler may be frozen again)."""
+        return self.request("keepAliveDone", timeout=timeout, keepAliveID=keep_alive_id)
+
+    @staticmethod
+    def returned_socket(event):
+        """The socket object of a "voipSocket" event with "returned": true (a relaunched handler's watched
+        connection, handed back with its unread data), or None. The caller owns it."""
+        if event.get("type") != "voipSocket" or "fd" not in event:
+            return None
+        fd = event.pop("fd")
+        return socket.socket(fileno=fd)
+
     # Receiving.
 
     def next_event(self, timeout=None):
         """The next message from the agent as a dict ("type" and its members), or None when timeout (seconds)
-        passed first. A frame that came with a descriptor (transferTask with file=True) has it under "fd":
-        the caller owns and closes it. Raises AgentError("connectionClosed") when the agent closed."""
+        passed first. A frame that came with a descriptor (transferTask with file=True, voipSocket with
+        returned=True) has it under "fd": the caller owns and closes it. Raises AgentError("connectionClosed") when the agent closed."""
         if self._queued:
             return self._queued.pop(0)
         return self._read_event(timeout)
@@ -246,6 +287,8 @@ class Agent:
             raise AgentError("malformedFrame", "not a protocol object")
         if event.get("v") != PROTOCOL_VERSION:
             raise AgentError("unsupportedVersion", "frame of version %r" % (event.get("v"),))
-        if event["type"] == "transferTask" and event.get("file") is True and self._fds:
+        claims = (event["type"] == "transferTask" and event.get("file") is True) or \
+            (event["type"] == "voipSocket" and event.get("returned") is True)
+        if claims and self._fds:
             event["fd"] = self._fds.pop(0)
         return event
