@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# One-shot push, process start to exit: the packaged `rouse send voip` (release, Swift runtime linked statically)
-# against `curl --http2` sending the same push to the same `rouse mock-apns` on loopback, in one hyperfine run
-# (token authentication for both; curl gets a ready-made ES256 provider token, rouse signs its own). Then the
-# package sizes and the idle RSS of the packaged daemons. Target: rouse ≤ 1.5 × curl.
+# The packaged programs as a user meets them (issue 31; docs/benchmarks.md, "Footprint"):
+# - one-shot push, process start to exit: the packaged `rouse send voip` against `curl --http2` sending the same
+#   push to the same `rouse mock-apns` on loopback, run in alternation (pair after pair, so both see the same load)
+#   and compared by their medians (token authentication for both; curl gets a ready-made ES256 provider token,
+#   rouse signs its own); wall time, CPU and peak RSS of each. Target: rouse ≤ 1.5 × curl.
+# - start-up to ready: rouse-gateway (its "ready" line, SQLite store migrated before) and rouse-agent (enrolled
+#   before, its "ready" line), median of 5 starts each. Target ≤ 50 ms.
+# - idle RSS: rouse-agent 10 s after a VoIP push woke its handler (the channel open, the handler suspended), the
+#   handler's, and the gateway's with that channel. Targets: agent ≤ 15 MB, handler ≤ 5 MB.
+# - the package sizes and the binaries' sizes.
 #
-#   deploy/package-bench.sh [--runs N]     (uses .build/debs from deploy/package.sh, building them if missing)
+#   deploy/package-bench.sh [--runs N]     (N one-shot pairs, default 20; uses .build/debs from deploy/package.sh,
+#                                          building them if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-runs=100
+runs=20
 [ "${1:-}" = --runs ] && runs=$2
-for tool in hyperfine curl python3 dpkg-deb; do
+for tool in curl python3 dpkg-deb; do
     command -v "$tool" >/dev/null || { echo "package-bench: $tool is missing (deploy/install-deps.sh)" >&2; exit 1; }
 done
 shopt -s nullglob
@@ -61,15 +68,113 @@ https://127.0.0.1:$port/3/device/$token"
 # Both must succeed before they are timed.
 eval "$rouse_command" >/dev/null || { echo "package-bench: rouse send failed" >&2; exit 1; }
 eval "$curl_command" || { echo "package-bench: curl failed" >&2; exit 1; }
-hyperfine --style basic --warmup 10 --runs "$runs" --export-json "$work/oneshot.json" \
-    -n "rouse send voip (packaged)" "$rouse_command" -n "curl --http2" "$curl_command" >&2
-python3 - "$work/oneshot.json" <<'EOF'
-import json, sys
-results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-rouse, curl = results["rouse send voip (packaged)"], results["curl --http2"]
-print("one-shot VoIP push, process start to exit (median of %d): rouse send %.1f ms, curl --http2 %.1f ms, ratio %.2f"
-      % (len(rouse["times"]), rouse["median"] * 1000, curl["median"] * 1000, rouse["median"] / curl["median"]))
+# Pairs in alternation after 3 warm-up pairs; each process's wall time, CPU (user + system) and peak RSS from wait4.
+python3 - "$runs" "$rouse_command" "$curl_command" <<'EOF'
+import os, shlex, statistics, subprocess, sys, time
+runs, commands = int(sys.argv[1]), {"rouse send voip": sys.argv[2], "curl --http2": sys.argv[3]}
+samples = {name: [] for name in commands}
+for pair in range(runs + 3):
+    for name, command in commands.items():
+        started = time.perf_counter()
+        child = subprocess.Popen(shlex.split(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        if status != 0:
+            sys.exit("package-bench: %s failed (status %d)" % (name, status))
+        if pair >= 3:
+            samples[name].append((wall * 1000, (usage.ru_utime + usage.ru_stime) * 1000, usage.ru_maxrss / 1024))
+median = {name: [statistics.median(s[i] for s in values) for i in range(3)] for name, values in samples.items()}
+for name, (wall, cpu, rss) in median.items():
+    print("one-shot VoIP push, %s: %.1f ms wall, %.1f ms CPU, peak RSS %.1f MiB (median of %d pairs)"
+          % (name, wall, cpu, rss, runs))
+print("ratio rouse send / curl --http2: %.2f (target <= 1.5); load average %.2f"
+      % (median["rouse send voip"][0] / median["curl --http2"][0], os.getloadavg()[0]))
 EOF
+
+# --- start-up to ready, idle RSS: a gateway (SQLite) and an agent enrolled with it, the example handler woken ---
+milliseconds() { echo $(($(date +%s%N) / 1000000)); }
+# start_until PATTERN FILE COMMAND...: starts COMMAND (output to FILE) in the background, waits for PATTERN;
+# sets started_pid and ready_ms.
+start_until() {
+    local pattern=$1 file=$2 begin
+    shift 2
+    begin=$(milliseconds)
+    "$@" >"$file" 2>&1 &
+    started_pid=$!
+    pids+=("$started_pid")
+    local deadline=$((SECONDS + 30))
+    while [ $SECONDS -lt $deadline ]; do
+        grep -q "$pattern" "$file" && break
+        kill -0 "$started_pid" 2>/dev/null || { echo "package-bench: $1 ended: $(cat "$file")" >&2; exit 1; }
+        sleep 0.002
+    done
+    grep -q "$pattern" "$file" || { echo "package-bench: no '$pattern' from $1 in 30 s: $(cat "$file")" >&2; exit 1; }
+    ready_ms=$(($(milliseconds) - begin))
+}
+stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+median() { tr ' ' '\n' | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+cat >"$work/gateway.json" <<JSON
+{"environment": "sandbox",
+ "provider": {"listen": "127.0.0.1:0", "certificate": "$C/server.pem", "privateKey": "$C/server.key"},
+ "device": {"listen": "127.0.0.1:0", "certificate": "$C/server.pem", "privateKey": "$C/server.key"},
+ "admin": {"listen": "127.0.0.1:0"}, "database": "$work/gateway.sqlite",
+ "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "$C/apns-key.pub.pem",
+           "topics": ["com.example.rouse"]}]}
+JSON
+"$bin/rouse" gateway migrate --config "$work/gateway.json" >/dev/null
+gateway_ready=()
+for i in 1 2 3 4 5; do
+    start_until "rouse-gateway ready" "$work/gateway.out" "$bin/rouse-gateway" --config "$work/gateway.json" \
+        --log-level warning
+    gateway_ready+=("$ready_ms")
+    [ "$i" = 5 ] || stop "$started_pid"
+done
+gateway=$started_pid
+devices=$(sed -n 's/.*device=\([^ ]*\).*/\1/p' "$work/gateway.out")
+provider=$(sed -n 's/.*provider=\([^ ]*\).*/\1/p' "$work/gateway.out")
+mkdir -p "$work/handlers.d"
+printf 'topic = "com.example.rouse"\ncommand = ["%s", "--mode", "report"]\npush-types = ["voip"]\nallow-root = true\n' \
+    "$work/root/usr/libexec/rouse/rouse-example-handler" >"$work/handlers.d/example.toml"
+(umask 077 && "$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite" >"$work/secret")
+agent_command=("$bin/rouse-agent" --gateway "https://$devices" --ca "$C/ca.pem" --handlers "$work/handlers.d"
+    --state-dir "$work/state" --socket "$work/agent.sock" --log-level notice)
+# wait_for_token: until the agent (enrolled, channel open) has its handler's VoIP token; sets voip.
+wait_for_token() {
+    voip=""
+    for _ in $(seq 400); do
+        voip=$("$bin/rouse" agent status --json --socket "$work/agent.sock" 2>/dev/null |
+            sed -n 's/.*"com.example.rouse.voip" *: *"\([0-9a-f]*\)".*/\1/p' || true)
+        [ -n "$voip" ] && return 0
+        sleep 0.05
+    done
+    echo "package-bench: the agent got no token: $(cat "$work/agent.out")" >&2
+    exit 1
+}
+# The first start enrolls (after "ready"); the timed starts are of the enrolled agent.
+start_until "rouse-agent ready" "$work/agent.out" "${agent_command[@]}" --enroll-secret-file "$work/secret"
+wait_for_token
+stop "$started_pid"
+agent_ready=()
+for _ in 1 2 3 4 5; do
+    start_until "rouse-agent ready" "$work/agent.out" "${agent_command[@]}"
+    agent_ready+=("$ready_ms")
+    agent=$started_pid
+    [ ${#agent_ready[@]} = 5 ] || stop "$agent"
+done
+echo "start-up to ready (median of 5): rouse-gateway $(echo "${gateway_ready[*]}" | median) ms" \
+    "(${gateway_ready[*]}), rouse-agent $(echo "${agent_ready[*]}" | median) ms (${agent_ready[*]}); target <= 50 ms"
+wait_for_token
+"$bin/rouse" send voip --token "$voip" --topic com.example.rouse --env "https://$provider" --ca-file "$C/ca.pem" \
+    --auth-key "$C/apns-key.p8" --key-id ROUSEKEY01 --team-id ROUSETEAM1 >/dev/null
+sleep 10
+rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2 / 1024}' "/proc/$1/status"; }
+handler=$(pgrep -P "$agent" | head -n 1 || true)
+echo "idle RSS, 10 s after a VoIP push: rouse-agent $(rss "$agent") (channel open; target <= 15 MB)," \
+    "example handler $(if [ -n "$handler" ]; then rss "$handler"; else echo "not running"; fi) (target <= 5 MB)," \
+    "rouse-gateway $(rss "$gateway") (one channel)"
+stop "$agent"
+[ -z "$handler" ] || kill -KILL "$handler" 2>/dev/null || true
+stop "$gateway"
 
 echo "packages:"
 for deb in "${debs[@]}"; do
@@ -77,6 +182,8 @@ for deb in "${debs[@]}"; do
         "$(dpkg-deb -f "$deb" Installed-Size)"
 done
 printf '  binaries:'
-for file in "$bin"/* "$work/root/usr/libexec/rouse"/*; do printf ' %s %s MiB' "$(basename "$file")" \
-    "$(($(stat -c %s "$file") / 1048576))"; done
+for file in "$bin"/* "$work/root/usr/libexec/rouse"/*; do
+    if [ -L "$file" ]; then printf ' %s -> %s' "$(basename "$file")" "$(readlink "$file")"; continue; fi
+    if [ -x "$file" ]; then printf ' %s %s MiB' "$(basename "$file")" "$(($(stat -c %s "$file") / 1048576))"; fi
+done
 echo

@@ -40,17 +40,40 @@ for deb in "${debs[@]}"; do
     echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB, installed $(dpkg-deb -f "$deb" Installed-Size) KiB," \
         "Depends: $(dpkg-deb -f "$deb" Depends)" >&2
 done
-# The system libraries each package links, from dpkg-shlibdeps (apt must bring them: the root does not have them).
-# The gateway links no libcurl (its binding targets do not reach CRouseCurl); the agent's device channel is libcurl.
-gateway_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse-gateway_')
-agent_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse-agent_')
-for library in libnghttp2-14 libssl3 libsqlite3-0 libpq5; do
-    dpkg-deb -f "$gateway_deb" Depends | grep -q -E "(^|, )$library( |,|$)" ||
-        fail "rouse-gateway does not depend on $library: $(dpkg-deb -f "$gateway_deb" Depends)"
+# The system libraries the programs link, from dpkg-shlibdeps (apt must bring them: the root does not have them).
+# rouse, rouse-gateway, rouse-agent and rouse-pushd are one multi-call binary in the rouse package (the others ship
+# symlinks to it and depend on rouse of the same version), so its package carries the libraries of all four: the
+# gateway's (nghttp2, OpenSSL, SQLite, libpq) and the agent's device channel (libcurl).
+rouse_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse_')
+version=$(dpkg-deb -f "$rouse_deb" Version)
+for library in libnghttp2-14 libssl3 libsqlite3-0 libpq5 libcurl4; do
+    dpkg-deb -f "$rouse_deb" Depends | grep -q -E "(^|, )$library( |,|$)" ||
+        fail "rouse does not depend on $library: $(dpkg-deb -f "$rouse_deb" Depends)"
 done
-dpkg-deb -f "$agent_deb" Depends | grep -q -E "(^|, )libcurl4( |,|$)" ||
-    fail "rouse-agent does not depend on libcurl4: $(dpkg-deb -f "$agent_deb" Depends)"
-version=$(dpkg-deb -f "${debs[0]}" Version)
+for package in rouse-gateway rouse-agent rouse-pushd; do
+    deb=$(printf '%s\n' "${debs[@]}" | grep "/${package}_")
+    dpkg-deb -f "$deb" Depends | grep -q -F "rouse (= $version)" ||
+        fail "$package does not depend on rouse (= $version): $(dpkg-deb -f "$deb" Depends)"
+    # The listing in full first: grep -q ending the pipe early would fail it (SIGPIPE under pipefail).
+    contents=$(dpkg-deb -c "$deb")
+    grep -q -E "^l.* \./usr/bin/$package -> rouse$" <<<"$contents" ||
+        fail "$package's /usr/bin/$package is not a symlink to the multi-call binary: $(grep usr/bin <<<"$contents")"
+done
+# Installed sizes against issue 31's targets (a size is not a timing: checked on every run). The target, all the
+# packages together <= 40 MB installed (40,000 KiB: the issue's MB are Installed-Size KiB / 1000), is not met
+# yet: the static Swift runtime with Foundation and its ICU data (~45 MB, pulled in by GRDB and by full-Foundation
+# calls in several modules) is in /usr/bin/rouse (docs/benchmarks.md, "Footprint"). What is enforced is the
+# ceiling the multi-call packaging with a Foundation-free example handler holds (90,448 KiB; it was 334,848 KiB
+# with four static binaries and a static handler with Foundation), so a regression fails here; the target's
+# status is printed.
+total=0
+for deb in "${debs[@]}"; do total=$((total + $(dpkg-deb -f "$deb" Installed-Size))); done
+ceiling=100000
+target=40000
+if [ "$total" -le "$target" ]; then status="met"; else status="NOT met"; fi
+echo "package-test: installed size of the ${#debs[@]} packages together: $total KiB (target <= $target KiB:" \
+    "$status; ceiling $ceiling KiB)" >&2
+[ "$total" -le "$ceiling" ] || fail "the packages together install $total KiB, above the ceiling of $ceiling KiB"
 
 # --- the clean root ---------------------------------------------------------------------------------------------
 sources=()

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Builds the Debian packages of this checkout: rouse (the CLI with the mock), rouse-gateway and rouse-agent (with
-# the example handler, the handler protocol's specification and its C and Python client libraries: clients/). Release binaries with the Swift runtime linked
-# statically (--static-swift-stdlib), so the machines they are installed on need no Swift toolchain; their
-# dependencies are Debian 12's libraries, computed by dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store).
+# the example handler, the handler protocol's specification and its C and Python client libraries: clients/) and
+# rouse-pushd. Release binaries with the Swift runtime linked statically (--static-swift-stdlib), so the machines
+# they are installed on need no Swift toolchain; their dependencies are Debian 12's libraries, computed by
+# dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store). rouse, rouse-gateway, rouse-agent and rouse-pushd
+# are one multi-call binary, /usr/bin/rouse in the rouse package (the others are symlinks to it in their packages,
+# which depend on rouse of the same version): the runtime, Foundation's ICU data and the shared modules are
+# installed once instead of four times (deploy/debian/multicall.c; the measurements behind the choice:
+# docs/benchmarks.md, "Footprint").
 # Units under /lib/systemd/system (enabled at installation, started once `rouse gateway init` / `rouse agent enroll`
 # configured them) and the agent's per-user unit under /usr/lib/systemd/user (started by each user who enrolled
 # with `rouse agent enroll --user`), man pages and bash/zsh/fish completions generated from the argument parsers.
@@ -30,7 +35,7 @@ while [ $# -gt 0 ]; do
         *) echo "usage: deploy/package.sh [--out DIR] [--lintian]" >&2; exit 64 ;;
     esac
 done
-for tool in swift dpkg-deb dpkg-shlibdeps git gzip strip cc make; do
+for tool in swift dpkg-deb dpkg-shlibdeps git gzip strip cc make pkg-config; do
     command -v "$tool" >/dev/null || { echo "package.sh: $tool is missing (deploy/install-deps.sh)" >&2; exit 1; }
 done
 git rev-parse --verify -q HEAD >/dev/null || { echo "package.sh: not a git checkout with a commit" >&2; exit 1; }
@@ -102,6 +107,28 @@ bin=$("${build[@]}" --show-bin-path)
 clients="$cache/clients-c"
 rm -rf "$clients" && mkdir -p "$clients"
 make -s -C clients/c OUT="$clients" CFLAGS="-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong" >&2
+
+# --- one multi-call binary for rouse, rouse-gateway, rouse-agent and rouse-pushd -------------------------------
+# Linked from the object files SwiftPM compiled for the four products (each product's Objects.LinkFileList, in
+# the order SwiftPM gives, each object once) and deploy/debian/multicall.c, which picks the program's
+# <module>_main by the name it was started under; the same link as SwiftPM's (static Swift runtime, the system
+# libraries of the C modules from pkg-config, --gc-sections, -z now). The symlinks beside it are the names the
+# man page tool and the completion scripts run it under.
+multi="$cache/multi"
+rm -rf "$multi" && mkdir -p "$multi"
+multi_programs=(rouse rouse-gateway rouse-agent rouse-pushd)
+for program in "${multi_programs[@]}"; do cat "$bin/$program.product/Objects.LinkFileList"; done |
+    awk '!seen[$0]++' >"$multi/objects"
+cc -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -c deploy/debian/multicall.c -o "$multi/multicall.o"
+# shellcheck disable=SC2046 # pkg-config's flags are words
+if ! swiftc -static-stdlib -emit-executable -module-name rouse_multicall -L "$bin" \
+    $(pkg-config --libs libcurl libnghttp2 openssl libpq) -lstdc++ -Xlinker --gc-sections -Xlinker -z -Xlinker now \
+    "$multi/multicall.o" @"$multi/objects" -o "$multi/rouse" >"$cache/link-multicall.log" 2>&1; then
+    grep -v "the use of .mktemp. is dangerous" "$cache/link-multicall.log" | tail -n 40 >&2
+    echo "package.sh: linking the multi-call binary failed (log: $cache/link-multicall.log)" >&2
+    exit 1
+fi
+for program in "${multi_programs[@]:1}"; do ln -s rouse "$multi/$program"; done
 built=$SECONDS
 
 # --- man pages: swift-argument-parser's generate-manual, compiled against the ArgumentParser just built ---------
@@ -120,11 +147,10 @@ fi
 # The key covers what goes into the packages: the binaries, the packaging files, the units, the docs, the version.
 key=$( {
     echo "$version $commit_text $arch"
-    sha256sum "$bin"/rouse "$bin"/rouse-gateway "$bin"/rouse-agent "$bin"/rouse-example-handler "$bin"/rouse-pushd \
-        "$manual_tool"
+    sha256sum "$multi/rouse" "$bin"/rouse-example-handler "$manual_tool"
     git ls-files -z --cached --others --exclude-standard -- deploy/package.sh deploy/debian deploy/hooks \
         deploy/rouse-gateway.json 'deploy/*.service' deploy/rouse-agent.sysusers.conf docs README.md \
-        Sources/rouse-example-handler clients deploy/sip \
+        Sources/rouse-example-handler clients deploy/sip deploy/debian/multicall.c \
         ':(exclude)deploy/debian/root-test.sh' |
         xargs -0 sha256sum
     echo "lintian=$run_lintian"
@@ -149,15 +175,21 @@ mkdir -p "$work" "$out"
 date_rfc=$(date -u -R -d "@$commit_epoch")
 date_manual=$(date -u -d "@$commit_epoch" +%Y-%m-%d)
 
-# install_binary PACKAGE SOURCE-NAME DESTINATION: stripped, 0755.
+# install_binary PACKAGE SOURCE DESTINATION: stripped, 0755.
 install_binary() {
-    install -D -m 0755 "$bin/$2" "$work/$1$3"
+    install -D -m 0755 "$2" "$work/$1$3"
     strip --strip-unneeded --remove-section=.comment --remove-section=.note "$work/$1$3"
+}
+
+# install_program_link PACKAGE PROGRAM: /usr/bin/PROGRAM, a symlink to the multi-call binary of the rouse package.
+install_program_link() {
+    install -d "$work/$1/usr/bin"
+    ln -s rouse "$work/$1/usr/bin/$2"
 }
 
 # install_interface PACKAGE PROGRAM: its man pages (one per command) and its bash, zsh and fish completions.
 install_interface() {
-    local package=$1 program=$2 binary="$bin/$2" pages="$cache/man/$2"
+    local package=$1 program=$2 binary="$multi/$2" pages="$cache/man/$2"
     rm -rf "$pages" && mkdir -p "$pages"
     # One page per program, every subcommand in it (whatis needs a one-word name); blank lines of the help
     # texts become paragraph breaks.
@@ -200,7 +232,7 @@ install_unit() {
     install -m 0644 "deploy/debian/units/$name.conf" "$work/$package/lib/systemd/system/$name.service.d/debian.conf"
 }
 
-install_binary rouse rouse /usr/bin/rouse
+install_binary rouse "$multi/rouse" /usr/bin/rouse
 install_interface rouse rouse
 install_docs rouse README.md docs/send.md docs/mock-apns.md
 
@@ -214,7 +246,7 @@ install_user_unit() {
         "$work/$package/usr/lib/systemd/user/$name.service.d/debian.conf"
 }
 
-install_binary rouse-gateway rouse-gateway /usr/bin/rouse-gateway
+install_program_link rouse-gateway rouse-gateway
 install_interface rouse-gateway rouse-gateway
 install_docs rouse-gateway docs/gateway.md
 install -d "$work/rouse-gateway/usr/share/doc/rouse-gateway/examples"
@@ -222,8 +254,8 @@ install -m 0644 deploy/rouse-gateway.json "$work/rouse-gateway/usr/share/doc/rou
 install -D -m 0644 deploy/debian/gateway.json.example "$work/rouse-gateway/etc/rouse/gateway.json.example"
 install_unit rouse-gateway rouse-gateway
 
-install_binary rouse-agent rouse-agent /usr/bin/rouse-agent
-install_binary rouse-agent rouse-example-handler /usr/libexec/rouse/rouse-example-handler
+install_program_link rouse-agent rouse-agent
+install_binary rouse-agent "$bin/rouse-example-handler" /usr/libexec/rouse/rouse-example-handler
 install_interface rouse-agent rouse-agent
 install_docs rouse-agent docs/agent.md docs/activations.md docs/state.md docs/handler-protocol.md docs/softphone.md
 # Handlers in other languages (docs/handler-protocol.md): the C library with its header and pkg-config file, the
@@ -251,7 +283,7 @@ install_user_unit rouse-agent rouse-agent deploy/rouse-agent-user.service
 # The system agent's --handler-user, created by the postinst with systemd-sysusers.
 install -D -m 0644 deploy/rouse-agent.sysusers.conf "$work/rouse-agent/usr/lib/sysusers.d/rouse-agent.conf"
 
-install_binary rouse-pushd rouse-pushd /usr/bin/rouse-pushd
+install_program_link rouse-pushd rouse-pushd
 install_interface rouse-pushd rouse-pushd
 install_docs rouse-pushd docs/push-service.md docs/push-api.yaml
 install -D -m 0644 deploy/debian/pushd.json.example "$work/rouse-pushd/etc/rouse/pushd.json.example"
@@ -266,7 +298,16 @@ shlibs_depends() {
     while IFS= read -r -d '' file; do
         if [ "$(head -c 4 "$file" | od -An -c | tr -d ' ')" = '177ELF' ]; then files+=("-e$file"); fi
     done < <(find "$work/$package" -type f -perm -u+x -print0)
+    # rouse-gateway and rouse-pushd have no ELF file of their own (their program is rouse's multi-call binary).
+    [ ${#files[@]} -gt 0 ] || return 0
     (cd "$dir" && dpkg-shlibdeps -O "${files[@]}" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
+}
+
+# depends LIST...: the non-empty ones joined with ", ".
+depends() {
+    local joined="" item
+    for item in "$@"; do [ -z "$item" ] || joined="${joined:+$joined, }$item"; done
+    echo "$joined"
 }
 
 # --- control files and the .deb --------------------------------------------------------------------------------
@@ -316,17 +357,18 @@ debs=()
 debs+=("$(build_deb rouse "$rouse_depends" "openssl, curl" \
     "VoIP push tools for Linux: APNs sender, mock APNs, reachability" \
     "rouse sends VoIP, background and alert pushes to Apple's APNs or anything speaking its provider API (token or certificate authentication, HTTP/2), runs a mock APNs endpoint that checks what Apple checks (rouse mock-apns), watches network reachability with SCNetworkReachability semantics (rouse reach), and sets up and administers rouse-gateway (rouse gateway init, keys, devices, tokens) and rouse-agent (rouse agent enroll, handlers, status).")")
-debs+=("$(build_deb rouse-gateway "$gateway_depends, adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)" "openssl" \
+debs+=("$(build_deb rouse-gateway "$(depends "$gateway_depends" "adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)")" "openssl" \
     "APNs-compatible push gateway for Linux devices" \
     "rouse-gateway accepts pushes from VoIP backends with the APNs provider API (same requests, JWT keys or client certificates, same reasons), stores them durably (SQLite, or PostgreSQL shared by several gateways) and delivers them to Linux devices running rouse-agent over one long-lived HTTP/2 device channel. The unit is enabled at installation and starts once 'rouse gateway init' has written /etc/rouse/gateway.json.")")
 # procps: the agent unit's ExecReload= is /bin/kill -HUP (handler files reloaded on SIGHUP).
 # systemd | systemd-sysusers: the postinst creates the handler user from sysusers.d (as debhelper's
 # dh_installsysusers does).
-debs+=("$(build_deb rouse-agent "$agent_depends, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)" "" \
+debs+=("$(build_deb rouse-agent "$(depends "$agent_depends" "debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)")" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
     "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler, the handler protocol's specification, its client libraries for C (librouse-handler.so.0, rouse-handler.h) and Python (rouse_handler), and a Kamailio recipe for push-woken SIP softphones. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
 pushd_depends=$(shlibs_depends rouse-pushd)
-debs+=("$(build_deb rouse-pushd "$pushd_depends, adduser" "rouse (= $version)" \
+# rouse (= version): /usr/bin/rouse-pushd is a symlink to rouse's multi-call binary.
+debs+=("$(build_deb rouse-pushd "$(depends "$pushd_depends" "adduser, rouse (= $version)")" "" \
     "Push service: warm APNs connections behind a local API" \
     "rouse-pushd keeps warm HTTP/2 connections to APNs (or rouse-gateway) for several apps, teams, keys and certificates, and answers each push's outcome synchronously (delivered with apns-id, rejected with the exact APNs reason, failed with whether APNs may have processed it) over a local HTTP API on a Unix socket (peer uid/gid checked) and optionally TCP with a bearer token. A VoIP endpoint takes the push type and app from the path, so a SIP proxy can call it with a body and one header. The unit is enabled at installation and starts once /etc/rouse/pushd.json exists.")")
 packaged=$SECONDS

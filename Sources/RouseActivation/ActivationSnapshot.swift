@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who holds what and who waits, for `rouse agent sessions [--json]`.
 public struct ActivationSnapshot: Sendable, Hashable, Codable {

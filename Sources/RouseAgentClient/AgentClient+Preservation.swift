@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RouseWire
 
 /// State the agent offers back at launch (the `restoration` message): the pieces a previous run of the

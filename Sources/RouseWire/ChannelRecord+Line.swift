@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension ChannelRecord {
     /// The record as the gateway writes it: one JSON object and `\n`, members in a fixed order, no newline

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A message of the agent's IPC protocol: ``AgentRequest`` (to the agent) or ``AgentEvent`` (from it). It
 /// encodes its `type` and its members into the frame's one flat JSON object.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RouseActivation
 import RouseAgentClient
 import RouseWire
@@ -87,8 +88,42 @@ let quiet = arguments.contains("--quiet")
 /// message loop and the command task never overwrite each other.
 let logFD: Int32 = logPath.map { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644) } ?? -1
 
+/// Writes all of `bytes` to `fd` (short writes and EINTR retried; other errors drop the rest, as a log does).
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { buffer -> Int in
+            guard let base = buffer.baseAddress else { return 0 }
+            return write(fd, base + offset, buffer.count - offset)
+        }
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return }
+        offset += written
+    }
+}
+
+/// The members of a push payload or a status reply this handler reads (FoundationEssentials' JSONDecoder: the
+/// handler links no Foundation, so no ICU; docs/benchmarks.md, "Footprint").
+struct PayloadFields: Decodable {
+    var sentAt: Double?
+    var download: String?
+}
+struct StatusFields: Decodable {
+    struct Handler: Decodable { var name: String? }
+    var handlers: [Handler]?
+    var deviceID: String?
+}
+
+/// `value` with three decimals ("%.3f").
+func threeDecimals(_ value: Double) -> String {
+    let thousandths = Int((abs(value) * 1000).rounded())
+    let fraction = String(thousandths % 1000)
+    return (value < 0 && thousandths > 0 ? "-" : "") + "\(thousandths / 1000)."
+        + String(repeating: "0", count: 3 - fraction.count) + fraction
+}
+
 func emit(_ line: String) {
-    if !quiet { try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) }
+    if !quiet { writeAll(1, Array((line + "\n").utf8)) }
     guard logFD >= 0 else { return }
     let bytes = Array("\(line) pid=\(getpid())\n".utf8)
     _ = bytes.withUnsafeBytes { write(logFD, $0.baseAddress, $0.count) }
@@ -165,10 +200,8 @@ do {
         case .push(let push):
             let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) } ?? ""
             var latency = ""
-            if let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-                let sent = object["sentAt"] as? Double
-            {
-                latency = String(format: " latencyMs=%.3f", Date().timeIntervalSince1970 * 1000 - sent)
+            if let sent = (try? JSONDecoder().decode(PayloadFields.self, from: Data(payload.utf8)))?.sentAt {
+                latency = " latencyMs=" + threeDecimals(Date().timeIntervalSince1970 * 1000 - sent)
             }
             let id = push.pushID
             emit(
@@ -192,8 +225,7 @@ do {
                 // A push-initiated download: `"download": URL` in the payload is added to the transfer session
                 // (reattached first: the push may come before the session opened at start is answered).
                 if let session = option("--transfer-session"),
-                    let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-                    let url = object["download"] as? String
+                    let url = (try? JSONDecoder().decode(PayloadFields.self, from: Data(payload.utf8)))?.download
                 {
                     do {
                         _ = try await client.openTransferSession(session)
@@ -304,7 +336,7 @@ do {
             let data = wake.socketIDs.compactMap { VoIPState.sockets[$0] }.map(readAvailable).joined()
             emit(
                 "wake id=\(wake.wakeID) sockets=\(wake.socketIDs.count) mustReport=\(wake.mustReport) "
-                    + "data=\(data.replacingOccurrences(of: "\r\n", with: " ").trimmingCharacters(in: .whitespaces))")
+                    + "data=\(trimmedSpaces(data.replacing("\r\n", with: " ")))")
             if mode != "ignore" {
                 if data.hasPrefix("INVITE") {
                     try client.reportCall(pushID: wake.wakeID, callID: "call-\(wake.wakeID)")
@@ -416,6 +448,15 @@ do {
 }
 
 /// What waits on socket `fd`, read without blocking.
+/// `text` without leading and trailing spaces and tabs.
+func trimmedSpaces(_ text: String) -> String {
+    let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+    guard let first = text.firstIndex(where: { !blank($0) }), let last = text.lastIndex(where: { !blank($0) }) else {
+        return ""
+    }
+    return String(text[first...last])
+}
+
 func readAvailable(_ fd: Int32) -> String {
     var text = ""
     var buffer = [UInt8](repeating: 0, count: 4096)
@@ -468,9 +509,9 @@ func tryAdmin(_ client: AgentClient, other: String) async {
         }
     }
     if case (.statusReply(let reply)?, _) = await answer(client, .status) {
-        let object = (try? JSONSerialization.jsonObject(with: Data(reply.detail.utf8))) as? [String: Any] ?? [:]
-        let names = (object["handlers"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-        emit("askedStatus handlers=\(names.joined(separator: ",")) device=\(object["deviceID"] as? String ?? "-")")
+        let status = try? JSONDecoder().decode(StatusFields.self, from: Data(reply.detail.utf8))
+        let names = (status?.handlers ?? []).compactMap(\.name)
+        emit("askedStatus handlers=\(names.joined(separator: ",")) device=\(status?.deviceID ?? "-")")
     }
     let stop = AgentRequest.userControl(.init(handler: other, state: "stopped"))
     emit("admin own=" + (await answer(client, stop)).1)
@@ -483,25 +524,50 @@ func tryAdmin(_ client: AgentClient, other: String) async {
     second.close()
 }
 
+/// Runs `body` on a thread of its own (a blocking reader that must not take one of the concurrency pool's).
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Body: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+    let context = Unmanaged.passRetained(Body(body)).toOpaque()
+    var thread = pthread_t()
+    let started = pthread_create(
+        &thread, nil,
+        { context in
+            guard let context else { return nil }
+            Unmanaged<Body>.fromOpaque(context).takeRetainedValue().run()
+            return nil
+        }, context)
+    if started == 0 {
+        pthread_detach(thread)
+    } else {
+        Unmanaged<Body>.fromOpaque(context).release()
+    }
+}
+
 func readCommands(_ path: String, client: AgentClient) throws {
-    guard let handle = FileHandle(forUpdatingAtPath: path) else {
+    // Read and write, so the FIFO never reports end of file while no writer has it open.
+    let fd = open(path, O_RDWR | O_CLOEXEC)
+    guard fd >= 0 else {
         throw AgentRequestError(code: "commands", detail: "cannot open \(path)")
     }
     let lines = AsyncStream<String>.makeStream()
-    let thread = Thread {
-        var buffer = Data()
+    startThread {
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            buffer.append(contentsOf: chunk[0..<count])
             while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                lines.continuation.yield(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                buffer = Data(buffer[buffer.index(after: newline)...])
+                lines.continuation.yield(String(decoding: buffer[..<newline], as: UTF8.self))
+                buffer.removeSubrange(...newline)
             }
         }
         lines.continuation.finish()
     }
-    thread.start()
     Task {
         for await line in lines.stream {
             do {
