@@ -38,6 +38,8 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus").
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
         // curl's variadic calls (libcurl only), OpenSSL's macros (OpenSSL only).
         .target(name: "CRouseSys"),
@@ -92,6 +94,9 @@ let package = Package(
             name: "RouseNetlink",
             dependencies: ["CRouseSys", "RouseSystem"]
         ),
+        // D-Bus through sd-bus on an event loop, and the typed models of the session's services (logind,
+        // notifications, UPower); calls, signals, and a small method export for services.
+        .target(name: "RouseDBus", dependencies: ["CSystemd", "RouseClock", "RouseEventLoop"]),
 
         // MARK: Products
         .target(
@@ -247,6 +252,11 @@ let package = Package(
         // The errno policy of the one syscall layer, each rule on a real call.
         .testTarget(name: "RouseSystemTests", dependencies: ["RouseSystem"]),
         .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"]),
+        // sd-bus on a private dbus-daemon, logind/notifications/UPower stood in by python3-dbusmock.
+        .testTarget(
+            name: "RouseDBusTests",
+            dependencies: ["RouseDBus", "RouseClock", "RouseEventLoop", "RouseChildProcess", "RouseTestSupport"]
+        ),
         .testTarget(name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock", "RouseSystem"]),
         .testTarget(
             name: "RouseHTTP2Tests",

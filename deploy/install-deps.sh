@@ -31,6 +31,10 @@ packages=(
     kamailio             # SIP registrar/proxy of the SIP end-to-end test, rouse-bench sip and the demo (deploy/sip)
     baresip-core         # the headless softphone woken by a push (not `baresip`: it recommends a desktop stack)
     sip-tester           # SIPp, the caller
+    libsystemd-dev       # sd-bus: RouseDBus, the D-Bus binding (logind, notifications, UPower)
+    dbus-daemon          # the tests' private buses
+    dbus-bin             # dbus-run-session, dbus-send (the tests and the demo)
+    python3-dbusmock     # logind, the notification server and UPower stood in on the tests' buses
 )
 
 missing=()
