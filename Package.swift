@@ -164,8 +164,8 @@ let package = Package(
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseReachability",
-                "RouseState", "RouseSystem", "RouseWire",
+                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseDBus",
+                "RouseReachability", "RouseState", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -175,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseSystem", "RouseBuildInfo",
+                "RouseAgent", "RouseDaemon", "RouseDBus", "RouseState", "RouseSystem", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -228,7 +228,7 @@ let package = Package(
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
                 "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
-                "RousePushCore", "RouseSIPLab",
+                "RousePushCore", "RouseSIPLab", "RouseDBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -239,7 +239,8 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "RouseTestSupport", dependencies: ["RouseChildProcess"], path: "Tests/RouseTestSupport"),
+        .target(
+            name: "RouseTestSupport", dependencies: ["RouseChildProcess", "RouseDBus"], path: "Tests/RouseTestSupport"),
         .testTarget(
             name: "RouseAPNsTests",
             dependencies: ["RouseAPNs", .product(name: "Crypto", package: "swift-crypto")]),
@@ -255,7 +256,7 @@ let package = Package(
         // sd-bus on a private dbus-daemon, logind/notifications/UPower stood in by python3-dbusmock.
         .testTarget(
             name: "RouseDBusTests",
-            dependencies: ["RouseDBus", "RouseClock", "RouseEventLoop", "RouseChildProcess", "RouseTestSupport"]
+            dependencies: ["RouseDBus", "RouseEventLoop", "RouseTestSupport"]
         ),
         .testTarget(name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock", "RouseSystem"]),
         .testTarget(
@@ -295,7 +296,7 @@ let package = Package(
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
                 "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseDaemon",
-                "RouseEventLoop", "RouseSIPLab",
+                "RouseEventLoop", "RouseSIPLab", "RouseDBus", "RouseState",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,20 +1,19 @@
 import Foundation
 import RouseChildProcess
 import RouseDBus
-import RouseTestSupport
 import Synchronization
 
 /// A private `dbus-daemon` for one test, and python3-dbusmock stand-ins for logind, the notification server and
 /// UPower on it. Everything started is stopped when the test's scope ends (``TestScope``).
-final class DBusLab: Sendable {
+public final class DBusLab: Sendable {
     /// The bus address (`unix:path=…`).
-    let address: String
+    public let address: String
     let directory: String
     private let daemon: RunningChild
     private let mocks = Mutex<[RunningChild]>([])
 
     /// Starts the daemon (a minimal configuration: no activatable service, so nothing real is ever started).
-    static func start() async throws -> DBusLab {
+    public static func start() async throws -> DBusLab {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-dbus-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -52,7 +51,7 @@ final class DBusLab: Sendable {
     }
 
     /// A connection to the lab's bus on a loop of its own; closed when the test ends.
-    func connect() async throws -> DBusConnection {
+    public func connect() async throws -> DBusConnection {
         let connection = try await DBusConnection.connect(.address(address))
         TestScope.current?.onEnd { await connection.close() }
         return connection
@@ -60,7 +59,7 @@ final class DBusLab: Sendable {
 
     /// Starts `python3 -m dbusmock --template NAME` on the lab's bus and returns once it owns `busName` (watched
     /// through `NameOwnerChanged`, no polling). `parameters` is the template's JSON parameters.
-    func startMock(template: String, busName: String, parameters: String? = nil, on watcher: DBusConnection)
+    public func startMock(template: String, busName: String, parameters: String? = nil, on watcher: DBusConnection)
         async throws
     {
         let owned = AsyncStream<Void>.makeStream()
@@ -90,7 +89,7 @@ final class DBusLab: Sendable {
     }
 
     /// Kills the daemon (the bus goes away under its clients).
-    func killDaemon() { daemon.kill() }
+    public func killDaemon() { daemon.kill() }
 
     func stop() {
         for mock in mocks.withLock({ $0 }) { mock.kill() }
