@@ -38,6 +38,8 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus").
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
         // curl's variadic calls (libcurl only), OpenSSL's macros (OpenSSL only).
         .target(name: "CRouseSys"),
@@ -92,6 +94,9 @@ let package = Package(
             name: "RouseNetlink",
             dependencies: ["CRouseSys", "RouseSystem"]
         ),
+        // D-Bus through sd-bus on an event loop, and the typed models of the session's services (logind,
+        // notifications, UPower); calls, signals, and a small method export for services.
+        .target(name: "RouseDBus", dependencies: ["CSystemd", "RouseClock", "RouseEventLoop"]),
 
         // MARK: Products
         .target(
@@ -159,8 +164,8 @@ let package = Package(
         .target(
             name: "RouseAgent",
             dependencies: [
-                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseReachability",
-                "RouseState", "RouseSystem", "RouseWire",
+                "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseDBus",
+                "RouseReachability", "RouseState", "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -170,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseState", "RouseSystem", "RouseBuildInfo",
+                "RouseAgent", "RouseDaemon", "RouseDBus", "RouseState", "RouseSystem", "RouseBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -223,7 +228,7 @@ let package = Package(
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
                 "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
-                "RousePushCore", "RouseSIPLab", "RouseWire",
+                "RousePushCore", "RouseSIPLab", "RouseWire", "RouseDBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -235,7 +240,7 @@ let package = Package(
 
         // MARK: Tests
         .target(
-            name: "RouseTestSupport", dependencies: ["RouseAgentCore", "RouseChildProcess"],
+            name: "RouseTestSupport", dependencies: ["RouseAgentCore", "RouseChildProcess", "RouseDBus"],
             path: "Tests/RouseTestSupport"),
         .testTarget(
             name: "RouseAPNsTests",
@@ -249,6 +254,11 @@ let package = Package(
         // The errno policy of the one syscall layer, each rule on a real call.
         .testTarget(name: "RouseSystemTests", dependencies: ["RouseSystem"]),
         .testTarget(name: "RouseAgentCoreTests", dependencies: ["RouseAgentCore"]),
+        // sd-bus on a private dbus-daemon, logind/notifications/UPower stood in by python3-dbusmock.
+        .testTarget(
+            name: "RouseDBusTests",
+            dependencies: ["RouseDBus", "RouseEventLoop", "RouseTestSupport"]
+        ),
         .testTarget(name: "RouseEventLoopTests", dependencies: ["RouseEventLoop", "RouseClock", "RouseSystem"]),
         .testTarget(
             name: "RouseHTTP2Tests",
@@ -287,7 +297,7 @@ let package = Package(
             dependencies: [
                 "RouseAgent", "RouseAgentClient", "RouseAgentCore", "RouseClock", "RouseGateway", "RouseHTTP2",
                 "RouseTestSupport", "RouseAPNs", "RouseActivation", "RouseChildProcess", "RouseDaemon",
-                "RouseEventLoop", "RouseSIPLab",
+                "RouseEventLoop", "RouseSIPLab", "RouseDBus", "RouseState",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
             ]

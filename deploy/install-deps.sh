@@ -34,6 +34,10 @@ packages=(
     sip-tester           # SIPp, the caller
     pulseaudio           # the headless audio server of AgentAudioServerTests (a call mutes, a ducker lowers)
     pulseaudio-utils     # pactl (the activation hook deploy/hooks/pactl-roles.sh, the tests) and pacat (a stream)
+    libsystemd-dev       # sd-bus: RouseDBus, the D-Bus binding (logind, notifications, UPower)
+    dbus-daemon          # the tests' private buses
+    dbus-bin             # dbus-run-session, dbus-send (the tests and the demo)
+    python3-dbusmock     # logind, the notification server and UPower stood in on the tests' buses
 )
 
 missing=()

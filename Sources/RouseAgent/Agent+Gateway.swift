@@ -68,7 +68,7 @@ extension Agent {
                 for await event in events where event.target == target {
                     switch event {
                     case .changed(let change):
-                        self.transfersNetwork(expensive: change.result.path.isExpensive)
+                        self.pathExpensive(change.result.path.isExpensive)
                         await self.reachabilityChanged(change.result.isUsable)
                     case .sourceAddressChanged: await self.link.channel?.sourceAddressChanged()
                     }

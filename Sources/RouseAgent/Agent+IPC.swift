@@ -213,7 +213,7 @@ extension Agent {
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
             .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete,
             .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone,
-            .unknown:
+            .protectedFile, .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -334,6 +334,8 @@ extension Agent {
             fetchCompleted(name, connection, request, requestID: requestID)
         case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
             handleVoIP(name, connection, frame, descriptor: nil)
+        case .protectedFile(let request):
+            protectedFile(name, connection, request, requestID: requestID)
         case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(

@@ -87,7 +87,8 @@ extension Agent {
         case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
             .preserve, .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled,
             .fetchComplete,
-            .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .unknown:
+            .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .protectedFile,
+            .unknown:
             connection.sendError("unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }
         if let descriptor { closePeerDescriptor(descriptor, from: connection) }

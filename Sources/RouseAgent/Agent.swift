@@ -53,6 +53,8 @@ public actor Agent: Service {
     let voipSockets: VoIPSockets
     /// Keep-alive wakes: see `Agent+VoIP.swift`.
     let keepAlives: KeepAlives
+    /// The user's session (lock state, pushes waiting for the first unlock): see `Agent+Session.swift`.
+    let session: SessionLink
     /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
     let blocking = BlockingWork()
     /// Upload copies from descriptors handlers passed, off the executor (pools of their own, one thread per handler:
@@ -87,6 +89,7 @@ public actor Agent: Service {
         let blocking = self.blocking
         self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
         self.keepAlives = KeepAlives(timer: time.timer())
+        self.session = SessionLink(timer: time.timer())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
         self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
@@ -133,6 +136,8 @@ public actor Agent: Service {
         reattach()
         control.removeStaleAgents()
         restoreAgentState()
+        // logind is asked off the start path (a slow bus must not hold the socket back); pushes wait meanwhile.
+        background.append(Task { await self.startSession() })
         // The per-user agent's socket is its user's alone (admin and handlers are that user).
         listener = try AgentError.wrapping(
             try Sys.listen(
@@ -181,6 +186,7 @@ public actor Agent: Service {
         stopTransfers()
         fetches.timer.cancel()
         stopVoIP()
+        await stopSession()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed. Real time,
         // not the agent's clock: this waits for the kernel, and a test's manual clock would never let it end.
         for _ in 0..<50 where !handlers.processes.isEmpty {
@@ -199,6 +205,7 @@ public actor Agent: Service {
             await link.channel?.ack(push.id)
             return
         }
+        if heldForFirstUnlock(push) { return }
         guard link.beginDelivery(push.id) else { return }
         guard let name = handlers.handler(for: push) else {
             logger.warning(

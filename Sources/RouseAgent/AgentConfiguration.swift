@@ -65,6 +65,9 @@ public struct AgentConfiguration: Sendable {
     /// Every "now", wall time and timer of the agent: the handler rules' deadlines, the channel's backoff and
     /// heartbeat, retries, grace periods. Tests pass a ``ManualClock`` to prove that something does not happen.
     public var clock: any RouseClock = SystemClock()
+    /// The user's session over D-Bus (logind's lock state, protected data); nil: none (the session counts as
+    /// unlocked from start). docs/agent.md, "Session integration".
+    public var session: SessionIntegration?
     /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
     public var transferResultLifetime = Duration.seconds(7 * 86400)
 

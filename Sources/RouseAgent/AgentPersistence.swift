@@ -25,10 +25,13 @@ public final class AgentPersistence: Sendable {
     let logger: Logger
 
     /// Opens (creating when missing) `<stateDirectory>/secrets`, `<stateDirectory>/state` and the key in
-    /// `keyDirectory`. `credentialsDirectory` and `systemdCreds` are for tests (see ``KeyStore``).
+    /// `keyDirectory`. `credentialsDirectory` and `systemdCreds` are for tests (see ``KeyStore``). `startsUnlocked`
+    /// false: the session's lock state will be reported (logind, ``SessionIntegration``), and until then only class
+    /// `none` files are available.
     public init(
         stateDirectory: String, keyDirectory: String, preference: KeyBackendPreference = .auto, logger: Logger,
-        systemdCreds: String = "/usr/bin/systemd-creds", credentialsDirectory: String? = nil
+        systemdCreds: String = "/usr/bin/systemd-creds", credentialsDirectory: String? = nil,
+        startsUnlocked: Bool = true
     ) throws(StateError) {
         self.logger = logger
         // Parents created here; a failure shows up, precisely, as the store's own mkdir error below.
@@ -41,8 +44,8 @@ public final class AgentPersistence: Sendable {
         let loaded = try keyStore.load(preference: preference)
         backend = loaded.backend
         ring = KeyRing(key: loaded.current)
-        // No logind feed yet: the device counts as unlocked from start (classes none and until-first-unlock).
-        _ = ring.report(.unlocked)
+        // Without session integration the device counts as unlocked from start; with it, logind's report decides.
+        if startsUnlocked { _ = ring.report(.unlocked) }
         secrets = try SealedStore(directory: stateDirectory + "/secrets", keys: ring, logger: logger)
         archives = try SealedStore(directory: stateDirectory + "/state", keys: ring, logger: logger)
         try secrets.cleanStaleTemps()

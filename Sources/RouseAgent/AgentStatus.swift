@@ -75,6 +75,8 @@ public struct AgentStatus: Codable, Sendable {
     public var voipSockets: VoIPSocketBook.Counters? = nil
     /// The IPC budgets: connections now, and how often each budget was hit (nil in a handler's own view).
     public var ipc: IPCCounters? = nil
+    /// The user's session: lock, power (nil without session integration; docs/agent.md, "Session integration").
+    public var session: SessionStatus? = nil
 }
 
 extension Agent {
@@ -105,6 +107,7 @@ extension Agent {
             suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
             tokens: durable.tokens, ipc: ipcCounters)
         status.voipSockets = voipSocketCounters
+        status.session = sessionStatus
         return status
     }
 

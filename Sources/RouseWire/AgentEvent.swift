@@ -45,6 +45,10 @@ public enum AgentEvent: IPCMessage {
     case voipSocketChanged(VoIPSocketChanged)
     /// The keep-alive time: maintain the service connection, then `keepAliveDone`.
     case keepAlive(KeepAlive)
+    /// The session is locking or was unlocked (protected data).
+    case protectedData(ProtectedData)
+    /// Answer to `protectedFile`.
+    case protectedFileReply(ProtectedFileReply)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -59,6 +63,7 @@ public enum AgentEvent: IPCMessage {
         case activation, sessionsReply, preserveRequest, preserved, restoration, ok, error
         case transferTask, transferSessionReply, transferSessionDone, fetch
         case voipSocket, voipSocketWake, voipSocketChanged, keepAlive
+        case protectedData, protectedFileReply
     }
 
     /// The `type` member.
@@ -88,6 +93,8 @@ public enum AgentEvent: IPCMessage {
         case .voipSocketWake: kind = .voipSocketWake
         case .voipSocketChanged: kind = .voipSocketChanged
         case .keepAlive: kind = .keepAlive
+        case .protectedData: kind = .protectedData
+        case .protectedFileReply: kind = .protectedFileReply
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -126,6 +133,8 @@ public enum AgentEvent: IPCMessage {
         case .voipSocketWake: self = .voipSocketWake(try VoIPSocketWake(from: decoder))
         case .voipSocketChanged: self = .voipSocketChanged(try VoIPSocketChanged(from: decoder))
         case .keepAlive: self = .keepAlive(try KeepAlive(from: decoder))
+        case .protectedData: self = .protectedData(try ProtectedData(from: decoder))
+        case .protectedFileReply: self = .protectedFileReply(try ProtectedFileReply(from: decoder))
         }
     }
 
@@ -157,6 +166,8 @@ public enum AgentEvent: IPCMessage {
         case .voipSocketWake(let payload): try payload.encode(to: encoder)
         case .voipSocketChanged(let payload): try payload.encode(to: encoder)
         case .keepAlive(let payload): try payload.encode(to: encoder)
+        case .protectedData(let payload): try payload.encode(to: encoder)
+        case .protectedFileReply(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

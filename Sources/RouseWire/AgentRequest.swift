@@ -49,6 +49,8 @@ public enum AgentRequest: IPCMessage {
     case clearKeepAlive
     /// A keep-alive's work is done; answered with `ok`.
     case keepAliveDone(KeepAliveDone)
+    /// Write, read, re-class or remove a protected file; answered with `protectedFileReply`.
+    case protectedFile(ProtectedFile)
 
     // Admin → agent.
     /// The agent's status; answered with `statusReply`.
@@ -75,6 +77,7 @@ public enum AgentRequest: IPCMessage {
         case preserve, restoreReply, status, sessions, rotateKey, reregister, userControl, routeChanged
         case transferSession, addTransfer, cancelTransfer, transfersHandled, transfers, fetchComplete
         case addVoIPSocket, removeVoIPSocket, voipWakeHandled, setKeepAlive, clearKeepAlive, keepAliveDone
+        case protectedFile
     }
 
     /// The `type` member.
@@ -110,6 +113,7 @@ public enum AgentRequest: IPCMessage {
         case .setKeepAlive: kind = .setKeepAlive
         case .clearKeepAlive: kind = .clearKeepAlive
         case .keepAliveDone: kind = .keepAliveDone
+        case .protectedFile: kind = .protectedFile
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -154,6 +158,7 @@ public enum AgentRequest: IPCMessage {
         case .setKeepAlive: self = .setKeepAlive(try SetKeepAlive(from: decoder))
         case .clearKeepAlive: self = .clearKeepAlive
         case .keepAliveDone: self = .keepAliveDone(try KeepAliveDone(from: decoder))
+        case .protectedFile: self = .protectedFile(try ProtectedFile(from: decoder))
         }
     }
 
@@ -186,6 +191,7 @@ public enum AgentRequest: IPCMessage {
         case .voipWakeHandled(let payload): try payload.encode(to: encoder)
         case .setKeepAlive(let payload): try payload.encode(to: encoder)
         case .keepAliveDone(let payload): try payload.encode(to: encoder)
+        case .protectedFile(let payload): try payload.encode(to: encoder)
         case .status, .sessions, .rotateKey, .transfers, .clearKeepAlive, .unknown: break
         }
     }

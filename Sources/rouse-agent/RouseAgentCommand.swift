@@ -3,8 +3,10 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseBuildInfo
+import RouseDBus
 import RouseDaemon
 import RouseState
+import RouseSystem
 import ServiceLifecycle
 
 /// `rouse-agent`: the device-side service (see docs/agent.md); started by `main.swift`.
@@ -75,6 +77,13 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp("systemctl(1) that --user asks for the session's environment (tests).", visibility: .hidden))
     var systemctl = "/usr/bin/systemctl"
+    @Option(
+        help: ArgumentHelp(
+            "Follow the session's lock over D-Bus (logind): on or off (default: on with --user, off otherwise).",
+            discussion: "docs/agent.md, \"Session integration\": the complete class, pushes before the first unlock."))
+    var sessionIntegration: String?
+    @Option(help: ArgumentHelp("The bus logind is on, as an address (tests).", visibility: .hidden))
+    var systemBusAddress: String?
     @Option(help: "Log level.") var logLevel = "info"
     @Flag(help: "Log one JSON object per line.") var json = false
 
@@ -126,9 +135,13 @@ struct RouseAgentCommand: AsyncParsableCommand {
         guard let preference = KeyBackendPreference(rawValue: keyBackend) else {
             throw ValidationError("--key-backend must be auto, systemd-credential or key-file")
         }
+        guard [nil, "on", "off"].contains(sessionIntegration) else {
+            throw ValidationError("--session-integration must be on or off")
+        }
+        let followsSession = sessionIntegration.map { $0 == "on" } ?? user
         let persistence = try AgentPersistence(
             stateDirectory: stateDir, keyDirectory: keyDir ?? stateDir + "/keys", preference: preference,
-            logger: logger)
+            logger: logger, startsUnlocked: !followsSession)
         let socketDirectory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
         try FileManager.default.createDirectory(
             atPath: socketDirectory, withIntermediateDirectories: true,
@@ -144,6 +157,13 @@ struct RouseAgentCommand: AsyncParsableCommand {
         if let sessionEnvironment {
             configuration.mode = .user
             configuration.sessionEnvironment = await sessionEnvironment()
+        }
+        if followsSession {
+            var integration = SessionIntegration(
+                systemBus: systemBusAddress.map(DBusBus.address) ?? .system, uid: user ? Sys.uid : nil)
+            integration.sessionID = configuration.sessionEnvironment["XDG_SESSION_ID"]
+            integration.holdUntilFirstUnlock = user
+            configuration.session = integration
         }
         configuration.reachabilityTarget = reachabilityTarget
         configuration.handlerUser = handlerUser

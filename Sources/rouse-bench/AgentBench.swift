@@ -20,10 +20,12 @@ enum AgentBench {
         var reconnects = 20
         var idleSeconds = 30
         var json = false
+        /// Connect the agent to a private D-Bus with a logind stand-in (`AgentBench+Session.swift`).
+        var sessionBus = false
     }
 
     static let usage = """
-        usage: rouse-bench agent [--samples N] [--launch-samples N] [--reconnects N] [--idle-seconds N] [--json]
+        usage: rouse-bench agent [--samples N] [--launch-samples N] [--reconnects N] [--idle-seconds N] [--session-bus] [--json]
         """
 
     static func run(arguments: [String]) async throws {
@@ -44,6 +46,7 @@ enum AgentBench {
             case "--reconnects": options.reconnects = try value()
             case "--idle-seconds": options.idleSeconds = try value()
             case "--json": options.json = true
+            case "--session-bus": options.sessionBus = true
             default: throw GatewayBench.BenchError(description: usage)
             }
             index += 1
@@ -91,13 +94,15 @@ enum AgentBench {
             try Data(file.utf8).write(to: URL(fileURLWithPath: "\(directory)/handlers/h\(n).toml"))
         }
         let socket = directory + "/agent.sock"
+        let sessionBus = options.sessionBus ? try await BenchSessionBus.start(directory: directory) : nil
+        defer { sessionBus?.stop() }
         let agent = try ChildProcess.start(
             try GatewayBench.sibling("rouse-agent"),
             [
                 "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", certs + "/ca.pem", "--enroll-secret",
                 secrets[0], "--handlers", directory + "/handlers", "--state-dir", directory + "/state", "--socket",
                 socket, "--assume-reachable", "--log-level", "error",
-            ], stderr: .inherit)
+            ] + (sessionBus?.agentArguments ?? []), stderr: .inherit)
         defer {
             agent.terminate()
             agent.waitUntilExit()

@@ -360,7 +360,9 @@ do {
                 try await client.keepAliveDone(keepAlive.keepAliveID)
                 emit("keepAliveDone id=\(keepAlive.keepAliveID)")
             }
-        case .statusReply, .sessionsReply, .ok, .transferSessionReply, .unknown:
+        case .protectedData(let event):
+            emit("protectedData state=\(event.state.rawValue)")
+        case .statusReply, .sessionsReply, .ok, .transferSessionReply, .protectedFileReply, .unknown:
             emit("message type=\(message.type)")
         }
     }

@@ -78,6 +78,14 @@ struct AgentCommand: AsyncParsableCommand {
             let reachable = (object["gatewayReachable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
             print("channel: \(object["channel"] ?? "-")  gateway reachable: \(reachable)")
             print("device: \(object["deviceID"] ?? "-")  suspend: \(object["suspendMechanism"] ?? "-")")
+            if let session = object["session"] as? [String: Any] {
+                let battery = (session["onBattery"] as? Bool).map { $0 ? "battery" : "AC" } ?? "-"
+                let level = (session["batteryPercentage"] as? Double).map { String(format: " %.0f%%", $0) } ?? ""
+                print(
+                    "session: \(session["lock"] ?? "-")  power: \(battery)\(level)  expensive: "
+                        + "\((session["expensive"] as? Bool) == true ? "yes" : "no")  held pushes: \(session["heldPushes"] ?? 0)"
+                )
+            }
             for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
                 var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
                 line += " strikes=\(handler["strikes"] ?? 0)"

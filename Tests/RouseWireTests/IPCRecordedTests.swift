@@ -151,6 +151,12 @@ struct IPCRecordedTests {
             #"{"keepAliveID":"keepalive-2","requestID":16,"type":"keepAliveDone","v":1}"#,
             .init(.keepAliveDone(.init(keepAliveID: "keepalive-2")), requestID: 16)
         ),
+        (
+            #"{"data":"aGVsbG8=","name":"call-log","op":"write","protection":"complete","requestID":30,"type":"protectedFile","v":1}"#,
+            .init(
+                .protectedFile(.init(op: .write, name: "call-log", protection: "complete", data: "aGVsbG8=")),
+                requestID: 30)
+        ),
     ]
 
     static let events: [(json: String, frame: IPCFrame<AgentEvent>)] = [
@@ -339,6 +345,14 @@ struct IPCRecordedTests {
         (
             #"{"keepAliveID":"keepalive-2","seconds":10,"type":"keepAlive","v":1}"#,
             .init(.keepAlive(.init(keepAliveID: "keepalive-2", seconds: 10)))
+        ),
+        (
+            #"{"graceMilliseconds":500,"state":"willBecomeUnavailable","type":"protectedData","v":1}"#,
+            .init(.protectedData(.init(state: .willBecomeUnavailable, graceMilliseconds: 500)))
+        ),
+        (
+            #"{"name":"call-log","protection":"complete","requestID":30,"type":"protectedFileReply","v":1}"#,
+            .init(.protectedFileReply(.init(name: "call-log", protection: "complete")), requestID: 30)
         ),
     ]
 

@@ -1,0 +1,36 @@
+import RouseAgentCore
+import RouseDBus
+
+/// The session's part of `rouse agent status`: the lock as followed from logind, the power as read from UPower.
+public struct SessionStatus: Codable, Sendable, Equatable {
+    /// `unlocked`, `closing` (locked, within the grace), `locked`; nil until logind answered.
+    public var lock: String?
+    /// Whether the session was unlocked since the agent started.
+    public var unlockedOnce: Bool
+    /// Pushes waiting for the first unlock.
+    public var heldPushes: Int
+    /// UPower's `OnBattery`; nil without UPower.
+    public var onBattery: Bool?
+    /// The display device's charge (0–100); nil without a battery.
+    public var batteryPercentage: Double?
+    /// Whether discretionary work counts the device as expensive now: the path (reachability) or the battery.
+    public var expensive: Bool
+}
+
+extension Agent {
+    /// The session's status; nil without session integration.
+    var sessionStatus: SessionStatus? {
+        guard configuration.session != nil else { return nil }
+        let lock: String? =
+            switch session.machine?.phase {
+            case .unlocked: "unlocked"
+            case .closing: "closing"
+            case .locked: "locked"
+            case nil: nil
+            }
+        return SessionStatus(
+            lock: lock, unlockedOnce: session.machine?.unlockedOnce ?? false, heldPushes: session.held.count,
+            onBattery: session.power?.onBattery, batteryPercentage: session.power?.percentage,
+            expensive: session.expensive)
+    }
+}

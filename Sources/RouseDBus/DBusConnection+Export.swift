@@ -1,0 +1,95 @@
+import CSystemd
+
+/// A method call received by an exported object.
+public struct DBusMethodCall: Sendable, Equatable {
+    /// The caller's unique name.
+    public var sender: String
+    /// The object called.
+    public var path: String
+    /// The interface named by the caller (may be empty: D-Bus lets a caller omit it).
+    public var interface: String
+    /// The method.
+    public var member: String
+    /// Its arguments.
+    public var arguments: [DBusValue]
+}
+
+/// What an exported object answers.
+public enum DBusMethodReply: Sendable, Equatable {
+    /// A method return with these values.
+    case values([DBusValue])
+    /// An error reply (`org.freedesktop.DBus.Error.InvalidArgs`, or the service's own name).
+    case error(name: String, message: String)
+    /// Not this object's: sd-bus answers `UnknownMethod` (or another handler of the path does).
+    case notHandled
+}
+
+/// The `userdata` of an exported object.
+final class ExportBox {
+    let handler: @Sendable (DBusMethodCall) -> DBusMethodReply
+    init(handler: @escaping @Sendable (DBusMethodCall) -> DBusMethodReply) { self.handler = handler }
+}
+
+let methodCalled: sd_bus_message_handler_t = { message, userdata, _ in
+    guard let message, let userdata else { return 0 }
+    let box = Unmanaged<ExportBox>.fromOpaque(userdata).takeUnretainedValue()
+    var type: UInt8 = 0
+    guard sd_bus_message_get_type(message, &type) >= 0, type == 1 else { return 0 }  // SD_BUS_MESSAGE_METHOD_CALL
+    func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
+    let reply: DBusMethodReply
+    do throws(DBusError) {
+        let arguments = try DBusMessageCoding.readAll(message)
+        reply = box.handler(
+            DBusMethodCall(
+                sender: text(sd_bus_message_get_sender(message)), path: text(sd_bus_message_get_path(message)),
+                interface: text(sd_bus_message_get_interface(message)),
+                member: text(sd_bus_message_get_member(message)),
+                arguments: arguments))
+    } catch {
+        reply = .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "\(error)")
+    }
+    switch reply {
+    case .notHandled:
+        return 0
+    case .error(let name, let text):
+        var error = sd_bus_error()
+        _ = sd_bus_error_set(&error, name, text)
+        defer { sd_bus_error_free(&error) }
+        _ = sd_bus_reply_method_error(message, &error)
+        return 1
+    case .values(let values):
+        var answer: OpaquePointer?
+        guard sd_bus_message_new_method_return(message, &answer) >= 0, let answer else { return -12 }  // ENOMEM
+        defer { sd_bus_message_unref(answer) }
+        do throws(DBusError) {
+            try DBusMessageCoding.append(values, to: answer)
+        } catch {
+            var failure = sd_bus_error()
+            _ = sd_bus_error_set(&failure, "org.freedesktop.DBus.Error.Failed", "\(error)")
+            defer { sd_bus_error_free(&failure) }
+            _ = sd_bus_reply_method_error(message, &failure)
+            return 1
+        }
+        _ = sd_bus_send(nil, answer, nil)
+        return 1
+    }
+}
+
+extension DBusConnection {
+    /// Answers method calls on the object `path` with `handler` (on the loop; it must not block): the small export
+    /// facility a D-Bus service (the UnifiedPush distributor) is built on. The handler answers every interface of
+    /// the path it knows, `org.freedesktop.DBus.Introspectable.Introspect` included (with its XML as `.string`), and
+    /// says ``DBusMethodReply/notHandled`` for the rest.
+    public func export(path: String, _ handler: @escaping @Sendable (DBusMethodCall) -> DBusMethodReply)
+        async throws(DBusError) -> DBusRegistration
+    {
+        try await onLoop { () throws(DBusError) in
+            let handle = try self.handle()
+            let box = ExportBox(handler: handler)
+            var slot: OpaquePointer?
+            let added = sd_bus_add_object(handle, &slot, path, methodCalled, Unmanaged.passUnretained(box).toOpaque())
+            if added < 0 { throw DBusError.call("sd_bus_add_object", added) }
+            return DBusRegistration(id: self.keep(Registration(slot: slot, box: box)), connection: self)
+        }
+    }
+}
