@@ -58,9 +58,12 @@ let package = Package(
             ]
         ),
         .target(name: "RouseActivation"),
-        // rouse-pushd's models: its configuration, the API's routes, requests and outcomes, the bounded HTTP/1.1
-        // parser and the per-app rate limit; no I/O.
-        .target(name: "RousePushCore", dependencies: ["RouseAPNs"]),
+        // The bounded HTTP/1.1 request parser (RFC 9112 subset): rouse-pushd's API and the HTTP/2 kernel's HTTP/1.1
+        // connections (the gateway's WebPush listener) share it; no I/O.
+        .target(name: "RouseHTTP1"),
+        // rouse-pushd's models: its configuration, the API's routes, requests and outcomes, and the per-app rate
+        // limit (the gateway's WebPush ingest uses it too); no I/O.
+        .target(name: "RousePushCore", dependencies: ["RouseAPNs", "RouseHTTP1"]),
         // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
         // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
         .target(name: "RouseAgentCore", dependencies: ["RouseClock"]),
@@ -82,8 +85,8 @@ let package = Package(
         .target(
             name: "RouseHTTP2",
             dependencies: [
-                "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseClock", "RouseEventLoop", "RouseSystem",
-                .product(name: "Logging", package: "swift-log"),
+                "CNghttp2", "COpenSSL", "CRouseOpenSSL", "CRouseSys", "RouseClock", "RouseEventLoop", "RouseHTTP1",
+                "RouseSystem", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -116,7 +119,8 @@ let package = Package(
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RouseSystem", "RouseWire", "CLibPQ",
+                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RousePushCore", "RouseSystem", "RouseWire",
+                "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

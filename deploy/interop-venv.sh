@@ -27,7 +27,7 @@ command -v python3 >/dev/null 2>&1 || fail "python3 not found on PATH"
 want="$(sha256sum "$requirements" | cut -d' ' -f1)"
 
 if [ -x "$python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
-    && "$python" -c 'import aioapns, kalyke, h2, pyapns_client, apns2.client' >/dev/null 2>&1; then
+    && "$python" -c 'import aioapns, kalyke, h2, pyapns_client, apns2.client, pywebpush, http_ece' >/dev/null 2>&1; then
     echo "$python"
     exit 0
 fi
@@ -46,8 +46,8 @@ if ! "$python" -m pip install --quiet --disable-pip-version-check --no-input \
     cat "$log" >&2
     fail "pip install -r $requirements into $venv failed (see above)"
 fi
-"$python" -c 'import aioapns, kalyke, h2, pyapns_client, apns2.client' >/dev/null 2>&1 \
-    || fail "installed, but 'import aioapns, kalyke, h2, pyapns_client, apns2.client' fails in $venv"
+"$python" -c 'import aioapns, kalyke, h2, pyapns_client, apns2.client, pywebpush, http_ece' >/dev/null 2>&1 \
+    || fail "installed, but 'import aioapns, kalyke, h2, pyapns_client, apns2.client, pywebpush, http_ece' fails in $venv"
 
 echo "$want" >"$stamp"
 echo "$python"

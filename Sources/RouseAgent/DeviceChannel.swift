@@ -11,6 +11,9 @@ actor DeviceChannel {
     struct Events: Sendable {
         var push: @Sendable (AgentPush) async -> Void
         var state: @Sendable (ChannelStateMachine.State) async -> Void
+        /// WebPush messages (the UnifiedPush distributor's hook). `nil`: the channel does not declare the
+        /// `webpush` feature, so the gateway sends none (they would stay unacknowledged).
+        var webPush: (@Sendable (ChannelRecord.WebPush) async -> Void)? = nil
     }
 
     private let api: GatewayAPI
@@ -32,6 +35,8 @@ actor DeviceChannel {
     private(set) var lastOpenAfterReachable: Duration?
     /// Channels opened so far.
     private(set) var opens = 0
+    /// The minimum urgency declared to the gateway (RFC 8030 §5.3), when WebPush is read.
+    private(set) var minimumUrgency = WebPushUrgency.veryLow
 
     init(
         api: GatewayAPI, credential: String?, backoff: ChannelStateMachine.Backoff, clock: any RouseClock,
@@ -97,6 +102,21 @@ actor DeviceChannel {
         }
     }
 
+    /// Changes the minimum urgency: sent on the open channel now, and with every channel opened later. Messages
+    /// below it stay at the gateway until it drops or they expire.
+    func setMinimumUrgency(_ urgency: WebPushUrgency) async {
+        guard events.webPush != nil, urgency != minimumUrgency else { return }
+        minimumUrgency = urgency
+        guard machine.state == .open else { return }
+        do {
+            try await api.setMinimumUrgency(urgency, credential: credential)
+            logger.info("minimum urgency sent", metadata: ["urgency": "\(urgency.rawValue)"])
+        } catch {
+            // The next channel carries it in its request.
+            logger.warning("minimum urgency not sent", metadata: ["error": "\(error)"])
+        }
+    }
+
     // MARK: Actions
 
     private func perform(_ actions: [ChannelStateMachine.Action]) async {
@@ -148,10 +168,11 @@ actor DeviceChannel {
         api.choice.index = machine.gateway
         let api = api
         let credential = credential
+        let urgency = events.webPush == nil ? nil : minimumUrgency
         connection = Task {
             do {
                 let response = try await api.curl.stream(
-                    api.request("GET", "/device/v1/channel", credential: credential, stream: true))
+                    api.channelRequest(credential: credential, webPushUrgency: urgency))
                 guard response.head.status == 200 else {
                     var body: [UInt8] = []
                     for try await chunk in response.body where body.count < 4096 { body += chunk }
@@ -216,6 +237,15 @@ actor DeviceChannel {
         case .push(let push):
             await perform(machine.recordReceived())
             await events.push(AgentPush(push))
+        case .webpush(let message):
+            await perform(machine.recordReceived())
+            logger.debug(
+                "webpush message",
+                metadata: [
+                    "id": "\(message.id)", "subscription": "\(message.subscription.prefix(8))",
+                    "urgency": "\(message.urgency.rawValue)", "bytes": "\(message.payload.utf8.count)",
+                ])
+            if let hook = events.webPush { await hook(message) }
         case .heartbeat, .unknown:
             await perform(machine.recordReceived())
         case .replaced, .shutdown:

@@ -13,6 +13,13 @@ enum ChannelFrame {
     /// One push.
     static func push(_ push: StoredPush) -> [UInt8] { ChannelRecord.push(ChannelRecord.Push(push)).line }
 
+    /// One WebPush message (channels that declared the feature only).
+    static func webPush(_ push: StoredPush) -> [UInt8] {
+        var bytes = Array(ChannelRecord.WebPush(push).text.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
     /// Liveness record for clients that cannot send HTTP/2 PINGs.
     static func heartbeat(time: Int64) -> [UInt8] { ChannelRecord.heartbeat(.init(time: time)).line }
 
@@ -35,5 +42,15 @@ extension ChannelRecord.Push {
             priority: push.priority, apnsID: push.apnsID, collapseID: push.collapseID,
             expiration: push.expiration == 0 ? 0 : push.expiresAt / 1000, receivedAt: push.receivedAt,
             payload: Data(push.payload).base64EncodedString())
+    }
+}
+
+extension ChannelRecord.WebPush {
+    /// A stored WebPush message as the device sees it (see `WebPushSubscriptionRecord` for the columns used).
+    init(_ push: StoredPush) {
+        self.init(
+            id: String(push.id), subscription: push.token, urgency: WebPushUrgency(rank: push.priority) ?? .normal,
+            topic: push.collapseID, expiration: push.expiration == 0 ? 0 : push.expiresAt / 1000,
+            receivedAt: push.receivedAt, payload: Data(push.payload).base64EncodedString())
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseWire
 
 /// How a device request proved who sent it.
 enum DeviceCredential: Sendable, Hashable {
@@ -204,6 +205,32 @@ enum DeviceAPI {
         guard !topic.isEmpty, topic.utf8.count <= maxTopicLength,
             topic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else { return .error(400, "badTopic", "$.topic: 1 to 255 printable ASCII characters without spaces") }
+        return nil
+    }
+}
+
+extension DeviceAPI {
+    /// Whether `id` looks like a subscription id: 43 base64url characters (32 bytes).
+    static func isSubscriptionID(_ id: String) -> Bool {
+        id.utf8.count == 43 && Base64URL.decode(Array(id.utf8))?.count == 32
+    }
+
+    /// Checks a subscription request: app 1 to 255 and token 1 to 100 printable ASCII bytes without spaces, a VAPID
+    /// key (if any) an uncompressed P-256 point in base64url.
+    static func checkSubscription(_ request: WebPushSubscriptionRequest) -> DeviceReply? {
+        func printable(_ text: String, _ limit: Int) -> Bool {
+            !text.isEmpty && text.utf8.count <= limit && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        }
+        guard printable(request.app, maxTopicLength) else {
+            return .error(400, "badApp", "$.app: 1 to 255 printable ASCII characters without spaces")
+        }
+        guard printable(request.token, 100) else {
+            return .error(400, "badToken", "$.token: 1 to 100 printable ASCII characters without spaces")
+        }
+        if let vapid = request.vapid, !WebPushVAPID.isValidKey(vapid) {
+            return .error(
+                400, "badVAPIDKey", "$.vapid: an uncompressed P-256 public key in base64url (87 characters)")
+        }
         return nil
     }
 }

@@ -1,6 +1,7 @@
 import Logging
 import RouseAPNs
 import RouseHTTP2
+import RouseWire
 import Synchronization
 
 /// One device connection: enrollment, tokens, the long-lived channel and acknowledgements
@@ -49,6 +50,19 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         case ("POST", "ack"): acknowledge(request, stream)
         case ("POST", "tokens"): createToken(request, stream)
         case ("POST", "handlers"): reportHandlers(request, stream)
+        case ("POST", "webpush"): createWebPushSubscription(request, stream)
+        case ("GET", "webpush"):
+            authenticated(request, stream) { context, device in try context.listWebPushSubscriptions(device: device) }
+        case ("DELETE", _) where route.hasPrefix("webpush/"):
+            let id = String(route.dropFirst("webpush/".count))
+            guard DeviceAPI.isSubscriptionID(id) else {
+                return Self.send(
+                    .error(400, "badSubscription", "a subscription id is 43 base64url characters"), on: stream)
+            }
+            authenticated(request, stream) { context, device in
+                try context.dropWebPushSubscription(device: device, id: id)
+            }
+        case ("POST", "urgency"): setUrgency(request, stream)
         case ("GET", "tokens"):
             authenticated(request, stream) { context, device in try context.listTokens(device: device) }
         case ("DELETE", _) where route.hasPrefix("tokens/"):
@@ -57,7 +71,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
                 return Self.send(.error(400, "badToken", "a token is hex digits"), on: stream)
             }
             authenticated(request, stream) { context, device in try context.dropToken(device: device, token: token) }
-        case (_, "enroll"), (_, "channel"), (_, "ack"), (_, "tokens"), (_, "handlers"):
+        case (_, "enroll"), (_, "channel"), (_, "ack"), (_, "tokens"), (_, "handlers"), (_, "webpush"), (_, "urgency"):
             Self.send(
                 .error(405, "methodNotAllowed", "\(request.method) is not allowed on \(request.path)"), on: stream)
         default:
@@ -104,6 +118,17 @@ final class DeviceHandler: HTTP2ConnectionHandler {
         case .failure(let reply): return Self.send(reply, on: stream)
         case .success(let value): credential = value
         }
+        let webPush = ChannelFeatures.lists(request.header(ChannelFeatures.header), ChannelFeatures.webPush)
+        var declared = WebPushUrgency.veryLow
+        if let value = request.header(ChannelFeatures.urgencyHeader) {
+            guard let urgency = WebPushUrgency(header: value) else {
+                return Self.send(
+                    .error(400, "badUrgency", "urgency: one of very-low, low, normal, high (RFC 8030 §5.3)"), on: stream
+                )
+            }
+            declared = urgency
+        }
+        let minimumUrgency = declared
         let channelID = core.makeChannelID()
         let ticket = ChannelTicket()
         channels[stream.id] = (credential.deviceID, channelID, ticket)
@@ -111,7 +136,9 @@ final class DeviceHandler: HTTP2ConnectionHandler {
             // The stream ended while the open waited: nothing to open, nothing to close later.
             guard ticket.open() else { return nil }
             stream.connection.markAuthenticated()
-            try context.openChannel(device: device, channelID: channelID, stream: stream)
+            try context.openChannel(
+                device: device, channelID: channelID, stream: stream, webPush: webPush,
+                minimumUrgency: minimumUrgency.rank)
             return nil
         }
     }
@@ -144,6 +171,27 @@ final class DeviceHandler: HTTP2ConnectionHandler {
             if let reply = DeviceAPI.checkHandlers(body) { return Self.send(reply, on: stream) }
             authenticated(request, stream) { context, device in
                 try context.reportHandlers(device: device, body.handlers)
+            }
+        }
+    }
+
+    private func createWebPushSubscription(_ request: HTTP2Request, _ stream: HTTP2Stream) {
+        switch DeviceAPI.decode(WebPushSubscriptionRequest.self, request.body, truncated: request.bodyTruncated) {
+        case .failure(let reply): Self.send(reply, on: stream)
+        case .success(let body):
+            if let reply = DeviceAPI.checkSubscription(body) { return Self.send(reply, on: stream) }
+            authenticated(request, stream) { context, device in
+                try context.createWebPushSubscription(device: device, body)
+            }
+        }
+    }
+
+    private func setUrgency(_ request: HTTP2Request, _ stream: HTTP2Stream) {
+        switch DeviceAPI.decode(WebPushUrgencyRequest.self, request.body, truncated: request.bodyTruncated) {
+        case .failure(let reply): Self.send(reply, on: stream)
+        case .success(let body):
+            authenticated(request, stream) { context, device in
+                try context.setMinimumUrgency(device: device, body.urgency)
             }
         }
     }

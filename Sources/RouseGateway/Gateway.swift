@@ -21,6 +21,8 @@ public final class Gateway: Sendable {
     private let provider: HTTP2Server
     private let device: HTTP2Server
     private let admin: HTTP2Server?
+    /// WebPush ingest and the Matrix push gateway (HTTP/1.1 and HTTP/2), if configured.
+    private let webPush: HTTP2Server?
     private let keys: ProviderKeyCache
     private let logger: Logger
 
@@ -28,6 +30,8 @@ public final class Gateway: Sendable {
     public var providerAddress: SocketAddress { provider.localAddress }
     /// Where devices connect.
     public var deviceAddress: SocketAddress { device.localAddress }
+    /// Where WebPush senders connect, if configured.
+    public var webPushAddress: SocketAddress? { webPush?.localAddress }
     /// The admin endpoint, if configured.
     public var adminAddress: SocketAddress? { admin?.localAddress }
     /// The provider API's port.
@@ -83,7 +87,7 @@ public final class Gateway: Sendable {
         }
         let core = try GatewayCore(
             store: store, limits: configuration.limits, metrics: metrics, logger: logger, clock: clock,
-            node: configuration.node)
+            node: configuration.node, webPush: configuration.webPush)
         self.core = core
         let keys = ProviderKeyCache(store: store, logger: logger, clock: clock)
         self.keys = keys
@@ -114,6 +118,9 @@ public final class Gateway: Sendable {
         }
         Self.applyBudgets(configuration.limits, to: &providerConfiguration)
         Self.applyBudgets(configuration.limits, to: &deviceConfiguration)
+        let webPushConfiguration = try configuration.webPush.map { webPush throws(GatewayError) in
+            try Self.webPushServerConfiguration(webPush, limits: configuration.limits, workers: configuration.workers)
+        }
         // Channels keep their stream open: idle means no stream at all for this long.
         deviceConfiguration.idleTimeout = .seconds(configuration.limits.deviceIdleTimeoutSeconds)
         do {
@@ -133,9 +140,17 @@ public final class Gateway: Sendable {
                 info, connection in
                 DeviceHandler(core: core, connection: connection, peer: info.peerCertificate)
             }
+            if let webPushConfiguration, let settings = configuration.webPush {
+                webPush = try HTTP2Server(configuration: webPushConfiguration, logger: logger, clock: clock) { _, _ in
+                    WebPushHandler(core: core, configuration: settings, clock: clock)
+                }
+            } else {
+                webPush = nil
+            }
             if let adminConfiguration {
                 let view = AdminView(
-                    store: store, metrics: metrics, core: core, listeners: [("provider", provider), ("device", device)])
+                    store: store, metrics: metrics, core: core,
+                    listeners: [("provider", provider), ("device", device)] + (webPush.map { [("webpush", $0)] } ?? []))
                 let queue = AdminQueue()
                 admin = try HTTP2Server(configuration: adminConfiguration, logger: logger, clock: clock) { _, _ in
                     AdminHandler(view: view, queue: queue)
@@ -151,6 +166,7 @@ public final class Gateway: Sendable {
             metadata: [
                 "provider": "\(provider.localAddress)", "device": "\(device.localAddress)",
                 "admin": "\(admin.map { "\($0.localAddress)" } ?? "none")",
+                "webpush": "\(webPush.map { "\($0.localAddress)" } ?? "none")",
                 "database": "\(configuration.storeDescription)",
             ])
     }
@@ -159,6 +175,7 @@ public final class Gateway: Sendable {
     /// end every channel with a `shutdown` record, then close device and admin connections.
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
         await provider.shutdown(gracePeriod: gracePeriod)
+        await webPush?.shutdown(gracePeriod: gracePeriod)
         await core.stop()
         await listener?.stop()
         core.stopLoop()
@@ -216,6 +233,25 @@ public final class Gateway: Sendable {
         c.maxConnectionsPerAddress = limits.maxConnectionsPerAddress
         c.requestTimeout = .seconds(limits.requestTimeoutSeconds)
         c.authenticationTimeout = .seconds(limits.authenticationTimeoutSeconds)
+    }
+
+    /// The WebPush listener: TLS with ALPN `h2` and `http/1.1` (real senders use HTTP/1.1), the public budgets,
+    /// bodies buffered up to 16 KiB (a message is at most 4096 bytes, a Matrix notification a few KiB), and no
+    /// authentication deadline (senders prove nothing about the connection; each message is checked).
+    static func webPushServerConfiguration(
+        _ webPush: WebPushConfiguration, limits: GatewayConfiguration.Limits, workers: Int
+    ) throws(GatewayError) -> HTTP2ServerConfiguration {
+        var configuration = try serverConfiguration(webPush.listener, workers: workers)
+        guard configuration.tls != nil else {
+            throw .badConfiguration("webpush: certificate and privateKey are required (RFC 8030: HTTP over TLS)")
+        }
+        configuration.servesHTTP11 = true
+        configuration.maxRequestBodySize = WebPushHandler.maxBufferedBody
+        configuration.settings.maxConcurrentStreams = 100
+        applyBudgets(limits, to: &configuration)
+        configuration.authenticationTimeout = nil
+        configuration.idleTimeout = .seconds(120)
+        return configuration
     }
 
     /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).

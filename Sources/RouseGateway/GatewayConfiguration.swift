@@ -117,6 +117,8 @@ public struct GatewayConfiguration: Sendable {
     public var device: Listener
     /// Admin endpoint (health, metrics, JSON views); `nil`: none.
     public var admin: Listener?
+    /// WebPush ingest and the Matrix push gateway (docs/webpush.md); `nil`: none.
+    public var webPush: WebPushConfiguration?
     /// SQLite database file (when `postgres` is nil).
     public var databasePath: String
     /// PostgreSQL instead of SQLite: `"database": "postgresql://…"` or a `"postgres"` object (`nil`: SQLite).

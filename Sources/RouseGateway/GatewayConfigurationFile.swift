@@ -44,8 +44,20 @@ extension GatewayConfiguration {
             var deviceIdleTimeoutSeconds: Int?
         }
 
+        struct WebPush: Decodable {
+            var listen: String
+            var certificate: String?
+            var privateKey: String?
+            var origin: String
+            var maxSubscriptionsPerDevice: Int?
+            var maxSubscriptionsPerApp: Int?
+            var messagesPerSecond: Double?
+            var burst: Double?
+        }
+
         var environment: String?
         var provider: Listener
+        var webpush: WebPush?
         var device: Listener
         var admin: Listener?
         struct Postgres: Decodable {
@@ -172,6 +184,27 @@ extension GatewayConfiguration {
             configuration.keys.append(Key(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: pem, topics: topics))
         }
         if let topics = file.provider.certificateTopics { configuration.providerCertificateTopics = topics }
+        if let w = file.webpush {
+            if let problem = WebPushConfiguration.originProblem(w.origin) {
+                throw .badConfiguration("\(source): $.webpush.origin: \(problem)")
+            }
+            var webPush = WebPushConfiguration(
+                listener: Listener(
+                    listen: w.listen, certificateFile: resolve(w.certificate), privateKeyFile: resolve(w.privateKey)),
+                origin: w.origin)
+            webPush.maxSubscriptionsPerDevice = w.maxSubscriptionsPerDevice ?? webPush.maxSubscriptionsPerDevice
+            webPush.maxSubscriptionsPerApp = w.maxSubscriptionsPerApp ?? webPush.maxSubscriptionsPerApp
+            webPush.messagesPerSecond = w.messagesPerSecond ?? webPush.messagesPerSecond
+            webPush.burst = w.burst ?? webPush.burst
+            guard webPush.maxSubscriptionsPerDevice >= 1, webPush.maxSubscriptionsPerApp >= 1,
+                webPush.messagesPerSecond > 0, webPush.burst >= 1
+            else {
+                throw .badConfiguration(
+                    "\(source): $.webpush: maxSubscriptionsPerDevice, maxSubscriptionsPerApp and burst must be at "
+                        + "least 1, messagesPerSecond above 0")
+            }
+            configuration.webPush = webPush
+        }
         do {
             try configuration.checkTopics()
         } catch {
@@ -253,6 +286,11 @@ extension GatewayConfiguration {
     static let knownMembers: [String: Set<String>] = [
         "$": [
             "environment", "provider", "device", "admin", "database", "postgres", "keys", "limits", "workers", "node",
+            "webpush",
+        ],
+        "webpush": [
+            "listen", "certificate", "privateKey", "origin", "maxSubscriptionsPerDevice", "maxSubscriptionsPerApp",
+            "messagesPerSecond", "burst",
         ],
         "postgres": [
             "host", "port", "database", "user", "passwordFile", "sslmode", "poolSize", "connectTimeoutSeconds",
@@ -284,6 +322,7 @@ extension GatewayConfiguration {
             if let found = check(root[name], kind: "listener", path: "$.\(name)") { return found }
         }
         if let found = check(root["limits"], kind: "limits", path: "$.limits") { return found }
+        if let found = check(root["webpush"], kind: "webpush", path: "$.webpush") { return found }
         if let found = check(root["postgres"], kind: "postgres", path: "$.postgres") { return found }
         for (index, key) in ((root["keys"] as? [Any]) ?? []).enumerated() {
             if let found = check(key, kind: "key", path: "$.keys[\(index)]") { return found }

@@ -155,7 +155,9 @@ extension CoreContext {
     // MARK: Channel and acknowledgements
 
     /// Makes `stream` the device's channel (replacing an older one) and sends the backlog.
-    mutating func openChannel(device: DeviceRecord, channelID: UInt64, stream: HTTP2Stream) throws {
+    mutating func openChannel(
+        device: DeviceRecord, channelID: UInt64, stream: HTTP2Stream, webPush: Bool = false, minimumUrgency: Int = 0
+    ) throws {
         let metrics = core.metrics
         // Several nodes: this channel holds the device from now on; the older one, on another node, is closed there.
         let claim = try transaction.claimChannel(
@@ -176,7 +178,7 @@ extension CoreContext {
             deviceID: device.id, stream: stream,
             delivery: DeviceDelivery(
                 channelID: channelID, window: limits.window, voipAllowance: limits.voipAllowance,
-                lastSeq: claim?.lastSeq))
+                lastSeq: claim?.lastSeq), webPush: webPush, minimumUrgency: minimumUrgency)
         let hello = ChannelFrame.hello(
             deviceID: device.id, channelID: channelID, heartbeatSeconds: limits.heartbeatSeconds, window: limits.window)
         effects.append {

@@ -77,16 +77,34 @@ extension CoreContext {
             expiresAt = min(expiresAt, now &+ maxMilliseconds)
             offlineReason = expiresAt <= now ? "expired-offline" : nil
         }
-        var push = StoredPush(
+        let push = StoredPush(
             id: 0, deviceID: token.deviceID, token: token.token, topic: token.topic, pushType: type,
             priority: submission.headers.priority.rawValue, apnsID: apnsID,
             collapseID: submission.headers.collapseID, expiration: submission.headers.expiration,
             expiresAt: expiresAt, receivedAt: submission.receivedAt, payload: submission.payload)
-        var slot = state.channels[token.deviceID]
+        accept(try place(push, offlineReason: offlineReason))
+    }
+
+    /// Stores `push` (or, with an `offlineReason`, tries it once on an open channel) and sends it on the device's
+    /// channel when it may go out now; returns the outcome for `pushes_in_total`. Shared by the provider API and
+    /// WebPush ingest. A WebPush message goes out only on a channel that declared the feature, at or above its
+    /// minimum urgency (`ChannelSlot.accepts`); otherwise it stays stored (withheld) until a refill finds it.
+    mutating func place(_ push: StoredPush, offlineReason: String?) throws -> String {
+        var push = push
+        let metrics = core.metrics
+        let limits = core.limits
+        let type = push.pushType
+        var slot = state.channels[push.deviceID]
+        let deliverable = slot?.accepts(push) ?? false
 
         if let offlineReason, let online = slot {
+            guard deliverable else {
+                // Withheld from this channel (urgency below its minimum): "deliver now or drop" drops it.
+                effects.append { metrics.dropped(type: type, reason: offlineReason) }
+                return "dropped-offline"
+            }
             // "attempts to deliver the notification only once and doesn't store it" [SEND].
-            return accept(sendEphemeral(push, on: online, offlineReason: offlineReason))
+            return sendEphemeral(push, on: online, offlineReason: offlineReason)
         }
         // Several nodes: the device's row stays locked until COMMIT, so its pushes commit in sequence order, and
         // the node holding its channel is known.
@@ -105,7 +123,7 @@ extension CoreContext {
         if let offlineReason {
             guard elsewhere != nil else {
                 effects.append { metrics.dropped(type: type, reason: offlineReason) }
-                return accept("dropped-offline")
+                return "dropped-offline"
             }
             // The channel is on another node: stored for a moment only, and that node sends it now.
             push.expiresAt = now &+ Self.relayMilliseconds
@@ -154,16 +172,18 @@ extension CoreContext {
         }
         push.id = try transaction.insertPush(push)
         if var online = slot {
-            switch online.delivery.offer(id: push.id, isVoIP: push.isVoIP, seq: push.deviceSeq) {
-            case .send: send(push, on: online.stream)
-            case .refill(let limit): try refill(&online, limit: limit)
-            case .none: break
+            if deliverable {
+                switch online.delivery.offer(id: push.id, isVoIP: push.isVoIP, seq: push.deviceSeq) {
+                case .send: send(push, on: online.stream)
+                case .refill(let limit): try refill(&online, limit: limit)
+                case .none: break
+                }
             }
-            state.channels[token.deviceID] = online
+            state.channels[push.deviceID] = online
         } else if let elsewhere, let seq = push.deviceSeq {
             tell(elsewhere.node, .pending(deviceID: push.deviceID, seq: seq))
         }
-        accept("stored")
+        return "stored"
     }
 
     /// How long an `apns-expiration: 0` push is kept for the node holding the device's channel, when another node
@@ -197,7 +217,8 @@ extension CoreContext {
     /// Loads up to `limit` pending pushes for the slot's device and queues them on its channel, in order.
     mutating func refill(_ slot: inout ChannelSlot, limit: Int) throws {
         let pushes = try transaction.pending(
-            deviceID: slot.deviceID, excluding: slot.delivery.inFlight, limit: limit, now: now)
+            deviceID: slot.deviceID, excluding: slot.delivery.inFlight, limit: limit, now: now,
+            webPushMinimum: slot.webPushMinimum)
         slot.delivery.refilled(ids: pushes.map(\.id), limit: limit)
         for push in pushes { send(push, on: slot.stream) }
     }
@@ -205,7 +226,7 @@ extension CoreContext {
     /// Queues a channel write of `push` (after COMMIT).
     mutating func send(_ push: StoredPush, on stream: HTTP2Stream) {
         let metrics = core.metrics
-        let frame = ChannelFrame.push(push)
+        let frame = push.isWebPush ? ChannelFrame.webPush(push) : ChannelFrame.push(push)
         let type = push.pushType
         let latency = now - push.receivedAt
         effects.append {

@@ -56,6 +56,10 @@ public final class GatewayCore: Sendable {
     let clock: any RouseClock
     /// This node's id among the nodes sharing the store (configuration `node`).
     let node: String
+    /// WebPush ingest, if configured (subscriptions are refused without it).
+    let webPush: WebPushConfiguration?
+    /// Per-subscription rate limits of WebPush ingest (store thread only; bounded by `WebPushRates.maxEntries`).
+    let webPushRates = Mutex(WebPushRates())
     private let queue = Mutex(Queue())
     /// The store thread: an event loop on `clock`, so its sweeps and heartbeats are loop timers and the PostgreSQL
     /// listener's socket can wait on it too. Its work blocks (SQLite's fsync, PostgreSQL round trips): nothing that
@@ -79,10 +83,11 @@ public final class GatewayCore: Sendable {
     /// A core over `store`, on `clock` (a test's manual clock controls expiry).
     init(
         store: any GatewayStore, limits: GatewayConfiguration.Limits, metrics: GatewayMetrics, logger: Logger,
-        clock: any RouseClock, node: String = GatewayConfiguration.defaultNode
+        clock: any RouseClock, node: String = GatewayConfiguration.defaultNode, webPush: WebPushConfiguration? = nil
     ) throws {
         loop = try EventLoop(name: "rouse-gateway-store", clock: clock, mayBlock: true)
         self.node = node
+        self.webPush = webPush
         self.store = store
         self.limits = limits
         self.metrics = metrics
@@ -411,6 +416,19 @@ struct ChannelSlot: Sendable {
     var deviceID: String
     var stream: HTTP2Stream
     var delivery: DeviceDelivery
+    /// The channel declared `rouse-features: webpush`: it reads `webpush` records.
+    var webPush = false
+    /// Its minimum urgency's rank (RFC 8030 §5.3; 0 very-low: everything).
+    var minimumUrgency = 0
+
+    /// Whether `push` may go out on this channel now: every APNs-style push; a WebPush message only if the channel
+    /// reads them and its urgency is at least the channel's minimum.
+    func accepts(_ push: StoredPush) -> Bool {
+        !push.isWebPush || (webPush && push.priority >= minimumUrgency)
+    }
+
+    /// The lowest WebPush urgency rank a refill loads (4: none, for channels without the feature).
+    var webPushMinimum: Int { webPush ? minimumUrgency : 4 }
 }
 
 /// What a job sees: the state draft, the open transaction, the batch's clock reading, and the effects to run

@@ -5,10 +5,10 @@
 /// History: 1 the tables, 2 handler reports, 3 backlog totals per token and device (SQLite, through GRDB's
 /// migrator), 4 the `schema_version` table itself; PostgreSQL starts at 4 with everything at once. 5: several
 /// nodes (PostgreSQL: per-device sequence numbers, channel owners, node leases; SQLite: nothing but the number). 6: the
-/// cluster key that seals node messages (PostgreSQL; SQLite: the number).
+/// cluster key that seals node messages (PostgreSQL; SQLite: the number). 7: WebPush subscriptions (both).
 public enum GatewaySchema {
     /// The newest version this build knows.
-    public static let version = 6
+    public static let version = 7
 
     /// What opening a store did to its schema.
     public struct Migration: Sendable, Equatable {
@@ -138,5 +138,19 @@ public enum GatewaySchema {
             REVOKE ALL ON gateway_cluster_key FROM PUBLIC;
             """
         ),
+        (7, webPushTable),
     ]
+
+    /// Version 7, the same SQL for both backends: WebPush subscriptions (`WebPushSubscriptionRecord`).
+    static let webPushTable = """
+        CREATE TABLE webpush_subscriptions(
+            id text PRIMARY KEY NOT NULL,
+            device_id text NOT NULL,
+            app text NOT NULL,
+            token text NOT NULL,
+            vapid_key text,
+            created_at bigint NOT NULL,
+            revoked_at bigint);
+        CREATE INDEX webpush_subscriptions_by_device ON webpush_subscriptions(device_id);
+        """
 }

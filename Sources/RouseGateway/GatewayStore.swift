@@ -12,7 +12,7 @@ public protocol GatewayStore: Sendable {
 }
 
 /// The operations inside one store transaction.
-public protocol GatewayStoreTransaction {
+public protocol GatewayStoreTransaction: WebPushStoreTransaction {
     // MARK: Pushes
 
     /// Stores a push; returns its sequence number (the delivery id, increasing).
@@ -21,8 +21,6 @@ public protocol GatewayStoreTransaction {
     func deletePending(deviceID: String, topic: String, collapseID: String) throws -> [Int64]
     /// Deletes the device's pending background pushes for `topic`; returns their ids.
     func deletePendingBackground(deviceID: String, topic: String) throws -> [Int64]
-    /// The device's pending, unexpired pushes not in `excluding`: VoIP first, then by id; at most `limit`.
-    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush]
     /// Deletes the device's pushes with these ids; returns how many existed.
     func acknowledge(deviceID: String, ids: [Int64]) throws -> Int
     /// Deletes pushes that expired at or before `now`; returns how many.
@@ -119,6 +117,12 @@ public protocol GatewayStoreTransaction {
 }
 
 extension GatewayStoreTransaction {
+    /// The device's pending, unexpired pushes not in `excluding`: VoIP first, then by id; at most `limit` (WebPush
+    /// messages of every urgency).
+    public func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
+        try pending(deviceID: deviceID, excluding: excluding, limit: limit, now: now, webPushMinimum: 0)
+    }
+
     public func nextDeviceSequence(deviceID: String) throws -> DeviceSequence? { nil }
     public func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (
         previous: ChannelOwner?, lastSeq: Int64

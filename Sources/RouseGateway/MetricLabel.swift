@@ -19,7 +19,7 @@ enum MetricLabel {
     /// A budget's name; `other` when not in the set.
     static func limit(_ raw: String) -> String { limits.contains(raw) ? raw : "other" }
 
-    static let pushTypes = Set(APNsPushType.known.map(\.rawValue))
+    static let pushTypes = Set(APNsPushType.known.map(\.rawValue) + [WebPushSubscriptionRecord.pushType])
 
     /// What `pushes_in` ends as, what `pushes_out` counts, why `dropped` dropped: the gateway's own words and every
     /// APNs reason Rouse knows.
@@ -27,13 +27,17 @@ enum MetricLabel {
         [
             "stored", "delivered-now", "dropped-offline", "expired", "sent", "collapsed", "background-slot",
             "expiration-zero-offline", "expired-offline", "channel-closed", "token-quota", "device-quota",
+            // WebPush ingest (docs/webpush.md): why a message was refused.
+            "bad-request", "unknown-subscription", "unregistered", "vapid-missing", "vapid-invalid", "rate-limited",
+            "too-large", "unavailable", "matrix-rejected",
         ].reduce(into: Set(APNsReason.known.map(\.rawValue))) { $0.insert($1) }
 
-    static let listeners: Set<String> = ["provider", "device", "admin", "nodes"]
+    static let listeners: Set<String> = ["provider", "device", "admin", "nodes", "webpush"]
 
     static let limits: Set<String> = [
         "connections-refused", "connections-refused-per-address", "accept-paused", "streams-refused-buffer",
         "request-timeout", "authentication-timeout", "device-queue-full", "bad-message", "forged-message",
-        "streams-refused-listener-buffer",
+        "streams-refused-listener-buffer", "webpush-subscriptions-device", "webpush-subscriptions-app",
+        "webpush-rate",
     ]
 }

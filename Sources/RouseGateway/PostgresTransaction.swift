@@ -58,13 +58,19 @@ struct PostgresTransaction: GatewayStoreTransaction {
                 [.init(deviceID), .init(topic)]))
     }
 
-    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
+    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64, webPushMinimum: Int) throws
+        -> [StoredPush]
+    {
         guard limit > 0 else { return [] }
         return Self.pushes(
             try connection.query(
                 "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = $1 AND expires_at > $2 "
+                    + "AND (push_type IS DISTINCT FROM 'webpush' OR priority >= $5) "
                     + "AND seq <> ALL($3::bigint[]) ORDER BY is_voip DESC, device_seq NULLS FIRST, seq LIMIT $4",
-                [.init(deviceID), .init(now), .init(array: excluding.sorted()), .init(limit)]))
+                [
+                    .init(deviceID), .init(now), .init(array: excluding.sorted()), .init(limit),
+                    .init(webPushMinimum),
+                ]))
     }
 
     func acknowledge(deviceID: String, ids: [Int64]) throws -> Int {
@@ -212,6 +218,9 @@ struct PostgresTransaction: GatewayStoreTransaction {
         if let owner = changed.string(0, 0) { try notify(node: owner, [.revoked(deviceID: id)], now: time) }
         try connection.query(
             "UPDATE tokens SET revoked_at = $1 WHERE device_id = $2 AND revoked_at IS NULL", [.init(time), .init(id)])
+        try connection.query(
+            "UPDATE webpush_subscriptions SET revoked_at = $1 WHERE device_id = $2 AND revoked_at IS NULL",
+            [.init(time), .init(id)])
         try connection.query("DELETE FROM pushes WHERE device_id = $1", [.init(id)])
         return true
     }

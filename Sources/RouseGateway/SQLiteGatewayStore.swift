@@ -202,6 +202,9 @@ public final class SQLiteGatewayStore: GatewayStore {
         migrator.registerMigration("v6-cluster-key") { db in
             try db.execute(sql: "UPDATE schema_version SET version = 6")
         }
+        migrator.registerMigration("v7-webpush") { db in
+            try db.execute(sql: GatewaySchema.webPushTable + "UPDATE schema_version SET version = 7;")
+        }
         return migrator
     }
 }
@@ -257,13 +260,16 @@ struct SQLiteTransaction: GatewayStoreTransaction {
             arguments: [deviceID, topic])
     }
 
-    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
+    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64, webPushMinimum: Int) throws
+        -> [StoredPush]
+    {
         guard limit > 0 else { return [] }
         let rows = try Row.fetchAll(
             statement(
                 "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = ? AND expires_at > ? "
+                    + "AND (push_type IS NOT 'webpush' OR priority >= ?) "
                     + "AND seq NOT IN (SELECT value FROM json_each(?)) ORDER BY is_voip DESC, seq LIMIT ?"),
-            arguments: [deviceID, now, Self.jsonArray(excluding.sorted()), limit])
+            arguments: [deviceID, now, webPushMinimum, Self.jsonArray(excluding.sorted()), limit])
         return rows.map(Self.push)
     }
 
@@ -402,6 +408,8 @@ struct SQLiteTransaction: GatewayStoreTransaction {
         guard db.changesCount > 0 else { return false }
         try statement("UPDATE tokens SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL").execute(
             arguments: [time, id])
+        try statement("UPDATE webpush_subscriptions SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL")
+            .execute(arguments: [time, id])
         try statement("DELETE FROM pushes WHERE device_id = ?").execute(arguments: [id])
         return true
     }

@@ -72,6 +72,12 @@ class H2Connection: EventLoopFDHandler {
     /// they offered `h2` and a server that ignores ALPN may not speak HTTP/2.
     var servesWithoutALPN: Bool { false }
 
+    /// Whether a TLS peer that negotiated `http/1.1` is served (by `startHTTP11`) instead of closed.
+    var servesHTTP11: Bool { false }
+
+    /// Takes over a connection that negotiated `http/1.1` (phase is active, no nghttp2 session).
+    func startHTTP11() {}
+
     /// The output buffer keeps its capacity once written out up to this size (no regrowth per batch); a larger one,
     /// grown by a burst, is freed.
     var keptOutputCapacity: Int { 1 << 17 }
@@ -143,6 +149,10 @@ class H2Connection: EventLoopFDHandler {
                     break
                 case nil where servesWithoutALPN:
                     break
+                case "http/1.1" where servesHTTP11:
+                    phase = .active
+                    startHTTP11()
+                    return
                 case let other:
                     close(reason: "peer did not negotiate h2 (ALPN: \(other ?? "none"))")
                     return

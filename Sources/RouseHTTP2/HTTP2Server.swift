@@ -23,7 +23,11 @@ public final class HTTP2Server: Sendable {
         configuration: HTTP2ServerConfiguration, logger: Logger = Logger(label: "rouse.http2"),
         clock: any RouseClock = SystemClock(), factory: @escaping HTTP2HandlerFactory
     ) throws {
-        let tls = try configuration.tls.map { c throws(TLSError) in try TLSContext(configuration: c, server: true) }
+        let tls = try configuration.tls.map { c throws(TLSError) in
+            var c = c
+            c.offersHTTP11 = configuration.servesHTTP11
+            return try TLSContext(configuration: c, server: true)
+        }
         var address = try SocketAddress(parsing: configuration.listenAddress)
         let unixPath = address.unixPath
         // One socket file takes one listener: a Unix-domain server runs one loop.

@@ -6,6 +6,11 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var listenAddress: String = "127.0.0.1:0"
     /// TLS (with ALPN h2). `nil` serves h2c with prior knowledge, for debugging.
     public var tls: TLSConfiguration?
+    /// Also serve HTTP/1.1 (RFC 9112) on TLS connections whose ALPN selected `http/1.1` (clients that do not offer
+    /// `h2`, such as Python's requests): one request at a time per connection, parsed by the bounded
+    /// `HTTP1RequestParser` (head 16 KiB, body `maxRequestBodySize`), handed to the same handler as HTTP/2 requests.
+    /// Off by default: APNs-compatible listeners speak HTTP/2 only.
+    public var servesHTTP11 = false
     /// Event-loop threads; each accepts on its own SO_REUSEPORT socket.
     public var workers: Int = 1
     /// SETTINGS advertised at the start of every connection.

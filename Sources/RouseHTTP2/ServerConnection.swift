@@ -36,6 +36,8 @@ final class ServerConnection: H2Connection {
     /// True while the handler factory runs; limits set then go into the first SETTINGS frame.
     private var startingSession = false
     private var initialMaxConcurrentStreams: UInt32?
+    /// HTTP/1.1 state when ALPN selected `http/1.1` (`nil`: HTTP/2; see ServerConnection+HTTP1.swift).
+    var http1: HTTP1ServerState?
 
     init(fd: Int32, info: HTTP2ConnectionInfo, peerHost: String, loop: EventLoop, shared: ServerShared) throws {
         self.info = info
@@ -97,6 +99,22 @@ final class ServerConnection: H2Connection {
     }
 
     override var servesWithoutALPN: Bool { true }
+
+    override var servesHTTP11: Bool { shared.configuration.servesHTTP11 }
+
+    override func startHTTP11() {
+        if let handshakeTimer { loop.cancelTimer(handshakeTimer) }
+        handshakeTimer = nil
+        beginHTTP11()
+    }
+
+    override func readAll() {
+        if http1 != nil { http1ReadAll() } else { super.readAll() }
+    }
+
+    override func flush() {
+        if http1 != nil { http1Flush() } else { super.flush() }
+    }
 
     /// A server holds many idle connections (device channels): one that once wrote a burst does not keep a buffer
     /// for it. 16 KiB holds a flush of a hundred ordinary responses.
@@ -268,6 +286,7 @@ final class ServerConnection: H2Connection {
         // What the closed connection's streams still held leaves the listener's budget with them.
         shared.bufferedRequestBytes.wrappingSubtract(bufferedRequestBytes, ordering: .relaxed)
         bufferedRequestBytes = 0
+        http1?.output = []
         streams.removeAll()
         let h = handler
         handler = nil
@@ -278,6 +297,7 @@ final class ServerConnection: H2Connection {
     // MARK: graceful shutdown (server stop)
 
     func beginGracefulShutdown() {
+        if http1 != nil { return http1Finish() }
         switch phase {
         case .active:
             goAway(code: .noError, lastStreamID: nil, debugData: shared.configuration.shutdownGoAwayDebugData)
@@ -291,6 +311,7 @@ final class ServerConnection: H2Connection {
     // MARK: application actions (all on the loop)
 
     func goAway(code: HTTP2ErrorCode, lastStreamID: Int32?, debugData: [UInt8]) {
+        if http1 != nil { return http1Finish() }
         guard phase == .active, let session else { return }
         let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
         goAwayLastStreamID = min(goAwayLastStreamID, last)
@@ -322,6 +343,7 @@ final class ServerConnection: H2Connection {
     }
 
     func respond(streamID: Int32, status: Int, headers: [HTTP2Header], body: [UInt8], trailers: [HTTP2Header]) {
+        if http1 != nil { return http1Respond(streamID: streamID, status: status, headers: headers, body: body) }
         guard let stream = streams[streamID], !stream.responseStarted else { return }
         stream.responseBody = body
         stream.responseFinished = true
@@ -330,11 +352,13 @@ final class ServerConnection: H2Connection {
     }
 
     func sendHead(streamID: Int32, status: Int, headers: [HTTP2Header]) {
+        if http1 != nil { return http1Head(streamID: streamID, status: status, headers: headers) }
         guard let stream = streams[streamID], !stream.responseStarted else { return }
         submitResponse(stream, status: status, headers: headers, withBody: true)
     }
 
     func write(streamID: Int32, bytes: [UInt8]) {
+        if http1 != nil { return http1Write(streamID: streamID, bytes: bytes) }
         guard let stream = streams[streamID], stream.responseStarted, !stream.responseFinished else { return }
         if stream.responseOffset > 0 && stream.responseOffset == stream.responseBody.count {
             stream.responseBody.removeAll(keepingCapacity: true)
@@ -345,6 +369,7 @@ final class ServerConnection: H2Connection {
     }
 
     func finish(streamID: Int32, trailers: [HTTP2Header]) {
+        if http1 != nil { return http1End(streamID: streamID) }
         guard let stream = streams[streamID], stream.responseStarted, !stream.responseFinished else { return }
         stream.responseFinished = true
         stream.responseTrailers = trailers
@@ -352,6 +377,7 @@ final class ServerConnection: H2Connection {
     }
 
     func resetStream(streamID: Int32, code: HTTP2ErrorCode) {
+        if http1 != nil { return close(reason: "stream reset (HTTP/1.1: connection closed)") }
         guard phase == .active, let session, streams[streamID] != nil else { return }
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, code.rawValue)
         flushSoon()

@@ -30,6 +30,10 @@ public struct TLSConfiguration: Sendable {
     /// Client: the name sent in SNI and checked against the certificate (defaults to the host).
     public var serverName: String?
 
+    /// Server: ALPN may select `http/1.1` for a client that does not offer `h2` (set by `HTTP2Server` from
+    /// `HTTP2ServerConfiguration.servesHTTP11`).
+    public var offersHTTP11 = false
+
     public init() {}
 
     /// A server configuration from a PEM certificate chain and key.

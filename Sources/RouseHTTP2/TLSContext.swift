@@ -90,20 +90,22 @@ public final class TLSContext: @unchecked Sendable {  // immutable after init; O
     private func configureServer() throws(TLSError) {
         SSL_CTX_set_alpn_select_cb(
             ctx,
-            { _, out, outlen, input, inlen, _ in
+            { _, out, outlen, input, inlen, argument in
                 guard let out, let outlen, let input else { return SSL_TLSEXT_ERR_ALERT_FATAL }
                 // nghttp2 picks "h2" from the client's list. A client that offers ALPN without h2 (curl --http1.1)
                 // is refused in the handshake with a no_application_protocol alert (RFC 7301 §3.2), which its TLS
                 // library reports by name. A client that offers no ALPN at all never gets here: it is served as
                 // HTTP/2 if it sends the preface, as APNs does.
+                // With `offersHTTP11` (a non-nil argument), a client offering `http/1.1` but not `h2` gets
+                // `http/1.1` (nghttp2 answers 0 for that choice).
                 var selected: UnsafeMutablePointer<UInt8>?
                 var selectedLength: UInt8 = 0
                 let r = nghttp2_select_next_protocol(&selected, &selectedLength, input, inlen)
-                guard r == 1, let selected else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+                guard r == 1 || (r == 0 && argument != nil), let selected else { return SSL_TLSEXT_ERR_ALERT_FATAL }
                 out.pointee = UnsafePointer(selected)
                 outlen.pointee = selectedLength
                 return SSL_TLSEXT_ERR_OK
-            }, nil)
+            }, configuration.offersHTTP11 ? UnsafeMutableRawPointer(bitPattern: 1) : nil)
         switch configuration.clientAuthentication {
         case .none:
             break

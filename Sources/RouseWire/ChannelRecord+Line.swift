@@ -19,6 +19,8 @@ extension ChannelRecord {
             text += ",\"payload\":\(JSONString.quoted(push.payload))}"
         case .heartbeat(let heartbeat):
             text = "{\"type\":\"heartbeat\",\"time\":\(heartbeat.time)}"
+        case .webpush(let webpush):
+            text = webpush.text
         case .replaced, .revoked, .shutdown, .unknown:
             text = "{\"type\":\(JSONString.quoted(type))}"
         }

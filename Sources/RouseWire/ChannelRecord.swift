@@ -10,6 +10,8 @@ package enum ChannelRecord: Sendable, Equatable {
     case push(Push)
     /// Liveness, for clients that cannot send HTTP/2 PINGs.
     case heartbeat(Heartbeat)
+    /// One WebPush message (only on channels that declared the `webpush` feature; docs/webpush.md).
+    case webpush(WebPush)
     /// Last record of a channel that a newer channel of the same device replaced.
     case replaced
     /// Last record of a channel whose device was revoked.
@@ -132,6 +134,7 @@ package enum ChannelRecord: Sendable, Equatable {
         case .hello: Kind.hello.rawValue
         case .push: Kind.push.rawValue
         case .heartbeat: Kind.heartbeat.rawValue
+        case .webpush: Kind.webpush.rawValue
         case .replaced: Kind.replaced.rawValue
         case .revoked: Kind.revoked.rawValue
         case .shutdown: Kind.shutdown.rawValue
@@ -141,7 +144,7 @@ package enum ChannelRecord: Sendable, Equatable {
 
     /// The `type`s this version knows.
     package enum Kind: String, CaseIterable {
-        case hello, push, heartbeat, replaced, revoked, shutdown
+        case hello, push, heartbeat, webpush, replaced, revoked, shutdown
     }
 }
 
@@ -168,6 +171,7 @@ extension ChannelRecord: Codable {
             case .hello: self = .hello(try Hello(from: decoder))
             case .push: self = .push(try Push(from: decoder))
             case .heartbeat: self = .heartbeat(try Heartbeat(from: decoder))
+            case .webpush: self = .webpush(try WebPush(from: decoder))
             case .replaced: self = .replaced
             case .revoked: self = .revoked
             case .shutdown: self = .shutdown
@@ -185,6 +189,7 @@ extension ChannelRecord: Codable {
         case .hello(let hello): try hello.encode(to: encoder)
         case .push(let push): try push.encode(to: encoder)
         case .heartbeat(let heartbeat): try heartbeat.encode(to: encoder)
+        case .webpush(let webpush): try webpush.encode(to: encoder)
         case .replaced, .revoked, .shutdown, .unknown: break
         }
     }

@@ -41,8 +41,25 @@ struct RecordingTransaction: GatewayStoreTransaction {
     func deletePendingBackground(deviceID: String, topic: String) throws -> [Int64] {
         try on { try base.deletePendingBackground(deviceID: deviceID, topic: topic) }
     }
-    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
-        try on { try base.pending(deviceID: deviceID, excluding: excluding, limit: limit, now: now) }
+    func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64, webPushMinimum: Int) throws
+        -> [StoredPush]
+    {
+        try on {
+            try base.pending(
+                deviceID: deviceID, excluding: excluding, limit: limit, now: now, webPushMinimum: webPushMinimum)
+        }
+    }
+    func insertWebPushSubscription(_ subscription: WebPushSubscriptionRecord) throws {
+        try on { try base.insertWebPushSubscription(subscription) }
+    }
+    func webPushSubscription(_ id: String) throws -> WebPushSubscriptionRecord? {
+        try on { try base.webPushSubscription(id) }
+    }
+    func webPushSubscriptions(deviceID: String) throws -> [WebPushSubscriptionRecord] {
+        try on { try base.webPushSubscriptions(deviceID: deviceID) }
+    }
+    func revokeWebPushSubscription(_ id: String, deviceID: String, at time: Int64) throws -> [Int64]? {
+        try on { try base.revokeWebPushSubscription(id, deviceID: deviceID, at: time) }
     }
     func acknowledge(deviceID: String, ids: [Int64]) throws -> Int {
         try on { try base.acknowledge(deviceID: deviceID, ids: ids) }

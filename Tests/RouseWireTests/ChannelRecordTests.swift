@@ -42,6 +42,22 @@ struct ChannelRecordTests {
                     collapseID: nil, expiration: 1_700_086_400, receivedAt: 1_700_000_000_000, payload: ""))
         ),
         (#"{"type":"heartbeat","time":1700000000777}"#, .heartbeat(.init(time: 1_700_000_000_777))),
+        (
+            #"{"type":"webpush","id":"7","subscription":"AbC-_","urgency":"very-low","topic":"score","#
+                + #""expiration":1700000060,"receivedAt":1700000000001,"payload":"AQI="}"#,
+            .webpush(
+                .init(
+                    id: "7", subscription: "AbC-_", urgency: .veryLow, topic: "score", expiration: 1_700_000_060,
+                    receivedAt: 1_700_000_000_001, payload: "AQI="))
+        ),
+        (
+            #"{"type":"webpush","id":"8","subscription":"x","urgency":"high","expiration":0,"#
+                + #""receivedAt":1,"payload":""}"#,
+            .webpush(
+                .init(
+                    id: "8", subscription: "x", urgency: .high, topic: nil, expiration: 0, receivedAt: 1, payload: "")
+            )
+        ),
         (#"{"type":"replaced"}"#, .replaced),
         (#"{"type":"revoked"}"#, .revoked),
         (#"{"type":"shutdown"}"#, .shutdown),
