@@ -99,7 +99,7 @@ let package = Package(
         ),
         // D-Bus through sd-bus on an event loop, and the typed models of the session's services (logind,
         // notifications, UPower); calls, signals, and a small method export for services.
-        .target(name: "RouseDBus", dependencies: ["CSystemd", "RouseClock", "RouseEventLoop"]),
+        .target(name: "RouseDBus", dependencies: ["CSystemd", "RouseClock", "RouseEventLoop", "RouseSystem"]),
 
         // MARK: Products
         .target(

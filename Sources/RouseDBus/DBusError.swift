@@ -1,4 +1,5 @@
 import Glibc
+import RouseSystem
 
 /// Why a D-Bus operation failed: a call of sd-bus that returned a negative errno, an error reply from the peer
 /// (its D-Bus error name and message, kept verbatim), a message we could not read as expected, or a connection that
@@ -39,7 +40,7 @@ public struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch code {
-        case .call(let call, let errno): "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
+        case .call(let call, let errno): "\(call): \(Errno(rawValue: errno)) (errno \(errno))"
         case .reply(let name, let message): "\(name): \(message)"
         case .unexpected(let what): "unexpected D-Bus message: \(what)"
         case .closed: "the D-Bus connection was closed"

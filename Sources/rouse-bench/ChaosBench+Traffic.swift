@@ -188,7 +188,7 @@ struct ChaosDevice {
                         if unacknowledged.count >= 16 { await acknowledge() }
                     case .heartbeat: await acknowledge()
                     case .replaced, .revoked, .shutdown: break reading
-                    case .hello, .unknown: continue
+                    case .hello, .webpush, .unknown: continue
                     }
                 }
             }
