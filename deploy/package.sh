@@ -248,7 +248,7 @@ install_user_unit() {
 
 install_program_link rouse-gateway rouse-gateway
 install_interface rouse-gateway rouse-gateway
-install_docs rouse-gateway docs/gateway.md
+install_docs rouse-gateway docs/gateway.md docs/webpush.md docs/security.md
 install -d "$work/rouse-gateway/usr/share/doc/rouse-gateway/examples"
 install -m 0644 deploy/rouse-gateway.json "$work/rouse-gateway/usr/share/doc/rouse-gateway/examples/gateway.json"
 install -D -m 0644 deploy/debian/gateway.json.example "$work/rouse-gateway/etc/rouse/gateway.json.example"
