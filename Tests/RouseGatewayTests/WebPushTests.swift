@@ -35,7 +35,7 @@ struct WebPushTests {
         let state: String
         let directory: TemporaryDirectory
 
-        static func start(burst: Double = 1000) async throws -> Setup {
+        static func start(burst: Double = 1000, perApp: Int = 8) async throws -> Setup {
             let port = try freePort()
             let origin = "https://localhost:\(port)"
             let harness = try await Harness.start(configure: {
@@ -45,6 +45,7 @@ struct WebPushTests {
                         privateKeyFile: Repository.cert("server.key")),
                     origin: origin)
                 webPush.burst = burst
+                webPush.maxSubscriptionsPerApp = perApp
                 webPush.messagesPerSecond = 0.01
                 $0.webPush = webPush
             })
@@ -286,5 +287,38 @@ struct WebPushTests {
         }
         #expect(found, "the Matrix notification reached the device")
         channel.close()
+    }
+
+    @Test func onlyChannelsDeclaringTheFeatureGetMessagesAndSubscriptionsAreCapped() async throws {
+        let setup = try await Setup.start(perApp: 2)
+        defer { Task { await setup.stop() } }
+        let subscription = try await setup.subscribe(app: "org.example.a", token: "1", vapid: nil)
+        let path = "/wp/" + (try #require(subscription["id"] as? String))
+        _ = try await setup.subscribe(app: "org.example.a", token: "2", vapid: nil)
+        // The app's third registration is over its cap of 2: 429, counted.
+        let third = try await setup.harness.device.call(
+            "POST", "/device/v1/webpush", body: #"{"app":"org.example.a","token":"3"}"#)
+        #expect(third.status == 429 && third.json["error"] as? String == "tooManySubscriptions")
+        #expect(
+            try await adminMetric(
+                port: setup.harness.gateway.adminPort, limitHits("device", "webpush-subscriptions-app")) == 1)
+        // A bad VAPID key is refused before anything is stored.
+        let badKey = try await setup.harness.device.call(
+            "POST", "/device/v1/webpush", body: #"{"app":"org.example.b","token":"1","vapid":"AAAA"}"#)
+        #expect(badKey.status == 400 && badKey.json["error"] as? String == "badVAPIDKey")
+
+        // An agent that does not declare `webpush` (an older one) is sent pushes, not WebPush messages.
+        let plain = try await setup.harness.channel()
+        #expect(try await setup.curl(path, headers: ["TTL: 60"], body: "held").status == 201)
+        await setup.harness.push(1)
+        let first = try await plain.next()
+        #expect(first["type"] == "push", "\(first)")
+        try await plain.expectNoPush(within: .milliseconds(500))
+        plain.close()
+        // The same device declaring the feature gets the stored message.
+        let declared = try await setup.channel()
+        let record = try await declared.next()
+        #expect(record["type"] == "webpush" && Data(base64Encoded: record["payload"] ?? "") == Data("held".utf8))
+        declared.close()
     }
 }
