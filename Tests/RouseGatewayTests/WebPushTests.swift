@@ -35,7 +35,7 @@ struct WebPushTests {
         let state: String
         let directory: TemporaryDirectory
 
-        static func start(burst: Double = 1000, perApp: Int = 8) async throws -> Setup {
+        static func start(burst: Double = 1000, perApp: Int = 8, requestTimeout: Int = 10) async throws -> Setup {
             let port = try freePort()
             let origin = "https://localhost:\(port)"
             let harness = try await Harness.start(configure: {
@@ -46,6 +46,7 @@ struct WebPushTests {
                     origin: origin)
                 webPush.burst = burst
                 webPush.maxSubscriptionsPerApp = perApp
+                $0.limits.requestTimeoutSeconds = requestTimeout
                 webPush.messagesPerSecond = 0.01
                 $0.webPush = webPush
             })
@@ -333,6 +334,47 @@ struct WebPushTests {
             let record = try await declared.next()
             #expect(record["type"] == "webpush" && Data(base64Encoded: record["payload"] ?? "") == Data("held".utf8))
             declared.close()
+        }
+    }
+
+    /// A slow HTTP/1.1 client (a head that never ends) is answered 408 and closed at the request deadline, and
+    /// the time it held the connection is counted; a pipelined pair on one connection gets two answers in order.
+    @Test func http11RequestDeadlineAndPipelining() async throws {
+        try await Setup.with(try await Setup.start(requestTimeout: 1)) { setup in
+            let subscription = try await setup.subscribe(app: "org.example.a", token: "1", vapid: nil)
+            let id = try #require(subscription["id"] as? String)
+            let port = try #require(setup.origin.split(separator: ":").last.map(String.init))
+            let script = #"""
+                import socket, ssl, sys, time
+                ctx = ssl.create_default_context(cafile=sys.argv[2]); ctx.set_alpn_protocols(["http/1.1"])
+                def conn():
+                    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="localhost")
+                    assert s.selected_alpn_protocol() == "http/1.1", s.selected_alpn_protocol()
+                    return s
+                def read_all(s):
+                    data = b""
+                    s.settimeout(10)
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk: return data
+                        data += chunk
+                s = conn(); s.sendall(b"POST /wp/x HTTP/1.1\r\nHost: localhost\r\nTTL: 1\r\n")
+                start = time.monotonic(); slow = read_all(s); held = time.monotonic() - start
+                s = conn()
+                one = b"POST /wp/%s HTTP/1.1\r\nHost: localhost\r\nTTL: 5\r\nContent-Length: 1\r\n\r\na" % sys.argv[3].encode()
+                two = b"GET /_matrix/push/v1/notify HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                s.sendall(one + two); both = read_all(s)
+                print(repr((slow.split(b"\r\n")[0], round(held, 1), [l for l in both.split(b"\r\n") if l.startswith(b"HTTP/1.1")])))
+                """#
+            let out = try await ChildProcess.run(
+                setup.python, ["-c", script, port, Repository.cert("ca.pem"), id], timeout: .seconds(60))
+            let line = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(out.status == 0, "\(out.stderr)")
+            #expect(line.hasPrefix("(b'HTTP/1.1 408 Request Timeout', "), "\(line)")
+            #expect(line.hasSuffix("[b'HTTP/1.1 201 Created', b'HTTP/1.1 200 OK'])"), "\(line)")
+            let fields = line.split(separator: ",")
+            let held = fields.count > 1 ? Double(fields[1].trimmingCharacters(in: .whitespaces)) ?? 0 : 0
+            #expect(held >= 0.5 && held < 5, "closed at the 1 s deadline, not before, not at the idle limit: \(held)")
         }
     }
 }
