@@ -191,11 +191,11 @@ struct StoreContractTests {
         _ = try SQLiteGatewayStore(path: path)
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
-            try db.execute(sql: "DROP TABLE schema_version")
+            try db.execute(sql: "DROP TABLE schema_version; DROP TABLE webpush_subscriptions")
             try db.execute(
                 sql: """
                     DELETE FROM grdb_migrations
-                    WHERE identifier IN ('v4-schema-version', 'v5-several-nodes', 'v6-cluster-key')
+                    WHERE identifier IN ('v4-schema-version', 'v5-several-nodes', 'v6-cluster-key', 'v7-webpush')
                     """)
         }
         #expect(try SQLiteGatewayStore(path: path).migration == .init(from: 3, to: GatewaySchema.version))

@@ -35,7 +35,7 @@ struct WebPushTests {
         let state: String
         let directory: TemporaryDirectory
 
-        static func start(burst: Double = 1000) async throws -> Setup {
+        static func start(burst: Double = 1000, perApp: Int = 8, requestTimeout: Int = 10) async throws -> Setup {
             let port = try freePort()
             let origin = "https://localhost:\(port)"
             let harness = try await Harness.start(configure: {
@@ -45,6 +45,8 @@ struct WebPushTests {
                         privateKeyFile: Repository.cert("server.key")),
                     origin: origin)
                 webPush.burst = burst
+                webPush.maxSubscriptionsPerApp = perApp
+                $0.limits.requestTimeoutSeconds = requestTimeout
                 webPush.messagesPerSecond = 0.01
                 $0.webPush = webPush
             })
@@ -136,155 +138,243 @@ struct WebPushTests {
         }
 
         func stop() async { await harness.stop() }
+
+        /// Runs `body` with `setup`, then stops its gateway, whether `body` threw or not.
+        static func with(_ setup: Setup, _ body: (Setup) async throws -> Void) async throws {
+            do {
+                try await body(setup)
+            } catch {
+                await setup.stop()
+                throw error
+            }
+            await setup.stop()
+        }
     }
 
     @Test func pywebpushMessagesReachTheDeviceByteEqual() async throws {
-        let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
-        let subscription = try await setup.subscribe(
-            app: "org.example.app", token: "reg-1", vapid: try setup.vapidPublic)
-        let endpoint = try #require(subscription["endpoint"] as? String)
-        let id = try #require(subscription["id"] as? String)
-        #expect(endpoint == "\(setup.origin)/wp/\(id)")
-        #expect(id.utf8.count == 43)
-        let again = try await setup.subscribe(app: "org.example.app", token: "reg-1", vapid: try setup.vapidPublic)
-        #expect(again["id"] as? String == id, "the same registration keeps its endpoint")
-        let list = try await setup.harness.device.call("GET", "/device/v1/webpush")
-        #expect((list.json["subscriptions"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
+        try await Setup.with(try await Setup.start()) { setup in
+            let subscription = try await setup.subscribe(
+                app: "org.example.app", token: "reg-1", vapid: try setup.vapidPublic)
+            let endpoint = try #require(subscription["endpoint"] as? String)
+            let id = try #require(subscription["id"] as? String)
+            #expect(endpoint == "\(setup.origin)/wp/\(id)")
+            #expect(id.utf8.count == 43)
+            let again = try await setup.subscribe(app: "org.example.app", token: "reg-1", vapid: try setup.vapidPublic)
+            #expect(again["id"] as? String == id, "the same registration keeps its endpoint")
+            let list = try await setup.harness.device.call("GET", "/device/v1/webpush")
+            #expect((list.json["subscriptions"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
 
-        let channel = try await setup.channel()
-        // 1 and 3993 bytes (3993 + 16 tag + 1 delimiter + 86 header = 4096) are delivered; 3994 is 413.
-        for (size, seed) in [(1, 1), (3993, 2)] {
-            let answer = try await setup.send(endpoint, size: size, seed: seed)
-            #expect(answer["status"] as? Int == 201, "\(size) bytes: \(answer)")
-            let headers = answer["headers"] as? [String: String] ?? [:]
-            #expect(headers["ttl"] == "60")
-            #expect(headers["location"]?.hasPrefix("\(setup.origin)/m/") == true)
-            let (record, plaintext) = try await setup.receive(channel)
-            #expect(plaintext == answer["plaintext"] as? String, "\(size) bytes decrypt byte-equal")
-            #expect(record["subscription"] == id)
-            #expect(record["urgency"] == "normal")
-            try await setup.harness.device.ack([record["id"] ?? ""])
+            let channel = try await setup.channel()
+            // 1 and 3993 bytes (3993 + 16 tag + 1 delimiter + 86 header = 4096) are delivered; 3994 is 413.
+            for (size, seed) in [(1, 1), (3993, 2)] {
+                let answer = try await setup.send(endpoint, size: size, seed: seed)
+                #expect(answer["status"] as? Int == 201, "\(size) bytes: \(answer)")
+                let headers = answer["headers"] as? [String: String] ?? [:]
+                #expect(headers["ttl"] == "60")
+                #expect(headers["location"]?.hasPrefix("\(setup.origin)/m/") == true)
+                let (record, plaintext) = try await setup.receive(channel)
+                #expect(plaintext == answer["plaintext"] as? String, "\(size) bytes decrypt byte-equal")
+                #expect(record["subscription"] == id)
+                #expect(record["urgency"] == "normal")
+                try await setup.harness.device.ack([record["id"] ?? ""])
+            }
+            let tooLarge = try await setup.send(endpoint, size: 3994, seed: 3)
+            #expect(tooLarge["status"] as? Int == 413)
+
+            // Offline: TTL 0 is dropped, TTL 60 is kept for the reconnect; a Topic replaces the pending message.
+            channel.close()
+            try await Task.sleep(for: .milliseconds(300))  // the gateway sees the stream end (no event to wait on here)
+            #expect(try await setup.send(endpoint, size: 10, seed: 10, ["--ttl", "0"])["status"] as? Int == 201)
+            let kept = try await setup.send(endpoint, size: 11, seed: 11, ["--ttl", "60"])
+            _ = try await setup.send(endpoint, size: 12, seed: 12, ["--topic", "score"])
+            let newest = try await setup.send(endpoint, size: 13, seed: 13, ["--topic", "score"])
+            let back = try await setup.channel()
+            let first = try await setup.receive(back)
+            #expect(first.plaintext == kept["plaintext"] as? String, "TTL 60 kept offline, TTL 0 dropped")
+            let second = try await setup.receive(back)
+            #expect(second.plaintext == newest["plaintext"] as? String, "the Topic's newer message replaced the older")
+            #expect(second.record["topic"] == "score")
+            try await back.expectNoPush(within: .milliseconds(500))
+            try await setup.harness.device.ack([first.record["id"] ?? "", second.record["id"] ?? ""])
+            back.close()
+
+            // Urgency: very-low is withheld from a channel whose minimum is normal until the minimum drops.
+            let urgent = try await setup.channel(urgency: "normal")
+            let low = try await setup.send(endpoint, size: 20, seed: 20, ["--urgency", "very-low"])
+            #expect(low["status"] as? Int == 201)
+            try await urgent.expectNoPush(within: .milliseconds(700))
+            let high = try await setup.send(endpoint, size: 21, seed: 21, ["--urgency", "high"])
+            #expect(try await setup.receive(urgent).plaintext == high["plaintext"] as? String)
+            let lowered = try await setup.harness.device.call(
+                "POST", "/device/v1/urgency", body: #"{"urgency":"very-low"}"#)
+            #expect(lowered.status == 200)
+            let withheld = try await setup.receive(urgent)
+            #expect(withheld.plaintext == low["plaintext"] as? String)
+            #expect(withheld.record["urgency"] == "very-low")
+            urgent.close()
         }
-        let tooLarge = try await setup.send(endpoint, size: 3994, seed: 3)
-        #expect(tooLarge["status"] as? Int == 413)
-
-        // Offline: TTL 0 is dropped, TTL 60 is kept for the reconnect; a Topic replaces the pending message.
-        channel.close()
-        try await Task.sleep(for: .milliseconds(300))  // the gateway sees the stream end (no event to wait on here)
-        #expect(try await setup.send(endpoint, size: 10, seed: 10, ["--ttl", "0"])["status"] as? Int == 201)
-        let kept = try await setup.send(endpoint, size: 11, seed: 11, ["--ttl", "60"])
-        _ = try await setup.send(endpoint, size: 12, seed: 12, ["--topic", "score"])
-        let newest = try await setup.send(endpoint, size: 13, seed: 13, ["--topic", "score"])
-        let back = try await setup.channel()
-        let first = try await setup.receive(back)
-        #expect(first.plaintext == kept["plaintext"] as? String, "TTL 60 kept offline, TTL 0 dropped")
-        let second = try await setup.receive(back)
-        #expect(second.plaintext == newest["plaintext"] as? String, "the Topic's newer message replaced the older")
-        #expect(second.record["topic"] == "score")
-        try await back.expectNoPush(within: .milliseconds(500))
-        try await setup.harness.device.ack([first.record["id"] ?? "", second.record["id"] ?? ""])
-        back.close()
-
-        // Urgency: very-low is withheld from a channel whose minimum is normal until the minimum drops.
-        let urgent = try await setup.channel(urgency: "normal")
-        let low = try await setup.send(endpoint, size: 20, seed: 20, ["--urgency", "very-low"])
-        #expect(low["status"] as? Int == 201)
-        try await urgent.expectNoPush(within: .milliseconds(700))
-        let high = try await setup.send(endpoint, size: 21, seed: 21, ["--urgency", "high"])
-        #expect(try await setup.receive(urgent).plaintext == high["plaintext"] as? String)
-        let lowered = try await setup.harness.device.call(
-            "POST", "/device/v1/urgency", body: #"{"urgency":"very-low"}"#)
-        #expect(lowered.status == 200)
-        let withheld = try await setup.receive(urgent)
-        #expect(withheld.plaintext == low["plaintext"] as? String)
-        #expect(withheld.record["urgency"] == "very-low")
-        urgent.close()
     }
 
     @Test func everyErrorCodeMatrixAndHTTP2() async throws {
-        let setup = try await Setup.start(burst: 3)
-        defer { Task { await setup.stop() } }
-        let restricted = try await setup.subscribe(app: "org.example.a", token: "r", vapid: try setup.vapidPublic)
-        let endpoint = try #require(restricted["endpoint"] as? String)
-        let open = try await setup.subscribe(app: "org.example.b", token: "o", vapid: nil)
-        let openID = try #require(open["id"] as? String)
-        let path = "/wp/\(openID)"
+        try await Setup.with(try await Setup.start(burst: 3)) { setup in
+            let restricted = try await setup.subscribe(app: "org.example.a", token: "r", vapid: try setup.vapidPublic)
+            let endpoint = try #require(restricted["endpoint"] as? String)
+            let open = try await setup.subscribe(app: "org.example.b", token: "o", vapid: nil)
+            let openID = try #require(open["id"] as? String)
+            let path = "/wp/\(openID)"
 
-        // HTTP/2 and HTTP/1.1 both take a message: 201 + Location + TTL.
-        let h2 = try await setup.curl(path, http2: true, headers: ["TTL: 30"])
-        #expect(h2.status == 201 && h2.version == "2", "\(h2)")
-        #expect(h2.headers.contains("ttl: 30") && h2.headers.contains("location: \(setup.origin)/m/"))
-        let h1 = try await setup.curl(path, headers: ["TTL: 30"])
-        #expect(h1.status == 201 && h1.version == "1.1", "\(h1)")
+            // HTTP/2 and HTTP/1.1 both take a message: 201 + Location + TTL.
+            let h2 = try await setup.curl(path, http2: true, headers: ["TTL: 30"])
+            #expect(h2.status == 201 && h2.version == "2", "\(h2)")
+            #expect(h2.headers.contains("ttl: 30") && h2.headers.contains("location: \(setup.origin)/m/"))
+            let h1 = try await setup.curl(path, headers: ["TTL: 30"])
+            #expect(h1.status == 201 && h1.version == "1.1", "\(h1)")
 
-        // 400: bad Urgency, a 33-character Topic, a Topic outside base64url, no TTL, aesgcm.
-        for headers in [
-            ["TTL: 30", "Urgency: urgent"], ["TTL: 30", "Topic: \(String(repeating: "a", count: 33))"],
-            ["TTL: 30", "Topic: a b"], [], ["TTL: 30", "Content-Encoding: aesgcm"],
-        ] {
-            #expect(try await setup.curl(path, headers: headers).status == 400, "\(headers)")
-        }
-        // 404: unknown; 413 only above 4096 bytes.
-        #expect(try await setup.curl("/wp/" + String(repeating: "A", count: 43), headers: ["TTL: 1"]).status == 404)
-        #expect(
-            try await setup.curl(path, headers: ["TTL: 1"], body: String(repeating: "b", count: 4096)).status == 201)
-        #expect(
-            try await setup.curl(path, http2: true, headers: ["TTL: 1"], body: String(repeating: "b", count: 4097))
-                .status == 413)
-        #expect(
-            try await setup.curl(path, headers: ["TTL: 1"], body: String(repeating: "b", count: 4097)).status == 413)
-        // 401 without VAPID, 403 with another key; pywebpush with the right key: 201.
-        #expect(try await setup.send(endpoint, size: 5, seed: 5, ["--no-vapid"])["status"] as? Int == 401)
-        let other = setup.directory.path + "/other.json"
-        try await Setup.run(setup.python, ["keys", other])
-        let stranger = Setup(
-            harness: setup.harness, origin: setup.origin, python: setup.python, state: other, directory: setup.directory
-        )
-        #expect(try await stranger.send(endpoint, size: 5, seed: 5)["status"] as? Int == 403)
-        #expect(try await setup.send(endpoint, size: 5, seed: 5)["status"] as? Int == 201)
-        // 429 with Retry-After once the burst (3) is spent.
-        var limited: (status: Int, version: String, headers: String, body: String)?
-        for _ in 0..<4 {
-            let answer = try await setup.curl(path, headers: ["TTL: 1"])
-            if answer.status == 429 { limited = answer }
-        }
-        #expect(limited?.headers.contains("retry-after: ") == true, "\(String(describing: limited))")
-        // 410 after the device deleted the subscription.
-        let restrictedID = try #require(restricted["id"] as? String)
-        #expect(try await setup.harness.device.call("DELETE", "/device/v1/webpush/\(restrictedID)").status == 200)
-        #expect(try await setup.send(endpoint, size: 5, seed: 6)["status"] as? Int == 410)
+            // 400: bad Urgency, a 33-character Topic, a Topic outside base64url, no TTL, aesgcm.
+            for headers in [
+                ["TTL: 30", "Urgency: urgent"], ["TTL: 30", "Topic: \(String(repeating: "a", count: 33))"],
+                ["TTL: 30", "Topic: a b"], [], ["TTL: 30", "Content-Encoding: aesgcm"],
+            ] {
+                #expect(try await setup.curl(path, headers: headers).status == 400, "\(headers)")
+            }
+            // 404: unknown; 413 only above 4096 bytes.
+            #expect(try await setup.curl("/wp/" + String(repeating: "A", count: 43), headers: ["TTL: 1"]).status == 404)
+            #expect(
+                try await setup.curl(path, headers: ["TTL: 1"], body: String(repeating: "b", count: 4096)).status == 201
+            )
+            #expect(
+                try await setup.curl(path, http2: true, headers: ["TTL: 1"], body: String(repeating: "b", count: 4097))
+                    .status == 413)
+            #expect(
+                try await setup.curl(path, headers: ["TTL: 1"], body: String(repeating: "b", count: 4097)).status == 413
+            )
+            // 401 without VAPID, 403 with another key; pywebpush with the right key: 201.
+            #expect(try await setup.send(endpoint, size: 5, seed: 5, ["--no-vapid"])["status"] as? Int == 401)
+            let other = setup.directory.path + "/other.json"
+            try await Setup.run(setup.python, ["keys", other])
+            let stranger = Setup(
+                harness: setup.harness, origin: setup.origin, python: setup.python, state: other,
+                directory: setup.directory
+            )
+            #expect(try await stranger.send(endpoint, size: 5, seed: 5)["status"] as? Int == 403)
+            #expect(try await setup.send(endpoint, size: 5, seed: 5)["status"] as? Int == 201)
+            // 429 with Retry-After once the burst (3) is spent.
+            var limited: (status: Int, version: String, headers: String, body: String)?
+            for _ in 0..<4 {
+                let answer = try await setup.curl(path, headers: ["TTL: 1"])
+                if answer.status == 429 { limited = answer }
+            }
+            #expect(limited?.headers.contains("retry-after: ") == true, "\(String(describing: limited))")
+            // 410 after the device deleted the subscription.
+            let restrictedID = try #require(restricted["id"] as? String)
+            #expect(try await setup.harness.device.call("DELETE", "/device/v1/webpush/\(restrictedID)").status == 200)
+            #expect(try await setup.send(endpoint, size: 5, seed: 6)["status"] as? Int == 410)
 
-        // Matrix push gateway: discovery, and a Synapse-shaped notify.
-        let discovery = try await setup.curl("/_matrix/push/v1/notify", method: "GET")
-        #expect(discovery.status == 200 && discovery.body == #"{"unifiedpush":{"gateway":"matrix"}}"#)
-        let third = try await setup.subscribe(app: "org.example.c", token: "m", vapid: nil)
-        let pushkey = try #require(third["endpoint"] as? String)
-        let notify = """
-            {"notification":{"event_id":"$ev1","room_id":"!r:example.org","type":"m.room.message",
-            "sender":"@a:example.org","counts":{"unread":1},"prio":"high",
-            "devices":[{"app_id":"org.example.c","pushkey":"\(pushkey)","pushkey_ts":1,"data":{}},
-            {"app_id":"x","pushkey":"https://elsewhere.example/wp/abc","pushkey_ts":1}]}}
-            """
-        let answer = try await setup.curl(
-            "/_matrix/push/v1/notify", headers: ["Content-Type: application/json"], body: notify)
-        #expect(answer.status == 200)
-        #expect(answer.body == #"{"rejected":["https://elsewhere.example/wp/abc"]}"#)
-        let channel = try await setup.channel()
-        var found = false
-        for _ in 0..<8 {
-            let record = try await channel.next()
-            guard record["type"] == "webpush", record["subscription"] == third["id"] as? String else { continue }
-            let body = Data(base64Encoded: record["payload"] ?? "") ?? Data()
-            let object = try JSONSerialization.jsonObject(with: body) as? [String: Any]
-            let notification = object?["notification"] as? [String: Any]
-            #expect(notification?["event_id"] as? String == "$ev1")
-            #expect(notification?["devices"] == nil)
-            #expect(record["urgency"] == "high")
-            found = true
-            break
+            // Matrix push gateway: discovery, and a Synapse-shaped notify.
+            let discovery = try await setup.curl("/_matrix/push/v1/notify", method: "GET")
+            #expect(discovery.status == 200 && discovery.body == #"{"unifiedpush":{"gateway":"matrix"}}"#)
+            let third = try await setup.subscribe(app: "org.example.c", token: "m", vapid: nil)
+            let pushkey = try #require(third["endpoint"] as? String)
+            let notify = """
+                {"notification":{"event_id":"$ev1","room_id":"!r:example.org","type":"m.room.message",
+                "sender":"@a:example.org","counts":{"unread":1},"prio":"high",
+                "devices":[{"app_id":"org.example.c","pushkey":"\(pushkey)","pushkey_ts":1,"data":{}},
+                {"app_id":"x","pushkey":"https://elsewhere.example/wp/abc","pushkey_ts":1}]}}
+                """
+            let answer = try await setup.curl(
+                "/_matrix/push/v1/notify", headers: ["Content-Type: application/json"], body: notify)
+            #expect(answer.status == 200)
+            #expect(answer.body == #"{"rejected":["https://elsewhere.example/wp/abc"]}"#)
+            let channel = try await setup.channel()
+            var found = false
+            for _ in 0..<8 {
+                let record = try await channel.next()
+                guard record["type"] == "webpush", record["subscription"] == third["id"] as? String else { continue }
+                let body = Data(base64Encoded: record["payload"] ?? "") ?? Data()
+                let object = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+                let notification = object?["notification"] as? [String: Any]
+                #expect(notification?["event_id"] as? String == "$ev1")
+                #expect(notification?["devices"] == nil)
+                #expect(record["urgency"] == "high")
+                found = true
+                break
+            }
+            #expect(found, "the Matrix notification reached the device")
+            channel.close()
         }
-        #expect(found, "the Matrix notification reached the device")
-        channel.close()
+    }
+
+    @Test func onlyChannelsDeclaringTheFeatureGetMessagesAndSubscriptionsAreCapped() async throws {
+        try await Setup.with(try await Setup.start(perApp: 2)) { setup in
+            let subscription = try await setup.subscribe(app: "org.example.a", token: "1", vapid: nil)
+            let path = "/wp/" + (try #require(subscription["id"] as? String))
+            _ = try await setup.subscribe(app: "org.example.a", token: "2", vapid: nil)
+            // The app's third registration is over its cap of 2: 429, counted.
+            let third = try await setup.harness.device.call(
+                "POST", "/device/v1/webpush", body: #"{"app":"org.example.a","token":"3"}"#)
+            #expect(third.status == 429 && third.json["error"] as? String == "tooManySubscriptions")
+            #expect(
+                try await adminMetric(
+                    port: setup.harness.gateway.adminPort, limitHits("device", "webpush-subscriptions-app")) == 1)
+            // A bad VAPID key is refused before anything is stored.
+            let badKey = try await setup.harness.device.call(
+                "POST", "/device/v1/webpush", body: #"{"app":"org.example.b","token":"1","vapid":"AAAA"}"#)
+            #expect(badKey.status == 400 && badKey.json["error"] as? String == "badVAPIDKey")
+
+            // An agent that does not declare `webpush` (an older one) is sent pushes, not WebPush messages.
+            let plain = try await setup.harness.channel()
+            #expect(try await setup.curl(path, headers: ["TTL: 60"], body: "held").status == 201)
+            await setup.harness.push(1)
+            let first = try await plain.next()
+            #expect(first["type"] == "push", "\(first)")
+            try await plain.expectNoPush(within: .milliseconds(500))
+            plain.close()
+            // The same device declaring the feature gets the stored message.
+            let declared = try await setup.channel()
+            let record = try await declared.next()
+            #expect(record["type"] == "webpush" && Data(base64Encoded: record["payload"] ?? "") == Data("held".utf8))
+            declared.close()
+        }
+    }
+
+    /// A slow HTTP/1.1 client (a head that never ends) is answered 408 and closed at the request deadline, and
+    /// the time it held the connection is counted; a pipelined pair on one connection gets two answers in order.
+    @Test func http11RequestDeadlineAndPipelining() async throws {
+        try await Setup.with(try await Setup.start(requestTimeout: 1)) { setup in
+            let subscription = try await setup.subscribe(app: "org.example.a", token: "1", vapid: nil)
+            let id = try #require(subscription["id"] as? String)
+            let port = try #require(setup.origin.split(separator: ":").last.map(String.init))
+            let script = #"""
+                import socket, ssl, sys, time
+                ctx = ssl.create_default_context(cafile=sys.argv[2]); ctx.set_alpn_protocols(["http/1.1"])
+                def conn():
+                    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="localhost")
+                    assert s.selected_alpn_protocol() == "http/1.1", s.selected_alpn_protocol()
+                    return s
+                def read_all(s):
+                    data = b""
+                    s.settimeout(10)
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk: return data
+                        data += chunk
+                s = conn(); s.sendall(b"POST /wp/x HTTP/1.1\r\nHost: localhost\r\nTTL: 1\r\n")
+                start = time.monotonic(); slow = read_all(s); held = time.monotonic() - start
+                s = conn()
+                one = b"POST /wp/%s HTTP/1.1\r\nHost: localhost\r\nTTL: 5\r\nContent-Length: 1\r\n\r\na" % sys.argv[3].encode()
+                two = b"GET /_matrix/push/v1/notify HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                s.sendall(one + two); both = read_all(s)
+                print(repr((slow.split(b"\r\n")[0], round(held, 1), [l for l in both.split(b"\r\n") if l.startswith(b"HTTP/1.1")])))
+                """#
+            let out = try await ChildProcess.run(
+                setup.python, ["-c", script, port, Repository.cert("ca.pem"), id], timeout: .seconds(60))
+            let line = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(out.status == 0, "\(out.stderr)")
+            #expect(line.hasPrefix("(b'HTTP/1.1 408 Request Timeout', "), "\(line)")
+            #expect(line.hasSuffix("[b'HTTP/1.1 201 Created', b'HTTP/1.1 200 OK'])"), "\(line)")
+            let fields = line.split(separator: ",")
+            let held = fields.count > 1 ? Double(fields[1].trimmingCharacters(in: .whitespaces)) ?? 0 : 0
+            #expect(held >= 0.5 && held < 5, "closed at the 1 s deadline, not before, not at the idle limit: \(held)")
+        }
     }
 }
