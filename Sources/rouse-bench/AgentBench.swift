@@ -204,6 +204,13 @@ enum AgentBench {
         try await settle(pid: pid)
         let idle = try await measureIdle(pids: [pid, gateway.process.processIdentifier], seconds: options.idleSeconds)
         report("agent idle (channel open, 10 handlers, none running, \(options.idleSeconds) s)", idle[0].summary)
+        if sessionBus != nil {
+            // Proof the bus was connected during the window: the session as the agent followed it.
+            let session = try await status()?.session
+            report(
+                "agent session (D-Bus, logind stand-in)",
+                "lock=\(session?.lock ?? "none") onBattery=\(session?.onBattery.map(String.init) ?? "no UPower")")
+        }
         report(
             "agent idle wake-ups by thread",
             idle[0].byThread.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))

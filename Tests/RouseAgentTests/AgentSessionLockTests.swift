@@ -156,6 +156,20 @@ struct AgentSessionLockTests {
         #expect(await Self.nextProtected(&events) == .protectedData(.init(state: .didBecomeAvailable)))
         let read = try await client.request(.protectedFile(.init(op: .read, name: "call-log")))
         #expect(read == .protectedFileReply(.init(name: "call-log", data: Self.base64("alice"))))
+        // The client library's calls: re-class to none (readable while locked), then remove.
+        try await client.reclassProtected("call-log", protection: "none")
+        try await rig.session("Lock")
+        #expect(
+            await Self.nextProtected(&events)
+                == .protectedData(.init(state: .willBecomeUnavailable, graceMilliseconds: 500)))
+        rig.clock.advance(by: .milliseconds(500))
+        try await eventually("locked again") { await rig.agent.sessionPhase == .locked }
+        #expect(try await client.readProtected("call-log") == Array("alice".utf8))
+        await #expect(throws: AgentRequestError.self) {
+            try await client.writeProtected("diary", Array("x".utf8), protection: "complete")
+        }
+        try await client.removeProtected("call-log")
+        await #expect(throws: AgentRequestError.self) { _ = try await client.readProtected("call-log") }
     }
 
     /// An agent started in a locked session holds `until-first-unlock` and `complete` keys back until the unlock.
