@@ -5,6 +5,7 @@ import RouseCurl
 import RouseGateway
 import RouseHTTP2
 import RouseWire
+import Synchronization
 
 /// What was pushed and what arrived, push by push (a push is its number `n`, carried in its payload).
 actor ChaosLedger {
@@ -323,18 +324,17 @@ struct ChaosProvider {
     }
 
     /// Pushes in flight, bounded.
-    final class InFlight: @unchecked Sendable {  // every access holds `lock`
-        private let lock = NSLock()
-        private var count = 0
+    final class InFlight: Sendable {
+        private let count = Atomic<Int>(0)
 
         func enter(limit: Int) -> Bool {
-            lock.withLock {
-                guard count < limit else { return false }
-                count += 1
-                return true
+            guard count.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+                count.wrappingSubtract(1, ordering: .relaxed)
+                return false
             }
+            return true
         }
 
-        func leave() { lock.withLock { count -= 1 } }
+        func leave() { count.wrappingSubtract(1, ordering: .relaxed) }
     }
 }

@@ -106,7 +106,7 @@ enum ChaosBench {
             started.stop()
             if !keepLogs { try? FileManager.default.removeItem(atPath: directory) }
         }
-        let progress = Progress(json: options.json)
+        let progress = Progress()
         progress.say(
             "seed \(seed); \(options.nodes) nodes, \(options.devices) devices, \(options.agents) agents, \(options.rate) pushes/s"
         )
@@ -279,7 +279,6 @@ enum ChaosBench {
 
     /// Progress lines on stderr (the figures go to stdout).
     struct Progress: Sendable {
-        let json: Bool
         let start = ContinuousClock.now
 
         func say(_ text: String) {
