@@ -55,15 +55,45 @@ package enum ProcessProbe {
     /// Wake-ups of all of `pid`'s threads over `window`. Threads come and go (a thread pool's workers) and an ended
     /// thread's counts leave /proc with it, so each thread is sampled every 100 ms and its growth summed.
     package static func wakeUps(_ pid: pid_t, over window: Duration, voluntaryOnly: Bool = false) async throws -> Int {
-        let first = switches(pid, voluntaryOnly: voluntaryOnly)
-        var last = first
+        try await wakeTimeline(pid, over: window, voluntaryOnly: voluntaryOnly).reduce(0) { $0 + $1.count }
+    }
+
+    /// Wake-ups seen in one sample of ``wakeTimeline(_:over:voluntaryOnly:)``: when (wall clock, ms since the
+    /// epoch, to line them up with other logs), how many, and which threads (by name) woke how often.
+    package struct WakeSample: Sendable, Equatable {
+        package let wallMilliseconds: Int64
+        package let count: Int
+        package let threads: [String: Int]
+    }
+
+    /// The samples (every 100 ms) over `window` in which any of `pid`'s threads woke, in order: where a
+    /// ``wakeUps(_:over:voluntaryOnly:)`` figure comes from (a timer's period, a peer's keep-alive, one event waking
+    /// three threads).
+    package static func wakeTimeline(
+        _ pid: pid_t, over window: Duration, voluntaryOnly: Bool = false
+    ) async throws -> [WakeSample] {
+        var last = threads(pid)
+        var timeline: [WakeSample] = []
         let clock = SystemClock()
         let end = clock.deadline(after: window)
         while clock.now < end {
             try await Task.sleep(for: .milliseconds(100))
-            last.merge(switches(pid, voluntaryOnly: voluntaryOnly)) { $1 }
+            let now = threads(pid)
+            var woken: [String: Int] = [:]
+            for (task, sample) in now {
+                let before = last[task]
+                let grown =
+                    voluntaryOnly
+                    ? sample.voluntary - (before?.voluntary ?? 0) : sample.total - (before?.total ?? 0)
+                if grown > 0 { woken[sample.name, default: 0] += grown }
+            }
+            last.merge(now) { $1 }
+            let count = woken.values.reduce(0, +)
+            if count > 0 {
+                timeline.append(WakeSample(wallMilliseconds: clock.wallMilliseconds, count: count, threads: woken))
+            }
         }
-        return growth(from: first, to: last)
+        return timeline
     }
 
     /// Waits until `pid` went `quiet` without a wake-up (voluntary context switch of any thread), checking every

@@ -2,6 +2,7 @@ import Foundation
 import RouseAgent
 import RouseAgentClient
 import RouseChildProcess
+import RouseClock
 import RouseSIPLab
 
 /// S2 of `rouse-bench sip`: the socket-woken softphone. Its handler (`deploy/sip/rouse-sip-bridge.py`, Python) owns
@@ -17,6 +18,16 @@ extension SIPBench {
         var wakes: Int
         /// The agent's voluntary context switches over the idle window, per minute.
         var idleWakeUpsPerMinute: Double
+        /// The same without the keep-alive's: those within ``keepAliveMargin`` of a keep-alive re-REGISTER the
+        /// handler logged (the agent's timer, the thaw, the handler's frames, the freeze after it).
+        var idleWakeUpsBeyondKeepAlivePerMinute: Double
+        /// Keep-alive re-REGISTERs in the idle window, and the wake-ups counted as theirs.
+        var keepAlives: Int
+        var keepAliveWakeUps: Int
+        /// The wake-ups beyond the keep-alive, by thread name, most first.
+        var beyondByThread: [(name: String, count: Int)]
+        /// When they came: seconds into the idle window, with how many.
+        var beyondAt: [(seconds: Double, count: Int)]
         /// The idle window.
         var idleSeconds: Int
         /// Whether the phone was still registered at the end of the idle window.
@@ -67,12 +78,57 @@ extension SIPBench {
         }
         let woken = wakes() - before
         try await frozen()
-        let switches = try await ProcessProbe.wakeUps(agent, over: .seconds(Int64(idleSeconds)), voluntaryOnly: true)
+        let start = SystemClock().wallMilliseconds
+        let timeline = try await ProcessProbe.wakeTimeline(
+            agent, over: .seconds(Int64(idleSeconds)), voluntaryOnly: true)
+        let keepAlives = reRegistered(log: log, from: start)
+        let split = splitByKeepAlive(timeline, keepAlives: keepAlives)
+        let minutes = Double(idleSeconds) / 60
+        let beyond = split.beyond.reduce(0) { $0 + $1.count }
         return SocketWoken(
             run: SIPCallRun(
                 tag: "s2", attempted: calls, answeredMilliseconds: answered, sippStatus: Int32(sippFailures),
                 sippOutput: ""),
-            wakes: woken, idleWakeUpsPerMinute: Double(switches) * 60 / Double(idleSeconds), idleSeconds: idleSeconds,
-            registeredAfterIdle: try await lab.registered())
+            wakes: woken, idleWakeUpsPerMinute: Double(split.keepAlive + beyond) / minutes,
+            idleWakeUpsBeyondKeepAlivePerMinute: Double(beyond) / minutes,
+            keepAlives: keepAlives.count, keepAliveWakeUps: split.keepAlive,
+            beyondByThread: split.byThread.sorted { $0.value > $1.value }.map { ($0.key, $0.value) },
+            beyondAt: split.beyond.map { (Double($0.wallMilliseconds - start) / 1000, $0.count) },
+            idleSeconds: idleSeconds, registeredAfterIdle: try await lab.registered())
+    }
+
+    /// How far from a keep-alive's re-REGISTER (logged when its 200 came) a wake-up still counts as the keep-alive's:
+    /// the agent's timer and the thaw come before it, the handler's `keepAliveDone` and the freeze (1 s idle) after.
+    static let keepAliveMargin: Int64 = 5_000
+
+    /// The wall-clock times (ms) of the keep-alive re-REGISTERs the S2 handler logged from `from` on.
+    static func reRegistered(log: String, from: Int64) -> [Int64] {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line in
+            guard line.contains(#""event": "reRegistered""#),
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let t = (object["t"] as? NSNumber)?.doubleValue
+            else { return nil }
+            let milliseconds = Int64(t)
+            return milliseconds >= from - keepAliveMargin ? milliseconds : nil
+        }
+    }
+
+    /// The timeline's wake-ups split into the keep-alives' (within ``keepAliveMargin`` of one: how many) and the
+    /// rest (the samples, and by thread name).
+    static func splitByKeepAlive(
+        _ timeline: [ProcessProbe.WakeSample], keepAlives: [Int64]
+    ) -> (keepAlive: Int, beyond: [ProcessProbe.WakeSample], byThread: [String: Int]) {
+        var keepAlive = 0
+        var beyond: [ProcessProbe.WakeSample] = []
+        var byThread: [String: Int] = [:]
+        for sample in timeline {
+            if keepAlives.contains(where: { abs($0 - sample.wallMilliseconds) <= keepAliveMargin }) {
+                keepAlive += sample.count
+            } else {
+                beyond.append(sample)
+                byThread.merge(sample.threads) { $0 + $1 }
+            }
+        }
+        return (keepAlive, beyond, byThread)
     }
 }

@@ -245,9 +245,26 @@ enum SIPBench {
                 String(
                     format: "%.1f/min over %d s (still registered: %@)", s2.idleWakeUpsPerMinute, s2.idleSeconds,
                     s2.registeredAfterIdle ? "yes" : "no"))
+            report(
+                "  of which beyond the keep-alive",
+                String(
+                    format: "%.1f/min (%d keep-alive re-REGISTERs with %d wake-ups within %.0f s of them left out)",
+                    s2.idleWakeUpsBeyondKeepAlivePerMinute, s2.keepAlives, s2.keepAliveWakeUps,
+                    Double(Self.keepAliveMargin) / 1000))
+            report(
+                "  beyond the keep-alive, by thread",
+                s2.beyondByThread.isEmpty
+                    ? "none" : s2.beyondByThread.map { "\($0.name) \($0.count)" }.joined(separator: ", "))
+            report(
+                "  beyond the keep-alive, when (s into the window × wake-ups)",
+                s2.beyondAt.isEmpty
+                    ? "none"
+                    : s2.beyondAt.map { String(format: "%.1f×%d", $0.seconds, $0.count) }.joined(separator: ", "))
             json["s2"] = [
                 "p50": s2.run.quantile(0.5), "p95": s2.run.quantile(0.95), "max": times.max() ?? 0,
                 "answered": times.count, "wakes": s2.wakes, "idleWakeUpsPerMinute": s2.idleWakeUpsPerMinute,
+                "idleWakeUpsBeyondKeepAlivePerMinute": s2.idleWakeUpsBeyondKeepAlivePerMinute,
+                "keepAlives": s2.keepAlives, "keepAliveWakeUps": s2.keepAliveWakeUps,
                 "registeredAfterIdle": s2.registeredAfterIdle,
             ]
         }
