@@ -65,7 +65,7 @@ package final class PushService: Sendable {
         var loop: EventLoop?
         if sharedLoop {
             do {
-                loop = try EventLoop(name: "rouse-pushd")
+                loop = try EventLoop(name: "rouse-pushd-io")
             } catch {
                 throw .configuration("cannot make the service's loop: \(error)")
             }
