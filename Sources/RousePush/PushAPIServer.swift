@@ -23,12 +23,18 @@ package final class PushAPIServer: Sendable {
     /// The TCP listener's address (with the real port when 0 was asked), if any.
     package let tcpAddress: SocketAddress?
 
-    /// Binds the listeners of `configuration` and serves `handler`.
+    /// Whether the server made its loop (and stops it).
+    private let ownsLoop: Bool
+
+    /// Binds the listeners of `configuration`, starts the loop and serves `handler`. On `loop` when given: a loop not
+    /// started yet that the service's pools share (``PushService/sharedLoop``), stopped by the service's shutdown
+    /// after this server's; else on a loop of its own.
     package init(
         configuration: PushServiceConfiguration, bearerToken: String?, handler: PushAPIHandler,
-        metrics: PushServiceMetrics, logger: Logger
+        metrics: PushServiceMetrics, logger: Logger, loop: EventLoop? = nil
     ) throws {
-        loop = try EventLoop(name: "rouse-pushd-api")
+        ownsLoop = loop == nil
+        self.loop = try loop ?? EventLoop(name: "rouse-pushd-api")
         let limits = configuration.limits
         var parserLimits = HTTP1RequestParser.Limits()
         parserLimits.maxBodyBytes = limits?.maxBodyBytes ?? (1 << 20)
@@ -64,10 +70,11 @@ package final class PushAPIServer: Sendable {
         listeners = Mutex(fds.map(\.0))
         // Registered before the loop's thread starts: nothing else touches the loop yet.
         for (fd, access) in fds {
-            try loop.register(
-                fd, events: EventLoop.readable, handler: APIListener(fd: fd, access: access, loop: loop, state: state))
+            try self.loop.register(
+                fd, events: EventLoop.readable,
+                handler: APIListener(fd: fd, access: access, loop: self.loop, state: state))
         }
-        loop.start()
+        self.loop.start()
     }
 
     private static func listenUnix(path: String, mode: mode_t) throws -> Int32 {
@@ -119,7 +126,7 @@ package final class PushAPIServer: Sendable {
             loop.execute { state.closeIdle() }
         }
         loop.execute { state.closeAll() }
-        loop.stopAndWait()
+        if ownsLoop { loop.stopAndWait() }
         _ = try? Sys.remove(unixFile)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAPNs
 import RouseClock
+import RouseEventLoop
 import RousePushCore
 import RouseSender
 
@@ -41,7 +42,11 @@ final class PushPool: Sendable {
     /// Key files and certificates as read when the pool was made: a reload that finds them changed makes a new pool.
     let fingerprint: [UInt8]
 
-    init(key: PushPoolKey, app: PushServiceConfiguration.App, logger: Logger) throws(PushServiceError) {
+    /// A pool for `app`; its bulk connections run on `loop` when given (the API's loop: no hand-off between threads
+    /// per push), else on a thread of its own. VoIP keeps its own thread either way.
+    init(key: PushPoolKey, app: PushServiceConfiguration.App, loop: EventLoop?, logger: Logger)
+        throws(PushServiceError)
+    {
         self.key = key
         fingerprint = Self.fingerprint(app)
         guard let endpoint = SenderEndpoint.parse(app.endpoint) else {
@@ -73,7 +78,7 @@ final class PushPool: Sendable {
         var poolLogger = logger
         poolLogger[metadataKey: "pool"] = "\(key)"
         do {
-            sender = try APNsSender(configuration: configuration, logger: poolLogger)
+            sender = try APNsSender(configuration: configuration, logger: poolLogger, bulkLoop: loop)
         } catch {
             throw .configuration("\(key): \(error)")
         }

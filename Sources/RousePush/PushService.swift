@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAPNs
 import RouseClock
+import RouseEventLoop
 import RousePushCore
 import RouseSender
 import RouseSystem
@@ -46,19 +47,42 @@ package final class PushService: Sendable {
     private let logger: Logger
     private let clock: any RouseClock = SystemClock()
     private let retiring = Mutex<[Task<Void, Never>]>([])
+    /// The loop every pool's bulk connections run on, for the API server to serve on and start (`sharedLoop`), or nil.
+    package let sharedLoop: EventLoop?
 
     /// Builds every pool; a credential that cannot be read throws here (the daemon refuses to start).
-    package init(configuration: PushServiceConfiguration, metrics: PushServiceMetrics, logger: Logger)
-        throws(PushServiceError)
-    {
+    ///
+    /// With `sharedLoop`, every pool's bulk connections run on one loop (``sharedLoop``: the API server made with it
+    /// starts it, the end of ``shutdown()`` stops it) that the API connections use too: a push goes from its API
+    /// connection to its pool connection and its outcome comes back by direct calls, where each push crossed threads
+    /// twice (the API loop to the pool's, and back: docs/push-service.md, "Figures"). VoIP keeps each pool's own
+    /// thread.
+    package init(
+        configuration: PushServiceConfiguration, metrics: PushServiceMetrics, logger: Logger, sharedLoop: Bool = false
+    ) throws(PushServiceError) {
         self.metrics = metrics
         self.logger = logger
-        table = Mutex(try Self.build(configuration, reusing: [:], logger: logger))
+        var loop: EventLoop?
+        if sharedLoop {
+            do {
+                loop = try EventLoop(name: "rouse-pushd-io")
+            } catch {
+                throw .configuration("cannot make the service's loop: \(error)")
+            }
+        }
+        self.sharedLoop = loop
+        do {
+            table = Mutex(try Self.build(configuration, reusing: [:], loop: loop, logger: logger))
+        } catch {
+            loop?.stopAndWait()
+            throw error
+        }
         metrics.setPools(table.withLock { $0.pools.count })
     }
 
     private static func build(
-        _ configuration: PushServiceConfiguration, reusing old: [PushPoolKey: PushPool], logger: Logger
+        _ configuration: PushServiceConfiguration, reusing old: [PushPoolKey: PushPool], loop: EventLoop?,
+        logger: Logger
     ) throws(PushServiceError) -> Table {
         var pools: [PushPoolKey: PushPool] = [:]
         var apps: [String: AppEntry] = [:]
@@ -74,7 +98,7 @@ package final class PushService: Sendable {
                     pool = kept
                 } else {
                     do {
-                        pool = try PushPool(key: key, app: app, logger: logger)
+                        pool = try PushPool(key: key, app: app, loop: loop, logger: logger)
                     } catch {
                         // The pools this attempt made close again; the configuration in force keeps its own.
                         for made in pools.values where old[made.key] !== made { Task { await made.sender.shutdown() } }
@@ -117,7 +141,7 @@ package final class PushService: Sendable {
         let old = table.withLock { $0.pools }
         let fresh: Table
         do {
-            fresh = try Self.build(configuration, reusing: old, logger: logger)
+            fresh = try Self.build(configuration, reusing: old, loop: sharedLoop, logger: logger)
         } catch {
             metrics.reloaded("failed")
             throw error
@@ -218,11 +242,13 @@ package final class PushService: Sendable {
     /// Whether app `name` exists now.
     package func hasApp(_ name: String) -> Bool { table.withLock { $0.apps[name] != nil } }
 
-    /// Lets every pending push end (bounded by their deadlines) and closes all pools.
+    /// Lets every pending push end (bounded by their deadlines) and closes all pools, then stops the shared loop
+    /// (the API server's shutdown comes first).
     package func shutdown() async {
         let pools = table.withLock { Array($0.pools.values) }
         for pool in pools { await pool.retire() }
         for task in retiring.withLock({ $0 }) { await task.value }
+        sharedLoop?.stopAndWait()
     }
 }
 

@@ -1,6 +1,7 @@
 import Logging
 import RouseAPNs
 import RouseClock
+import RouseEventLoop
 import RouseHTTP2
 import Synchronization
 
@@ -28,9 +29,14 @@ public final class APNsSender: Sendable {
     private let clock: any RouseClock
 
     /// Makes a sender; reads and checks the credentials (a bad key or certificate throws here, not later).
+    ///
+    /// `bulkLoop` (native transport): the loop the bulk lane's connections run on, instead of a thread of the
+    /// sender's own. A server that answers on that loop (rouse-pushd's API) then sends and gets its outcomes there
+    /// by direct calls, no hand-off between threads. Its owner starts and stops it (after ``shutdown()``); its clock
+    /// should be `clock`. The priority lane keeps its own thread.
     public init(
         configuration: APNsSenderConfiguration, logger: Logger = Logger(label: "rouse.sender"),
-        clock: any RouseClock = SystemClock()
+        clock: any RouseClock = SystemClock(), bulkLoop: EventLoop? = nil
     ) throws(SendError) {
         self.configuration = configuration
         self.clock = clock
@@ -71,7 +77,8 @@ public final class APNsSender: Sendable {
             switch configuration.transport {
             case .native:
                 engine = try NativeEngine(
-                    configuration: configuration, signer: signer, clock: clock, logger: logger, metrics: metrics)
+                    configuration: configuration, signer: signer, clock: clock, logger: logger, metrics: metrics,
+                    bulkLoop: bulkLoop)
             case .curl(let proxy):
                 engine = try CurlEngine(
                     configuration: configuration, proxy: proxy, signer: signer, clock: clock, logger: logger,

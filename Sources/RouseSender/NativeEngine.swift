@@ -16,7 +16,10 @@ final class NativeEngine: PushEngine {
     }
 
     private let state: Mutex<Shell>
+    /// The bulk connections' loop: the engine's own thread, or a loop its caller shares (``ownsLoop`` false).
     private let loop: EventLoop
+    /// Whether the engine made `loop` (and stops it when it ends).
+    private let ownsLoop: Bool
     /// The priority lane's connection runs on its own thread, so VoIP answers never wait behind bulk work.
     private let priorityLoop: EventLoop
     private let clientConfiguration: HTTP2ClientConfiguration
@@ -29,14 +32,20 @@ final class NativeEngine: PushEngine {
 
     init(
         configuration: APNsSenderConfiguration, signer: (@Sendable (Int64) -> String)?, clock: any RouseClock,
-        logger: Logger, metrics: SenderMetrics
+        logger: Logger, metrics: SenderMetrics, bulkLoop: EventLoop? = nil
     ) throws {
         var settings = configuration.pool
         settings.connections = max(1, configuration.connections)
         state = Mutex(
             Shell(machine: PoolStateMachine(settings: settings, signer: signer, seed: UInt64.random(in: 1...(.max)))))
-        loop = try EventLoop(name: "rouse-sender", clock: clock)
-        loop.start()
+        if let bulkLoop {
+            loop = bulkLoop
+            ownsLoop = false
+        } else {
+            loop = try EventLoop(name: "rouse-sender", clock: clock)
+            loop.start()
+            ownsLoop = true
+        }
         priorityLoop = try EventLoop(name: "rouse-sender-voip", clock: clock)
         priorityLoop.start()
         var tls = TLSConfiguration()
@@ -86,7 +95,7 @@ final class NativeEngine: PushEngine {
     deinit {
         ticker.withLock { $0?.cancel() }
         tickGate.cancel()
-        loop.stopAndWait()
+        if ownsLoop { loop.stopAndWait() }
         priorityLoop.stopAndWait()
     }
 

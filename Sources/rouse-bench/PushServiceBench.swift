@@ -16,7 +16,10 @@ import Synchronization
 ///   kept-alive connection) minus the in-process `APNsSender.send` → outcome, p50 and p99 (samples interleaved so a
 ///   change of load hits both); the one-shots are process start → exit minus the same in-process figure.
 /// - Sustained rate with 1, 8 and 64 API clients (each sends its next push when the last one's outcome is in) as a
-///   share of the in-process sender driven by as many sequential tasks, for `--seconds` each.
+///   share of the in-process sender driven by as many sequential tasks: the same background pushes, one bulk
+///   connection each to the same mock, both warmed first; `--seconds` each, run as two halves in the order
+///   reference, service, service, reference. Then the CPU time per push of each process in those halves (the
+///   in-process side's sender and tasks, the service, its clients, the mock): where a gap between the rates goes.
 ///
 /// Options: `--samples N` (default 2000), `--oneshot-runs N` (default 10), `--seconds S` (default 3), `--certs DIR`.
 enum PushServiceBench {
@@ -78,10 +81,18 @@ enum PushServiceBench {
                 deviceToken: token(n), topic: "com.example.rouse.voip", pushType: .voip, expiration: 0,
                 payload: Array(#"{"aps":{}}"#.utf8))
         }
-        // Warm both: connections open, tokens minted.
+        func background(_ token: String) -> APNsPush {
+            APNsPush(
+                deviceToken: token, topic: "com.example.rouse", pushType: .background, priority: .conservePower,
+                payload: Array(#"{"aps":{"content-available":1}}"#.utf8))
+        }
+        // Warm both, both lanes: connections open, tokens minted (the rate phases' bulk connections too, so that
+        // neither side's first window pays a TLS handshake).
         for i in 0..<50 {
             _ = await sender.send(voip(i))
             _ = try client.request("POST", "/v1/apps/bench/voip/\(token(i))")
+            _ = await sender.send(background(token(i)))
+            _ = try client.request("POST", "/v1/apps/bench/background/\(token(i))")
         }
         var inProcess: [Double] = []
         var viaService: [Double] = []
@@ -125,16 +136,46 @@ enum PushServiceBench {
         if failures > 0 { print("failures during the latency samples: \(failures)") }
         print("")
         print("clients   in-process pushes/s   rouse-pushd pushes/s   share")
-        for clients in [1, 8, 64] {
-            let reference = await inProcessRate(
-                sender: sender, clients: clients, seconds: seconds, base: clients * 1_000_000)
-            let served = serviceRate(
-                socket: socket, clients: clients, seconds: seconds, base: clients * 1_000_000 + 500_000)
+        // CPU time per push of each process during each side's halves, in µs: where the rates' gap goes.
+        var costs: [String] = []
+        let pids = (bench: getpid(), pushd: service.processIdentifier, mock: mock.process.processIdentifier)
+        func cpu() -> (bench: Double, pushd: Double, mock: Double) {
+            (Bench.cpuSeconds(pid: pids.bench), Bench.cpuSeconds(pid: pids.pushd), Bench.cpuSeconds(pid: pids.mock))
+        }
+        for (phase, clients) in [1, 8, 64].enumerated() {
+            // Two halves each, in the order reference, service, service, reference: a change of the machine's load
+            // during the phase (other work on a shared host) weighs on both sides alike, not on the one that ran last.
+            let half = seconds / 2
+            // Distinct tokens for every push: client c's i-th push of a half is base + c × 100,000 + i.
+            let base = 100_000_000 + phase * 40_000_000
+            let c0 = cpu()
+            var reference = await inProcessRate(sender: sender, clients: clients, seconds: half, base: base)
+            let c1 = cpu()
+            var served = serviceRate(socket: socket, clients: clients, seconds: half, base: base + 10_000_000)
+            served += serviceRate(socket: socket, clients: clients, seconds: half, base: base + 20_000_000)
+            let c2 = cpu()
+            reference += await inProcessRate(sender: sender, clients: clients, seconds: half, base: base + 30_000_000)
+            let c3 = cpu()
+            let referencePushes = reference * half
+            let servedPushes = served * half
+            reference /= 2
+            served /= 2
             print(
                 String(
                     format: "%7d   %19.0f   %20.0f   %4.0f %%", clients, reference, served,
                     reference > 0 ? served / reference * 100 : 0))
+            let us = { (seconds: Double, pushes: Double) in pushes > 0 ? seconds / pushes * 1e6 : 0 }
+            costs.append(
+                String(
+                    format: "%7d   %12.1f %8.1f   %12.1f %8.1f %8.1f", clients,
+                    us(c1.bench - c0.bench + c3.bench - c2.bench, referencePushes),
+                    us(c1.mock - c0.mock + c3.mock - c2.mock, referencePushes), us(c2.pushd - c1.pushd, servedPushes),
+                    us(c2.bench - c1.bench, servedPushes), us(c2.mock - c1.mock, servedPushes)))
         }
+        print("")
+        print("CPU µs per push   in-process:            via rouse-pushd:")
+        print("clients   sender+tasks     mock    rouse-pushd  clients     mock")
+        for line in costs { print(line) }
         await sender.shutdown()
     }
 

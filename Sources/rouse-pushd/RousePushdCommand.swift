@@ -50,10 +50,12 @@ struct RousePushdCommand: AsyncParsableCommand {
         let service: PushService
         let server: PushAPIServer
         do {
-            service = try PushService(configuration: configuration, metrics: metrics, logger: logger)
+            // One loop for the API connections and every pool's bulk connections: a push goes from its request to
+            // its HTTP/2 stream, and its outcome back, by direct calls (docs/push-service.md, "Figures").
+            service = try PushService(configuration: configuration, metrics: metrics, logger: logger, sharedLoop: true)
             server = try PushAPIServer(
                 configuration: configuration, bearerToken: bearer, handler: PushAPIHandler(service: service),
-                metrics: metrics, logger: logger)
+                metrics: metrics, logger: logger, loop: service.sharedLoop)
         } catch {
             logger.critical("cannot start", metadata: ["error": "\(error)"])
             throw ExitCode(78)

@@ -148,6 +148,14 @@ struct PushAPIModelTests {
         #expect(outcome.httpStatus == 422)
     }
 
+    @Test func latencyPrintsAsPercentThreeF() {
+        for value in [0, 0.0004, 0.0006, 0.412, 1.5, 12.0456, 1.9999, 87.25049, 12345.678] {
+            #expect(PushAPIOutcome.threeDecimals(value) == String(format: "%.3f", value), "\(value)")
+        }
+        #expect(PushAPIOutcome.threeDecimals(-1) == "0.000")
+        #expect(PushAPIOutcome.threeDecimals(.nan) == "0.000")
+    }
+
     @Test func rateLimiterRefillsWithTime() {
         var limiter = RateLimiter(rate: 10, burst: 2)
         #expect(limiter.take(1, now: .zero) == nil)

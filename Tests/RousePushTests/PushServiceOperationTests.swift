@@ -15,7 +15,7 @@ struct PushServiceOperationTests {
         PushAPIRequest(app: app, token: token, type: .init(rawValue: type))
     }
 
-    @Test("three credentials (two teams' keys, a certificate) in one process, each its own warm pool")
+    @Test("three credentials (two teams' keys, a certificate) in one process, each its own warm pool, one bulk loop")
     func severalCredentials() async throws {
         let fixture = try await PushdFixture()
         let client = fixture.client()
@@ -41,6 +41,12 @@ struct PushServiceOperationTests {
         #expect(metrics.contains(#"rouse_pushd_pushes_total{app="cert",type="voip",outcome="delivered"} 1"#))
         #expect(metrics.contains(#"rouse_pushd_pool_connections{pool="other"}"#))
         #expect(metrics.contains("rouse_pushd_latency_seconds_bucket"))
+        // One loop for the API and every pool's bulk connections, so a bulk push and its outcome cross no thread: each
+        // pool keeps its VoIP thread, none has a bulk thread of its own (`rouse-sender`), nor the API one of its own.
+        let names = ProcessProbe.threads(fixture.pushd.processIdentifier).values.map(\.name).sorted()
+        #expect(names.filter { $0 == "rouse-pushd-io" }.count == 1, "\(names)")
+        #expect(names.filter { $0 == "rouse-sender-vo" }.count == 3, "\(names)")
+        #expect(!names.contains("rouse-sender") && !names.contains("rouse-pushd-api"), "\(names)")
         #expect(try await fixture.stop() == 0)
     }
 
