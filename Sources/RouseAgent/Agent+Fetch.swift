@@ -16,10 +16,14 @@ extension Agent {
         armFetchTimer()
     }
 
-    /// One timer, at the earliest preferred fetch; none while the network is unusable. An armed timer due no later is
+    /// Whether background fetch may run: the gateway is reachable and the device is not on a low battery (power,
+    /// docs/agent.md: on battery below 20 %, fetch waits as iOS's Low Power Mode stops Background App Refresh).
+    var fetchUsable: Bool { link.reachable && !session.lowPower }
+
+    /// One timer, at the earliest preferred fetch; none while the network is unusable or the battery low. An armed timer due no later is
     /// kept (a cancelled sleep would still wake the agent at its deadline).
     func armFetchTimer() {
-        guard let next = fetches.nextTimer(networkUsable: link.reachable) else { return }
+        guard let next = fetches.nextTimer(networkUsable: fetchUsable) else { return }
         fetches.timer.arm(at: time.instant(next)) { await self.fetchTimerFired($0) }
     }
 
@@ -34,12 +38,12 @@ extension Agent {
     func fetchOpportunity(wakeUp: Bool) {
         let current = now
         var woke = wakeUp
-        for name in fetches.due(now: current, networkUsable: link.reachable, wakeUp: false) {
+        for name in fetches.due(now: current, networkUsable: fetchUsable, wakeUp: false) {
             beginFetch(name)
             woke = true
         }
         if woke {
-            for name in fetches.due(now: current, networkUsable: link.reachable, wakeUp: true) {
+            for name in fetches.due(now: current, networkUsable: fetchUsable, wakeUp: true) {
                 beginFetch(name)
             }
         }
@@ -127,6 +131,13 @@ extension Agent {
 
     /// `rouse agent status`: the next planned fetch and the history that set it.
     func fetchStatus(_ name: String) -> AgentStatus.Fetch? {
-        fetches.status(name, now: now, networkUsable: link.reachable)
+        fetches.status(name, now: now, networkUsable: fetchUsable)
+    }
+}
+
+extension Agent {
+    /// Waits for the fetch timer when its deadline has passed (tests, after advancing a manual clock).
+    package func settleFetchTimer() async {
+        while let due = fetches.timer.due { await due.value }
     }
 }

@@ -55,6 +55,7 @@ extension Agent {
             }
             preservations.wake(name)  // it can no longer answer
             holderGone(name, reason: .connectionClosed)
+            closeOpenProtectedFiles(name)
             if !running {
                 fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.

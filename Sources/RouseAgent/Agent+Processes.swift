@@ -134,6 +134,7 @@ extension Agent {
         preservations.reset(name)
         preservations.wake(name)  // it can no longer answer
         holderGone(name, reason: .processExited)
+        closeOpenProtectedFiles(name)
         fetchHandlerGone(name)
         forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.

@@ -154,18 +154,27 @@ extension Agent {
         let protection = request.protection.flatMap(ProtectionClass.init(rawValue:))
         if request.protection != nil && protection == nil {
             connection.sendError(
-                "badRequest", "protection is none, until-first-unlock or complete", requestID: requestID)
+                "badRequest", "protection is none, until-first-unlock, complete or complete-unless-open",
+                requestID: requestID)
             return
         }
         let root = (persistence.archives.directory as NSString).deletingLastPathComponent
-        let kind = "protected-file"
+        let kind = Self.protectedKind
         // The parent, as the agent's other state directories: 0700 (the store makes its own directory 0700).
         try? FileManager.default.createDirectory(
             atPath: root + "/protected", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         do throws(StateError) {
             let store = try SealedStore(
                 directory: root + "/protected/" + name, keys: persistence.ring, logger: logger)
+            if let handle = request.handle {
+                try throughOpenFile(name, connection, request, handle: handle, store: store, requestID: requestID)
+                return
+            }
             switch op {
+            case .open:
+                try openProtected(name, connection, file, create: protection, store: store, requestID: requestID)
+            case .close:
+                connection.sendError("badRequest", "close needs the open file's handle", requestID: requestID)
             case .write:
                 guard let protection, let text = request.data, let data = Data(base64Encoded: text),
                     data.count <= Self.protectedFileLimit
@@ -199,6 +208,7 @@ extension Agent {
                 connection.send(
                     .protectedFileReply(.init(name: file, protection: protection.rawValue)), requestID: requestID)
             case .remove:
+                session.openFiles.closeAll(named: file, handler: name)
                 guard try store.remove(file) else {
                     connection.sendError("notFound", "no protected file \(file)", requestID: requestID)
                     return
@@ -263,10 +273,16 @@ extension Agent {
     private func powerRead(_ state: UPower.PowerState) {
         guard state != session.power else { return }
         let wasExpensive = session.expensive
+        let wasLow = session.lowPower
         session.power = state
         logger.info(
             "power", metadata: ["on-battery": "\(state.onBattery)", "percentage": "\(state.percentage ?? -1)"])
         if session.expensive != wasExpensive { transfersNetwork(expensive: session.expensive) }
+        if session.lowPower != wasLow {
+            logger.info("background fetch power", metadata: ["waits": "\(session.lowPower)"])
+            // Back on AC (or charged): overdue fetches run now; either way the fetch timer follows.
+            fetchOpportunity(wakeUp: false)
+        }
     }
 
     /// Reachability's verdict on the path's cost, joined with the battery for discretionary transfers.

@@ -1,5 +1,6 @@
 import RouseAgentCore
 import RouseDBus
+import RouseState
 
 /// The agent's part in the user's session: the D-Bus connection, logind's lock state as a ``SessionLockMachine``,
 /// its grace timer, and the pushes waiting for the first unlock. Owned by the ``Agent`` and touched only on its
@@ -19,6 +20,8 @@ final class SessionLink {
     var held: [AgentPush] = []
     /// Pushes left unacknowledged because ``held`` was full.
     private(set) var heldOverflow = 0
+    /// The `complete-unless-open` files handlers hold open.
+    var openFiles = OpenProtectedFiles()
     /// Lock events seen (status, tests).
     private(set) var lockEvents = 0
     /// UPower's state, once read (nil without UPower).
@@ -28,6 +31,14 @@ final class SessionLink {
     /// What discretionary work sees: the path is expensive, or the device runs on battery (iOS: "plugged in and
     /// on Wi-Fi").
     var expensive: Bool { pathExpensive || power?.onBattery == true }
+    /// Below this charge on battery, background fetch waits (``lowPower``).
+    static let lowBatteryPercentage = 20.0
+    /// What background fetch sees: on battery below ``lowBatteryPercentage`` (iOS's Low Power Mode, offered at
+    /// 20 %, turns Background App Refresh off); a battery of unknown charge counts as not low.
+    var lowPower: Bool {
+        guard let power, power.onBattery, let percentage = power.percentage else { return false }
+        return percentage < Self.lowBatteryPercentage
+    }
 
     init(timer: AgentTimer) { self.timer = timer }
 

@@ -15,6 +15,12 @@ public struct SessionStatus: Codable, Sendable, Equatable {
     public var batteryPercentage: Double?
     /// Whether discretionary work counts the device as expensive now: the path (reachability) or the battery.
     public var expensive: Bool
+    /// Whether background fetch waits for power: on battery below 20 % (iOS's Low Power Mode).
+    public var lowPower: Bool
+    /// `complete-unless-open` files handlers hold open.
+    public var openProtectedFiles: Int
+    /// Opens refused because a handler held 16 files (the budget's metric).
+    public var openProtectedFilesRefused: Int
 }
 
 extension Agent {
@@ -31,6 +37,7 @@ extension Agent {
         return SessionStatus(
             lock: lock, unlockedOnce: session.machine?.unlockedOnce ?? false, heldPushes: session.held.count,
             onBattery: session.power?.onBattery, batteryPercentage: session.power?.percentage,
-            expensive: session.expensive)
+            expensive: session.expensive, lowPower: session.lowPower, openProtectedFiles: session.openFiles.count,
+            openProtectedFilesRefused: session.openFiles.refused)
     }
 }

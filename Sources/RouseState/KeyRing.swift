@@ -10,6 +10,9 @@ public final class KeyRing: Sendable {
         var machine = ProtectionStateMachine()
         /// Derived class keys, by data-key id; only for the classes the machine allows.
         var classKeys: [[UInt8]: [ProtectionClass: SymmetricKey]] = [:]
+        /// The public keys of the `completeUnlessOpen` class, by data-key id: always held (files of that class are
+        /// sealed to them while locked).
+        var unlessOpenPublic: [[UInt8]: Curve25519.KeyAgreement.PublicKey] = [:]
 
         mutating func derive(_ protection: ProtectionClass) {
             for key in keys { classKeys[key.id, default: [:]][protection] = key.classKey(protection) }
@@ -21,6 +24,13 @@ public final class KeyRing: Sendable {
 
         mutating func rederive() {
             classKeys = [:]
+            unlessOpenPublic = [:]
+            for key in keys {
+                let scalar = key.classKey(.completeUnlessOpen)
+                unlessOpenPublic[key.id] =
+                    try? scalar.withUnsafeBytes { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0) }
+                    .publicKey
+            }
             for protection in ProtectionClass.allCases where machine.isAvailable(protection) { derive(protection) }
         }
     }
@@ -88,6 +98,15 @@ public final class KeyRing: Sendable {
             state.classKeys[state.writing.id]?[protection].map { (state.writing.id, $0) }
         }
         guard let found else { throw StateError(.locked(protection), file: file) }
+        return found
+    }
+
+    /// The key id and the `completeUnlessOpen` public key to seal a new file of that class to: held while locked.
+    func unlessOpenRecipient(file: String) throws(StateError) -> ([UInt8], Curve25519.KeyAgreement.PublicKey) {
+        let found: ([UInt8], Curve25519.KeyAgreement.PublicKey)? = state.withLock { state in
+            state.unlessOpenPublic[state.writing.id].map { (state.writing.id, $0) }
+        }
+        guard let found else { throw StateError(.badKey("no complete-unless-open public key"), file: file) }
         return found
     }
 

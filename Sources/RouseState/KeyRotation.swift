@@ -102,10 +102,15 @@ public enum KeyRotation {
             guard let old = ring.dataKey(id: header.keyID) else {
                 throw StateError(.wrongKey(keyID: header.keyID.hex), file: name)
             }
-            let plaintext = try SealedFile.open(bytes, header: header, classKey: old.classKey(header.protection))
-            let sealed = try SealedFile.seal(
-                plaintext, name: name, kind: header.kind, protection: header.protection, keyID: new.id,
-                classKey: new.classKey(header.protection))
+            let opening = try UnlessOpenKeys.openingKey(classKey: old.classKey(header.protection), header: header)
+            let plaintext = try SealedFile.open(bytes, header: header, classKey: opening)
+            let sealed =
+                header.protection == .completeUnlessOpen
+                ? try UnlessOpenKeys.seal(
+                    plaintext, name: name, kind: header.kind, keyID: new.id, classKey: new.classKey(header.protection))
+                : try SealedFile.seal(
+                    plaintext, name: name, kind: header.kind, protection: header.protection, keyID: new.id,
+                    classKey: new.classKey(header.protection))
             try store.writer.write(sealed, to: name)
         } catch {
             if error.isIntegrityFailure {

@@ -9,6 +9,12 @@ public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
     /// Readable only while the session is unlocked: its key is dropped from memory when the session locks and
     /// derived again when it unlocks (iOS "complete", class A).
     case complete
+    /// A file can be created and written while the session is locked, but read only while it is unlocked; a file
+    /// opened while unlocked stays readable and writable through that open file after the lock (iOS "complete
+    /// unless open", class B). Public-key scheme: each file has its own key, agreed (X25519) with the class's
+    /// public key, which is always held; the class's private key is dropped on lock like `complete`'s key. An open
+    /// file keeps its own file key (``SealedStore/OpenFile``), so it outlives the lock.
+    case completeUnlessOpen = "complete-unless-open"
 
     /// The code stored in a sealed file's header.
     var code: UInt8 {
@@ -16,6 +22,7 @@ public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
         case .none: 0
         case .untilFirstUnlock: 1
         case .complete: 2
+        case .completeUnlessOpen: 3
         }
     }
 
@@ -24,6 +31,7 @@ public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
         case 0: self = .none
         case 1: self = .untilFirstUnlock
         case 2: self = .complete
+        case 3: self = .completeUnlessOpen
         default: return nil
         }
     }
@@ -57,12 +65,13 @@ public struct ProtectionStateMachine: Sendable, Equatable {
     /// A machine as after boot: locked, never unlocked.
     public init() {}
 
-    /// Whether a file of `protection` may be read or written now.
+    /// Whether a file of `protection` may be read now (and written, but `completeUnlessOpen` files can be written
+    /// always: only their private key follows this).
     public func isAvailable(_ protection: ProtectionClass) -> Bool {
         switch protection {
         case .none: true
         case .untilFirstUnlock: unlockedSinceStart
-        case .complete: lockState == .unlocked
+        case .complete, .completeUnlessOpen: lockState == .unlocked
         }
     }
 

@@ -6,8 +6,8 @@ import Crypto
 /// ```
 /// offset  size  field
 /// 0       6     magic "RSTATE"
-/// 6       2     format version (1)
-/// 8       1     protection class (0 none, 1 until-first-unlock, 2 complete)
+/// 6       2     format version (1; 2 for complete-unless-open, below)
+/// 8       1     protection class (0 none, 1 until-first-unlock, 2 complete, 3 complete-unless-open)
 /// 9       1     name length N (1…255)
 /// 10      1     kind length K (1…255)
 /// 11      1     reserved (0)
@@ -21,9 +21,17 @@ import Crypto
 /// ```
 /// The associated data is the whole header (bytes 0 ..< 28+N+K); the file must be exactly
 /// 28+N+K+12+L+16 bytes long.
+///
+/// Version 2 is the format of `completeUnlessOpen` files (class 3), and only of them: version 1's header followed by
+/// the file's 32-byte ephemeral X25519 public key (at 28+N+K, part of the header and so authenticated), from which
+/// the holder of the class's private key recovers the file key (``UnlessOpenKeys``). Files of the other classes are
+/// still written as version 1, so files written before version 2 existed read as they did.
 enum SealedFile {
     static let magic: [UInt8] = Array("RSTATE".utf8)
     static let formatVersion: UInt16 = 1
+    /// The format of `completeUnlessOpen` files.
+    static let unlessOpenFormatVersion: UInt16 = 2
+    static let ephemeralLength = 32
     static let fixedHeaderLength = 28
     static let nonceLength = 12
     static let tagLength = 16
@@ -37,22 +45,31 @@ enum SealedFile {
         let keyID: [UInt8]
         let ciphertextLength: Int
         let headerLength: Int
+        /// Version 2: the file's ephemeral X25519 public key.
+        var ephemeral: [UInt8]? = nil
 
         var totalLength: Int { headerLength + SealedFile.nonceLength + ciphertextLength + SealedFile.tagLength }
     }
 
-    /// Seals `plaintext` as the file `name` of `kind`.
+    /// Seals `plaintext` as the file `name` of `kind`; `ephemeral` (version 2, `completeUnlessOpen` only) is the
+    /// file's ephemeral public key and `classKey` then the file key.
     static func seal(
         _ plaintext: [UInt8], name: String, kind: String, protection: ProtectionClass, keyID: [UInt8],
-        classKey: SymmetricKey
+        classKey: SymmetricKey, ephemeral: [UInt8]? = nil
     ) throws(StateError) -> [UInt8] {
         let nameBytes = Array(name.utf8)
         let kindBytes = Array(kind.utf8)
         guard (1...255).contains(nameBytes.count), (1...255).contains(kindBytes.count) else {
             throw StateError(.invalidName("name and kind must be 1 to 255 bytes"), file: name)
         }
+        guard (ephemeral != nil) == (protection == .completeUnlessOpen),
+            ephemeral.map({ $0.count == ephemeralLength }) ?? true
+        else {
+            throw StateError(.badKey("complete-unless-open files, and only they, carry an ephemeral key"), file: name)
+        }
         var header = magic
-        header.append(contentsOf: bigEndian(UInt64(formatVersion), bytes: 2))
+        let version = ephemeral == nil ? formatVersion : unlessOpenFormatVersion
+        header.append(contentsOf: bigEndian(UInt64(version), bytes: 2))
         header.append(protection.code)
         header.append(UInt8(nameBytes.count))
         header.append(UInt8(kindBytes.count))
@@ -61,6 +78,7 @@ enum SealedFile {
         header.append(contentsOf: bigEndian(UInt64(plaintext.count), bytes: 8))
         header.append(contentsOf: nameBytes)
         header.append(contentsOf: kindBytes)
+        if let ephemeral { header.append(contentsOf: ephemeral) }
         do {
             let box = try AES.GCM.seal(
                 plaintext, using: classKey, nonce: AES.GCM.Nonce(), authenticating: header)
@@ -81,19 +99,24 @@ enum SealedFile {
         }
         guard bytes.prefix(magic.count).elementsEqual(magic) else { throw StateError(.notSealedFile, file: name) }
         let version = UInt16(readBigEndian(bytes, at: 6, bytes: 2))
-        guard version == formatVersion else { throw StateError(.unsupportedFormatVersion(version), file: name) }
+        guard version == formatVersion || version == unlessOpenFormatVersion else {
+            throw StateError(.unsupportedFormatVersion(version), file: name)
+        }
         let nameLength = Int(bytes[9])
         let kindLength = Int(bytes[10])
-        let headerLength = fixedHeaderLength + nameLength + kindLength
+        let ephemeralStart = fixedHeaderLength + nameLength + kindLength
+        let headerLength = ephemeralStart + (version == unlessOpenFormatVersion ? ephemeralLength : 0)
         guard bytes.count >= headerLength else {
             throw StateError(.truncated(expected: headerLength, actual: bytes.count), file: name)
         }
         let headerName = String(decoding: bytes[fixedHeaderLength..<(fixedHeaderLength + nameLength)], as: UTF8.self)
-        let headerKind = String(decoding: bytes[(fixedHeaderLength + nameLength)..<headerLength], as: UTF8.self)
+        let headerKind = String(decoding: bytes[(fixedHeaderLength + nameLength)..<ephemeralStart], as: UTF8.self)
         guard headerName == name, kind == nil || headerKind == kind else {
             throw StateError(.foreignFile(name: headerName, kind: headerKind), file: name)
         }
-        guard let protection = ProtectionClass(code: bytes[8]) else {
+        guard let protection = ProtectionClass(code: bytes[8]),
+            (protection == .completeUnlessOpen) == (version == unlessOpenFormatVersion)
+        else {
             throw StateError(.authenticationFailed, file: name)
         }
         let length = readBigEndian(bytes, at: 20, bytes: 8)
@@ -102,7 +125,8 @@ enum SealedFile {
         }
         let header = Header(
             formatVersion: version, protection: protection, name: headerName, kind: headerKind,
-            keyID: Array(bytes[12..<20]), ciphertextLength: Int(length), headerLength: headerLength)
+            keyID: Array(bytes[12..<20]), ciphertextLength: Int(length), headerLength: headerLength,
+            ephemeral: headerLength > ephemeralStart ? Array(bytes[ephemeralStart..<headerLength]) : nil)
         if bytes.count < header.totalLength {
             throw StateError(.truncated(expected: header.totalLength, actual: bytes.count), file: name)
         }

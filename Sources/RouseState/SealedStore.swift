@@ -35,14 +35,25 @@ public struct SealedStore: Sendable {
     }
 
     /// Seals `plaintext` and atomically replaces the file `name` with it.
-    /// Throws `locked` when the class key of `protection` is not held.
+    /// Throws `locked` when the class key of `protection` is not held (never for `completeUnlessOpen`, sealed to
+    /// its always-held public key).
     public func write(
         _ plaintext: [UInt8], name: String, kind: String, protection: ProtectionClass = .none
     ) throws(StateError) {
         try Self.validate(name)
-        let (keyID, classKey) = try keys.sealingKey(protection, file: name)
-        let sealed = try SealedFile.seal(
-            plaintext, name: name, kind: kind, protection: protection, keyID: keyID, classKey: classKey)
+        let sealed: [UInt8]
+        if protection == .completeUnlessOpen {
+            // Sealed to the class's public key, held while locked: a new file can be written, not read.
+            let (keyID, recipient) = try keys.unlessOpenRecipient(file: name)
+            let (ephemeral, fileKey) = try UnlessOpenKeys.newFileKey(for: recipient, file: name)
+            sealed = try SealedFile.seal(
+                plaintext, name: name, kind: kind, protection: protection, keyID: keyID, classKey: fileKey,
+                ephemeral: ephemeral)
+        } else {
+            let (keyID, classKey) = try keys.sealingKey(protection, file: name)
+            sealed = try SealedFile.seal(
+                plaintext, name: name, kind: kind, protection: protection, keyID: keyID, classKey: classKey)
+        }
         try writer.write(sealed, to: name)
     }
 
@@ -55,7 +66,8 @@ public struct SealedStore: Sendable {
         do throws(StateError) {
             let header = try SealedFile.parseHeader(bytes, name: name, kind: kind)
             let classKey = try keys.openingKey(keyID: header.keyID, header.protection, file: name)
-            return try SealedFile.open(bytes, header: header, classKey: classKey)
+            let opening = try UnlessOpenKeys.openingKey(classKey: classKey, header: header)
+            return try SealedFile.open(bytes, header: header, classKey: opening)
         } catch {
             if error.isIntegrityFailure { try discard(name, because: error) }
             throw error

@@ -13,6 +13,7 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
         case wrongKey(keyID: String)
         case authenticationFailed
         case locked(ProtectionClass)
+        case wrongClass(ProtectionClass)
         case insecureKeyFile(mode: UInt32, owner: UInt32)
         case badKey(String)
         case credentialsUnavailable(String)
@@ -83,6 +84,7 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
         case .wrongKey: "wrong-key"
         case .authenticationFailed: "tampered"
         case .locked: "locked"
+        case .wrongClass: "wrong-class"
         case .insecureKeyFile: "insecure-key-file"
         case .badKey: "bad-key"
         case .credentialsUnavailable: "credentials-unavailable"
@@ -113,6 +115,8 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
             "\(file): authentication failed (tampered, or a wrong key)"
         case .locked(let protection):
             "\(file): protection class \(protection.rawValue) is locked"
+        case .wrongClass(let protection):
+            "\(file): of class \(protection.rawValue), not complete-unless-open: it cannot be opened"
         case .insecureKeyFile(let mode, let owner):
             "\(file): key file must be mode 0600 and owned by us (mode \(String(mode & 0o777, radix: 8)), "
                 + "owner uid \(owner))"

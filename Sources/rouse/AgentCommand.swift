@@ -84,6 +84,7 @@ struct AgentCommand: AsyncParsableCommand {
                 print(
                     "session: \(session["lock"] ?? "-")  power: \(battery)\(level)  expensive: "
                         + "\((session["expensive"] as? Bool) == true ? "yes" : "no")  held pushes: \(session["heldPushes"] ?? 0)"
+                        + ((session["lowPower"] as? Bool) == true ? "  fetch: waits (low battery)" : "")
                 )
             }
             for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {

@@ -11,11 +11,14 @@ struct ProtectionTests {
         #expect(machine.isAvailable(.none))
         #expect(!machine.isAvailable(.untilFirstUnlock))
         #expect(!machine.isAvailable(.complete))
-        #expect(machine.report(.unlocked) == [.loadKey(.untilFirstUnlock), .loadKey(.complete)])
-        #expect(machine.report(.locked) == [.dropKey(.complete)])
+        #expect(
+            machine.report(.unlocked) == [
+                .loadKey(.untilFirstUnlock), .loadKey(.complete), .loadKey(.completeUnlessOpen),
+            ])
+        #expect(machine.report(.locked) == [.dropKey(.complete), .dropKey(.completeUnlessOpen)])
         #expect(machine.isAvailable(.untilFirstUnlock))
         #expect(machine.report(.locked) == [])
-        #expect(machine.report(.unlocked) == [.loadKey(.complete)])
+        #expect(machine.report(.unlocked) == [.loadKey(.complete), .loadKey(.completeUnlessOpen)])
         #expect(machine.report(.unlocked) == [])
     }
 

@@ -88,7 +88,7 @@ struct SealedStoreTests {
         try store.write(Array("a".utf8), name: "a.state", kind: "k")
         let good = try fixture.bytes("a.state")
         var newer = good
-        newer[7] = 2
+        newer[7] = 3  // versions 1 and 2 are known (2: complete-unless-open)
         let cases: [([UInt8], String)] = [
             (newer, "unsupported-format-version"), (good + [0], "trailing-bytes"),
             (Array("hello, this is not a sealed file at all".utf8), "not-a-sealed-file"),

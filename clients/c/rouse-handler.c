@@ -376,6 +376,85 @@ EXPORT int rouse_agent_keep_alive_done(rouse_agent *agent, int request_id, const
     return send_built(agent, message, failed, request_id);
 }
 
+/* Protected files (docs/handler-protocol.md section 10, "Protected files in the client libraries"). */
+
+static const char base64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* data as base64 text (malloc'd, NUL-terminated), NULL when out of memory or too large for a frame anyway. */
+static char *base64_encode(const unsigned char *data, size_t size) {
+    if (size > ROUSE_MAX_FRAME_BYTES) return NULL;
+    char *text = malloc((size + 2) / 3 * 4 + 1);
+    if (text == NULL) return NULL;
+    char *out = text;
+    for (size_t i = 0; i < size; i += 3) {
+        unsigned long chunk = (unsigned long)data[i] << 16;
+        if (i + 1 < size) chunk |= (unsigned long)data[i + 1] << 8;
+        if (i + 2 < size) chunk |= data[i + 2];
+        *out++ = base64_alphabet[(chunk >> 18) & 63];
+        *out++ = base64_alphabet[(chunk >> 12) & 63];
+        *out++ = i + 1 < size ? base64_alphabet[(chunk >> 6) & 63] : '=';
+        *out++ = i + 2 < size ? base64_alphabet[chunk & 63] : '=';
+    }
+    *out = '\0';
+    return text;
+}
+
+static rouse_message *protected_message(const char *op, const char *name, int *failed) {
+    rouse_message *message = rouse_message_new("protectedFile");
+    *failed = rouse_message_add_string(message, "op", op);
+    *failed |= rouse_message_add_string(message, "name", name);
+    return message;
+}
+
+EXPORT int rouse_agent_write_protected(rouse_agent *agent, int request_id, const char *name, const void *data,
+                                       size_t size, const char *protection, long long handle) {
+    if (data == NULL && size > 0) return fail(agent, EINVAL, "write_protected: no data");
+    char *text = base64_encode(data, size);
+    if (text == NULL) return fail(agent, size > ROUSE_MAX_FRAME_BYTES ? EMSGSIZE : ENOMEM, "data not encoded");
+    int failed;
+    rouse_message *message = protected_message("write", name, &failed);
+    failed |= rouse_message_add_string(message, "data", text);
+    free(text);
+    if (protection != NULL) failed |= rouse_message_add_string(message, "protection", protection);
+    if (handle > 0) failed |= rouse_message_add_int(message, "handle", handle);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_read_protected(rouse_agent *agent, int request_id, const char *name, long long handle) {
+    int failed;
+    rouse_message *message = protected_message("read", name, &failed);
+    if (handle > 0) failed |= rouse_message_add_int(message, "handle", handle);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_reclass_protected(rouse_agent *agent, int request_id, const char *name,
+                                         const char *protection) {
+    int failed;
+    rouse_message *message = protected_message("reclass", name, &failed);
+    failed |= rouse_message_add_string(message, "protection", protection);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_remove_protected(rouse_agent *agent, int request_id, const char *name) {
+    int failed;
+    rouse_message *message = protected_message("remove", name, &failed);
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_open_protected(rouse_agent *agent, int request_id, const char *name, int create) {
+    int failed;
+    rouse_message *message = protected_message("open", name, &failed);
+    if (create) failed |= rouse_message_add_string(message, "protection", "complete-unless-open");
+    return send_built(agent, message, failed, request_id);
+}
+
+EXPORT int rouse_agent_close_protected(rouse_agent *agent, int request_id, const char *name, long long handle) {
+    int failed;
+    rouse_message *message = protected_message("close", name, &failed);
+    failed |= rouse_message_add_int(message, "handle", handle);
+    return send_built(agent, message, failed, request_id);
+}
+
 /* Decoding JSON (strict RFC 8259) into the top-level members. */
 
 typedef struct {

@@ -108,6 +108,29 @@ int rouse_agent_clear_keep_alive(rouse_agent *agent, int request_id);
 /** keepAliveDone: the keep-alive keep_alive_id is done. */
 int rouse_agent_keep_alive_done(rouse_agent *agent, int request_id, const char *keep_alive_id);
 
+/* Protected files (docs/handler-protocol.md section 10, "Protected files in the client libraries"): small files the
+ * agent seals for the handler under the class it names ("none", "until-first-unlock", "complete",
+ * "complete-unless-open"). Each call is answered by an event carrying request_id: "protectedFileReply" (member
+ * "name"; "data", base64, for a read: decode it with rouse_base64_decode; "handle" for an open), or "error" with
+ * "error" protectedDataUnavailable (the class's key is not held: session locked), notFound, badRequest or
+ * tooManyOpenFiles. handle 0: the whole file; > 0: through an open complete-unless-open file, which goes on working
+ * after the session locks, until rouse_agent_close_protected or the end of the connection. */
+
+/** write: replaces name with size bytes of data, sealed under protection (NULL with a handle). */
+int rouse_agent_write_protected(rouse_agent *agent, int request_id, const char *name, const void *data,
+                                size_t size, const char *protection, long long handle);
+/** read: the file's content, in the answer's "data". */
+int rouse_agent_read_protected(rouse_agent *agent, int request_id, const char *name, long long handle);
+/** reclass: seals name again under protection (both classes' keys must be held). */
+int rouse_agent_reclass_protected(rouse_agent *agent, int request_id, const char *name, const char *protection);
+/** remove (its open handles close). */
+int rouse_agent_remove_protected(rouse_agent *agent, int request_id, const char *name);
+/** open: the complete-unless-open file name (the session must be unlocked), or, create nonzero, a new empty one
+ *  when missing (possible while locked); the answer's "handle" names it. */
+int rouse_agent_open_protected(rouse_agent *agent, int request_id, const char *name, int create);
+/** close: the agent forgets the open file's key. */
+int rouse_agent_close_protected(rouse_agent *agent, int request_id, const char *name, long long handle);
+
 /** Waits at most timeout_ms (-1: no limit) for the next message. Returns 1 and sets *event (free it with
  *  rouse_event_free), 0 when the time passed, -1 on failure: the agent closed the connection (errno
  *  ECONNRESET), or sent a malformed frame or another version (EPROTO; the connection is then unusable). */

@@ -202,6 +202,47 @@ class Agent:
         """keepAliveDone: the keep-alive keep_alive_id is done (the handler may be frozen again)."""
         return self.request("keepAliveDone", timeout=timeout, keepAliveID=keep_alive_id)
 
+    # Protected files (docs/handler-protocol.md section 10 and "Protected files in the client libraries").
+
+    def write_protected(self, name, data, protection=None, handle=None, timeout=10.0):
+        """protectedFile write: replaces the file name with data (bytes), sealed under protection ("none",
+        "until-first-unlock", "complete", "complete-unless-open"); or, with handle (from open_protected), through
+        that open file. AgentError protectedDataUnavailable while the class's key is not held (a "complete" file
+        while the session is locked)."""
+        self.request("protectedFile", timeout=timeout, op="write", name=name, protection=protection,
+                     data=base64.b64encode(bytes(data)).decode("ascii"), handle=handle)
+
+    def read_protected(self, name, handle=None, timeout=10.0):
+        """protectedFile read: the content of the file name (bytes), or through the open file handle.
+        AgentError notFound, protectedDataUnavailable."""
+        answer = self.request("protectedFile", timeout=timeout, op="read", name=name, handle=handle)
+        try:
+            return base64.b64decode(answer.get("data", ""), validate=True)
+        except (ValueError, TypeError):
+            raise AgentError("protocol", "protectedFileReply without base64 data") from None
+
+    def reclass_protected(self, name, protection, timeout=10.0):
+        """protectedFile reclass: seals the file name again under protection (both classes' keys must be held)."""
+        self.request("protectedFile", timeout=timeout, op="reclass", name=name, protection=protection)
+
+    def remove_protected(self, name, timeout=10.0):
+        """protectedFile remove (its open handles close)."""
+        self.request("protectedFile", timeout=timeout, op="remove", name=name)
+
+    def open_protected(self, name, create=False, timeout=10.0):
+        """protectedFile open: opens the "complete-unless-open" file name (the session must be unlocked), or creates
+        it empty when missing and create (possible while locked). Returns the handle: reads and writes naming it go
+        on after the session locks, until close_protected or the end of this connection."""
+        answer = self.request("protectedFile", timeout=timeout, op="open", name=name,
+                              protection="complete-unless-open" if create else None)
+        if not isinstance(answer.get("handle"), int):
+            raise AgentError("protocol", "open answered without a handle")
+        return answer["handle"]
+
+    def close_protected(self, name, handle, timeout=10.0):
+        """protectedFile close: the agent forgets the open file's key."""
+        self.request("protectedFile", timeout=timeout, op="close", name=name, handle=handle)
+
     @staticmethod
     def returned_socket(event):
         """The socket object of a "voipSocket" event with "returned": true (a relaunched handler's watched
