@@ -10,13 +10,29 @@
 #   handler's, and the gateway's with that channel. Targets: agent ≤ 15 MB, handler ≤ 5 MB.
 # - the package sizes and the binaries' sizes.
 #
-#   deploy/package-bench.sh [--runs N]     (N one-shot pairs, default 20; uses .build/debs from deploy/package.sh,
-#                                          building them if missing)
+#   deploy/package-bench.sh [--runs N] [--breakdown [--page-out]]
+#       N one-shot pairs, default 20; uses .build/debs from deploy/package.sh, building them if missing.
+#       --breakdown: where the idle processes' RSS is (deploy/rss-breakdown.py: by ELF section, library, heap,
+#       arenas, stacks); the mock and the gateway then run from a copy of the binary, so that the agent's figures
+#       are those of a machine where it is the only Rouse process. --page-out: then the agent's and the handler's
+#       file pages paged out (process_madvise MADV_PAGEOUT), a second push, 10 s, and the breakdown again.
+#       ROUSE_BENCH_AGENT_ENV="NAME=VALUE ..." starts the agent with these variables too, and passes them on to the
+#       handler (a lever's measurement, e.g. GLIBC_TUNABLES=glibc.malloc.arena_max=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 runs=20
-[ "${1:-}" = --runs ] && runs=$2
+breakdown=no
+page_out=no
+while [ $# -gt 0 ]; do
+    case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --breakdown) breakdown=yes; shift ;;
+    --page-out) page_out=yes; shift ;;
+    *) echo "usage: deploy/package-bench.sh [--runs N] [--breakdown [--page-out]]" >&2; exit 64 ;;
+    esac
+done
+read -r -a agent_env <<<"${ROUSE_BENCH_AGENT_ENV:-}"
 for tool in curl python3 dpkg-deb; do
     command -v "$tool" >/dev/null || { echo "package-bench: $tool is missing (deploy/install-deps.sh)" >&2; exit 1; }
 done
@@ -33,9 +49,17 @@ cleanup() {
 trap cleanup EXIT
 for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$work/root"; done
 bin="$work/root/usr/bin"
+# The mock and the gateway: the packaged binary, or with --breakdown a copy of it (see above).
+servers=$bin
+if [ "$breakdown" = yes ]; then
+    servers=$work/servers
+    mkdir -p "$servers"
+    cp "$bin/rouse" "$servers/rouse"
+    ln -s rouse "$servers/rouse-gateway"
+fi
 C="$repo/certs"
 
-"$bin/rouse" mock-apns --listen 127.0.0.1:0 --cert "$C/server.pem" --key "$C/server.key" --keys "$C/keys.json" \
+"$servers/rouse" mock-apns --listen 127.0.0.1:0 --cert "$C/server.pem" --key "$C/server.key" --keys "$C/keys.json" \
     >"$work/mock.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q "listening on" "$work/mock.out" && break; sleep 0.1; done
@@ -99,7 +123,10 @@ start_until() {
     local pattern=$1 file=$2 begin
     shift 2
     begin=$(milliseconds)
-    "$@" >"$file" 2>&1 &
+    # Emptied here, not by the child's redirection: that one may come after the first grep below, which would
+    # then find the previous start's "ready" line.
+    : >"$file"
+    "$@" >>"$file" 2>&1 &
     started_pid=$!
     pids+=("$started_pid")
     local deadline=$((SECONDS + 30))
@@ -121,10 +148,10 @@ cat >"$work/gateway.json" <<JSON
  "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "$C/apns-key.pub.pem",
            "topics": ["com.example.rouse"]}]}
 JSON
-"$bin/rouse" gateway migrate --config "$work/gateway.json" >/dev/null
+"$servers/rouse" gateway migrate --config "$work/gateway.json" >/dev/null
 gateway_ready=()
 for i in 1 2 3 4 5; do
-    start_until "rouse-gateway ready" "$work/gateway.out" "$bin/rouse-gateway" --config "$work/gateway.json" \
+    start_until "rouse-gateway ready" "$work/gateway.out" "$servers/rouse-gateway" --config "$work/gateway.json" \
         --log-level warning
     gateway_ready+=("$ready_ms")
     [ "$i" = 5 ] || stop "$started_pid"
@@ -135,8 +162,12 @@ provider=$(sed -n 's/.*provider=\([^ ]*\).*/\1/p' "$work/gateway.out")
 mkdir -p "$work/handlers.d"
 printf 'topic = "com.example.rouse"\ncommand = ["%s", "--mode", "report"]\npush-types = ["voip"]\nallow-root = true\n' \
     "$work/root/usr/libexec/rouse/rouse-example-handler" >"$work/handlers.d/example.toml"
+if [ ${#agent_env[@]} -gt 0 ]; then
+    names=$(printf '"%s", ' "${agent_env[@]%%=*}")
+    echo "environment = [${names%, }]" >>"$work/handlers.d/example.toml"
+fi
 (umask 077 && "$bin/rouse" gateway devices enroll-secret --database "$work/gateway.sqlite" >"$work/secret")
-agent_command=("$bin/rouse-agent" --gateway "https://$devices" --ca "$C/ca.pem" --handlers "$work/handlers.d"
+agent_command=(env "${agent_env[@]}" "$bin/rouse-agent" --gateway "https://$devices" --ca "$C/ca.pem" --handlers "$work/handlers.d"
     --state-dir "$work/state" --socket "$work/agent.sock" --log-level notice)
 # wait_for_token: until the agent (enrolled, channel open) has its handler's VoIP token; sets voip.
 wait_for_token() {
@@ -171,7 +202,20 @@ rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2 / 1024}' "/proc/$1/status"; }
 handler=$(pgrep -P "$agent" | head -n 1 || true)
 echo "idle RSS, 10 s after a VoIP push: rouse-agent $(rss "$agent") (channel open; target <= 15 MB)," \
     "example handler $(if [ -n "$handler" ]; then rss "$handler"; else echo "not running"; fi) (target <= 5 MB)," \
-    "rouse-gateway $(rss "$gateway") (one channel)"
+    "rouse-gateway $(rss "$gateway") (one channel)${agent_env[*]:+; agent and handler with ${agent_env[*]}}"
+if [ "$breakdown" = yes ]; then
+    "$repo/deploy/rss-breakdown.py" "$agent" rouse-agent
+    [ -z "$handler" ] || "$repo/deploy/rss-breakdown.py" "$handler" rouse-example-handler
+    "$repo/deploy/rss-breakdown.py" "$gateway" rouse-gateway
+fi
+if [ "$page_out" = yes ]; then
+    "$repo/deploy/rss-breakdown.py" --page-out "$agent" ${handler:+"$handler"}
+    "$bin/rouse" send voip --token "$voip" --topic com.example.rouse --env "https://$provider" \
+        --ca-file "$C/ca.pem" --auth-key "$C/apns-key.p8" --key-id ROUSEKEY01 --team-id ROUSETEAM1 >/dev/null
+    sleep 10
+    "$repo/deploy/rss-breakdown.py" "$agent" "rouse-agent, paged out, 10 s after a second push"
+    [ -z "$handler" ] || "$repo/deploy/rss-breakdown.py" "$handler" "example handler, paged out, after that push"
+fi
 stop "$agent"
 [ -z "$handler" ] || kill -KILL "$handler" 2>/dev/null || true
 stop "$gateway"

@@ -11,8 +11,12 @@ import RouseChildProcess
 /// --concurrency 400`. Every client is a child process measured whole by `/usr/bin/time` (wait4's rusage):
 /// pushes/s from start to exit (start-up included), CPU µs per push (user + system), peak RSS.
 ///
-/// Options: `--pushes N` (default 200000, all distinct tokens), `--runs N` (3), `--certs DIR`, `--rouse PATH`,
-/// `--skip-curl`, `--json`.
+/// With `--server minimal` the server is instead a minimal C nghttp2 server compiled here
+/// (``MinimalH2ServerProgram``: one thread, TLS, answers 200 to everything), so cheap that the clients' own cost
+/// shows.
+///
+/// Options: `--pushes N` (default 200000, all distinct tokens), `--runs N` (3), `--server nghttpd|minimal`,
+/// `--certs DIR`, `--rouse PATH`, `--skip-curl`, `--json`.
 enum SendFloorBench {
     struct Options {
         var pushes = 200_000
@@ -21,6 +25,8 @@ enum SendFloorBench {
         var rouse = Bench.binDirectory + "/rouse"
         var skipCurl = false
         var json = false
+        /// `nghttpd` or `minimal` (the C server compiled by the bench).
+        var server = "nghttpd"
     }
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -35,11 +41,15 @@ enum SendFloorBench {
             case "--certs": options.certs = try Bench.value(after: argument, from: &iterator, "a directory")
             case "--rouse": options.rouse = try Bench.value(after: argument, from: &iterator, "a path")
             case "--skip-curl": options.skipCurl = true
+            case "--server":
+                options.server = try Bench.value(after: argument, from: &iterator, "nghttpd or minimal") {
+                    $0 == "nghttpd" || $0 == "minimal"
+                }
             case "--json": options.json = true
             default:
                 throw Bench.Failure(
                     description:
-                        "unknown option \(argument) (--versus-floor [--pushes N] [--runs N] [--certs DIR] [--rouse PATH] [--skip-curl] [--json])"
+                        "unknown option \(argument) (--versus-floor [--pushes N] [--runs N] [--server nghttpd|minimal] [--certs DIR] [--rouse PATH] [--skip-curl] [--json])"
                 )
             }
         }
@@ -68,7 +78,6 @@ enum SendFloorBench {
         let options = try parse(arguments)
         let rouse = try Bench.tool(options.rouse)
         let h2load = try Bench.tool("/usr/bin/h2load")
-        let nghttpd = try Bench.tool("/usr/sbin/nghttpd")
         let time = try Bench.tool("/usr/bin/time")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bench-floor-\(getpid())")
             .path
@@ -77,18 +86,8 @@ enum SendFloorBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         let tokens = (0..<options.pushes).map { String(format: "%08x", $0) + String(repeating: "5a", count: 28) }
-        for token in tokens {
-            guard FileManager.default.createFile(atPath: directory + "/htdocs/3/device/" + token, contents: nil) else {
-                throw Bench.Failure(description: "cannot create \(directory)/htdocs/3/device/\(token)")
-            }
-        }
         let port = Bench.freePort()
-        let server = try Bench.startServer(
-            nghttpd,
-            [
-                "-m", "1000", "-d", directory + "/htdocs", "-a", "127.0.0.1", String(port),
-                options.certs + "/server.key", options.certs + "/server.pem",
-            ], port: port)
+        let (server, serverName) = try startServer(options: options, tokens: tokens, directory: directory, port: port)
         defer { Bench.stop(server) }
 
         let base = "https://127.0.0.1:\(port)/3/device/"
@@ -114,7 +113,7 @@ enum SendFloorBench {
         let loadBefore = loadAverage()
         if !options.json {
             print(
-                "versus-floor: nghttpd (nghttp2 1.52, 1 worker, TLS) on 127.0.0.1:\(port), \(options.pushes) pushes to "
+                "versus-floor: \(serverName) on 127.0.0.1:\(port), \(options.pushes) pushes to "
                     + "\(options.pushes) distinct tokens, \(options.runs) runs each; load average \(loadBefore)")
         }
         var samples: [String: [Sample]] = [:]
@@ -126,6 +125,31 @@ enum SendFloorBench {
         }
         let loadAfter = loadAverage()
         report(clients: clients, samples: samples, options: options, load: (loadBefore, loadAfter))
+    }
+
+    /// Starts the server the clients are measured against; returns it and its name for the report.
+    static func startServer(options: Options, tokens: [String], directory: String, port: UInt16) throws -> (
+        RunningChild, String
+    ) {
+        if options.server == "minimal" {
+            let binary = try MinimalH2ServerProgram.build(in: directory)
+            let server = try Bench.startServer(
+                binary, [String(port), options.certs + "/server.pem", options.certs + "/server.key"], port: port)
+            return (server, "minimal C nghttp2 server (1 thread, TLS, 200 to everything)")
+        }
+        let nghttpd = try Bench.tool("/usr/sbin/nghttpd")
+        for token in tokens {
+            guard FileManager.default.createFile(atPath: directory + "/htdocs/3/device/" + token, contents: nil) else {
+                throw Bench.Failure(description: "cannot create \(directory)/htdocs/3/device/\(token)")
+            }
+        }
+        let server = try Bench.startServer(
+            nghttpd,
+            [
+                "-m", "1000", "-d", directory + "/htdocs", "-a", "127.0.0.1", String(port),
+                options.certs + "/server.key", options.certs + "/server.pem",
+            ], port: port)
+        return (server, "nghttpd (nghttp2 1.52, 1 worker, TLS)")
     }
 
     static func makeClients(
