@@ -172,7 +172,7 @@ int rouse_peer_groups(int fd, gid_t *groups, int *count) {
 }
 
 int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                        int cgroup_procs_fd, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
+                        const int *cgroup_procs_fds, int cgroup_procs_count, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
                         int group_count, pid_t *pid_out) {
     sigset_t all, old;
     sigfillset(&all);
@@ -184,8 +184,11 @@ int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[]
         return error;
     }
     if (pid == 0) {
-        // "0" moves the writing process: it is in its cgroup before any of the handler's code runs.
-        if (cgroup_procs_fd >= 0 && write(cgroup_procs_fd, "0\n", 2) != 2) _exit(126);
+        // "0" moves the writing process: it is in its cgroups (v2, and the v1 pids and memory ones where the limits
+        // are there) before any of the handler's code runs.
+        for (int i = 0; i < cgroup_procs_count; i++) {
+            if (cgroup_procs_fds[i] >= 0 && write(cgroup_procs_fds[i], "0\n", 2) != 2) _exit(126);
+        }
         setpgid(0, 0);
         struct sigaction action;
         memset(&action, 0, sizeof action);

@@ -45,14 +45,19 @@ extension Agent {
                 handler: name, tasksMax: handler.tasksMax, memoryMaxBytes: handler.memoryMaxBytes)
             defer {
                 if output >= 0 { Sys.close(output) }
-                if let prepared { Sys.close(prepared.procs) }
+                for fd in prepared?.procs ?? [] { Sys.close(fd) }
+            }
+            if let problems = prepared?.problems, !problems.isEmpty {
+                logger.error(
+                    "handler limits not applied",
+                    metadata: metadata.merging(["problems": "\(problems.joined(separator: "; "))"]) { $1 })
             }
             do {
                 spawned = try AgentError.wrapping(
                     try Sys.spawnHandler(
                         path: executable, arguments: handler.command,
                         environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs, output: output,
-                        cgroupProcs: prepared?.procs ?? -1,
+                        cgroupProcs: prepared?.procs ?? [],
                         identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil))
             } catch {
                 Sys.close(mine)

@@ -53,7 +53,8 @@ extension Agent {
             Sys.close(pidfd)
             return nil
         }
-        let cgroup = control.place(pid: identity.pid, handler: name)
+        let limits = handlers.configuration(of: name).map { ($0.tasksMax, $0.memoryMaxBytes) }
+        let cgroup = control.place(pid: identity.pid, handler: name, limits: limits)
         control.thaw(cgroup: cgroup, pgid: identity.pid)
         let process = HandlerProcess(pid: identity.pid, pidfd: pidfd, cgroup: cgroup)
         handlers.launched(name, process, reason: "reattached", now: now)

@@ -133,6 +133,14 @@ public actor Agent: Service {
     public func start() async throws {
         logger.info(
             "suspend mechanism", metadata: ["mechanism": "\(control.mechanism.rawValue)", "detail": "\(control.note)"])
+        let limitsMetadata: Logger.Metadata = [
+            "limits": "\(control.limits.rawValue)", "detail": "\(control.limitsNote)",
+        ]
+        if control.limits == .none {
+            logger.notice("handler limits cannot be applied", metadata: limitsMetadata)
+        } else {
+            logger.info("handler limits", metadata: limitsMetadata)
+        }
         reattach()
         control.removeStaleAgents()
         restoreAgentState()

@@ -67,6 +67,11 @@ public struct AgentStatus: Codable, Sendable {
     public var suspendMechanism: String
     /// Where the handler cgroups are, or why none is used.
     public var suspendNote: String
+    /// Where handlers' `tasks-max` and `memory-max-mib` are enforced: `cgroup-v2`, `cgroup-v1` or `none`
+    /// (``LimitMechanism``).
+    public var limits: String? = nil
+    /// Where the limits are written, or why they cannot be.
+    public var limitsNote: String? = nil
     /// Handlers, by name.
     public var handlers: [Handler]
     /// Push tokens by topic (public values: the gateway hands them to providers).
@@ -106,6 +111,8 @@ extension Agent {
             channel: link.channelState.rawValue, gatewayReachable: link.reachable, deviceID: durable.deviceID,
             suspendMechanism: control.mechanism.rawValue, suspendNote: control.note, handlers: handlers,
             tokens: durable.tokens, ipc: ipcCounters)
+        status.limits = control.limits.rawValue
+        status.limitsNote = control.limitsNote
         status.voipSockets = voipSocketCounters
         status.session = sessionStatus
         return status

@@ -22,6 +22,12 @@ struct ProcessControl: Sendable {
     let note: String
     /// The cgroup2 mount point, when ``base`` is a cgroup v2 directory.
     var mountPoint: String? = nil
+    /// Where the handlers' `tasks-max` and `memory-max-mib` are enforced (``findLimits(tag:)``).
+    var limits = LimitMechanism.none
+    /// Where the limits are written, or why they cannot be (for status and the start log).
+    var limitsNote = "not detected"
+    /// The agent's directories in the cgroup v1 `pids` and `memory` hierarchies (``LimitMechanism/cgroupV1``).
+    var v1Bases: [String] = []
 
     /// Whether a process in cgroup v2 `path` (as `/proc/PID/cgroup` names it) is one of our handlers' (a handler
     /// or anything it started: they cannot leave their cgroup without our write access).
@@ -39,10 +45,16 @@ struct ProcessControl: Sendable {
         return full.dropFirst(base.count + 1).split(separator: "/").first.map(String.init)
     }
 
-    /// Detects: `forced` (tests) or the best available.
+    /// Detects: `forced` (tests) or the best available; then where the per-handler limits go (``limits``).
     static func detect(forced: SuspendMechanism? = nil) -> ProcessControl {
         // One directory per agent instance (several may share a process, as in the tests).
         let tag = "rouse-agent-\(Sys.processID)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        var control = suspension(forced: forced, tag: tag)
+        control.findLimits(tag: tag)
+        return control
+    }
+
+    private static func suspension(forced: SuspendMechanism?, tag: String) -> ProcessControl {
         if forced == nil || forced == .cgroupV2, let (mount, own) = cgroupV2Location() {
             let parent = mount + (own == "/" ? "" : own)
             let base = parent + "/" + tag
@@ -89,8 +101,14 @@ struct ProcessControl: Sendable {
     /// Cleans up after dead agents (``removeStale(in:)``) next to our base directory; call after re-attaching
     /// to their handlers (which moves those out of the stale cgroups).
     func removeStaleAgents() {
-        guard mechanism == .cgroupV2, let base, let slash = base.lastIndex(of: "/") else { return }
-        Self.removeStale(in: String(base[..<slash]))
+        for v1 in v1Bases { Self.removeStaleV1(in: Self.parent(of: v1)) }
+        guard mechanism == .cgroupV2, let base else { return }
+        Self.removeStale(in: Self.parent(of: base))
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[..<slash])
     }
 
     /// The cgroup2 mount point and the agent's own cgroup path.
@@ -113,29 +131,49 @@ struct ProcessControl: Sendable {
         return (mountPoint, String(line.dropFirst(3)))
     }
 
-    /// Creates the handler's cgroup (if any) with its limits (`pids.max`, `memory.max`: where the controllers are
-    /// enabled for it, cgroup v2) and opens its `cgroup.procs` for the child to join before it runs
-    /// (``Sys/spawnHandler``); nil without cgroups. The caller closes `procs`.
-    func prepare(handler: String, tasksMax: Int, memoryMaxBytes: Int64) -> (directory: String, procs: Int32)? {
+    /// Creates the handler's cgroup (if any) with its limits (``limits``: `pids.max`, `memory.max` in it (cgroup v2),
+    /// or groups of its own in the v1 `pids` and `memory` hierarchies) and opens each `cgroup.procs` for the child to
+    /// join before it runs (``Sys/spawnHandler``); nil without cgroups. `problems`: limits that could not be written
+    /// (the launch goes on; the caller logs them). The caller closes `procs`.
+    func prepare(
+        handler: String, tasksMax: Int, memoryMaxBytes: Int64
+    ) -> (directory: String, procs: [Int32], problems: [String])? {
         guard let base else { return nil }
         let directory = base + "/" + handler
+        var problems: [String] = []
+        let procs: Int32
         do {
             try Sys.makeDirectory(directory, mode: 0o755)
-            if mechanism == .cgroupV2 {
-                // Present only where the pids and memory controllers reach this cgroup (see docs/agent.md).
-                _ = try? Sys.writeFile(directory + "/pids.max", "\(tasksMax)\n")
-                _ = try? Sys.writeFile(directory + "/memory.max", "\(memoryMaxBytes)\n")
+            if limits == .cgroupV2 {
+                problems += Self.writeV2Limits(directory, tasksMax: tasksMax, memoryMaxBytes: memoryMaxBytes)
             }
-            let procs = try Sys.open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
-            return (directory, procs)
+            procs = try Sys.open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
         } catch {
             return nil
         }
+        var all = [procs]
+        if limits == .cgroupV1 {
+            let (groups, v1Problems) = makeV1Groups(handler, tasksMax: tasksMax, memoryMaxBytes: memoryMaxBytes)
+            problems += v1Problems
+            for group in groups {
+                do {
+                    all.append(try Sys.open(group + "/cgroup.procs", O_WRONLY | O_CLOEXEC))
+                } catch {
+                    problems.append("\(group)/cgroup.procs: \(error)")
+                }
+            }
+        }
+        return (directory, all, problems)
     }
 
-    /// Creates the handler's cgroup (if any) and moves `pid` into it; returns the directory.
-    func place(pid: Int32, handler: String) -> String? {
+    /// Creates the handler's cgroup (if any) and moves `pid` into it (and into its v1 `pids` and `memory` groups
+    /// with `limits`, cgroup v1 limits: a re-attached handler); returns the directory.
+    func place(pid: Int32, handler: String, limits: (tasksMax: Int, memoryMaxBytes: Int64)? = nil) -> String? {
         guard let base else { return nil }
+        if let limits, self.limits == .cgroupV1 {
+            let (groups, _) = makeV1Groups(handler, tasksMax: limits.tasksMax, memoryMaxBytes: limits.memoryMaxBytes)
+            for group in groups { _ = try? Sys.writeFile(group + "/cgroup.procs", "\(pid)\n") }
+        }
         let directory = base + "/" + handler
         do {
             try Sys.makeDirectory(directory, mode: 0o755)
@@ -180,14 +218,24 @@ struct ProcessControl: Sendable {
         if mechanism == .sigstop { Sys.signalGroup(pgid, SIGCONT) }
     }
 
-    /// Removes a handler's (empty) cgroup.
+    /// Removes a handler's (empty) cgroup, and its v1 `pids` and `memory` groups.
     func remove(cgroup: String?) {
-        if let cgroup { Sys.removeDirectory(cgroup) }
+        guard let cgroup else { return }
+        Sys.removeDirectory(cgroup)
+        let name = cgroup.split(separator: "/").last.map(String.init) ?? ""
+        for v1 in v1Bases where !name.isEmpty { Sys.removeDirectory(v1 + "/" + name) }
     }
 
-    /// Removes the agent's base directory (at shutdown).
+    /// Removes the agent's base directories (at shutdown).
     func removeBase() {
         if let base { Sys.removeDirectory(base) }
+        // A handler whose exit was not seen yet (it died with the others at shutdown) leaves its (empty) v1 groups.
+        for v1 in v1Bases {
+            for child in ((try? Sys.directoryEntries(v1)) ?? []) where !child.contains(".") {
+                Sys.removeDirectory(v1 + "/" + child)
+            }
+            Sys.removeDirectory(v1)
+        }
     }
 }
 

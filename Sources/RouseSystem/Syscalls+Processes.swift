@@ -41,12 +41,13 @@ extension Sys {
         return (pid, pidfd)
     }
 
-    /// A handler's spawn (`rouse_spawn_handler`): the child joins the cgroup whose `cgroup.procs` is open as
-    /// `cgroupProcs` (-1: none) before it runs anything, gets `output` (-1: ours) as its fds 1 and 2 and `channel` as
+    /// A handler's spawn (`rouse_spawn_handler`): the child joins each cgroup whose `cgroup.procs` is open in
+    /// `cgroupProcs` (none: empty; its v2 group and, on a hybrid host, its v1 pids and memory groups) before it runs
+    /// anything, gets `output` (-1: ours) as its fds 1 and 2 and `channel` as
     /// fd 3, nothing else, and switches to `identity` when given. Returns the pid and its pidfd (a child whose pidfd
     /// cannot be opened is killed and reaped).
     package static func spawnHandler(
-        path: String, arguments: [String], environment: [String], channel: Int32, output: Int32, cgroupProcs: Int32,
+        path: String, arguments: [String], environment: [String], channel: Int32, output: Int32, cgroupProcs: [Int32],
         identity: (uid: UInt32, gid: UInt32, groups: [UInt32])?
     ) throws(SystemError) -> (pid: Int32, pidfd: Int32) {
         var pid: pid_t = 0
@@ -54,9 +55,12 @@ extension Sys {
         let rc = withCStrings(arguments) { argv in
             withCStrings(environment) { envp in
                 groups.withUnsafeBufferPointer { groups in
-                    rouse_spawn_handler(
-                        path, argv, envp, channel, output, cgroupProcs, identity == nil ? 0 : 1, identity?.uid ?? 0,
-                        identity?.gid ?? 0, groups.baseAddress, Int32(groups.count), &pid)
+                    cgroupProcs.withUnsafeBufferPointer { procs in
+                        rouse_spawn_handler(
+                            path, argv, envp, channel, output, procs.baseAddress, Int32(procs.count),
+                            identity == nil ? 0 : 1, identity?.uid ?? 0, identity?.gid ?? 0, groups.baseAddress,
+                            Int32(groups.count), &pid)
+                    }
                 }
             }
         }

@@ -77,7 +77,9 @@ struct AgentCommand: AsyncParsableCommand {
             }
             let reachable = (object["gatewayReachable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
             print("channel: \(object["channel"] ?? "-")  gateway reachable: \(reachable)")
-            print("device: \(object["deviceID"] ?? "-")  suspend: \(object["suspendMechanism"] ?? "-")")
+            print(
+                "device: \(object["deviceID"] ?? "-")  suspend: \(object["suspendMechanism"] ?? "-")"
+                    + "  limits: \(object["limits"] ?? "-")")
             if let session = object["session"] as? [String: Any] {
                 let battery = (session["onBattery"] as? Bool).map { $0 ? "battery" : "AC" } ?? "-"
                 let level = (session["batteryPercentage"] as? Double).map { String(format: " %.0f%%", $0) } ?? ""

@@ -126,7 +126,7 @@ struct AgentHandlerIdentityTests {
         let pipe = try Sys.pipe()
         let spawned = try Sys.spawnHandler(
             path: "/bin/cat", arguments: ["cat", "/proc/self/cgroup"], environment: [], channel: -1, output: pipe.write,
-            cgroupProcs: procs, identity: nil)
+            cgroupProcs: [procs], identity: nil)
         Sys.close(pipe.write)
         var output: [UInt8] = []
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)

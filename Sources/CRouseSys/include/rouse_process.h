@@ -15,14 +15,15 @@ int rouse_spawn(const char *path, char *const argv[], char *const envp[], int ch
 int rouse_spawn_as(const char *path, char *const argv[], char *const envp[], int channel_fd, uid_t uid,
                          gid_t gid, const gid_t *groups, int group_count, pid_t *pid);
 
-/// Spawns a handler: forks; in the child (async-signal-safe calls only) joins the cgroup whose `cgroup.procs` is
-/// open as `cgroup_procs_fd` (-1: none) before anything else, so that nothing the handler runs or forks starts
+/// Spawns a handler: forks; in the child (async-signal-safe calls only) joins each cgroup whose `cgroup.procs` is
+/// open in `cgroup_procs_fds` (`cgroup_procs_count` of them, -1 entries skipped; a v2 group and v1 pids/memory
+/// groups) before anything else, so that nothing the handler runs or forks starts
 /// outside it; a new process group, default signal dispositions, `output_fd` as fds 1 and 2 (-1: kept),
 /// `channel_fd` as fd 3, every other descriptor closed; with `switch_identity`, `uid`/`gid`/`groups` as in
 /// rouse_spawn_as; then execve. Returns 0 and the pid, or an errno value; a child that cannot join its cgroup,
 /// set up its descriptors or switch identity exits with 126.
 int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
-                        int cgroup_procs_fd, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
+                        const int *cgroup_procs_fds, int cgroup_procs_count, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
                         int group_count, pid_t *pid_out);
 
 /// pidfd_open(2); -1 with errno on failure.
