@@ -83,7 +83,10 @@ struct SIPLinphoneTests {
         let events = ((try? String(contentsOfFile: handlerLog, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         func count(_ event: String) -> Int { events.filter { $0["event"] as? String == event }.count }
-        #expect(count("registered") == Self.calls, "one launch per call")
+        // One launch per call, or the next call's push taken by the handler still quitting linphone after the
+        // previous one (delivered to it, not owed a report: a call was active).
+        #expect(count("registered") + count("nextCall") == Self.calls, "one launch per call")
+        #expect(count("registered") >= 1)
         #expect(count("reported") == Self.calls)
         #expect(
             events.filter { $0["event"] as? String == "linphone" && $0["pushParameters"] as? Bool == true }.count

@@ -14,7 +14,9 @@ The agent launches this handler for a VoIP push (the proxy holds the INVITE and 
      registration, and starts linphone-daemon, which REGISTERs (RFC 8599: a UA re-REGISTERs on each push); the
      proxy then forwards the INVITE and linphone answers (--auto-answer);
   3. when the call is released, it tells linphone to quit (it un-REGISTERs), waits for it, THEN sends callEnded
-     and exits (a handler with nothing open is frozen within a second, with linphone in its cgroup).
+     and exits (a handler with nothing open is frozen within a second, with linphone in its cgroup). A push that
+     came meanwhile (the proxy's next INVITE, while linphone was quitting) was delivered to this process: it is
+     taken (step 1 again) instead of being dropped with the exit.
 A call not established within --call-timeout seconds of the push is given up the same way.
 
 --awake runs the same softphone without the agent (the always-registered phone of S0, and the first REGISTER
@@ -160,62 +162,77 @@ def main():
     agent = rouse_handler.connect()
     agent.register(arguments.name)
     voip = {}               # topic -> token, from the agent's credentials
-    phone = None
-    calls = []              # call ids reported, not yet ended
-    give_up_at = None
-    established = False
+    state = {"phone": None, "calls": [], "give_up_at": None, "established": False}
+
+    def take(event):
+        """One message from the agent."""
+        if event["type"] == "push" and event.get("pushType") == "voip":
+            payload = agent.payload(event) or {}
+            call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
+            if event.get("mustReport"):
+                agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
+            state["calls"].append(call)
+            log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
+                mustReport=bool(event.get("mustReport")))
+            if state["phone"] is None:
+                topic = event.get("topic") or ""
+                state["phone"] = start(voip.get(topic), topic)
+            state["give_up_at"] = time.monotonic() + arguments.call_timeout
+        elif event["type"] == "credentials" and str(event.get("topic", "")).endswith(".voip"):
+            voip[event["topic"]] = event.get("token")
+        elif event["type"] == "registered":
+            log("registered", launchReason=event.get("launchReason"))
+        elif event["type"] == "error":
+            log("error", code=event.get("error"), detail=event.get("detail"))
+
+    def drain():
+        """Takes every message already there; False when the agent closed the connection."""
+        try:
+            event = agent.next_event(0)
+            while event is not None:
+                take(event)
+                event = agent.next_event(0)
+        except rouse_handler.AgentError:
+            return False
+        return True
+
     while True:
+        phone = state["phone"]
         waiting = [agent] + ([phone] if phone else [])
+        give_up_at = state["give_up_at"]
         timeout = None if give_up_at is None else max(0, give_up_at - time.monotonic())
         readable, _, _ = select.select(waiting, [], [], timeout)
         finished = False
-        if agent in readable:
-            try:
-                event = agent.next_event(0)
-            except rouse_handler.AgentError:
-                break
-            while event is not None:
-                if event["type"] == "push" and event.get("pushType") == "voip":
-                    payload = agent.payload(event) or {}
-                    call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
-                    if event.get("mustReport"):
-                        agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
-                    calls.append(call)
-                    log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
-                        mustReport=bool(event.get("mustReport")))
-                    if phone is None:
-                        topic = event.get("topic") or ""
-                        phone = start(voip.get(topic), topic)
-                    give_up_at = time.monotonic() + arguments.call_timeout
-                elif event["type"] == "credentials" and str(event.get("topic", "")).endswith(".voip"):
-                    voip[event["topic"]] = event.get("token")
-                elif event["type"] == "registered":
-                    log("registered", launchReason=event.get("launchReason"))
-                elif event["type"] == "error":
-                    log("error", code=event.get("error"), detail=event.get("detail"))
-                event = agent.next_event(0)
+        if agent in readable and not drain():
+            break
         if phone is not None and phone in readable:
             events = phone.events()
             if events is None:
                 finished = True
-            for state in events or []:
-                log(state)
-                if state in ("LinphoneCallConnected", "LinphoneCallStreamsRunning"):
-                    established = True
-                    give_up_at = None
-                if state in ("LinphoneCallReleased", "LinphoneCallError"):
+            for call_state in events or []:
+                log(call_state)
+                if call_state in ("LinphoneCallConnected", "LinphoneCallStreamsRunning"):
+                    state["established"] = True
+                    state["give_up_at"] = None
+                if call_state in ("LinphoneCallReleased", "LinphoneCallError"):
                     finished = True
-        if give_up_at is not None and time.monotonic() >= give_up_at and not established:
+        give_up_at = state["give_up_at"]
+        if give_up_at is not None and time.monotonic() >= give_up_at and not state["established"]:
             log("gaveUp")
             finished = True
         if finished:
-            if phone is not None:
-                phone.quit()                                 # un-REGISTERs, then exits
+            if state["phone"] is not None:
+                state["phone"].quit()                        # un-REGISTERs, then exits
                 log("linphoneQuit")
-            for call in calls:
+            for call in state["calls"]:
                 agent.call_ended(call)                       # only now: nothing open => frozen soon
                 log("callEnded", call=call)
-            break
+            state.update(phone=None, calls=[], give_up_at=None, established=False)
+            # The proxy's next INVITE may have come while linphone was quitting: its push was delivered to this
+            # process (not "mustReport": a call was still active). Take it rather than exit with it unanswered.
+            if not drain() or state["phone"] is None:
+                break
+            log("nextCall")
     agent.close()
 
 
