@@ -83,22 +83,26 @@ struct SIPLinphoneTests {
         let events = ((try? String(contentsOfFile: handlerLog, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         func count(_ event: String) -> Int { events.filter { $0["event"] as? String == event }.count }
-        // One launch per call, or the next call's push taken by the handler still quitting linphone after the
-        // previous one (delivered to it, not owed a report: a call was active).
-        #expect(count("registered") + count("nextCall") == Self.calls, "one launch per call")
-        #expect(count("registered") >= 1)
-        #expect(count("reported") == Self.calls)
+        let kamailioLog = (try? String(contentsOfFile: lab.kamailioLog, encoding: .utf8)) ?? ""
+        let pushes = kamailioLog.components(separatedBy: "rouse PUSH user=carol").count - 1
+        // A call placed right after the previous one's BYE can reach linphone before its un-REGISTER: answered by
+        // the phone still running (no push), as a proxy must. The others are push-woken, each with its REGISTER.
+        #expect(pushes + count("nextCallOnPhone") == Self.calls)
+        #expect(pushes >= Self.calls / 2, "most calls push-woken: \(pushes)")
+        #expect(kamailioLog.components(separatedBy: "rouse WOKEN user=carol").count - 1 == pushes)
+        // One launch per push, or a push taken by the handler still quitting linphone after the previous call
+        // (delivered to it, not owed a report: a call was active).
+        #expect(count("registered") + count("nextCall") == pushes, "one launch per push")
+        #expect(count("reported") == pushes)
         #expect(
             events.filter { $0["event"] as? String == "linphone" && $0["pushParameters"] as? Bool == true }.count
-                == Self.calls, "every woken linphone REGISTERs with the RFC 8599 parameters")
+                == count("linphone") && count("linphone") >= Self.calls / 2,
+            "every woken linphone REGISTERs with the RFC 8599 parameters")
         #expect(count("LinphoneCallStreamsRunning") == Self.calls)
         #expect(count("LinphoneCallReleased") == Self.calls)
-        #expect(count("linphoneQuit") == Self.calls)
-        #expect(count("callEnded") == Self.calls)
+        #expect(count("linphoneQuit") == count("linphone"), "every linphone started was told to quit")
+        #expect(count("callEnded") == pushes)
         #expect(count("gaveUp") == 0)
-        let kamailioLog = (try? String(contentsOfFile: lab.kamailioLog, encoding: .utf8)) ?? ""
-        #expect(kamailioLog.components(separatedBy: "rouse PUSH user=carol").count - 1 == Self.calls)
-        #expect(kamailioLog.components(separatedBy: "rouse WOKEN user=carol").count - 1 == Self.calls)
 
         // No strike, every push acknowledged, nothing left running.
         let entry = try #require(try await status().handlers.first { $0.name == "phone" })

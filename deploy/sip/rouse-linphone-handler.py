@@ -47,6 +47,7 @@ import rouse_handler
 
 TOKEN = re.compile(r"^[0-9a-fA-F]{16,200}$")
 TOPIC = re.compile(r"^[A-Za-z0-9.-]{1,200}$")
+CLOSING_SECONDS = 0.3   # after a call: un-REGISTER, then quit this much later
 
 
 class Stopped(Exception):
@@ -91,6 +92,14 @@ class Linphone:
         lines = self.buffer.split(b"\n")
         self.buffer = lines.pop()
         return [line[7:].decode(errors="replace").strip() for line in lines if line.startswith(b"Event: ")]
+
+    def command(self, line):
+        """Writes one command line to linphone-daemon (ignored when it is gone)."""
+        try:
+            self.process.stdin.write(line.encode() + b"\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass
 
     def quit(self):
         """Asks linphone to quit (it un-REGISTERs), waits up to 5 s, then kills it."""
@@ -162,7 +171,16 @@ def main():
     agent = rouse_handler.connect()
     agent.register(arguments.name)
     voip = {}               # topic -> token, from the agent's credentials
-    state = {"phone": None, "calls": [], "give_up_at": None, "established": False}
+    # calls: the call ids reported for the running phone; later: those of pushes taken while it was closing (its
+    # un-REGISTER on the way: the proxy pushes again), started on a new phone once it quit.
+    # incoming, active: calls the running phone received, and those not yet released.
+    state = {"phone": None, "calls": [], "later": [], "give_up_at": None, "established": False, "closing_at": None,
+             "incoming": 0, "active": 0}
+
+    def start_for(topic):
+        state["phone"] = start(voip.get(topic), topic)
+        state.update(incoming=0, active=0)
+        state["give_up_at"] = time.monotonic() + arguments.call_timeout
 
     def take(event):
         """One message from the agent."""
@@ -171,13 +189,15 @@ def main():
             call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
             if event.get("mustReport"):
                 agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
-            state["calls"].append(call)
             log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
                 mustReport=bool(event.get("mustReport")))
             if state["phone"] is None:
-                topic = event.get("topic") or ""
-                state["phone"] = start(voip.get(topic), topic)
-            state["give_up_at"] = time.monotonic() + arguments.call_timeout
+                state["calls"].append(call)
+                start_for(event.get("topic") or "")
+            elif state["closing_at"] is not None:
+                state["later"].append((call, event.get("topic") or ""))
+            else:
+                state["calls"].append(call)
         elif event["type"] == "credentials" and str(event.get("topic", "")).endswith(".voip"):
             voip[event["topic"]] = event.get("token")
         elif event["type"] == "registered":
@@ -199,8 +219,8 @@ def main():
     while True:
         phone = state["phone"]
         waiting = [agent] + ([phone] if phone else [])
-        give_up_at = state["give_up_at"]
-        timeout = None if give_up_at is None else max(0, give_up_at - time.monotonic())
+        deadlines = [d for d in (state["give_up_at"], state["closing_at"]) if d is not None]
+        timeout = None if not deadlines else max(0, min(deadlines) - time.monotonic())
         readable, _, _ = select.select(waiting, [], [], timeout)
         finished = False
         if agent in readable and not drain():
@@ -211,25 +231,44 @@ def main():
                 finished = True
             for call_state in events or []:
                 log(call_state)
+                if call_state == "LinphoneCallIncomingReceived":
+                    state["incoming"] += 1
+                    state["active"] += 1
+                    state["closing_at"] = None
+                    if state["incoming"] > len(state["calls"]):
+                        log("nextCallOnPhone")     # the caller's next INVITE reached it before its un-REGISTER
                 if call_state in ("LinphoneCallConnected", "LinphoneCallStreamsRunning"):
                     state["established"] = True
                     state["give_up_at"] = None
                 if call_state in ("LinphoneCallReleased", "LinphoneCallError"):
-                    finished = True
-        give_up_at = state["give_up_at"]
-        if give_up_at is not None and time.monotonic() >= give_up_at and not state["established"]:
+                    state["active"] = max(0, state["active"] - 1)
+                if call_state in ("LinphoneCallReleased", "LinphoneCallError") and state["active"] == 0 \
+                        and state["closing_at"] is None:
+                    # Un-REGISTER first, quit a moment later: an INVITE that comes meanwhile is answered by this
+                    # phone; one after the un-REGISTER is a new push (taken below, on a new phone).
+                    phone.command("unregister ALL")
+                    state["closing_at"] = time.monotonic() + CLOSING_SECONDS
+        now = time.monotonic()
+        if state["give_up_at"] is not None and now >= state["give_up_at"] and not state["established"]:
             log("gaveUp")
+            finished = True
+        if state["closing_at"] is not None and now >= state["closing_at"]:
             finished = True
         if finished:
             if state["phone"] is not None:
-                state["phone"].quit()                        # un-REGISTERs, then exits
+                state["phone"].quit()                        # un-REGISTERs (if not yet), then exits
                 log("linphoneQuit")
             for call in state["calls"]:
                 agent.call_ended(call)                       # only now: nothing open => frozen soon
                 log("callEnded", call=call)
-            state.update(phone=None, calls=[], give_up_at=None, established=False)
-            # The proxy's next INVITE may have come while linphone was quitting: its push was delivered to this
-            # process (not "mustReport": a call was still active). Take it rather than exit with it unanswered.
+            later = state["later"]
+            state.update(phone=None, calls=[], later=[], give_up_at=None, established=False, closing_at=None,
+                         incoming=0, active=0)
+            for call, topic in later:
+                state["calls"].append(call)
+                if state["phone"] is None:
+                    start_for(topic)
+            # A push delivered while linphone was quitting: take it rather than exit with it unanswered.
             if not drain() or state["phone"] is None:
                 break
             log("nextCall")
