@@ -31,6 +31,7 @@ packages=(
     kamailio             # SIP registrar/proxy of the SIP end-to-end test, rouse-bench sip and the demo (deploy/sip)
     kamailio-utils-modules  # http_client: Kamailio sends its VoIP push through rouse-pushd (deploy/sip, issue 30)
     baresip-core         # the headless softphone woken by a push (not `baresip`: it recommends a desktop stack)
+    linphone-cli         # linphone-daemon: the RFC 8599 softphone (its REGISTER carries the push token; deploy/sip)
     sip-tester           # SIPp, the caller
     pulseaudio           # the headless audio server of AgentAudioServerTests (a call mutes, a ducker lowers)
     pulseaudio-utils     # pactl (the activation hook deploy/hooks/pactl-roles.sh, the tests) and pacat (a stream)

@@ -234,10 +234,11 @@ package struct SIPLab: Sendable {
     }
 
     /// `count` calls from SIPp to the softphone, one at a time, started `period` apart (or as soon as the previous
-    /// one ended), each held `hold` after its 200 OK; the INVITE → 200 OK time of each answered call.
-    package func calls(_ tag: String, count: Int, period: Duration, hold: Duration = .milliseconds(200))
-        async throws -> SIPCallRun
-    {
+    /// one ended), each held `hold` after its 200 OK; the INVITE → 200 OK time of each answered call. `callee`: the
+    /// AOR user called (default: baresip's ``user``).
+    package func calls(
+        _ tag: String, count: Int, period: Duration, hold: Duration = .milliseconds(200), callee: String? = nil
+    ) async throws -> SIPCallRun {
         let log = "\(directory)/sipp-\(tag).log"
         let periodMs = max(
             1, Int(period.components.seconds * 1000 + period.components.attoseconds / 1_000_000_000_000_000))
@@ -245,7 +246,7 @@ package struct SIPLab: Sendable {
         let output = try await ChildProcess.run(
             Self.sipp,
             [
-                "-sf", files + "/sipp-uac.xml", "-s", user, "-i", "127.0.0.1", "-p", "\(callerPort)",
+                "-sf", files + "/sipp-uac.xml", "-s", callee ?? user, "-i", "127.0.0.1", "-p", "\(callerPort)",
                 "-m", "\(count)", "-l", "1", "-r", "1", "-rp", "\(periodMs)", "-d", "\(holdMs)", "-trace_logs",
                 "-log_file", log, "-recv_timeout", "20000", "-timeout", "\(count * (periodMs / 1000 + 25))",
                 "-nostdin", "127.0.0.1:\(proxyPort)",

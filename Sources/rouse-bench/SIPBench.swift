@@ -14,12 +14,14 @@ import RouseSIPLab
 /// - S2: baresip registered over TCP through its handler (deploy/sip/rouse-sip-bridge.py), which gave the agent the
 ///   connection as its watched VoIP socket; frozen between calls, woken by each INVITE on it (`SIPBench+S2.swift`),
 ///   then the agent's idle wake-ups while it holds the frozen registered phone;
+/// - the RFC 8599 variant: S0 and S1 with liblinphone (linphone-daemon) as the softphone, the proxy learning its push
+///   token from its REGISTER's Contact parameters (`SIPBench+Linphone.swift`);
 /// - S1 once more with the push sent through `rouse-pushd` (Kamailio's http_client) instead of one-shot `rouse send`.
 /// The gateway, agent, `rouse` are this build's siblings; the calls alternate in rounds (S0 batch, S1 batch) so
 /// that load on the machine falls on both.
 enum SIPBench {
     static let usage =
-        "usage: rouse-bench sip [--calls N] [--rounds N] [--period-ms N] [--idle-seconds N] [--no-s2] [--no-pushd] [--json]"
+        "usage: rouse-bench sip [--calls N] [--rounds N] [--period-ms N] [--idle-seconds N] [--no-s2] [--no-pushd] [--no-linphone] [--json]"
 
     struct Options {
         var calls = 20
@@ -28,6 +30,7 @@ enum SIPBench {
         var idleSeconds = 60
         var s2 = true
         var pushd = true
+        var linphone = true
         var json = false
     }
 
@@ -54,6 +57,7 @@ enum SIPBench {
                 }
             case "--no-s2": options.s2 = false
             case "--no-pushd": options.pushd = false
+            case "--no-linphone": options.linphone = false
             case "--json": options.json = true
             default: throw GatewayBench.BenchError(description: usage)
             }
@@ -90,6 +94,12 @@ enum SIPBench {
         try Data(
             Self.socketWokenHandlerFile(lab: lab, clients: root + "/clients", log: directory + "/s2.jsonl").utf8
         ).write(to: URL(fileURLWithPath: directory + "/handlers/phone-s2.toml"))
+        let linphone = options.linphone ? try lab.linphonePhone() : nil
+        if let linphone {
+            let file = Self.linphoneHandlerFile(
+                phone: linphone, clients: root + "/clients", log: directory + "/linphone.jsonl")
+            try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/phone-linphone.toml"))
+        }
         let socket = directory + "/agent.sock"
         let agent = try ChildProcess.start(
             try GatewayBench.sibling("rouse-agent"),
@@ -114,7 +124,10 @@ enum SIPBench {
         }
         try await SIPLab.until("the agent's channel open and both VoIP tokens", timeout: .seconds(30)) {
             let current = try? await status()
-            return current?.channel == "open" && topics.values.allSatisfy { current?.tokens?[$0 + ".voip"] != nil }
+            return current?.channel == "open"
+                && (Array(topics.values) + (linphone == nil ? [] : [Self.linphoneTopic])).allSatisfy {
+                    current?.tokens?[$0 + ".voip"] != nil
+                }
         }
         let tokens = try await status()?.tokens ?? [:]
         var kamailio = try await lab.startKamailio(
@@ -183,6 +196,30 @@ enum SIPBench {
             json["s1-\(handler)"] = [
                 "p50": s1.quantile(0.5), "p95": s1.quantile(0.95), "max": times.max() ?? 0, "answered": times.count,
             ]
+        }
+        // The RFC 8599 variant: linphone, the token learnt from its REGISTER (no kamcmd upload).
+        if let linphone {
+            let runs = try await Self.linphone(
+                lab: lab, phone: linphone, token: tokens[Self.linphoneTopic + ".voip"] ?? "",
+                clients: root + "/clients", directory: directory, calls: options.calls, periodMs: options.periodMs)
+            failures += runs.awake.attempted - runs.awake.answeredMilliseconds.count
+            failures += runs.woken.attempted - runs.woken.answeredMilliseconds.count
+            report("S0 awake linphone (RFC 8599 REGISTER)", runs.awake.summary)
+            report(
+                "S1 push-woken linphone, python handler (token learnt from its REGISTER)", runs.woken.summary)
+            report(
+                "ratio S1 (linphone)/S0 (baresip), and /S0 (linphone)",
+                String(
+                    format: "p50 %.1f×, p95 %.1f×; p50 %.1f×, p95 %.1f×", runs.woken.quantile(0.5) / s0.quantile(0.5),
+                    runs.woken.quantile(0.95) / s0.quantile(0.95),
+                    runs.woken.quantile(0.5) / runs.awake.quantile(0.5),
+                    runs.woken.quantile(0.95) / runs.awake.quantile(0.95)))
+            for (name, run) in [("s0-linphone", runs.awake), ("s1-linphone", runs.woken)] {
+                json[name] = [
+                    "p50": run.quantile(0.5), "p95": run.quantile(0.95),
+                    "max": run.answeredMilliseconds.max() ?? 0, "answered": run.answeredMilliseconds.count,
+                ]
+            }
         }
         // S1 again (Python handler), the push through rouse-pushd: Kamailio restarted on the same recipe with
         // ROUSE_PUSHD defined (http_client to pushd's TCP listener instead of exec rouse send).
