@@ -33,8 +33,11 @@ extension Agent {
         let connection = ipc.open(fd: fd, peer: peer, launchedFor: launchedFor)
         Task {
             for await inbound in connection.inbound {
+                connection.took(inbound)
                 // A frame is off the connection's budget once handled (an upload's copy: once copied).
                 if self.handle(connection, inbound) { connection.handled() }
+                // The end of a run of frames: the transfer changes it made are saved once, then answered.
+                if connection.framesReady == 0 { self.transferRunEnded() }
             }
         }
         return connection

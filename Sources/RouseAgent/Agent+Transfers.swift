@@ -88,12 +88,22 @@ extension Agent {
         return true
     }
 
-    /// A transfer request, an upload's body already in the spool (`copied`) when it came as a descriptor.
+    /// A transfer request, an upload's body already in the spool (`copied`) when it came as a descriptor. Its reply
+    /// is held (``TransferAcks``) while the book has changes not yet saved: one save per run of requests, then the
+    /// replies (``flushTransfers()``, from ``transferRunEnded()``).
     private func transferRequest(
         _ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>,
         copied: (path: String, size: Int64)?
     ) {
         let requestID = frame.requestID
+        transfers.handlingRequest = true
+        defer {
+            transfers.handlingRequest = false
+            scheduleTransferFlush()
+        }
+        func reply(_ message: AgentEvent, after: (() -> Void)? = nil) {
+            acknowledge(HeldTransferReply(connection: connection, message: message, requestID: requestID, after: after))
+        }
         do throws(TransferRefusal) {
             switch frame.message {
             case .transferSession(let request):
@@ -102,28 +112,29 @@ extension Agent {
                     try book.openSession(handler: name, session: session)
                 }
                 let tasks = transfers.book.tasks(of: name, session: session).map { Self.event($0) }
-                connection.send(.transferSessionReply(.init(session: session, tasks: tasks)), requestID: requestID)
-                // Results still owed go now (reattaching after a relaunch), files with them.
-                for record in transfers.book.tasks(of: name, session: session) where record.state.isTerminal {
-                    perform(transfers: [.notify(record)])
+                reply(.transferSessionReply(.init(session: session, tasks: tasks))) {
+                    // Results still owed go now (reattaching after a relaunch), files with them.
+                    for record in self.transfers.book.tasks(of: name, session: session) where record.state.isTerminal {
+                        self.perform(transfers: [.notify(record)])
+                    }
                 }
             case .addTransfer(let request):
                 let record = try addTransfer(name, request, copied: copied)
-                connection.send(.transferTask(Self.event(record)), requestID: requestID)
+                reply(.transferTask(Self.event(record)))
             case .cancelTransfer(let request):
                 let actions = try transfers.step { (book: inout TransferBook) throws(TransferRefusal) in
                     try book.cancel(handler: name, id: request.taskID ?? -1)
                 }
                 perform(transfers: actions)
                 if case .notify(let record) = actions.first(where: { if case .notify = $0 { true } else { false } }) {
-                    connection.send(.transferTask(Self.event(record)), requestID: requestID)
+                    reply(.transferTask(Self.event(record)))
                 } else {
-                    connection.send(.ok(.init()), requestID: requestID)
+                    reply(.ok(.init()))
                 }
             case .transfersHandled(let request):
                 let now = now
                 apply(name, handlers.step(name) { $0.transfersHandled(session: request.session ?? "", now: now) })
-                connection.send(.ok(.init()), requestID: requestID)
+                reply(.ok(.init()))
             case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
                 .transfers, .fetchComplete, .protectedFile, .unknown:
@@ -135,9 +146,65 @@ extension Agent {
             transfers.count("refused-\(error.code)")
             logger.notice(
                 "transfer request refused", metadata: ["handler": "\(name)", "error": "\(error.code)"])
-            connection.sendError(error.code, error.detail, requestID: requestID)
+            reply(.error(.init(code: error.code, detail: error.detail)))
         }
-        saveTransfers()
+    }
+
+    /// Sends `reply` now when nothing is held and nothing is left to save; holds it otherwise (in order after the
+    /// replies held before it).
+    private func acknowledge(_ reply: HeldTransferReply) {
+        guard transfers.acks.isEmpty, transfers.recordsToSave() == nil else {
+            transfers.acks.hold(reply)
+            return
+        }
+        reply.connection.send(reply.message, requestID: reply.requestID)
+        reply.after?()
+    }
+
+    /// After a request: the flush now when ``TransferAcks/limit`` replies are held, else owed at the end of the run
+    /// (``transferRunEnded()``: a run of requests is saved once).
+    private func scheduleTransferFlush() {
+        if transfers.acks.isFull {
+            flushTransfers()
+        } else if !transfers.acks.isEmpty || transfers.recordsToSave() != nil {
+            transfers.acks.owe()
+        }
+    }
+
+    /// A connection has no more frames ready (or an upload's copy ended): the flush owed, if any.
+    func transferRunEnded() {
+        if transfers.acks.owed { flushTransfers() }
+    }
+
+    /// Saves the tasks when more than their progress changed (one re-sealed state file, counted as `state-saves`),
+    /// then sends the replies held for that save: errors (`stateNotSaved`) instead when it failed.
+    func flushTransfers() {
+        var failure: String?
+        if let records = transfers.recordsToSave() {
+            do {
+                try durable.setTransfers(records)
+                transfers.saved(records)
+            } catch {
+                failure = "\(error)"
+                transfers.count("state-save-failures")
+                logger.error("transfers not saved", metadata: ["error": "\(error)"])
+            }
+        }
+        for reply in transfers.acks.take() {
+            guard let failure else {
+                reply.connection.send(reply.message, requestID: reply.requestID)
+                reply.after?()
+                continue
+            }
+            if case .error = reply.message {
+                reply.connection.send(reply.message, requestID: reply.requestID)
+            } else {
+                reply.connection.sendError(
+                    "stateNotSaved",
+                    "the agent could not save its transfers (\(failure)): the request took effect but would not "
+                        + "survive an agent restart", requestID: reply.requestID)
+            }
+        }
     }
 
     /// An upload's body from the descriptor a handler passed, copied into the spool on the handler's thread of
@@ -161,6 +228,7 @@ extension Agent {
             switch copied {
             case .success(let size) where handlers.connection(of: name) === connection:
                 transferRequest(name, connection, frame, copied: (path, size))
+                transferRunEnded()  // not part of a run of the connection's frames
             case .success(let size):
                 _ = try? Sys.remove(path)  // the handler went away meanwhile: nobody to answer
                 account.release(size)
@@ -306,7 +374,10 @@ extension Agent {
 
     // MARK: Actions
 
+    /// Performs the actions of a step, then saves (a request's step: its flush saves, ``transferRequest``). Replies
+    /// held go first: nothing this step sends overtakes them.
     func perform(transfers actions: [TransferAction]) {
+        if !transfers.handlingRequest, !transfers.acks.isEmpty { flushTransfers() }
         for action in actions {
             switch action {
             case .start(let record): startJob(record)
@@ -334,7 +405,7 @@ extension Agent {
                 logger.notice("\(text)", metadata: metadata)
             }
         }
-        saveTransfers()
+        if !transfers.handlingRequest { flushTransfers() }
     }
 
     /// The session's results still held, then `transferSessionDone` (once).
@@ -469,12 +540,6 @@ extension Agent {
         default: code = "transport"
         }
         return .failure(code: code, detail: "\(error)", bytes: bytes, validator: validator)
-    }
-
-    /// Persists the tasks when more than their progress changed.
-    private func saveTransfers() {
-        guard let records = transfers.recordsToSave() else { return }
-        durable.setTransfers(records)
     }
 
     static func event(_ record: TransferRecord) -> AgentEvent.TransferTask {

@@ -4,7 +4,7 @@ import RouseAgentCore
 /// What the agent keeps across restarts (``AgentState`` in its ``AgentStateStore``), saved after every change:
 /// the gateway link's enrollment and tokens, the pushes already handed over, each handler's strikes, the processes to
 /// re-attach to, the background transfers. Each part reads and writes its own section through the methods here; a
-/// save that fails is logged and the agent runs on.
+/// save that fails is logged and the agent runs on (the transfers' save throws: its caller answers with errors).
 final class DurableState {
     private let store: any AgentStateStore
     private let logger: Logger
@@ -109,9 +109,10 @@ final class DurableState {
     /// The background-transfer tasks not yet handed back.
     var transfers: [TransferRecord] { state.transfers ?? [] }
 
-    /// Keeps `records` as the transfer tasks.
-    func setTransfers(_ records: [TransferRecord]) {
+    /// Keeps `records` as the transfer tasks: throws when they could not be saved (the caller answers the requests
+    /// that changed them with an error, not an acknowledgement).
+    func setTransfers(_ records: [TransferRecord]) throws {
         state.transfers = records
-        save()
+        try store.save(state)
     }
 }

@@ -49,6 +49,8 @@ final class IPCConnection: Sendable {
     private let queued = Mutex((frames: 0, descriptors: 0, waiting: false))
     /// Signalled when the reader may go on.
     private let room = DispatchSemaphore(value: 0)
+    /// Frames yielded that the agent has not taken from ``inbound`` yet.
+    private let ready = Mutex(0)
 
     /// Most frames the reader queues for the agent before it stops reading.
     static let inboundFrames = 16
@@ -74,6 +76,17 @@ final class IPCConnection: Sendable {
         }
         if wake { room.signal() }
     }
+
+    /// The agent took `inbound` from ``inbound``.
+    func took(_ inbound: Inbound) {
+        switch inbound {
+        case .message, .messageWithDescriptor: ready.withLock { $0 -= 1 }
+        case .malformed, .closed: break
+        }
+    }
+
+    /// Frames the reader yielded that the agent has not taken yet: 0 when it has handled the run the peer wrote.
+    var framesReady: Int { ready.withLock { $0 } }
 
     /// One more descriptor of this peer's is on the connection's budget: yielded to the agent (counted by the
     /// reader) or queued to be closed.
@@ -118,6 +131,7 @@ final class IPCConnection: Sendable {
             meter.count(\.inboundFull)
             room.wait()
         }
+        ready.withLock { $0 += 1 }
         continuation.yield(inbound)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAgentCore
+import RouseWire
 
 /// Background transfers' state: the rules (``TransferBook``), the libcurl jobs running, the spool accounts, the
 /// sessions whose results a handler is owed, the rule counters. Owned by the ``Agent`` and touched only on its
@@ -22,6 +23,11 @@ final class Transfers {
     private var savedShape: [TransferRecord] = []
     /// Rule events by metric name (`rouse agent transfers` shows them).
     private(set) var metrics: [String: Int] = [:]
+    /// The replies to transfer requests waiting for the book to be saved.
+    var acks = TransferAcks<HeldTransferReply>()
+    /// Set while a handler's transfer request is handled: its changes are saved by the flush after the run of
+    /// requests, not by each step.
+    var handlingRequest = false
 
     /// No transfers yet.
     init() {}
@@ -99,12 +105,15 @@ final class Transfers {
 
     // MARK: Saving
 
-    /// The tasks to persist when more than their progress changed since the last save (then counted as saved).
+    /// The tasks to persist when more than their progress changed since the last save (nil: nothing to save).
     func recordsToSave() -> [TransferRecord]? {
-        let shape = Self.shape(book.records)
-        guard shape != savedShape else { return nil }
-        savedShape = shape
-        return book.records
+        Self.shape(book.records) == savedShape ? nil : book.records
+    }
+
+    /// `records` (from ``recordsToSave()``) are saved (counted as `state-saves`).
+    func saved(_ records: [TransferRecord]) {
+        savedShape = Self.shape(records)
+        count("state-saves")
     }
 
     private static func shape(_ records: [TransferRecord]) -> [TransferRecord] {
@@ -114,4 +123,13 @@ final class Transfers {
             return record
         }
     }
+}
+
+/// A reply to a handler's transfer request, held until the book is saved (``TransferAcks``).
+struct HeldTransferReply {
+    let connection: IPCConnection
+    let message: AgentEvent
+    let requestID: Int?
+    /// What follows the reply once sent (a reattached session's results still owed).
+    let after: (() -> Void)?
 }

@@ -144,7 +144,8 @@ final class AgentHarness: Sendable {
 
     init(
         handlers: (String) throws -> [HandlerConfiguration],
-        configure: (_ directory: String, inout AgentConfiguration) throws -> Void = { _, _ in }
+        configure: (_ directory: String, inout AgentConfiguration) throws -> Void = { _, _ in },
+        store: (_ path: String) -> any AgentStateStore = { JSONFileAgentStateStore(path: $0) }
     ) async throws {
         guard let scope = TestScope.current else {
             throw FixtureError(
@@ -174,7 +175,7 @@ final class AgentHarness: Sendable {
         let clock = configuration.clock as? ManualClock
         self.clock = clock
         let agent = try Agent(
-            configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
+            configuration: configuration, store: store(directory + "/state.json"),
             logger: logger)
         self.agent = agent
         let directory = directory

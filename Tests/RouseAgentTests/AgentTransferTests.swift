@@ -82,7 +82,8 @@ extension AgentHarness {
     static func transferHarness(
         _ name: String = "fetcher", extra: [String] = [], limits: TransferBook.Limits = TransferBook.Limits(),
         suspendAfter: Duration = .seconds(120), allowPrivateDestinations: Bool = true,
-        capture: @escaping (AgentConfiguration) -> Void = { _ in }
+        capture: @escaping (AgentConfiguration) -> Void = { _ in },
+        store: (_ path: String) -> any AgentStateStore = { JSONFileAgentStateStore(path: $0) }
     ) async throws -> AgentHarness {
         try await AgentHarness(
             handlers: { directory in
@@ -103,7 +104,7 @@ extension AgentHarness {
                 configuration.transferCAFile = Repository.cert("ca.pem")
                 configuration.transferLimits = limits
                 capture(configuration)
-            })
+            }, store: store)
     }
 
     /// The admin `transfers` document.
