@@ -77,6 +77,8 @@ public struct AgentStatus: Codable, Sendable {
     public var ipc: IPCCounters? = nil
     /// The user's session: lock, power (nil without session integration; docs/agent.md, "Session integration").
     public var session: SessionStatus? = nil
+    /// Notifications shown and local ones pending (nil without a notification bus and none pending).
+    public var notifications: NotificationStatus? = nil
 }
 
 extension Agent {
@@ -108,6 +110,7 @@ extension Agent {
             tokens: durable.tokens, ipc: ipcCounters)
         status.voipSockets = voipSocketCounters
         status.session = sessionStatus
+        status.notifications = notificationStatus
         return status
     }
 
