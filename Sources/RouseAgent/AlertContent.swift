@@ -5,19 +5,19 @@ import RouseDBus
 /// alert's title, subtitle and body (a string alert is the body), the sound, the thread and the interruption level.
 /// Localized forms (`title-loc-key`, `loc-key`, with their `-args`) have no localization tables here: the key is
 /// used as the format, its `%@` and `%n$@` replaced by the arguments, when the plain member is absent.
-struct AlertContent: Equatable {
+package struct AlertContent: Equatable {
     /// Longest text kept of each field (a notification bubble shows far less; the payload is at most 4 KiB anyway).
     static let fieldLimit = 1024
 
-    var title = ""
-    var subtitle = ""
-    var body = ""
-    var sound: String?
-    var threadID: String?
-    var interruptionLevel = "active"
+    package var title = ""
+    package var subtitle = ""
+    package var body = ""
+    package var sound: String?
+    package var threadID: String?
+    package var interruptionLevel = "active"
 
     /// Reads the base64 `payload`; nil when it is not JSON with an `aps.alert` (nothing to show).
-    init?(payload: String) {
+    package init?(payload: String) {
         guard let data = Data(base64Encoded: payload),
             let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let aps = root["aps"] as? [String: Any], let alert = aps["alert"]
@@ -44,7 +44,7 @@ struct AlertContent: Equatable {
     }
 
     /// Content given field by field (a local notification).
-    init(
+    package init(
         title: String, subtitle: String, body: String, sound: String?, threadID: String?, interruptionLevel: String
     ) {
         self.title = title
@@ -57,7 +57,7 @@ struct AlertContent: Equatable {
 
     /// The `urgency` hint: passive → low, active → normal, time-sensitive and critical → critical (the
     /// freedesktop servers keep critical ones until dismissed, as iOS breaks through focus for them).
-    var urgency: Notifications.Urgency {
+    package var urgency: Notifications.Urgency {
         switch interruptionLevel {
         case "passive": .low
         case "time-sensitive", "critical": .critical
@@ -67,7 +67,7 @@ struct AlertContent: Equatable {
 
     /// The notification to show for `appName` (the handler), replacing `replacesID` (0: none). The freedesktop
     /// protocol has no subtitle: it leads the body on a line of its own.
-    func notification(appName: String, replacesID: UInt32) -> Notifications.Notification {
+    package func notification(appName: String, replacesID: UInt32) -> Notifications.Notification {
         let text = subtitle.isEmpty ? body : subtitle + "\n" + body
         var notification = Notifications.Notification(
             appName: appName, summary: title.isEmpty ? appName : title, body: text)
@@ -81,7 +81,7 @@ struct AlertContent: Equatable {
 
     /// APNs names a sound file of the app's bundle (`ring.caf`) or `default`; the freedesktop hint is a sound-theme
     /// name: `default` becomes `message-new-instant`, a file name loses its extension.
-    static func soundName(_ name: String) -> String {
+    package static func soundName(_ name: String) -> String {
         if name == "default" { return "message-new-instant" }
         let base = (name as NSString).deletingPathExtension
         return String((base.isEmpty ? name : base).prefix(128))
@@ -97,7 +97,7 @@ struct AlertContent: Equatable {
     }
 
     /// `format` with `%@` taking the arguments in turn and `%n$@` the n-th; `%%` is a percent sign.
-    static func format(_ format: String, _ arguments: [String]) -> String {
+    package static func format(_ format: String, _ arguments: [String]) -> String {
         var result = ""
         var next = 0
         var characters = Array(format)[...]
