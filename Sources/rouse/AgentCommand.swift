@@ -86,6 +86,13 @@ struct AgentCommand: AsyncParsableCommand {
                         + "\((session["expensive"] as? Bool) == true ? "yes" : "no")  held pushes: \(session["heldPushes"] ?? 0)"
                 )
             }
+            if let notifications = object["notifications"] as? [String: Any] {
+                let server = (notifications["serverFollowed"] as? Bool) == true ? "followed" : "-"
+                print(
+                    "notifications: server \(server)  shown: \(notifications["shown"] ?? 0)  pending local: "
+                        + "\(notifications["pendingLocal"] ?? 0)  forgotten over limit: "
+                        + "\(notifications["forgottenOverLimit"] ?? 0)  fallbacks: \(notifications["fallbacks"] ?? 0)")
+            }
             for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
                 var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
                 line += " strikes=\(handler["strikes"] ?? 0)"

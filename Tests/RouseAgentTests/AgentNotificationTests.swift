@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RouseAgent
 import RouseAgentClient
+import RouseChildProcess
 import RouseClock
 import RouseDBus
 import RouseHTTP2
@@ -157,7 +158,11 @@ struct AgentNotificationTests {
                         // The test process registers as the handler itself: its executable is the handler's.
                         name: "clock", topic: "com.example.clock",
                         command: [try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")],
-                        pushTypes: ["alert"], allowRoot: true, rules: HandlerRules())
+                        pushTypes: ["alert"], allowRoot: true, rules: HandlerRules()),
+                    // The Python client's test runs python3 as this handler.
+                    HandlerConfiguration(
+                        name: "py", topic: "com.example.py", command: ["/usr/bin/python3"], pushTypes: ["alert"],
+                        allowRoot: true, rules: HandlerRules()),
                 ])
             configuration.assumeReachable = true
             configuration.clock = clock
@@ -286,5 +291,42 @@ struct AgentNotificationTests {
         #expect(calls[0][1] == .uint32(0))
         #expect(calls[1][1] == .uint32(1))
         #expect(try await client.pendingNotifications().map(\.identifier) == ["water"])
+    }
+
+    /// The Python client library's calls (clients/python/rouse_handler.py), then the agent shows what it scheduled.
+    @Test func thePythonClientSchedulesListsAndCancels() async throws {
+        try ChildProcess.require("/usr/bin/python3")
+        let (lab, control) = try await Self.lab()
+        let rig = try Self.rig(lab)
+        _ = try await rig.agent()
+        let script = """
+            import sys
+            sys.path.insert(0, sys.argv[1])
+            import rouse_handler
+            agent = rouse_handler.connect(sys.argv[2])
+            agent.register("py")
+            while (event := agent.next_event(timeout=10)) is not None and event["type"] != "registered":
+                pass
+            print(rouse_handler.schedule_notification(agent, "tea", title="Tea", body="Ready", after_seconds=90)["fireAt"])
+            print(",".join(n["identifier"] for n in agent.pending_notifications()))
+            try:
+                for i in range(64):
+                    agent.schedule_notification("n%d" % i, body="later", after_seconds=3600)
+            except rouse_handler.AgentError as error:
+                print(error.code)
+            print(agent.cancel_notifications(["n%d" % i for i in range(64)]))
+            print(",".join(n["identifier"] for n in agent.pending_notifications()))
+            """
+        let run = try await ChildProcess.run(
+            "/usr/bin/python3", ["-c", script, Repository.root + "/clients/python", rig.directory + "/agent.sock"],
+            timeout: .seconds(60))
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines == ["\(rig.clock.wallMilliseconds + 90_000)", "tea", "tooManyPending", "63", "tea"])
+        rig.clock.advance(by: .seconds(90))
+        try await eventually("shown") { try await Self.notifyCalls(control).count == 1 }
+        let shown = try await Self.notifyCalls(control)[0]
+        #expect(shown[0] == .string("py"))
+        #expect(shown[3] == .string("Tea"))
     }
 }
