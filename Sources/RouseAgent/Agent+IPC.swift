@@ -170,6 +170,7 @@ extension Agent {
             activations.flushOutbox(name)
             voipRegistered(name, connection)
             apply(name, handlers.step(name) { $0.registered(now: now) })
+            flushNotificationResponses(name)
             transfersRegistered(name)
             sendFetch(name)
         case .status:
@@ -217,7 +218,7 @@ extension Agent {
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
             .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete,
             .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone,
-            .protectedFile, .unknown:
+            .protectedFile, .scheduleNotification, .listNotifications, .cancelNotifications, .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -340,6 +341,12 @@ extension Agent {
             handleVoIP(name, connection, frame, descriptor: nil)
         case .protectedFile(let request):
             protectedFile(name, connection, request, requestID: requestID)
+        case .scheduleNotification(let request):
+            scheduleNotification(name, connection, request, requestID: requestID)
+        case .listNotifications:
+            listNotifications(name, connection, requestID: requestID)
+        case .cancelNotifications(let request):
+            cancelNotifications(name, connection, request, requestID: requestID)
         case .register, .sessions, .routeChanged, .reregister, .userControl, .rotateKey, .transfers, .unknown:
             // A second register and the admin requests are not a handler's (version 1 answers them so too).
             connection.sendError(

@@ -137,7 +137,8 @@ extension Agent {
                 reply(.ok(.init()))
             case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
-                .transfers, .fetchComplete, .protectedFile, .unknown:
+                .transfers, .fetchComplete, .protectedFile, .scheduleNotification, .listNotifications,
+                .cancelNotifications, .unknown:
                 return  // not a transfer request: Agent+IPC dispatches these
             case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
                 return  // not a transfer request: Agent+IPC dispatches these

@@ -88,6 +88,7 @@ extension Agent {
             .preserve, .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled,
             .fetchComplete,
             .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .protectedFile,
+            .scheduleNotification, .listNotifications, .cancelNotifications,
             .unknown:
             connection.sendError("unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }

@@ -55,6 +55,8 @@ public actor Agent: Service {
     let keepAlives: KeepAlives
     /// The user's session (lock state, pushes waiting for the first unlock): see `Agent+Session.swift`.
     let session: SessionLink
+    /// The desktop's notifications (alert pushes shown, local notifications): see `Agent+Notifications.swift`.
+    let notifications: NotificationLink
     /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
     let blocking = BlockingWork()
     /// Upload copies from descriptors handlers passed, off the executor (pools of their own, one thread per handler:
@@ -90,6 +92,7 @@ public actor Agent: Service {
         self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
         self.keepAlives = KeepAlives(timer: time.timer())
         self.session = SessionLink(timer: time.timer())
+        self.notifications = NotificationLink(timer: time.timer(), book: durable.localNotifications)
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
         self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
@@ -146,6 +149,7 @@ public actor Agent: Service {
         restoreAgentState()
         // logind is asked off the start path (a slow bus must not hold the socket back); pushes wait meanwhile.
         background.append(Task { await self.startSession() })
+        startNotifications()
         // The per-user agent's socket is its user's alone (admin and handlers are that user).
         listener = try AgentError.wrapping(
             try Sys.listen(
@@ -195,6 +199,7 @@ public actor Agent: Service {
         fetches.timer.cancel()
         stopVoIP()
         await stopSession()
+        await stopNotifications()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed. Real time,
         // not the agent's clock: this waits for the kernel, and a test's manual clock would never let it end.
         for _ in 0..<50 where !handlers.processes.isEmpty {
@@ -222,6 +227,7 @@ public actor Agent: Service {
             await link.channel?.ack(push.id)
             return
         }
+        if await showsAlert(push, handler: name) { return }
         logger.info(
             "push received", metadata: ["push-id": "\(push.id)", "handler": "\(name)", "type": "\(push.pushType)"])
         let now = now

@@ -82,6 +82,8 @@ public struct AgentStatus: Codable, Sendable {
     public var ipc: IPCCounters? = nil
     /// The user's session: lock, power (nil without session integration; docs/agent.md, "Session integration").
     public var session: SessionStatus? = nil
+    /// Notifications shown and local ones pending (nil without a notification bus and none pending).
+    public var notifications: NotificationStatus? = nil
 }
 
 extension Agent {
@@ -115,6 +117,7 @@ extension Agent {
         status.limitsNote = control.limitsNote
         status.voipSockets = voipSocketCounters
         status.session = sessionStatus
+        status.notifications = notificationStatus
         return status
     }
 

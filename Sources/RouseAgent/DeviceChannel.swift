@@ -263,6 +263,6 @@ extension AgentPush {
     init(_ push: ChannelRecord.Push) {
         self.init(
             id: push.id, pushType: push.pushType ?? "alert", topic: push.topic, payload: push.payload,
-            apnsID: push.apnsID, expiration: push.expiration, receivedAt: push.receivedAt)
+            apnsID: push.apnsID, expiration: push.expiration, receivedAt: push.receivedAt, collapseID: push.collapseID)
     }
 }

@@ -115,4 +115,16 @@ final class DurableState {
         state.transfers = records
         try store.save(state)
     }
+
+    // MARK: Notifications'
+
+    /// The handlers' pending local notifications.
+    var localNotifications: LocalNotificationBook { state.localNotifications ?? LocalNotificationBook() }
+
+    /// Keeps `book` as the pending local notifications.
+    func setLocalNotifications(_ book: LocalNotificationBook) {
+        guard state.localNotifications != book else { return }
+        state.localNotifications = book
+        save()
+    }
 }

@@ -17,6 +17,9 @@ public struct SessionIntegration: Sendable {
     /// At most this many pushes wait for the first unlock; more are left unacknowledged, for the gateway to offer
     /// again on the next connection.
     public var maximumHeldPushes = 256
+    /// The notification server's bus (docs/agent.md, "Notifications"): the session bus in per-user mode, a configured
+    /// one in system mode; nil: alert pushes go to their handler, no local notification is shown.
+    public var notificationBus: DBusBus?
 
     /// Session integration on `systemBus`, following `uid`'s session.
     public init(systemBus: DBusBus = .system, uid: UInt32?) {

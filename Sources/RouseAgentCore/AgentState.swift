@@ -17,6 +17,8 @@ public struct AgentState: Codable, Sendable, Equatable {
     public var processes: [String: HandlerIdentity]?
     /// Background-transfer tasks not yet handed back. Absent in state written by older agents.
     public var transfers: [TransferRecord]?
+    /// Local notifications the handlers scheduled, not yet fired. Absent in state written by older agents.
+    public var localNotifications: LocalNotificationBook?
 
     /// Empty state.
     public init() {}

@@ -16,11 +16,13 @@ public struct AgentPush: Sendable, Equatable, Codable {
     public var expiration: Int64
     /// UNIX milliseconds when the gateway accepted it.
     public var receivedAt: Int64
+    /// `apns-collapse-id`: an alert shown with the same one replaces the one shown before (absent: none sent).
+    public var collapseID: String?
 
     /// A push.
     public init(
         id: String, pushType: String, topic: String, payload: String, apnsID: String, expiration: Int64,
-        receivedAt: Int64
+        receivedAt: Int64, collapseID: String? = nil
     ) {
         self.id = id
         self.pushType = pushType
@@ -29,6 +31,7 @@ public struct AgentPush: Sendable, Equatable, Codable {
         self.apnsID = apnsID
         self.expiration = expiration
         self.receivedAt = receivedAt
+        self.collapseID = collapseID
     }
 
     /// Whether this is a VoIP push.

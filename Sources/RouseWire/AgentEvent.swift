@@ -49,6 +49,10 @@ public enum AgentEvent: IPCMessage {
     case protectedData(ProtectedData)
     /// Answer to `protectedFile`.
     case protectedFileReply(ProtectedFileReply)
+    /// The user clicked a notification of the handler or chose one of its actions.
+    case notificationResponse(NotificationResponse)
+    /// Answer to `listNotifications` and `scheduleNotification`.
+    case notificationsReply(NotificationsReply)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -64,6 +68,7 @@ public enum AgentEvent: IPCMessage {
         case transferTask, transferSessionReply, transferSessionDone, fetch
         case voipSocket, voipSocketWake, voipSocketChanged, keepAlive
         case protectedData, protectedFileReply
+        case notificationResponse, notificationsReply
     }
 
     /// The `type` member.
@@ -95,6 +100,8 @@ public enum AgentEvent: IPCMessage {
         case .keepAlive: kind = .keepAlive
         case .protectedData: kind = .protectedData
         case .protectedFileReply: kind = .protectedFileReply
+        case .notificationResponse: kind = .notificationResponse
+        case .notificationsReply: kind = .notificationsReply
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -135,6 +142,8 @@ public enum AgentEvent: IPCMessage {
         case .keepAlive: self = .keepAlive(try KeepAlive(from: decoder))
         case .protectedData: self = .protectedData(try ProtectedData(from: decoder))
         case .protectedFileReply: self = .protectedFileReply(try ProtectedFileReply(from: decoder))
+        case .notificationResponse: self = .notificationResponse(try NotificationResponse(from: decoder))
+        case .notificationsReply: self = .notificationsReply(try NotificationsReply(from: decoder))
         }
     }
 
@@ -168,6 +177,8 @@ public enum AgentEvent: IPCMessage {
         case .keepAlive(let payload): try payload.encode(to: encoder)
         case .protectedData(let payload): try payload.encode(to: encoder)
         case .protectedFileReply(let payload): try payload.encode(to: encoder)
+        case .notificationResponse(let payload): try payload.encode(to: encoder)
+        case .notificationsReply(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

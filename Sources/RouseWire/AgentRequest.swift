@@ -51,6 +51,12 @@ public enum AgentRequest: IPCMessage {
     case keepAliveDone(KeepAliveDone)
     /// Write, read, re-class or remove a protected file; answered with `protectedFileReply`.
     case protectedFile(ProtectedFile)
+    /// Schedule a local notification; answered with `notificationsReply`.
+    case scheduleNotification(LocalNotification)
+    /// The pending local notifications; answered with `notificationsReply`.
+    case listNotifications(ListNotifications)
+    /// Cancel pending local notifications; answered with `ok`.
+    case cancelNotifications(CancelNotifications)
 
     // Admin → agent.
     /// The agent's status; answered with `statusReply`.
@@ -78,6 +84,7 @@ public enum AgentRequest: IPCMessage {
         case transferSession, addTransfer, cancelTransfer, transfersHandled, transfers, fetchComplete
         case addVoIPSocket, removeVoIPSocket, voipWakeHandled, setKeepAlive, clearKeepAlive, keepAliveDone
         case protectedFile
+        case scheduleNotification, listNotifications, cancelNotifications
     }
 
     /// The `type` member.
@@ -114,6 +121,9 @@ public enum AgentRequest: IPCMessage {
         case .clearKeepAlive: kind = .clearKeepAlive
         case .keepAliveDone: kind = .keepAliveDone
         case .protectedFile: kind = .protectedFile
+        case .scheduleNotification: kind = .scheduleNotification
+        case .listNotifications: kind = .listNotifications
+        case .cancelNotifications: kind = .cancelNotifications
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -159,6 +169,9 @@ public enum AgentRequest: IPCMessage {
         case .clearKeepAlive: self = .clearKeepAlive
         case .keepAliveDone: self = .keepAliveDone(try KeepAliveDone(from: decoder))
         case .protectedFile: self = .protectedFile(try ProtectedFile(from: decoder))
+        case .scheduleNotification: self = .scheduleNotification(try LocalNotification(from: decoder))
+        case .listNotifications: self = .listNotifications(try ListNotifications(from: decoder))
+        case .cancelNotifications: self = .cancelNotifications(try CancelNotifications(from: decoder))
         }
     }
 
@@ -192,6 +205,9 @@ public enum AgentRequest: IPCMessage {
         case .setKeepAlive(let payload): try payload.encode(to: encoder)
         case .keepAliveDone(let payload): try payload.encode(to: encoder)
         case .protectedFile(let payload): try payload.encode(to: encoder)
+        case .scheduleNotification(let payload): try payload.encode(to: encoder)
+        case .listNotifications(let payload): try payload.encode(to: encoder)
+        case .cancelNotifications(let payload): try payload.encode(to: encoder)
         case .status, .sessions, .rotateKey, .transfers, .clearKeepAlive, .unknown: break
         }
     }

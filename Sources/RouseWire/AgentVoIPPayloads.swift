@@ -149,7 +149,8 @@ extension AgentRequest {
         case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
             .preserve, .restoreReply, .transferSession, .cancelTransfer, .transfersHandled, .fetchComplete,
             .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone, .status, .sessions,
-            .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .protectedFile, .unknown:
+            .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .protectedFile, .scheduleNotification,
+            .listNotifications, .cancelNotifications, .unknown:
             false
         }
     }

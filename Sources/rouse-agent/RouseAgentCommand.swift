@@ -84,6 +84,12 @@ struct RouseAgentCommand: AsyncParsableCommand {
     var sessionIntegration: String?
     @Option(help: ArgumentHelp("The bus logind is on, as an address (tests).", visibility: .hidden))
     var systemBusAddress: String?
+    @Option(
+        help: ArgumentHelp(
+            "The notification server's bus, as an address (default: the session bus with --user; in system mode, "
+                + "none: alert pushes go to their handler).",
+            discussion: "docs/agent.md, \"Notifications\"."))
+    var notificationBusAddress: String?
     @Option(help: "Log level.") var logLevel = "info"
     @Flag(help: "Log one JSON object per line.") var json = false
 
@@ -163,6 +169,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
                 systemBus: systemBusAddress.map(DBusBus.address) ?? .system, uid: user ? Sys.uid : nil)
             integration.sessionID = configuration.sessionEnvironment["XDG_SESSION_ID"]
             integration.holdUntilFirstUnlock = user
+            integration.notificationBus = notificationBusAddress.map(DBusBus.address) ?? (user ? .session : nil)
             configuration.session = integration
         }
         configuration.reachabilityTarget = reachabilityTarget

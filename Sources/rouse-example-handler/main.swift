@@ -362,7 +362,12 @@ do {
             }
         case .protectedData(let event):
             emit("protectedData state=\(event.state.rawValue)")
-        case .statusReply, .sessionsReply, .ok, .transferSessionReply, .protectedFileReply, .unknown:
+        case .notificationResponse(let response):
+            emit(
+                "notificationResponse id=\(response.notificationID) source=\(response.source) action=\(response.action)"
+                    + " payload=\(response.payload ?? "")")
+        case .statusReply, .sessionsReply, .ok, .transferSessionReply, .protectedFileReply, .notificationsReply,
+            .unknown:
             emit("message type=\(message.type)")
         }
     }

@@ -89,6 +89,13 @@ struct AgentCommand: AsyncParsableCommand {
                         + ((session["lowPower"] as? Bool) == true ? "  fetch: waits (low battery)" : "")
                 )
             }
+            if let notifications = object["notifications"] as? [String: Any] {
+                let server = (notifications["serverFollowed"] as? Bool) == true ? "followed" : "-"
+                print(
+                    "notifications: server \(server)  shown: \(notifications["shown"] ?? 0)  pending local: "
+                        + "\(notifications["pendingLocal"] ?? 0)  forgotten over limit: "
+                        + "\(notifications["forgottenOverLimit"] ?? 0)  fallbacks: \(notifications["fallbacks"] ?? 0)")
+            }
             for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
                 var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
                 line += " strikes=\(handler["strikes"] ?? 0)"

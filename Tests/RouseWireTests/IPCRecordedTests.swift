@@ -157,6 +157,18 @@ struct IPCRecordedTests {
                 .protectedFile(.init(op: .write, name: "call-log", protection: "complete", data: "aGVsbG8=")),
                 requestID: 30)
         ),
+        (
+            #"{"afterSeconds":120,"body":"Ready","identifier":"tea","requestID":40,"type":"scheduleNotification","v":1}"#,
+            .init(.scheduleNotification(.init(identifier: "tea", body: "Ready", afterSeconds: 120)), requestID: 40)
+        ),
+        (
+            #"{"requestID":41,"type":"listNotifications","v":1}"#,
+            .init(.listNotifications(.init()), requestID: 41)
+        ),
+        (
+            #"{"identifiers":["tea"],"requestID":42,"type":"cancelNotifications","v":1}"#,
+            .init(.cancelNotifications(.init(identifiers: ["tea"])), requestID: 42)
+        ),
     ]
 
     static let events: [(json: String, frame: IPCFrame<AgentEvent>)] = [
@@ -353,6 +365,17 @@ struct IPCRecordedTests {
         (
             #"{"name":"call-log","protection":"complete","requestID":30,"type":"protectedFileReply","v":1}"#,
             .init(.protectedFileReply(.init(name: "call-log", protection: "complete")), requestID: 30)
+        ),
+        (
+            #"{"action":"default","notificationID":"tea","payload":"{}","source":"local","type":"notificationResponse","v":1}"#,
+            .init(
+                .notificationResponse(.init(notificationID: "tea", source: "local", action: "default", payload: "{}")))
+        ),
+        (
+            #"{"notifications":[{"body":"Ready","fireAt":1000,"identifier":"tea"}],"requestID":40,"type":"notificationsReply","v":1}"#,
+            .init(
+                .notificationsReply(.init(notifications: [.init(identifier: "tea", body: "Ready", fireAt: 1000)])),
+                requestID: 40)
         ),
     ]
 

@@ -333,3 +333,39 @@ class Agent:
         if claims and self._fds:
             event["fd"] = self._fds.pop(0)
         return event
+
+
+# Notifications (docs/handler-protocol.md, section 11): local notifications the agent shows through the desktop's
+# notification server at their time, kept across agent restarts; a click arrives as a "notificationResponse"
+# event (the handler launched for it). Module functions taking the Agent, also bound as its methods.
+
+def schedule_notification(agent, identifier, title=None, body=None, subtitle=None, sound=None, thread_id=None,
+                          interruption_level=None, user_info=None, fire_at=None, after_seconds=None,
+                          repeat_seconds=None, timeout=10.0):
+    """scheduleNotification: shows the notification identifier (replacing a pending one with that identifier)
+    now, after_seconds from now, or at fire_at (UNIX milliseconds); repeat_seconds (>= 60) repeats it. user_info is
+    JSON text handed back in the response. Returns the notification as scheduled (a dict, "fireAt" resolved);
+    AgentError "tooManyPending" when 64 are pending already."""
+    reply = agent.request(
+        "scheduleNotification", timeout=timeout, identifier=identifier, title=title, body=body, subtitle=subtitle,
+        sound=sound, threadID=thread_id, interruptionLevel=interruption_level, userInfo=user_info, fireAt=fire_at,
+        afterSeconds=after_seconds, repeatSeconds=repeat_seconds)
+    notifications = reply.get("notifications") or [None]
+    return notifications[0]
+
+
+def pending_notifications(agent, timeout=10.0):
+    """listNotifications: the pending local notifications (dicts), the next to fire first."""
+    return agent.request("listNotifications", timeout=timeout).get("notifications", [])
+
+
+def cancel_notifications(agent, identifiers=None, timeout=10.0):
+    """cancelNotifications: removes identifiers (None: every pending one); returns how many were pending."""
+    reply = agent.request("cancelNotifications", timeout=timeout, identifiers=identifiers,
+                          all=True if identifiers is None else None)
+    return int(reply.get("detail") or 0)
+
+
+Agent.schedule_notification = schedule_notification
+Agent.pending_notifications = pending_notifications
+Agent.cancel_notifications = cancel_notifications
