@@ -60,21 +60,54 @@ extension ProcessControl {
         limitsNote = "tasks-max and memory-max-mib cannot be applied: " + reasons.joined(separator: "; ")
     }
 
-    /// Enables the pids and memory controllers for the children of `base` (asking `base`'s parent first where they do
-    /// not reach `base`: that works only where the parent holds no process or is a namespace's root); nil when done,
-    /// else why not.
+    /// Enables the pids and memory controllers for the children of `base`; nil when done, else why not. Where they do
+    /// not reach `base` yet, `base`'s parent (the agent's own cgroup) is asked for them first; see
+    /// ``enableControllers(_:below:moving:)``.
     static func enableV2Controllers(_ base: String) -> String? {
+        enableControllers(["pids", "memory"], below: base, moving: Sys.processID)
+    }
+
+    /// The name of the leaf cgroup the agent moves into inside its own (``enableControllers(_:below:moving:)``).
+    static let agentLeaf = "agent"
+
+    /// Enables `controllers` for the children of `base` (whose parent is the cgroup `process` lives in); nil when
+    /// done, else why not.
+    ///
+    /// cgroup v2 lets a cgroup hand controllers to its children only while it holds no process itself (the "no
+    /// internal process" rule; the root and a namespace's root are exempt): under systemd (`Delegate=yes`) the
+    /// agent's own cgroup is its unit's, the agent is in it, and writing its `cgroup.subtree_control` fails with
+    /// EBUSY. So `process` (the agent) moves into a leaf of its own, `<own cgroup>/agent`, as systemd's delegation
+    /// rules expect of a delegated service, and the write is tried again. Nothing else moves: only `process` is
+    /// written to the leaf's `cgroup.procs`.
+    static func enableControllers(_ controllers: [String], below base: String, moving process: Int32) -> String? {
         func available() -> Set<Substring> {
             Set((Sys.readText(base + "/cgroup.controllers") ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" }))
         }
-        if !available().isSuperset(of: ["pids", "memory"]) {
-            _ = try? Sys.writeFile(parent(of: base) + "/cgroup.subtree_control", "+pids +memory")
+        let wanted = Set(controllers.map { Substring($0) })
+        let enable = controllers.map { "+" + $0 }.joined(separator: " ")
+        if !available().isSuperset(of: wanted) {
+            let own = parent(of: base)
+            do {
+                try Sys.writeFile(own + "/cgroup.subtree_control", enable)
+            } catch  where error.code == .busy {
+                let leaf = own + "/" + agentLeaf
+                do {
+                    if !Sys.exists(leaf) { try Sys.makeDirectory(leaf, mode: 0o755) }
+                    try Sys.writeFile(leaf + "/cgroup.procs", "\(process)\n")
+                    try Sys.writeFile(own + "/cgroup.subtree_control", enable)
+                } catch {
+                    return "\(own) holds this process and it could not move into \(leaf): \(error)"
+                }
+            } catch {
+                // Not available to the parent either (a hybrid host: the controllers are bound to cgroup v1).
+            }
         }
-        guard available().isSuperset(of: ["pids", "memory"]) else {
-            return "the cgroup v2 pids and memory controllers do not reach \(base) (its parent's subtree_control)"
+        guard available().isSuperset(of: wanted) else {
+            return "the cgroup v2 \(controllers.joined(separator: " and ")) controllers do not reach \(base) "
+                + "(its parent's subtree_control)"
         }
         do {
-            try Sys.writeFile(base + "/cgroup.subtree_control", "+pids +memory")
+            try Sys.writeFile(base + "/cgroup.subtree_control", enable)
             return nil
         } catch {
             return "\(base)/cgroup.subtree_control: \(error)"

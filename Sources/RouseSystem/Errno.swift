@@ -18,6 +18,8 @@ package struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConverti
     package static let wouldBlock = Errno(rawValue: EAGAIN)
     /// `EBADF`: not an open descriptor (thrown, see the policy in `Syscalls.swift`).
     package static let badFileDescriptor = Errno(rawValue: EBADF)
+    /// `EBUSY` (a cgroup holding processes asked to hand controllers to its children).
+    package static let busy = Errno(rawValue: EBUSY)
     /// `ENOENT`.
     package static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
     /// `EEXIST`.
