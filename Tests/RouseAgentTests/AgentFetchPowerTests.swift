@@ -15,21 +15,8 @@ import Testing
 struct AgentFetchPowerTests {
     @Test func aLowBatteryHoldsBackgroundFetchAndACReleasesIt() async throws {
         let lab = try await DBusLab.start()
-        let control = try await lab.connect()
-        try await lab.startMock(template: "logind", busName: Logind.name, on: control)
-        try await lab.startMock(
-            template: "upower", busName: UPower.name, parameters: #"{"OnBattery": true}"#, on: control)
-        _ = try await control.call(
-            destination: UPower.name, path: "/org/freedesktop/UPower", interface: "org.freedesktop.DBus.Mock",
-            member: "SetupDisplayDevice",
-            arguments: [
-                .uint32(2), .uint32(2), .double(10.0), .double(10.0), .double(100.0), .double(1.0), .int64(600),
-                .int64(0), .boolean(true), .string("battery-caution-symbolic"), .uint32(3),
-            ])
-        _ = try await control.call(
-            destination: Logind.name, path: Logind.managerPath, interface: "org.freedesktop.DBus.Mock",
-            member: "AddSession",
-            arguments: [.string("c1"), .string("seat0"), .uint32(Sys.uid), .string("me"), .boolean(true)])
+        let control = try await lab.startSessionOnBattery(
+            uid: Sys.uid, percentage: 10.0, secondsToEmpty: 600, icon: "battery-caution-symbolic", warningLevel: 3)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "rouse-fetch-power-\(UUID().uuidString)"
         ).path

@@ -97,3 +97,28 @@ public final class DBusLab: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
+
+extension DBusLab {
+    /// A seat0 session of `uid` (logind stand-in) on a machine on battery (UPower stand-in) whose display device is
+    /// discharging at `percentage` with `secondsToEmpty` left (`icon`, `warningLevel` as UPower's), for the tests of
+    /// what power holds back; the connection that drives the stand-ins.
+    public func startSessionOnBattery(
+        uid: UInt32, percentage: Double, secondsToEmpty: Int64, icon: String, warningLevel: UInt32
+    ) async throws -> DBusConnection {
+        let control = try await connect()
+        try await startMock(template: "logind", busName: Logind.name, on: control)
+        try await startMock(template: "upower", busName: UPower.name, parameters: #"{"OnBattery": true}"#, on: control)
+        _ = try await control.call(
+            destination: UPower.name, path: "/org/freedesktop/UPower", interface: "org.freedesktop.DBus.Mock",
+            member: "SetupDisplayDevice",
+            arguments: [
+                .uint32(2), .uint32(2), .double(percentage), .double(percentage), .double(100.0), .double(1.0),
+                .int64(secondsToEmpty), .int64(0), .boolean(true), .string(icon), .uint32(warningLevel),
+            ])
+        _ = try await control.call(
+            destination: Logind.name, path: Logind.managerPath, interface: "org.freedesktop.DBus.Mock",
+            member: "AddSession",
+            arguments: [.string("c1"), .string("seat0"), .uint32(uid), .string("me"), .boolean(true)])
+        return control
+    }
+}
