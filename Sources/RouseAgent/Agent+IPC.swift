@@ -115,7 +115,9 @@ extension Agent {
     private func isAdmin(_ connection: IPCConnection) -> Bool {
         guard connection.launchedFor == nil, let peer = connection.peer, !isHandlerProcess(peer) else { return false }
         if peer.uid == 0 || peer.uid == agentUID { return true }
-        guard let name = configuration.adminGroup, let group = Sys.group(named: name) else { return false }
+        guard let name = configuration.adminGroup, let group = (try? Sys.group(named: name)) ?? nil else {
+            return false
+        }
         return peer.gid == group || peer.groups.contains(group)
     }
 

@@ -23,6 +23,8 @@ extension Agent {
                 throw AgentError.identity("handler \(name): \(problem)")
             }
         } catch {
+            // A lookup that failed for want of descriptors or memory is not a refusal: wait it out.
+            if retryAfterShortage(name, reason: reason, error: error, deadline: handler.rules.launchDeadline) { return }
             logger.error("launch refused", metadata: metadata.merging(["error": "\(error.detail)"]) { $1 })
             handlers.launchRefused(name, error.detail)
             launchFailed(name)
@@ -39,12 +41,26 @@ extension Agent {
             environment["ROUSE_LAUNCH_REASON"] = reason
             environment["ROUSE_AGENT_SOCKET"] = configuration.socketPath
             let spawned: (pid: Int32, pidfd: Int32)
-            // Its own output stream (never the agent's), and its cgroup joined before it runs (rouse_spawn_handler).
-            let output = HandlerOutput.open(handler: name, logger: logger)
-            let prepared = control.prepare(
-                handler: name, tasksMax: handler.tasksMax, memoryMaxBytes: handler.memoryMaxBytes)
+            // Its cgroup joined before it runs (rouse_spawn_handler), and its own output stream (never the agent's).
+            let prepared: (directory: String, procs: [Int32], problems: [String])?
+            let output: Int32
+            do {
+                prepared = try AgentError.wrapping(
+                    try control.prepare(
+                        handler: name, tasksMax: handler.tasksMax, memoryMaxBytes: handler.memoryMaxBytes))
+                do {
+                    output = try AgentError.wrapping(try HandlerOutput.open(handler: name, logger: logger))
+                } catch {
+                    for fd in prepared?.procs ?? [] { Sys.close(fd) }
+                    throw error
+                }
+            } catch {
+                Sys.close(mine)
+                Sys.close(theirs)
+                throw error
+            }
             defer {
-                if output >= 0 { Sys.close(output) }
+                Sys.close(output)
                 for fd in prepared?.procs ?? [] { Sys.close(fd) }
             }
             if let problems = prepared?.problems, !problems.isEmpty {
@@ -77,24 +93,32 @@ extension Agent {
                 metadata: metadata.merging(["pid": "\(spawned.pid)", "cgroup": "\(cgroup ?? "none")"]) { $1 })
             watch(name, process, child: true)
         } catch {
-            // Out of descriptors or memory (an IPC flood, a loaded machine): the pushes waiting for this launch are
-            // kept, and the launch is tried again every 250 ms until its launch deadline has passed.
-            let attempts = handlers.launchAttempts(of: name)
-            if (error as? AgentError)?.isShortage == true,
-                Self.launchRetryDelay * (attempts + 1) < handler.rules.launchDeadline
+            if let error = error as? AgentError,
+                retryAfterShortage(name, reason: reason, error: error, deadline: handler.rules.launchDeadline)
             {
-                logger.warning("launch failed: trying again", metadata: metadata.merging(["error": "\(error)"]) { $1 })
-                handlers.countLaunchAttempt(name)
-                let clock = time.clock
-                Task {
-                    try? await clock.sleep(for: Self.launchRetryDelay)
-                    self.retryLaunch(name, reason: reason)
-                }
                 return
             }
             logger.error("launch failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             launchFailed(name)
         }
+    }
+
+    /// Out of descriptors or memory (an IPC flood, a loaded machine) at any step of a launch, from reading the
+    /// handler's account to the spawn: the pushes waiting for it are kept, and the launch is tried again every
+    /// 250 ms until its launch deadline has passed. False when `error` is no shortage or the deadline has passed.
+    private func retryAfterShortage(_ name: String, reason: String, error: AgentError, deadline: Duration) -> Bool {
+        let attempts = handlers.launchAttempts(of: name)
+        guard error.isShortage, Self.launchRetryDelay * (attempts + 1) < deadline else { return false }
+        logger.warning(
+            "launch failed: trying again",
+            metadata: ["handler": "\(name)", "reason": "\(reason)", "error": "\(error)", "attempt": "\(attempts + 1)"])
+        handlers.countLaunchAttempt(name)
+        let clock = time.clock
+        Task {
+            try? await clock.sleep(for: Self.launchRetryDelay)
+            self.retryLaunch(name, reason: reason)
+        }
+        return true
     }
 
     /// Pause between launch attempts after a shortage.

@@ -136,10 +136,10 @@ public struct HandlerConfiguration: Sendable, Equatable {
             guard case .string(let text) = value else { throw .configuration("\(file): group must be a string") }
             group = text
         }
-        if let user, Sys.account(named: user) == nil {
+        if let user, try AgentError.wrapping(try Sys.account(named: user)) == nil {
             throw .configuration("\(file): unknown user \(user)")
         }
-        if let group, Sys.group(named: group) == nil {
+        if let group, try AgentError.wrapping(try Sys.group(named: group)) == nil {
             throw .configuration("\(file): unknown group \(group)")
         }
         var allowRoot = false

@@ -17,24 +17,25 @@ struct HandlerCredentials: Sendable, Equatable {
     /// The child must switch to this identity (fork, setgroups, setgid, setuid) rather than keep the agent's.
     var switches: Bool
 
-    /// The identity of `handler`, or why it may not be launched.
+    /// The identity of `handler`, or why it may not be launched (a lookup that failed, `EMFILE` reading
+    /// /etc/passwd for one, is thrown as that system error: a shortage to wait out, not a refusal).
     static func resolve(
         _ handler: HandlerConfiguration, agentUID: UInt32, agentGID: UInt32, defaultUser: String
     ) throws(AgentError) -> HandlerCredentials {
         guard agentUID == 0 else {
-            guard let own = Sys.account(uid: agentUID) else {
+            guard let own = try AgentError.wrapping(try Sys.account(uid: agentUID)) else {
                 throw .identity("the agent's uid \(agentUID) has no account")
             }
-            if let user = handler.user, Sys.account(named: user)?.uid != agentUID {
+            if let user = handler.user, try AgentError.wrapping(try Sys.account(named: user))?.uid != agentUID {
                 throw .identity("handler \(handler.name) names user \(user): only a root agent switches users")
             }
-            if let group = handler.group, Sys.group(named: group) != agentGID {
+            if let group = handler.group, try AgentError.wrapping(try Sys.group(named: group)) != agentGID {
                 throw .identity("handler \(handler.name) names group \(group): only a root agent switches groups")
             }
             return HandlerCredentials(account: own, gid: agentGID, groups: [], switches: false)
         }
         let name = handler.user ?? (handler.allowRoot ? "root" : defaultUser)
-        guard let account = Sys.account(named: name) else {
+        guard let account = try AgentError.wrapping(try Sys.account(named: name)) else {
             let hint =
                 handler.user == nil
                 ? " (the agent's handler user: create it, or set user = in the handler file)" : ""
@@ -42,7 +43,7 @@ struct HandlerCredentials: Sendable, Equatable {
         }
         var gid = account.gid
         if let group = handler.group {
-            guard let named = Sys.group(named: group) else {
+            guard let named = try AgentError.wrapping(try Sys.group(named: group)) else {
                 throw .identity("handler \(handler.name): group \(group) does not exist")
             }
             gid = named

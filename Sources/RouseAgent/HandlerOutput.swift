@@ -17,11 +17,11 @@ enum HandlerOutput {
     static let linesPerWindow = 200
     static let window = Duration.seconds(10)
 
-    /// A descriptor for the child's fds 1 and 2 (the caller closes its copy after the spawn); -1 when neither a
-    /// journal stream nor a pipe can be opened (the child then keeps the agent's, as before).
-    static func open(handler: String, logger: Logger, journal: String = journalSocket) -> Int32 {
+    /// A descriptor for the child's fds 1 and 2 (the caller closes its copy after the spawn); when neither a journal
+    /// stream nor a pipe can be opened, the pipe's error (`EMFILE`: the launch waits the shortage out).
+    static func open(handler: String, logger: Logger, journal: String = journalSocket) throws(SystemError) -> Int32 {
         if let fd = journalStream(handler: handler, socket: journal) { return fd }
-        guard let pipe = try? Sys.pipe() else { return -1 }
+        let pipe = try Sys.pipe()
         Sys.detachedThread(name: "rouse-agent-output") { relay(pipe.read, handler: handler, logger: logger) }
         return pipe.write
     }

@@ -116,12 +116,15 @@ extension ProcessControl {
 
     /// Writes `pids.max`, `memory.max` and (where swap is accounted) `memory.swap.max` 0 into a handler's cgroup v2
     /// directory; what failed.
-    static func writeV2Limits(_ directory: String, tasksMax: Int, memoryMaxBytes: Int64) -> [String] {
+    static func writeV2Limits(_ directory: String, tasksMax: Int, memoryMaxBytes: Int64) throws(SystemError)
+        -> [String]
+    {
         var problems: [String] = []
         for (file, value) in [("pids.max", "\(tasksMax)"), ("memory.max", "\(memoryMaxBytes)")] {
-            do {
+            do throws(SystemError) {
                 try Sys.writeFile(directory + "/" + file, value + "\n")
             } catch {
+                if error.isShortage { throw error }
                 problems.append("\(directory)/\(file): \(error)")
             }
         }
@@ -134,14 +137,15 @@ extension ProcessControl {
     /// Creates `handler`'s groups in the v1 `pids` and `memory` hierarchies with its limits (`pids.max`;
     /// `memory.limit_in_bytes` and, where swap is accounted, `memory.memsw.limit_in_bytes`): the directories, and what
     /// failed.
-    func makeV1Groups(_ handler: String, tasksMax: Int, memoryMaxBytes: Int64) -> (
+    /// A shortage (`EMFILE` opening a limit file) is thrown: the launch waits it out rather than go on without limits.
+    func makeV1Groups(_ handler: String, tasksMax: Int, memoryMaxBytes: Int64) throws(SystemError) -> (
         directories: [String], problems: [String]
     ) {
         var directories: [String] = []
         var problems: [String] = []
         for base in v1Bases {
             let directory = base + "/" + handler
-            do {
+            do throws(SystemError) {
                 try Sys.makeDirectory(directory, mode: 0o755)
                 if Sys.exists(directory + "/pids.max") {
                     try Sys.writeFile(directory + "/pids.max", "\(tasksMax)\n")
@@ -155,6 +159,7 @@ extension ProcessControl {
                 }
                 directories.append(directory)
             } catch {
+                if error.isShortage { throw error }
                 problems.append("\(directory): \(error)")
             }
         }

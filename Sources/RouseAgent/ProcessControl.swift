@@ -134,34 +134,43 @@ struct ProcessControl: Sendable {
     /// Creates the handler's cgroup (if any) with its limits (``limits``: `pids.max`, `memory.max` in it (cgroup v2),
     /// or groups of its own in the v1 `pids` and `memory` hierarchies) and opens each `cgroup.procs` for the child to
     /// join before it runs (``Sys/spawnHandler``); nil without cgroups. `problems`: limits that could not be written
-    /// (the launch goes on; the caller logs them). The caller closes `procs`.
+    /// (the launch goes on; the caller logs them). The caller closes `procs`. A shortage (`EMFILE`, `ENOMEM`) is
+    /// thrown, with nothing left open: a handler must not start outside its groups because the agent was short of
+    /// descriptors for a moment; the launch is tried again (``Agent/launch(_:reason:)``).
     func prepare(
         handler: String, tasksMax: Int, memoryMaxBytes: Int64
-    ) -> (directory: String, procs: [Int32], problems: [String])? {
+    ) throws(SystemError) -> (directory: String, procs: [Int32], problems: [String])? {
         guard let base else { return nil }
         let directory = base + "/" + handler
         var problems: [String] = []
-        let procs: Int32
-        do {
-            try Sys.makeDirectory(directory, mode: 0o755)
-            if limits == .cgroupV2 {
-                problems += Self.writeV2Limits(directory, tasksMax: tasksMax, memoryMaxBytes: memoryMaxBytes)
+        var all: [Int32] = []
+        do throws(SystemError) {
+            do throws(SystemError) {
+                try Sys.makeDirectory(directory, mode: 0o755)
+                if limits == .cgroupV2 {
+                    problems += try Self.writeV2Limits(directory, tasksMax: tasksMax, memoryMaxBytes: memoryMaxBytes)
+                }
+                all.append(try Sys.open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC))
+            } catch {
+                if error.isShortage { throw error }
+                return nil
             }
-            procs = try Sys.open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
-        } catch {
-            return nil
-        }
-        var all = [procs]
-        if limits == .cgroupV1 {
-            let (groups, v1Problems) = makeV1Groups(handler, tasksMax: tasksMax, memoryMaxBytes: memoryMaxBytes)
-            problems += v1Problems
-            for group in groups {
-                do {
-                    all.append(try Sys.open(group + "/cgroup.procs", O_WRONLY | O_CLOEXEC))
-                } catch {
-                    problems.append("\(group)/cgroup.procs: \(error)")
+            if limits == .cgroupV1 {
+                let (groups, v1Problems) = try makeV1Groups(
+                    handler, tasksMax: tasksMax, memoryMaxBytes: memoryMaxBytes)
+                problems += v1Problems
+                for group in groups {
+                    do throws(SystemError) {
+                        all.append(try Sys.open(group + "/cgroup.procs", O_WRONLY | O_CLOEXEC))
+                    } catch {
+                        if error.isShortage { throw error }
+                        problems.append("\(group)/cgroup.procs: \(error)")
+                    }
                 }
             }
+        } catch {
+            for fd in all { Sys.close(fd) }
+            throw error
         }
         return (directory, all, problems)
     }
@@ -171,7 +180,9 @@ struct ProcessControl: Sendable {
     func place(pid: Int32, handler: String, limits: (tasksMax: Int, memoryMaxBytes: Int64)? = nil) -> String? {
         guard let base else { return nil }
         if let limits, self.limits == .cgroupV1 {
-            let (groups, _) = makeV1Groups(handler, tasksMax: limits.tasksMax, memoryMaxBytes: limits.memoryMaxBytes)
+            let groups =
+                (try? makeV1Groups(handler, tasksMax: limits.tasksMax, memoryMaxBytes: limits.memoryMaxBytes))?
+                .directories ?? []
             for group in groups { _ = try? Sys.writeFile(group + "/cgroup.procs", "\(pid)\n") }
         }
         let directory = base + "/" + handler

@@ -1,7 +1,9 @@
 import Glibc
 
 // Users and groups (the agent's handler identities, the state store's key-file owner check). An entry that does
-// not exist is `nil`: that is the answer, not an error.
+// not exist is `nil`: that is the answer, not an error. A lookup that could not be made (`EMFILE` opening
+// /etc/passwd, `ENOMEM`, an NSS module's `EIO`) throws: a user who exists must not be taken for one who does not
+// while the agent sits at its descriptor limit.
 
 extension Sys {
     /// What Rouse needs of a passwd entry.
@@ -36,13 +38,25 @@ extension Sys {
     package static var effectiveUID: UInt32 { geteuid() }
 
     /// A user's account (passwd entry) by name.
-    package static func account(named name: String) -> Account? {
-        getpwnam(name).map(Account.init)
+    package static func account(named name: String) throws(SystemError) -> Account? {
+        try lookup("getpwnam", name) { getpwnam(name) }.map(Account.init)
     }
 
     /// A user's account by uid.
-    package static func account(uid: UInt32) -> Account? {
-        getpwuid(uid).map(Account.init)
+    package static func account(uid: UInt32) throws(SystemError) -> Account? {
+        try lookup("getpwuid", "\(uid)") { getpwuid(uid) }.map(Account.init)
+    }
+
+    /// Runs a `getpw*`/`getgr*` call: its entry, nil when there is none (NULL with `errno` 0, or one of the values
+    /// getpwnam(3) lists for "not found": `ENOENT`, `ESRCH`, `EBADF`, `EPERM`), else the error it left.
+    private static func lookup<Entry>(
+        _ call: String, _ key: String, _ body: () -> UnsafeMutablePointer<Entry>?
+    ) throws(SystemError) -> UnsafeMutablePointer<Entry>? {
+        errno = 0
+        if let entry = body() { return entry }
+        let code = errno
+        guard code != 0, ![ENOENT, ESRCH, EBADF, EPERM].contains(code) else { return nil }
+        throw SystemError(call: call, errno: code, path: key)
     }
 
     /// Every group `user` is a member of, with `gid` (getgrouplist(3)); just `gid` when it cannot be read.
@@ -57,8 +71,7 @@ extension Sys {
     }
 
     /// gid of a group name.
-    package static func group(named name: String) -> UInt32? {
-        guard let entry = getgrnam(name) else { return nil }
-        return entry.pointee.gr_gid
+    package static func group(named name: String) throws(SystemError) -> UInt32? {
+        try lookup("getgrnam", name) { getgrnam(name) }?.pointee.gr_gid
     }
 }

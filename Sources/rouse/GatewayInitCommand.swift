@@ -174,7 +174,7 @@ struct ServiceUser {
     let gid: gid_t
 
     init?(name: String) {
-        guard let account = Sys.account(named: name) else { return nil }
+        guard let account = (try? Sys.account(named: name)) ?? nil else { return nil }
         self.name = name
         uid = account.uid
         gid = account.gid

@@ -131,4 +131,69 @@ struct AgentIPCGuardTests {
         let stderr = (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? ""
         #expect(stderr.contains("IPC accept failed: backing off"), "\(stderr.suffix(2000))")
     }
+
+    /// A push arrives while the agent has no descriptor to spare (its soft limit lowered below its lowest free
+    /// descriptor with `prlimit --pid`): every step of the launch that opens one (reading the handler's account in
+    /// /etc/passwd, the handler's socket pair, its cgroup files, its output stream) fails with EMFILE, and that is a
+    /// shortage to wait out, not a refusal: the launch is tried again, and once the limit is back the push is
+    /// handed over and acknowledged. (Refused as "user root does not exist", it was consumed and lost.)
+    @Test(.timeLimit(.minutes(2)))
+    func aLaunchShortOfDescriptorsIsTriedAgainAndLosesNoPush() async throws {
+        guard getuid() == 0 else { throw FixtureError("prlimit on another process needs root (uid \(getuid()))") }
+        let (directory, gateway) = try AgentHarness.quietGatewayInTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let provider = try await Provider.connect(port: gateway.providerPort)
+        defer {
+            provider.client.close()
+            Task { await gateway.shutdown(gracePeriod: .seconds(1)) }
+        }
+        chmod(directory, 0o755)
+        let log = directory + "/voip.log"
+        let file = """
+            topic = "com.example.rouse"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
+            push-types = ["voip"]
+            allow-root = true
+            """
+        try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        let socket = directory + "/agent.sock"
+        let agent = try await AgentProcess(
+            executable: try Products.path("rouse-agent"),
+            arguments: [
+                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+                "--enroll-secret", try gateway.makeEnrollmentSecret(), "--handlers", directory + "/handlers",
+                "--state-dir", directory + "/state", "--socket", socket, "--assume-reachable",
+            ], stderrPath: directory + "/agent.stderr")
+        defer { agent.kill() }
+        let pid = agent.process.processIdentifier
+        try await eventually("channel open", timeout: .seconds(30)) {
+            let status = try? await AgentNetworkTests.status(socket: socket)
+            return status?.channel == "open" && status?.tokens?.isEmpty == false
+        }
+        let topic = "com.example.rouse.voip"
+        let token = try #require(try await AgentNetworkTests.status(socket: socket).tokens?[topic])
+        @Sendable func stderr() -> String {
+            (try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? ""
+        }
+        // Soft limit 3: descriptors 0–2 are taken, so every new one fails with EMFILE; the open ones stay.
+        try Self.prlimit(pid: pid, soft: 3)
+        #expect(await provider.push(token: token, topic: topic, type: "voip", payload: #"{"n":1}"#) == 200)
+        try await eventually("the launch waits out the shortage", timeout: .seconds(20)) {
+            stderr().contains("launch failed: trying again")
+        }
+        #expect(!stderr().contains("launch refused"), "\(stderr().suffix(2000))")
+        try Self.prlimit(pid: pid, soft: 1024)
+        try await eventually("the push reported", timeout: .seconds(20)) {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("reported id=")
+        }
+        try await eventually("acknowledged") { try AgentHarness.pending(gateway) == 0 }
+    }
+
+    /// Sets `pid`'s soft descriptor limit (its hard limit unchanged).
+    private static func prlimit(pid: Int32, soft: Int) throws {
+        let result = try ChildProcess.runSync("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(soft):"])
+        guard result.status == 0 else {
+            throw FixtureError("prlimit --pid \(pid) --nofile=\(soft): exited \(result.status): \(result.stderr)")
+        }
+    }
 }
