@@ -51,6 +51,8 @@ public actor Agent: Service {
     let fetches: Fetches
     /// Watched VoIP sockets: see `Agent+VoIP.swift`.
     let voipSockets: VoIPSockets
+    /// The freeze-time rules' counters and reports: see `Agent+Freeze.swift`.
+    let freezeChecks = FreezeChecks()
     /// Keep-alive wakes: see `Agent+VoIP.swift`.
     let keepAlives: KeepAlives
     /// The user's session (lock state, pushes waiting for the first unlock): see `Agent+Session.swift`.
@@ -276,11 +278,7 @@ public actor Agent: Service {
             }
         case .suspend:
             if preservationDefers(name, action) { return }
-            guard let process = handlers.process(of: name), mayFreeze(name) else { return }
-            let ok = control.freeze(cgroup: process.cgroup, pgid: process.pid)
-            logger.info(
-                "handler suspended",
-                metadata: metadata.merging(["mechanism": "\(control.mechanism.rawValue)", "ok": "\(ok)"]) { $1 })
+            suspendHandler(name)  // Agent+Freeze.swift: frozen, or terminated by its freeze rules
         case .resume:
             guard let process = handlers.process(of: name) else { return }
             control.thaw(cgroup: process.cgroup, pgid: process.pid)
