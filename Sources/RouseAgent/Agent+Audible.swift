@@ -18,6 +18,7 @@ extension Agent {
     func syncAudibleAudio() {
         let server = AudioStreamProbe.hasServer(audioEnvironment)
         let current = now
+        audible.watches = audible.watches.filter { handlers.contains($0.key) }  // (a reload may drop handlers)
         for name in handlers.names {
             guard let machine = handlers.machine(of: name) else { continue }
             let protected = server && machine.lifecycle == .background && activations.protectedOnlyByPlayback(name)
@@ -39,9 +40,16 @@ extension Agent {
         let current = now
         let environment = audioEnvironment
         for (name, watch) in audible.watches where watch.isDue(now: current) {
-            guard let process = handlers.process(of: name) else { continue }
             audible.watches[name]?.checkStarted()
-            let pids = Set(HeldResourceProbe.pids(cgroup: process.cgroup, processGroup: process.pid))
+            let pids: Set<Int32>
+            if let process = handlers.process(of: name) {
+                pids = Set(HeldResourceProbe.pids(cgroup: process.cgroup, processGroup: process.pid))
+            } else if let pid = handlers.connection(of: name)?.peer?.pid {
+                pids = [pid]  // connected, not launched by this agent: its own process only
+            } else {
+                audioObserved(name, .unavailable("no process"))
+                continue
+            }
             Sys.detachedThread(name: "rouse-agent-audible") {
                 let observation = AudioStreamProbe.observe(pids: pids, environment: environment)
                 Task { await self.audioObserved(name, observation) }
