@@ -161,8 +161,15 @@ public struct ActivationArbiter: Sendable {
     /// active sessions get `interruptionBegan(appSuspended)`, its delayed requests `denied(appSuspended)`, and
     /// the sessions they had interrupted are released with notify. The interruptions end
     /// (`shouldResume: false`) when `handlerStateChanged` thaws it.
-    public mutating func handlerSuspended(_ handler: HandlerID, now: Double) -> SuspensionDecision {
-        guard mayBeSuspended(handler) else { return SuspensionDecision(mayBeSuspended: false, effects: []) }
+    ///
+    /// `silentPlayback`: the agent found the handler's playback silent past its grace (ActivationArbiter+Silence.swift):
+    /// its playback sessions no longer refuse the suspension (a call or a record session still does).
+    public mutating func handlerSuspended(_ handler: HandlerID, now: Double, silentPlayback: Bool = false)
+        -> SuspensionDecision
+    {
+        guard mayBeSuspended(handler) || (silentPlayback && protectedOnlyByPlayback(handler)) else {
+            return SuspensionDecision(mayBeSuspended: false, effects: [])
+        }
         var step = Step(self)
         holders[handler, default: Holder()].state = .suspended
         var released: [SessionID] = []

@@ -19,6 +19,9 @@ final class ActivationCoordinator {
     /// Activation messages for a handler whose process runs but is not connected (re-attached after an agent
     /// restart, not yet reconnected): sent, in order, when it registers.
     private var outbox: [String: [IPCFrame<AgentEvent>]] = [:]
+    /// Handlers whose playback was found silent past its grace: their sessions no longer keep them from being frozen
+    /// (``silence(_:)``, Agent+Audible.swift).
+    private var silenced: Set<String> = []
     private let hooks: ActivationHookRunner?
     private let handlers: HandlerTable
     private let time: AgentTime
@@ -137,19 +140,38 @@ final class ActivationCoordinator {
     func holderGone(_ name: String, reason: HolderGoneReason) -> Bool {
         states[name] = nil
         outbox[name] = nil
+        silenced.remove(name)
         return perform(arbiter.holderGone(HandlerID(name), reason: reason, now: time.seconds))
     }
 
     /// Asks the arbiter before freezing handler `name`: `may` false while it holds a call or background-capable
     /// audio (it is then not frozen); otherwise its sessions are interrupted (`appSuspended`) first.
     func mayFreeze(_ name: String) -> (may: Bool, holdChanged: Bool) {
-        let decision = arbiter.handlerSuspended(HandlerID(name), now: time.seconds)
+        let decision = arbiter.handlerSuspended(
+            HandlerID(name), now: time.seconds, silentPlayback: silenced.contains(name))
         guard decision.mayBeSuspended else {
             logger.notice("handler holds audio: not suspended", metadata: ["handler": "\(name)"])
             return (false, false)
         }
         states[name] = .suspended
+        silenced.remove(name)
         return (true, perform(decision.effects))
+    }
+
+    /// Whether only active playback sessions keep `name` from being frozen (the protection that must be audible).
+    func protectedOnlyByPlayback(_ name: String) -> Bool { arbiter.protectedOnlyByPlayback(HandlerID(name)) }
+
+    /// `name`'s playback was found silent past its grace: its sessions stop keeping it from being frozen (its next
+    /// suspension interrupts them). True when its "holds audio" changed.
+    func silence(_ name: String) -> Bool {
+        silenced.insert(name)
+        return perform([])
+    }
+
+    /// `name` is no longer watched (foreground, session ended): its sessions protect it again if it holds any.
+    func unsilence(_ name: String) -> Bool {
+        guard silenced.remove(name) != nil else { return false }
+        return perform([])
     }
 
     /// An external route source reported a route change: forwarded to every active session.
@@ -214,7 +236,9 @@ final class ActivationCoordinator {
         var holdChanged = false
         let current = time.now
         for name in handlers.names
-        where handlers.setHoldsAudio(name, !arbiter.mayBeSuspended(HandlerID(name)), now: current) {
+        where handlers.setHoldsAudio(
+            name, !arbiter.mayBeSuspended(HandlerID(name)) && !silenced.contains(name), now: current)
+        {
             holdChanged = true
         }
         return holdChanged

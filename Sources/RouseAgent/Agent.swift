@@ -51,6 +51,10 @@ public actor Agent: Service {
     let fetches: Fetches
     /// Watched VoIP sockets: see `Agent+VoIP.swift`.
     let voipSockets: VoIPSockets
+    /// The freeze-time rules' counters and reports: see `Agent+Freeze.swift`.
+    let freezeChecks = FreezeChecks()
+    /// Audible background audio: see `Agent+Audible.swift`.
+    let audible: AudibleAudio
     /// Keep-alive wakes: see `Agent+VoIP.swift`.
     let keepAlives: KeepAlives
     /// The user's session (lock state, pushes waiting for the first unlock): see `Agent+Session.swift`.
@@ -91,6 +95,7 @@ public actor Agent: Service {
         let blocking = self.blocking
         self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
         self.keepAlives = KeepAlives(timer: time.timer())
+        self.audible = AudibleAudio(timer: time.timer())
         self.session = SessionLink(timer: time.timer())
         self.notifications = NotificationLink(timer: time.timer(), book: durable.localNotifications)
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
@@ -181,6 +186,7 @@ public actor Agent: Service {
         await link.stop()
         for task in background { task.cancel() }
         rulesTimer.cancel()
+        audible.timer.cancel()
         ipc.sweep.cancel()
         if listener >= 0 {
             Sys.shutdownBoth(listener)
@@ -276,11 +282,7 @@ public actor Agent: Service {
             }
         case .suspend:
             if preservationDefers(name, action) { return }
-            guard let process = handlers.process(of: name), mayFreeze(name) else { return }
-            let ok = control.freeze(cgroup: process.cgroup, pgid: process.pid)
-            logger.info(
-                "handler suspended",
-                metadata: metadata.merging(["mechanism": "\(control.mechanism.rawValue)", "ok": "\(ok)"]) { $1 })
+            suspendHandler(name)  // Agent+Freeze.swift: frozen, or terminated by its freeze rules
         case .resume:
             guard let process = handlers.process(of: name) else { return }
             control.thaw(cgroup: process.cgroup, pgid: process.pid)
@@ -313,6 +315,7 @@ public actor Agent: Service {
 
     /// Arms the rules' timer for the earliest deadline of any handler (none: disarmed).
     func rescheduleTimer() {
+        syncAudibleAudio()
         guard let next = handlers.nextDeadline(now: now) else {
             rulesTimer.cancel()
             return

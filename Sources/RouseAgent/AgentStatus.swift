@@ -41,6 +41,8 @@ public struct AgentStatus: Codable, Sendable {
         public var fetch: Fetch? = nil
         /// Watched VoIP sockets and keep-alive (nil: neither; docs/voip-sockets.md).
         public var voip: VoIP? = nil
+        /// While frozen: the listening sockets it kept (`listening-sockets = "report"`; nil: none).
+        public var listeningSockets: [String]? = nil
     }
 
     /// A handler's background-fetch plan.
@@ -84,6 +86,8 @@ public struct AgentStatus: Codable, Sendable {
     public var session: SessionStatus? = nil
     /// Notifications shown and local ones pending (nil without a notification bus and none pending).
     public var notifications: NotificationStatus? = nil
+    /// How often the freeze-time rules terminated a handler or reported what it kept (docs/agent.md).
+    public var freeze: FreezeCounters? = nil
 }
 
 extension Agent {
@@ -107,6 +111,9 @@ extension Agent {
                 launchRefused: self.handlers.launchRefused(of: name))
             handler.fetch = fetchStatus(name)
             handler.voip = voipStatus(name)
+            if machine.lifecycle == .suspended {
+                handler.listeningSockets = freezeChecks.listeningSockets(of: name)?.map(\.description)
+            }
             return handler
         }
         var status = AgentStatus(
@@ -118,6 +125,7 @@ extension Agent {
         status.voipSockets = voipSocketCounters
         status.session = sessionStatus
         status.notifications = notificationStatus
+        status.freeze = freezeChecks.counters
         return status
     }
 
@@ -144,6 +152,7 @@ extension Agent {
             document.suspendNote = ""
             document.ipc = nil
             document.voipSockets = nil
+            document.freeze = nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

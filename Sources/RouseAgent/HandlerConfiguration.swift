@@ -62,6 +62,9 @@ public struct HandlerConfiguration: Sendable, Equatable {
     /// Its background transfers may reach loopback, link-local, private and unique-local addresses
     /// (`allow-private-destinations = true`); without it only public ones (the agent's sockets are root's).
     public var allowPrivateDestinations = false
+    /// What happens where it would be frozen (`exits-on-suspend`, `listening-sockets`, `exclusive-files`,
+    /// `silent-audio-grace-seconds`; HandlerConfiguration+Freeze.swift).
+    public var freeze = FreezeRules()
 
     /// A configuration.
     public init(
@@ -91,7 +94,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
     /// Parses one file.
     public static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
         let values = try TOMLSubset.parse(text, file: file)
-        let known: Set<String> = [
+        let known: Set<String> = Set([
             "topic", "command", "push-types", "user", "group", "allow-root", "environment", "fetch-minimum-seconds",
             "allow-private-destinations",
             "limits.voip-deadline-seconds", "limits.strikes",
@@ -99,7 +102,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
             "limits.launch-deadline-seconds", "limits.tasks-max", "limits.memory-max-mib",
-        ]
+        ]).union(Self.freezeKeys)
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("\(file): unknown key \(unknown)")
         }
@@ -212,6 +215,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             }
             configuration.fetchMinimum = .seconds(seconds)
         }
+        try configuration.parseFreezeRules(values, file: file)
         return configuration
     }
 

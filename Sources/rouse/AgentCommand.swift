@@ -107,6 +107,11 @@ struct AgentCommand: AsyncParsableCommand {
                 line += " tokens=\(handler["backgroundTokens"] ?? 0)"
                 if let held = handler["heldPush"] { line += " held=\(held)" }
                 if handler["holdsAudio"] as? Bool == true { line += " holds-audio" }
+                if let sockets = handler["listeningSockets"] as? [String], !sockets.isEmpty {
+                    line +=
+                        " listening="
+                        + sockets.map { $0.replacingOccurrences(of: " ", with: ":") }.joined(separator: ",")
+                }
                 if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
                     line += " tasks=\(tasks.joined(separator: ","))"
                 }
