@@ -290,7 +290,7 @@ let package = Package(
             name: "RouseGatewayTests",
             dependencies: [
                 "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseClock", "RouseEventLoop",
-                "RouseTestSupport",
+                "RouseTestSupport", "RouseWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),

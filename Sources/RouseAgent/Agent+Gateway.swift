@@ -168,7 +168,7 @@ extension Agent {
             })
     }
 
-    private func handlerReportDone(_ sent: String?, error: (any Error)?) {
+    private func handlerReportDone(_ sent: DeviceHandlerReport?, error: (any Error)?) {
         if link.reportDone(sent, error: error) { reportHandlers() }
     }
 

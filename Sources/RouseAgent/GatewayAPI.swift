@@ -1,5 +1,6 @@
 import Foundation
 import RouseCurl
+import RouseWire
 import Synchronization
 
 /// How the agent reaches the gateway's device API and proves who it is.
@@ -63,52 +64,49 @@ struct GatewayAPI: Sendable {
             tcpKeepAlive: stream ? endpoint.tcpKeepAlive : nil)
     }
 
-    func json(_ response: CurlResponse) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+    /// Sends `body` (when given) and reads the reply as `Reply` when the status is one of `accepted`; anything else,
+    /// the status refused or a body that is not the reply, is an ``AgentError`` naming `what` with the status and
+    /// body.
+    func call<Reply: DeviceAPIMessage>(
+        _ method: String, _ path: String, credential: String?, body: (some DeviceAPIMessage)?, accepted: Set<Int>,
+        what: String, reply: Reply.Type
+    ) async throws -> Reply {
+        let response = try await curl.send(request(method, path, credential: credential, body: body?.json))
+        guard accepted.contains(response.status), let value = try? Reply.decode(response.body) else {
+            throw AgentError.gateway("\(what): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return value
     }
 
     /// Enrolls with a one-time secret (or a certificate: empty body); returns (deviceID, credential).
     func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
-        // Encoded, not interpolated: a secret is text from a file or a command line.
-        let body = try secret.map {
-            String(decoding: try JSONSerialization.data(withJSONObject: ["secret": $0]), as: UTF8.self)
-        }
-        let response = try await curl.send(request("POST", "/device/v1/enroll", credential: nil, body: body))
-        let object = json(response)
-        guard response.status == 201 || response.status == 200, let device = object["deviceID"] as? String else {
-            throw AgentError.gateway("enroll: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-        }
-        return (device, object["credential"] as? String)
+        // Encoded by the model, not interpolated: a secret is text from a file or a command line.
+        let reply = try await call(
+            "POST", "/device/v1/enroll", credential: nil, body: secret.map(DeviceEnrollRequest.init(secret:)),
+            accepted: [200, 201], what: "enroll", reply: DeviceEnrollReply.self)
+        return (reply.deviceID, reply.credential)
     }
 
     /// The token for `topic` (created or existing).
     func token(topic: String, credential: String?) async throws -> String {
-        let response = try await curl.send(
-            request("POST", "/device/v1/tokens", credential: credential, body: #"{"topic":"\#(topic)"}"#))
-        guard response.status == 201 || response.status == 200, let token = json(response)["token"] as? String else {
-            throw AgentError.gateway(
-                "token \(topic): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-        }
-        return token
+        try await call(
+            "POST", "/device/v1/tokens", credential: credential, body: DeviceTokenRequest(topic: topic),
+            accepted: [200, 201], what: "token \(topic)", reply: DeviceToken.self
+        ).token
     }
 
     /// Acknowledges ids.
     func ack(_ ids: [String], credential: String?) async throws {
-        let list = ids.map { "\"\($0)\"" }.joined(separator: ",")
-        let response = try await curl.send(
-            request("POST", "/device/v1/ack", credential: credential, body: #"{"ids":[\#(list)]}"#))
-        guard response.status == 200 else {
-            throw AgentError.gateway("ack: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-        }
+        _ = try await call(
+            "POST", "/device/v1/ack", credential: credential, body: DeviceAckRequest(ids: ids), accepted: [200],
+            what: "ack", reply: DeviceAckReply.self)
     }
 
-    /// Reports the handlers' strikes and VoIP blocks (`body`: `{"handlers":[…]}`).
-    func reportHandlers(_ body: String, credential: String?) async throws {
-        let response = try await curl.send(request("POST", "/device/v1/handlers", credential: credential, body: body))
-        guard response.status == 200 else {
-            throw AgentError.gateway(
-                "handlers: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-        }
+    /// Reports the handlers' strikes and VoIP blocks.
+    func reportHandlers(_ report: DeviceHandlerReport, credential: String?) async throws {
+        _ = try await call(
+            "POST", "/device/v1/handlers", credential: credential, body: report, accepted: [200], what: "handlers",
+            reply: DeviceHandlerReportReply.self)
     }
 }
 

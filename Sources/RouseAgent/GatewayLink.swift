@@ -1,6 +1,7 @@
 import Logging
 import RouseAgentCore
 import RouseReachability
+import RouseWire
 
 /// The gateway link's state: the device channel and what the agent knows of it, the gateway's reachability, the
 /// pushes on their way to a handler, the handler report the gateway was last given, and the retry of failed token
@@ -22,7 +23,7 @@ final class GatewayLink {
     /// Pushes handed to a handler's rules and not acknowledged yet (by delivery id): a re-send meanwhile is ignored.
     private var inFlight: Set<String> = []
     /// The handler report the gateway last accepted (nil: none since the channel opened).
-    private var reportSent: String?
+    private var reportSent: DeviceHandlerReport?
     /// A handler report is on its way to the gateway.
     private var reportSending = false
     /// The channel opened while a report was on its way: send once more when it is back.
@@ -81,7 +82,7 @@ final class GatewayLink {
 
     /// Whether `body` is to be sent now: not while one is on its way, before enrollment, with the channel not open,
     /// or when the gateway has it. When it is, the link counts it as on its way.
-    func shouldReport(_ body: String, enrolled: Bool) -> Bool {
+    func shouldReport(_ body: DeviceHandlerReport, enrolled: Bool) -> Bool {
         guard !reportSending, enrolled, channelState == .open, body != reportSent else { return false }
         reportSending = true
         return true
@@ -91,14 +92,14 @@ final class GatewayLink {
     func reporting(_ task: Task<Void, Never>) { reportTask = task }
 
     /// The report's request ended (`sent` accepted, or `error`); true when the report is to be looked at again.
-    func reportDone(_ sent: String?, error: (any Error)?) -> Bool {
+    func reportDone(_ sent: DeviceHandlerReport?, error: (any Error)?) -> Bool {
         reportSending = false
         reportTask = nil
         if let error {
             logger.warning("handler report not accepted by the gateway", metadata: ["error": "\(error)"])
         } else {
             reportSent = sent
-            logger.debug("handler report accepted", metadata: ["report": "\(sent ?? "")"])
+            logger.debug("handler report accepted", metadata: ["report": "\(sent?.json ?? "")"])
         }
         if reportOwed {
             // The channel opened while it was on its way: the once-per-open report is still owed (one attempt).

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAgentCore
+import RouseWire
 
 /// Handler lifecycle's state: every configured handler's configuration, its rules (``HandlerMachine``), its running
 /// process and IPC connection, and how its last launch went. Owned by the ``Agent`` and touched only on its
@@ -109,9 +110,9 @@ final class HandlerTable {
         return true
     }
 
-    /// `{"handlers":[{"topic":…,"strikes":…,"voipBlocked":…}]}` by topic (handlers sharing a topic are merged:
-    /// most strikes, blocked if any is), sorted by topic: what the gateway is told.
-    func report() -> String {
+    /// The handlers' strikes and VoIP blocks by topic (handlers sharing a topic are merged: most strikes, blocked if
+    /// any is), sorted by topic: what the gateway is told.
+    func report() -> DeviceHandlerReport {
         var byTopic: [String: (strikes: Int, blocked: Bool)] = [:]
         for entry in entries.values {
             let old = byTopic[entry.configuration.topic] ?? (0, false)
@@ -119,11 +120,10 @@ final class HandlerTable {
                 max(old.strikes, entry.machine.strikeCount), old.blocked || entry.machine.voipBlocked
             )
         }
-        let items = byTopic.sorted { $0.key < $1.key }.map { topic, value in
-            let quoted = (try? JSONEncoder().encode(topic)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
-            return "{\"topic\":\(quoted),\"strikes\":\(value.strikes),\"voipBlocked\":\(value.blocked)}"
-        }
-        return "{\"handlers\":[" + items.joined(separator: ",") + "]}"
+        return DeviceHandlerReport(
+            handlers: byTopic.sorted { $0.key < $1.key }.map { topic, value in
+                DeviceHandlerReport.Handler(topic: topic, strikes: value.strikes, voipBlocked: value.blocked)
+            })
     }
 
     // MARK: Processes and connections

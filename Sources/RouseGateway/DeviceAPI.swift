@@ -21,12 +21,17 @@ struct DeviceReply: Error, Sendable {
     var status: Int
     var body: String
 
-    static func ok(_ body: String) -> DeviceReply { DeviceReply(status: 200, body: body) }
+    /// 200 with `message`.
+    static func ok(_ message: some DeviceAPIMessage) -> DeviceReply { DeviceReply(status: 200, body: message.json) }
 
-    /// `{"error":"<code>","detail":"…"}`.
+    /// 201 with `message` (something was made).
+    static func created(_ message: some DeviceAPIMessage) -> DeviceReply {
+        DeviceReply(status: 201, body: message.json)
+    }
+
+    /// `{"error":"<code>","detail":"…"}` (``DeviceAPIFailure``).
     static func error(_ status: Int, _ code: String, _ detail: String) -> DeviceReply {
-        DeviceReply(
-            status: status, body: "{\"error\":\(JSONText.quoted(code)),\"detail\":\(JSONText.quoted(detail))}")
+        DeviceReply(status: status, body: DeviceAPIFailure(error: code, detail: detail).json)
     }
 }
 
@@ -119,47 +124,21 @@ enum DeviceAPI {
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
-    /// Decodes a JSON body into `T`, or a 400 naming the member that is wrong.
-    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], truncated: Bool) -> Result<T, DeviceReply> {
+    /// Decodes a request body into its model, or a 400 naming the member that is wrong.
+    static func decode<T: DeviceAPIMessage>(_ type: T.Type, _ body: [UInt8], truncated: Bool) -> Result<T, DeviceReply>
+    {
         if truncated { return .failure(.error(413, "bodyTooLarge", "request body exceeds the limit")) }
         if body.isEmpty { return .failure(.error(400, "badJSON", "empty body: a JSON object is required")) }
         do {
-            return .success(try JSONDecoder().decode(T.self, from: Data(body)))
-        } catch let error as DecodingError {
-            return .failure(.error(400, "badJSON", GatewayConfiguration.describe(error)))
+            return .success(try T.decode(body))
         } catch {
-            return .failure(.error(400, "badJSON", "\(error)"))
+            return .failure(.error(400, "badJSON", error.detail))
         }
-    }
-
-    /// `{"secret":"<hex>"}` (enrollment with a one-time secret).
-    struct EnrollBody: Decodable {
-        var secret: String
-    }
-
-    /// `{"topic":"com.example.app.voip"}`.
-    struct TokenBody: Decodable {
-        var topic: String
-    }
-
-    /// `{"ids":["12","13"]}`.
-    struct AckBody: Decodable {
-        var ids: [String]
-    }
-
-    /// `{"handlers":[{"topic":"com.example.rouse","strikes":2,"voipBlocked":false}]}`.
-    struct HandlersBody: Decodable {
-        struct Handler: Decodable {
-            var topic: String
-            var strikes: Int
-            var voipBlocked: Bool
-        }
-        var handlers: [Handler]
     }
 
     /// Checks a handler report: at most ``maxHandlerReports`` handlers, valid distinct topics, strikes in
     /// 0...``maxReportedStrikes``.
-    static func checkHandlers(_ body: HandlersBody) -> DeviceReply? {
+    static func checkHandlers(_ body: DeviceHandlerReport) -> DeviceReply? {
         if body.handlers.count > maxHandlerReports {
             return .error(
                 413, "tooManyHandlers",
@@ -184,7 +163,7 @@ enum DeviceAPI {
     }
 
     /// Parses acknowledgement ids: decimal, positive, at most `limit` of them.
-    static func ackIDs(_ body: AckBody, limit: Int) -> Result<[Int64], DeviceReply> {
+    static func ackIDs(_ body: DeviceAckRequest, limit: Int) -> Result<[Int64], DeviceReply> {
         if body.ids.isEmpty { return .failure(.error(400, "badAck", "$.ids: empty")) }
         if body.ids.count > limit {
             return .failure(.error(413, "tooManyIDs", "$.ids: \(body.ids.count) ids, at most \(limit) per request"))

@@ -102,7 +102,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
             }
             return dispatch(stream) { context in try context.enroll(certificateDeviceID: deviceID) }
         }
-        switch DeviceAPI.decode(DeviceAPI.EnrollBody.self, request.body, truncated: request.bodyTruncated) {
+        switch DeviceAPI.decode(DeviceEnrollRequest.self, request.body, truncated: request.bodyTruncated) {
         case .failure(let reply): Self.send(reply, on: stream)
         case .success(let body):
             guard let secret = DeviceAPI.hexBytes(body.secret), (16...64).contains(secret.count) else {
@@ -144,7 +144,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
     }
 
     private func acknowledge(_ request: HTTP2Request, _ stream: HTTP2Stream) {
-        switch DeviceAPI.decode(DeviceAPI.AckBody.self, request.body, truncated: request.bodyTruncated)
+        switch DeviceAPI.decode(DeviceAckRequest.self, request.body, truncated: request.bodyTruncated)
             .flatMap({ DeviceAPI.ackIDs($0, limit: core.limits.maxAckIDs) })
         {
         case .failure(let reply): Self.send(reply, on: stream)
@@ -154,7 +154,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
     }
 
     private func createToken(_ request: HTTP2Request, _ stream: HTTP2Stream) {
-        switch DeviceAPI.decode(DeviceAPI.TokenBody.self, request.body, truncated: request.bodyTruncated) {
+        switch DeviceAPI.decode(DeviceTokenRequest.self, request.body, truncated: request.bodyTruncated) {
         case .failure(let reply): Self.send(reply, on: stream)
         case .success(let body):
             if let reply = DeviceAPI.checkTopic(body.topic) { return Self.send(reply, on: stream) }
@@ -165,7 +165,7 @@ final class DeviceHandler: HTTP2ConnectionHandler {
     }
 
     private func reportHandlers(_ request: HTTP2Request, _ stream: HTTP2Stream) {
-        switch DeviceAPI.decode(DeviceAPI.HandlersBody.self, request.body, truncated: request.bodyTruncated) {
+        switch DeviceAPI.decode(DeviceHandlerReport.self, request.body, truncated: request.bodyTruncated) {
         case .failure(let reply): Self.send(reply, on: stream)
         case .success(let body):
             if let reply = DeviceAPI.checkHandlers(body) { return Self.send(reply, on: stream) }

@@ -1,5 +1,6 @@
 import Foundation
 import RouseAPNs
+import RouseWire
 
 extension GatewayConfiguration {
     private struct File: Decodable {
@@ -330,16 +331,6 @@ extension GatewayConfiguration {
         return nil
     }
 
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            "$" + context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        }
-        switch error {
-        case .keyNotFound(let key, let context): return "\(path(context)).\(key.stringValue): missing"
-        case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
-        case .valueNotFound(let type, let context): return "\(path(context)): expected \(type), found null"
-        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
-        @unknown default: return "\(error)"
-        }
-    }
+    /// A decoding fault with its JSON path (`$.keys[0].file: missing`), worded as the device API words it.
+    static func describe(_ error: DecodingError) -> String { DeviceAPIDecodingError(error).detail }
 }

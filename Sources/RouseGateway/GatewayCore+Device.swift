@@ -1,6 +1,7 @@
 import Crypto
 import RouseAPNs
 import RouseHTTP2
+import RouseWire
 
 extension GatewayCore {
     /// Queues an authenticated device request: `body` runs on the store thread with the device's record and
@@ -85,8 +86,7 @@ extension CoreContext {
                 id: deviceID, authentication: .secret, credentialHash: DeviceSecrets.hash(credential), createdAt: now,
                 revokedAt: nil))
         let text = deviceID + "." + DeviceAPI.hex(credential)
-        return DeviceReply(
-            status: 201, body: "{\"deviceID\":\(JSONText.quoted(deviceID)),\"credential\":\(JSONText.quoted(text))}")
+        return .created(DeviceEnrollReply(deviceID: deviceID, credential: text))
     }
 
     /// A device certificate from the operator's CA enrolls its subject CN.
@@ -96,12 +96,12 @@ extension CoreContext {
             guard existing.authentication == .certificate else {
                 return .error(409, "deviceExists", "device '\(deviceID)' authenticates with a secret")
             }
-            return .ok("{\"deviceID\":\(JSONText.quoted(deviceID))}")
+            return .ok(DeviceEnrollReply(deviceID: deviceID, credential: nil))
         }
         try transaction.insertDevice(
             DeviceRecord(
                 id: deviceID, authentication: .certificate, credentialHash: nil, createdAt: now, revokedAt: nil))
-        return DeviceReply(status: 201, body: "{\"deviceID\":\(JSONText.quoted(deviceID))}")
+        return .created(DeviceEnrollReply(deviceID: deviceID, credential: nil))
     }
 
     // MARK: Tokens
@@ -109,7 +109,7 @@ extension CoreContext {
     mutating func createToken(device: DeviceRecord, topic: String) throws -> DeviceReply {
         let live = try transaction.tokens(deviceID: device.id).filter { $0.revokedAt == nil }
         if let existing = live.first(where: { $0.topic == topic }) {
-            return .ok(Self.tokenJSON(existing))
+            return .ok(Self.model(existing))
         }
         guard live.count < core.limits.maxTokensPerDevice else {
             return .error(429, "tooManyTokens", "at most \(core.limits.maxTokensPerDevice) tokens per device")
@@ -118,12 +118,12 @@ extension CoreContext {
             token: DeviceAPI.hex(DeviceAPI.randomBytes(32)), deviceID: device.id, topic: topic, createdAt: now,
             revokedAt: nil)
         try transaction.insertToken(token)
-        return DeviceReply(status: 201, body: Self.tokenJSON(token))
+        return .created(Self.model(token))
     }
 
     func listTokens(device: DeviceRecord) throws -> DeviceReply {
         let live = try transaction.tokens(deviceID: device.id).filter { $0.revokedAt == nil }
-        return .ok("{\"tokens\":[" + live.map(Self.tokenJSON).joined(separator: ",") + "]}")
+        return .ok(DeviceTokenList(tokens: live.map(Self.model)))
     }
 
     mutating func dropToken(device: DeviceRecord, token: String) throws -> DeviceReply {
@@ -134,22 +134,22 @@ extension CoreContext {
             if case .refill(let limit) = slot.delivery.removed(dropped) { try refill(&slot, limit: limit) }
             state.channels[device.id] = slot
         }
-        return .ok("{\"token\":\(JSONText.quoted(token)),\"revokedAt\":\(now)}")
+        return .ok(DeviceRevocation(.token, token, revokedAt: now))
     }
 
     /// Replaces what the device reported about its handlers.
-    func reportHandlers(device: DeviceRecord, _ handlers: [DeviceAPI.HandlersBody.Handler]) throws -> DeviceReply {
+    func reportHandlers(device: DeviceRecord, _ handlers: [DeviceHandlerReport.Handler]) throws -> DeviceReply {
         let reports = handlers.map {
             HandlerReport(
                 deviceID: device.id, topic: $0.topic, strikes: $0.strikes, voipBlocked: $0.voipBlocked, reportedAt: now)
         }
         try transaction.replaceHandlerReports(deviceID: device.id, reports)
-        return .ok("{\"handlers\":\(reports.count),\"reportedAt\":\(now)}")
+        return .ok(DeviceHandlerReportReply(handlers: reports.count, reportedAt: now))
     }
 
-    static func tokenJSON(_ token: TokenRecord) -> String {
-        "{\"token\":\(JSONText.quoted(token.token)),\"topic\":\(JSONText.quoted(token.topic)),"
-            + "\"createdAt\":\(token.createdAt)}"
+    /// A stored token as the device API shows it.
+    static func model(_ token: TokenRecord) -> DeviceToken {
+        DeviceToken(token: token.token, topic: token.topic, createdAt: token.createdAt)
     }
 
     // MARK: Channel and acknowledgements
@@ -236,7 +236,7 @@ extension CoreContext {
         let metrics = core.metrics
         let count = acked
         effects.append { metrics.acknowledged(count: count) }
-        return .ok("{\"acked\":\(acked),\"unknown\":\(ids.count - acked)}")
+        return .ok(DeviceAckReply(acked: acked, unknown: ids.count - acked))
     }
 }
 

@@ -177,7 +177,7 @@ extension CoreContext {
         }
         let live = try transaction.webPushSubscriptions(deviceID: device.id)
         if let existing = live.first(where: { $0.app == request.app && $0.token == request.token }) {
-            if existing.vapidKey == request.vapid { return .ok(Self.json(existing, origin: webPush.normalizedOrigin)) }
+            if existing.vapidKey == request.vapid { return .ok(Self.model(existing, webPush.normalizedOrigin)) }
             _ = try dropWebPushSubscription(device: device, id: existing.id)
         }
         let metrics = core.metrics
@@ -196,7 +196,7 @@ extension CoreContext {
             id: Base64URL.encode(DeviceAPI.randomBytes(32)), deviceID: device.id, app: request.app,
             token: request.token, vapidKey: request.vapid, createdAt: now, revokedAt: nil)
         try transaction.insertWebPushSubscription(record)
-        return DeviceReply(status: 201, body: Self.json(record, origin: webPush.normalizedOrigin))
+        return .created(Self.model(record, webPush.normalizedOrigin))
     }
 
     /// `GET /device/v1/webpush`.
@@ -204,7 +204,7 @@ extension CoreContext {
         let origin = core.webPush?.normalizedOrigin ?? ""
         let list = WebPushSubscriptionList(
             subscriptions: try transaction.webPushSubscriptions(deviceID: device.id).map { Self.model($0, origin) })
-        return .ok(Self.encode(list))
+        return .ok(list)
     }
 
     /// `DELETE /device/v1/webpush/<id>`: senders get 410 from then on; pending messages are dropped.
@@ -216,7 +216,7 @@ extension CoreContext {
             if case .refill(let limit) = slot.delivery.removed(dropped) { try refill(&slot, limit: limit) }
             state.channels[device.id] = slot
         }
-        return .ok("{\"id\":\(JSONText.quoted(id)),\"revokedAt\":\(now)}")
+        return .ok(DeviceRevocation(.id, id, revokedAt: now))
     }
 
     /// `POST /device/v1/urgency`: the channel's minimum urgency; a lower one sends what was withheld.
@@ -230,22 +230,12 @@ extension CoreContext {
             try refill(&slot, limit: limit)
         }
         state.channels[device.id] = slot
-        return .ok("{\"urgency\":\"\(urgency.rawValue)\"}")
+        return .ok(WebPushUrgencyRequest(urgency: urgency))
     }
 
     private static func model(_ record: WebPushSubscriptionRecord, _ origin: String) -> WebPushSubscription {
         WebPushSubscription(
             id: record.id, endpoint: "\(origin)/wp/\(record.id)", app: record.app, token: record.token,
             vapid: record.vapidKey, createdAt: record.createdAt)
-    }
-
-    private static func json(_ record: WebPushSubscriptionRecord, origin: String) -> String {
-        encode(model(record, origin))
-    }
-
-    private static func encode(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

@@ -5,6 +5,9 @@
 /// features are needed by callers). The gateway calls it from its single store thread, so implementations
 /// need no internal ordering beyond what one connection gives.
 public protocol GatewayStore: Sendable {
+    /// What opening the store did to its schema (`from` 0: a new database; `from == to`: up to date). Every backend
+    /// migrates when it opens and says so here (`rouse gateway migrate` prints it).
+    var migration: GatewaySchema.Migration { get }
     /// Runs `body` in one write transaction: committed durably when `body` returns, rolled back if it throws.
     func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T
     /// Runs `body` against a consistent snapshot, for read-only work (admin views, the CLI).
@@ -12,7 +15,7 @@ public protocol GatewayStore: Sendable {
 }
 
 /// The operations inside one store transaction.
-public protocol GatewayStoreTransaction: WebPushStoreTransaction {
+public protocol GatewayStoreTransaction: WebPushStoreTransaction, GatewayNodeTransaction {
     // MARK: Pushes
 
     /// Stores a push; returns its sequence number (the delivery id, increasing).
@@ -93,9 +96,13 @@ public protocol GatewayStoreTransaction: WebPushStoreTransaction {
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool
     /// Re-enables a revoked key (an explicit administrator's action); false if unknown or not revoked.
     func unrevokeProviderKey(_ keyID: String) throws -> Bool
+}
 
-    // MARK: Several nodes (PostgreSQL; a store for one node keeps the defaults below)
-
+/// The operations of several gateway nodes sharing one store (PostgreSQL): device sequence numbers, channel
+/// ownership, node leases and the messages between nodes. Every backend implements each one explicitly, with no
+/// default, so a new backend cannot forget one: a store for one node answers with its single-node values
+/// (`nil`, nothing to do, no nodes), as `SQLiteTransaction+Nodes.swift` does.
+public protocol GatewayNodeTransaction {
     /// Takes the device's next sequence number and locks the device's row until COMMIT, so that pushes for one
     /// device commit in the order of their numbers, whichever node stores them; says which channel holds the
     /// device now. `nil`: one node (the push's `id` is commit order already).
@@ -122,16 +129,6 @@ extension GatewayStoreTransaction {
     public func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
         try pending(deviceID: deviceID, excluding: excluding, limit: limit, now: now, webPushMinimum: 0)
     }
-
-    public func nextDeviceSequence(deviceID: String) throws -> DeviceSequence? { nil }
-    public func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (
-        previous: ChannelOwner?, lastSeq: Int64
-    )? { nil }
-    public func releaseChannel(deviceID: String, owner: ChannelOwner) throws {}
-    public func notify(node: String, _ messages: [NodeMessage], now: Int64) throws {}
-    public func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws {}
-    public func removeNode(_ node: String) throws {}
-    public func nodes() throws -> [GatewayNodeRecord] { [] }
 }
 
 /// The channel that holds a device: which node, which of its channels.

@@ -17,14 +17,3 @@ extension GatewayConfiguration {
         return try SQLiteGatewayStore(path: database)
     }
 }
-
-extension GatewayStore {
-    /// What opening the store did to its schema (`from` 0: a new database).
-    public var schemaMigration: GatewaySchema.Migration? {
-        switch self {
-        case let store as SQLiteGatewayStore: store.migration
-        case let store as PostgresGatewayStore: store.migration
-        default: nil
-        }
-    }
-}

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import RouseActivation
+import RouseAgent
 import RouseAgentClient
+import RouseAgentCore
 
 /// `rouse agent …`: set up a device (`enroll`, `handlers`) and talk to a running `rouse-agent` over its IPC socket.
 struct AgentCommand: AsyncParsableCommand {
@@ -72,57 +74,67 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Print the status document as JSON.") var json = false
 
         func run() async throws {
-            guard let object = try await AgentCommand.document(.status, socket: options.socket, json: json) else {
+            let answer = try await AgentCommand.request(.status, socket: options.socket)
+            guard case .statusReply(let reply) = answer else { throw AgentCommand.unexpected(answer) }
+            // With --json, or a document this version cannot read, the document as it came.
+            guard !json, let status = try? JSONDecoder().decode(AgentStatus.self, from: Data(reply.detail.utf8)) else {
+                print(reply.detail)
                 return
             }
-            let reachable = (object["gatewayReachable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
-            print("channel: \(object["channel"] ?? "-")  gateway reachable: \(reachable)")
-            print(
-                "device: \(object["deviceID"] ?? "-")  suspend: \(object["suspendMechanism"] ?? "-")"
-                    + "  limits: \(object["limits"] ?? "-")")
-            if let session = object["session"] as? [String: Any] {
-                let battery = (session["onBattery"] as? Bool).map { $0 ? "battery" : "AC" } ?? "-"
-                let level = (session["batteryPercentage"] as? Double).map { String(format: " %.0f%%", $0) } ?? ""
-                print(
-                    "session: \(session["lock"] ?? "-")  power: \(battery)\(level)  expensive: "
-                        + "\((session["expensive"] as? Bool) == true ? "yes" : "no")  held pushes: \(session["heldPushes"] ?? 0)"
-                        + ((session["lowPower"] as? Bool) == true ? "  fetch: waits (low battery)" : "")
-                )
+            for line in Self.render(status) { print(line) }
+        }
+
+        /// The status as lines for a person (numbers as JSON writes them: `3`, not `3.0`).
+        static func render(_ status: AgentStatus) -> [String] {
+            var lines: [String] = []
+            lines.append("channel: \(status.channel)  gateway reachable: \(status.gatewayReachable ? "yes" : "no")")
+            lines.append(
+                "device: \(status.deviceID ?? "-")  suspend: \(status.suspendMechanism)"
+                    + "  limits: \(status.limits ?? "-")")
+            if let session = status.session {
+                let battery = session.onBattery.map { $0 ? "battery" : "AC" } ?? "-"
+                let level = session.batteryPercentage.map { String(format: " %.0f%%", $0) } ?? ""
+                lines.append(
+                    "session: \(session.lock ?? "-")  power: \(battery)\(level)  expensive: "
+                        + "\(session.expensive ? "yes" : "no")  held pushes: \(session.heldPushes)"
+                        + (session.lowPower ? "  fetch: waits (low battery)" : ""))
             }
-            if let notifications = object["notifications"] as? [String: Any] {
-                let server = (notifications["serverFollowed"] as? Bool) == true ? "followed" : "-"
-                print(
-                    "notifications: server \(server)  shown: \(notifications["shown"] ?? 0)  pending local: "
-                        + "\(notifications["pendingLocal"] ?? 0)  forgotten over limit: "
-                        + "\(notifications["forgottenOverLimit"] ?? 0)  fallbacks: \(notifications["fallbacks"] ?? 0)")
+            if let notifications = status.notifications {
+                lines.append(
+                    "notifications: server \(notifications.serverFollowed ? "followed" : "-")  shown: "
+                        + "\(notifications.shown)  pending local: \(notifications.pendingLocal)  forgotten over limit: "
+                        + "\(notifications.forgottenOverLimit)  fallbacks: \(notifications.fallbacks)")
             }
-            for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
-                var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
-                line += " strikes=\(handler["strikes"] ?? 0)"
-                if handler["voipBlocked"] as? Bool == true { line += " VOIP-BLOCKED" }
-                if handler["userStopped"] as? Bool == true { line += " user-stopped" }
-                if let budget = handler["budgetRemainingSeconds"] as? Double {
-                    line += " budget=" + String(format: "%.1fs", budget)
-                }
-                line += " tokens=\(handler["backgroundTokens"] ?? 0)"
-                if let held = handler["heldPush"] { line += " held=\(held)" }
-                if handler["holdsAudio"] as? Bool == true { line += " holds-audio" }
-                if let sockets = handler["listeningSockets"] as? [String], !sockets.isEmpty {
+            for handler in status.handlers {
+                var line = "handler \(handler.name): \(handler.state)"
+                line += " strikes=\(handler.strikes)"
+                if handler.voipBlocked { line += " VOIP-BLOCKED" }
+                if handler.userStopped { line += " user-stopped" }
+                if let budget = handler.budgetRemainingSeconds { line += " budget=" + String(format: "%.1fs", budget) }
+                line += " tokens=\(number(handler.backgroundTokens))"
+                if let held = handler.heldPush { line += " held=\(held)" }
+                if handler.holdsAudio { line += " holds-audio" }
+                if let sockets = handler.listeningSockets, !sockets.isEmpty {
                     line +=
                         " listening="
                         + sockets.map { $0.replacingOccurrences(of: " ", with: ":") }.joined(separator: ",")
                 }
-                if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
-                    line += " tasks=\(tasks.joined(separator: ","))"
-                }
-                if let fetch = handler["fetch"] as? [String: Any] {
-                    let next = (fetch["nextInSeconds"] as? Double).map { String(format: "%.0fs", $0) } ?? "offline"
-                    let history = (fetch["history"] as? [[String: Any]] ?? []).compactMap { $0["outcome"] as? String }
-                    line += " fetch-next=\(next) factor=\(fetch["factor"] ?? 1)"
+                if !handler.tasks.isEmpty { line += " tasks=\(handler.tasks.joined(separator: ","))" }
+                if let fetch = handler.fetch {
+                    let next = fetch.nextInSeconds.map { String(format: "%.0fs", $0) } ?? "offline"
+                    let history = fetch.history.map(\.outcome.rawValue)
+                    line += " fetch-next=\(next) factor=\(number(fetch.factor))"
                     if !history.isEmpty { line += " fetch-history=\(history.joined(separator: ","))" }
                 }
-                print(line)
+                lines.append(line)
             }
+            return lines
+        }
+
+        /// A number as the JSON document has it: whole numbers without a fraction.
+        static func number(_ value: Double) -> String {
+            if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+            return "\(value)"
         }
     }
 

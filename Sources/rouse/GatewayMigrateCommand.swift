@@ -11,7 +11,7 @@ extension GatewayCommand {
 
         func run() async throws {
             let store = try location.store()
-            guard let migration = store.schemaMigration else { throw ValidationError("unknown store") }
+            let migration = store.migration
             if location.json {
                 print("{\"from\":\(migration.from),\"to\":\(migration.to)}")
             } else if migration.from == migration.to {

@@ -112,6 +112,11 @@ struct AgentOperationTests {
         }
         let before = answer.withLock { $0 } ?? ""
         #expect(before.contains("handler first: notRunning strikes=0"), "\(before)")
+        // Numbers as the status document has them (`tokens=3`, not `tokens=3.0`): `rouse agent status` reads the typed
+        // `AgentStatus` and renders the lines the untyped reader did.
+        let first = before.split(separator: "\n").first { $0.hasPrefix("handler first:") } ?? ""
+        let tokens = first.split(separator: " ").first { $0.hasPrefix("tokens=") }?.dropFirst("tokens=".count) ?? ""
+        #expect(!tokens.isEmpty && tokens.allSatisfy(\.isNumber), "\(first)")
         #expect(!before.contains("handler second"))
 
         try writeHandler("second")

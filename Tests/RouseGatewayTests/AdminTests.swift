@@ -2,6 +2,7 @@ import Foundation
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
+import RouseWire
 import Testing
 
 @Suite("Gateway administration: rouse gateway CLI and the admin endpoint", .timeLimit(.minutes(2)))
@@ -60,11 +61,11 @@ struct AdminTests {
         #expect(list.first?["pending"] as? Int ?? 0 >= 2)
         #expect(try await rouse(["devices", "revoke", "--database", database, deviceID]).status == 0)
         // The open channel ends at the next sweep (skipping the pushes it carried meanwhile).
-        var last: [String: String] = [:]
-        while last["type"] != "revoked" && last["type"] != "end" {
+        var last = try await channel.next(timeout: .seconds(10))
+        while last.type != "revoked" && last.type != "end" {
             last = try await channel.next(timeout: .seconds(10))
         }
-        #expect(last["type"] == "revoked")
+        #expect(last == .record(.revoked))
         let answer = await h.provider.push(token: h.token)
         #expect(answer.status == 410)
         #expect(answer.reason == "Unregistered")

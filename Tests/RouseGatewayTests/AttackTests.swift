@@ -3,6 +3,7 @@ import RouseCurl
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// An attacker without credentials, over real TLS, against the real `rouse-gateway` process, with an HTTP/2 client
@@ -89,7 +90,7 @@ struct AttackTests {
         let curl = try CurlHTTPClient()
         let client = try await DeviceClient.enroll(curl: curl, port: gateway.devicePort, secret: secret)
         let channel = try await client.channel()
-        #expect(try await channel.next()["type"] == "hello")
+        #expect(try await channel.next().type == "hello")
 
         async let onDevice = HalfOpenAttack.start(
             port: gateway.devicePort, path: "/device/v1/tokens", connections: 1, streams: 1, directory: directory)

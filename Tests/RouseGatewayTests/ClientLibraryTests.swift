@@ -1,6 +1,7 @@
 import Foundation
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 private typealias Libraries = APNsClientLibraries
@@ -25,10 +26,10 @@ struct ClientLibraryTests {
             deviceToken: voipToken, payload: #"{"aps":{},"caller":"Alice"}"#)
         #expect(outcome.accepted(status: 200), "\(outcome)")
         let push = try await channel.nextPush()
-        #expect(push["token"] == voipToken)
-        #expect(push["pushType"] == "voip")
-        if library.surfacesAPNsID { #expect(push["apnsID"]?.lowercased() == outcome.apnsID?.lowercased()) }
-        let payload = try #require(Data(base64Encoded: push["payload"] ?? ""))
+        #expect(push.token == voipToken)
+        #expect(push.pushType == "voip")
+        if library.surfacesAPNsID { #expect(push.apnsID.lowercased() == outcome.apnsID?.lowercased()) }
+        let payload = try #require(Data(base64Encoded: push.payload))
         let object = try JSONSerialization.jsonObject(with: payload) as? [String: Any]
         #expect(object?["caller"] as? String == "Alice")
         channel.close()
@@ -50,7 +51,7 @@ struct ClientLibraryTests {
         #expect(outcome.unsupported == nil, "\(library) supports certificate auth: \(outcome)")
         #expect(outcome.accepted(status: 200), "\(outcome)")
         let push = try await channel.nextPush()
-        #expect(push["token"] == voipToken)
+        #expect(push.token == voipToken)
         channel.close()
         await h.stop()
     }
@@ -68,7 +69,7 @@ struct ClientLibraryTests {
         #expect(outcome.accepted(status: 200), "\(outcome)")
         // Before: answered 200 and dropped untried (aioapns sends the current second, already past on arrival).
         let push = try await channel.nextPush(timeout: .seconds(10))
-        let payload = try #require(Data(base64Encoded: push["payload"] ?? ""))
+        let payload = try #require(Data(base64Encoded: push.payload))
         let object = try JSONSerialization.jsonObject(with: payload) as? [String: Any]
         #expect(object?["caller"] as? String == "Bob")
         channel.close()
@@ -129,7 +130,7 @@ struct ClientLibraryTests {
         #expect(nghttp.status == 0, "\(nghttp.stderr)")
         #expect(h2load.stdout.contains("status codes: 20 2xx"), "\(h2load.stdout)")
         var seen = 0
-        for _ in 0..<22 where (try? await channel.nextPush())?["token"] == voipToken { seen += 1 }
+        for _ in 0..<22 where (try? await channel.nextPush())?.token == voipToken { seen += 1 }
         #expect(seen == 22, "curl 1 + nghttp 1 + h2load 20 pushes on the device channel")
         channel.close()
         await h.stop()

@@ -2,6 +2,7 @@ import Foundation
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 @Suite("Gateway crash safety: SIGKILL after 200, restart on the same database", .timeLimit(.minutes(3)))
@@ -25,11 +26,11 @@ struct CrashSafetyTests {
         for n in 1...10 {
             let answer = await provider.push(token: token, payload: #"{"n":\#(n)}"#)
             #expect(answer.status == 200, "push \(n): \(answer.status) \(answer.reason ?? "")")
-            ids.append(try #require(try await channel.nextPush()["id"]))
+            ids.append(try await channel.nextPush().id)
         }
         // The device acknowledges the first four (committed before the answer).
         let acked = try await device.ack(Array(ids.prefix(4)))
-        #expect(acked.json["acked"] as? Int == 4)
+        #expect(acked.acked == 4)
         channel.close()
         // Offline pushes, the last one killed right after its 200.
         for n in 11...20 {
@@ -45,7 +46,7 @@ struct CrashSafetyTests {
         var seen: [Int] = []
         for _ in 5...20 {
             let push = try await again.nextPush()
-            let payload = Data(base64Encoded: push["payload"] ?? "").map { String(decoding: $0, as: UTF8.self) } ?? ""
+            let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) } ?? ""
             let number = Int(payload.dropFirst(5).dropLast()) ?? -1
             seen.append(number)
         }
@@ -54,7 +55,7 @@ struct CrashSafetyTests {
         let provider2 = try await Provider.connect(port: second.providerPort)
         #expect(await provider2.push(token: token, payload: #"{"n":21}"#).status == 200)
         let next = try await again.nextPush()
-        #expect(next["payload"] == Data(#"{"n":21}"#.utf8).base64EncodedString())
+        #expect(next.payload == Data(#"{"n":21}"#.utf8).base64EncodedString())
         provider2.close()
         again.close()
         #expect(second.terminate() == 0, "graceful exit on SIGTERM; stderr: \(second.stderr)")

@@ -3,6 +3,7 @@ import RouseClock
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// Each test ends with a sentinel push that must be the next record: what should not arrive provably did not.
@@ -20,7 +21,7 @@ struct DeliverySemanticsTests {
         let channel = try await h.channel()
         let second = try await channel.nextPush()
         #expect(Harness.number(second) == 2)
-        #expect(Int64(second["expiration"] ?? "") ?? 0 <= now + 3600)
+        #expect(second.expiration <= now + 3600)
         #expect(try await h.numbers(channel, count: 1) == [3])
         await h.stop()
     }
@@ -87,9 +88,9 @@ struct DeliverySemanticsTests {
         await h.push(2, token: voip, topic: GatewayFixture.voipTopic, type: "voip", expiration: 0)
         let push = try await channel.nextPush()
         #expect(Harness.number(push) == 2)
-        #expect(push["expiration"] == "0")
-        let ack = try await h.device.ack([push["id"] ?? ""])
-        #expect(ack.json["acked"] as? Int == 1)
+        #expect(push.expiration == 0)
+        let ack = try await h.device.ack([push.id])
+        #expect(ack.acked == 1)
         // Never stored: a reconnect does not bring it back; the sentinel is next.
         channel.close()
         let again = try await h.channel()
@@ -115,12 +116,12 @@ struct DeliverySemanticsTests {
         await h.push(5)
         await h.push(6, token: voip, topic: GatewayFixture.voipTopic, type: "voip")
         #expect(try await h.numbers(channel, count: 1) == [6])
-        try await h.device.ack([first["id"] ?? "", second["id"] ?? ""])
+        try await h.device.ack([first.id, second.id])
         var rest: [Int] = []
         while rest.count < 3 {
             let push = try await channel.nextPush()
             rest.append(Harness.number(push) ?? -1)
-            try await h.device.ack([push["id"] ?? ""])
+            try await h.device.ack([push.id])
         }
         #expect(rest == [2, 4, 5])
         await h.stop()
@@ -151,8 +152,8 @@ struct DeliverySemanticsTests {
         let h = try await Harness.start(backend: backend)
         let old = try await h.channel()
         let new = try await h.channel()
-        #expect(try await old.next()["type"] == "replaced")
-        #expect(try await old.next()["type"] == "end")
+        #expect(try await old.next() == .record(.replaced))
+        #expect(try await old.next() == .end(error: nil))
         await h.push(1)
         #expect(try await h.numbers(new, count: 1) == [1])
         await h.stop()
@@ -182,7 +183,7 @@ struct ChannelLifecycleTests {
         let h = try await Harness.start { $0.limits.heartbeatSeconds = 1 }
         let channel = try await h.channel()
         let record = try await channel.next(timeout: .seconds(5))
-        #expect(record["type"] == "heartbeat")
+        #expect(record.type == "heartbeat")
         await h.stop()
     }
 
@@ -194,8 +195,8 @@ struct ChannelLifecycleTests {
         #expect(try await h.numbers(channel, count: 1) == [1])
         h.provider.close()
         await h.gateway.shutdown(gracePeriod: .seconds(2))
-        #expect(try await channel.next()["type"] == "shutdown")
-        #expect(try await channel.next()["type"] == "end")
+        #expect(try await channel.next() == .record(.shutdown))
+        #expect(try await channel.next() == .end(error: nil))
         let pending = try h.gateway.store.read { try $0.pendingList(deviceID: nil, limit: 10) }
         #expect(pending.count == 1)
         await h.curl.shutdown()

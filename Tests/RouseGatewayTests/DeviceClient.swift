@@ -1,6 +1,7 @@
 import Foundation
 import RouseCurl
 import RouseTestSupport
+import RouseWire
 import Synchronization
 import Testing
 
@@ -46,30 +47,45 @@ struct DeviceClient: Sendable {
         return (response.status, json)
     }
 
+    /// Sends `body` and reads the reply as `Reply` (the models both sides use); throws unless the status is one of
+    /// `accepted` and the body is that reply.
+    func send<Reply: DeviceAPIMessage>(
+        _ method: String, _ path: String, _ body: (some DeviceAPIMessage)?, accepted: Set<Int> = [200],
+        as reply: Reply.Type
+    ) async throws -> Reply {
+        let response = try await curl.send(request(method, path, body: body?.json))
+        let text = String(decoding: response.body, as: UTF8.self)
+        guard accepted.contains(response.status) else {
+            throw FixtureError("\(method) \(path): \(response.status) \(text)")
+        }
+        do {
+            return try Reply.decode(response.body)
+        } catch {
+            throw FixtureError("\(method) \(path): \(response.status) \(error): \(text)")
+        }
+    }
+
     /// Enrolls with a one-time secret; returns a device using the credential it got.
     static func enroll(curl: CurlHTTPClient, port: UInt16, secret: String) async throws -> DeviceClient {
         let anonymous = DeviceClient(curl: curl, port: port, credential: .none)
-        let (status, json) = try await anonymous.call("POST", "/device/v1/enroll", body: #"{"secret":"\#(secret)"}"#)
-        guard status == 201, let credential = json["credential"] as? String else {
-            throw FixtureError("enroll: \(status) \(json)")
-        }
+        let reply = try await anonymous.send(
+            "POST", "/device/v1/enroll", DeviceEnrollRequest(secret: secret), accepted: [201],
+            as: DeviceEnrollReply.self)
+        guard let credential = reply.credential else { throw FixtureError("enroll: no credential in \(reply.json)") }
         return DeviceClient(curl: curl, port: port, credential: .bearer(credential))
     }
 
     /// Asks for a token for `topic`.
     func token(topic: String) async throws -> String {
-        let (status, json) = try await call("POST", "/device/v1/tokens", body: #"{"topic":"\#(topic)"}"#)
-        guard status == 201 || status == 200, let token = json["token"] as? String else {
-            throw FixtureError("token: \(status) \(json)")
-        }
-        return token
+        try await send(
+            "POST", "/device/v1/tokens", DeviceTokenRequest(topic: topic), accepted: [200, 201], as: DeviceToken.self
+        ).token
     }
 
-    /// Acknowledges ids; returns the reply.
+    /// Acknowledges ids; returns the reply (throws unless 200).
     @discardableResult
-    func ack(_ ids: [String]) async throws -> (status: Int, json: [String: Any]) {
-        let list = ids.map { "\"\($0)\"" }.joined(separator: ",")
-        return try await call("POST", "/device/v1/ack", body: #"{"ids":[\#(list)]}"#)
+    func ack(_ ids: [String]) async throws -> DeviceAckReply {
+        try await send("POST", "/device/v1/ack", DeviceAckRequest(ids: ids), as: DeviceAckReply.self)
     }
 
     /// Opens the channel; throws unless it answers 200.
@@ -90,11 +106,57 @@ struct ChannelRefused: Error, CustomStringConvertible {
     var description: String { "channel refused: \(status) \(body)" }
 }
 
-/// The records of one device channel, parsed from NDJSON (values as strings), read with deadlines.
+/// What a device channel gave a test: a record (read by the agent's reader, `ChannelRecord(line:)`), a line that
+/// reader refused, or the end of the channel.
+enum ChannelEvent: Sendable, Equatable, CustomStringConvertible {
+    /// A record.
+    case record(ChannelRecord)
+    /// A line that is no record (the reader's error).
+    case garbage(line: String, error: String)
+    /// The channel ended (with the transport's error, if any).
+    case end(error: String?)
+
+    /// The record's `type`, or `garbage` / `end`.
+    var type: String {
+        switch self {
+        case .record(let record): record.type
+        case .garbage: "garbage"
+        case .end: "end"
+        }
+    }
+
+    /// The `hello` record's payload, if this is one.
+    var hello: ChannelRecord.Hello? {
+        if case .record(.hello(let hello)) = self { return hello }
+        return nil
+    }
+
+    /// The `push` record's payload, if this is one.
+    var push: ChannelRecord.Push? {
+        if case .record(.push(let push)) = self { return push }
+        return nil
+    }
+
+    /// The `webpush` record's payload, if this is one.
+    var webPush: ChannelRecord.WebPush? {
+        if case .record(.webpush(let message)) = self { return message }
+        return nil
+    }
+
+    var description: String {
+        switch self {
+        case .record(let record): String(decoding: record.line.dropLast(), as: UTF8.self)
+        case .garbage(let line, let error): "garbage \(error): \(line)"
+        case .end(let error): "end" + (error.map { " (\($0))" } ?? "")
+        }
+    }
+}
+
+/// The records of one device channel, read from NDJSON by the agent's reader, with deadlines.
 final class Channel: Sendable {
     private struct Mailbox {
-        var records: [[String: String]] = []
-        var waiter: (id: Int, continuation: CheckedContinuation<[String: String]?, Never>)?
+        var events: [ChannelEvent] = []
+        var waiter: (id: Int, continuation: CheckedContinuation<ChannelEvent?, Never>)?
         var nextWaiter = 0
     }
 
@@ -107,16 +169,16 @@ final class Channel: Sendable {
 
     init(_ body: AsyncThrowingStream<[UInt8], any Error>) {
         let task = Task { [shared] in
-            func deliver(_ record: [String: String]) {
-                let waiter = shared.mailbox.withLock { box -> CheckedContinuation<[String: String]?, Never>? in
+            func deliver(_ event: ChannelEvent) {
+                let waiter = shared.mailbox.withLock { box -> CheckedContinuation<ChannelEvent?, Never>? in
                     if let waiter = box.waiter {
                         box.waiter = nil
                         return waiter.continuation
                     }
-                    box.records.append(record)
+                    box.events.append(event)
                     return nil
                 }
-                waiter?.resume(returning: record)
+                waiter?.resume(returning: event)
             }
             var buffer: [UInt8] = []
             do {
@@ -125,16 +187,16 @@ final class Channel: Sendable {
                     while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                         let line = Array(buffer[..<newline])
                         buffer.removeSubrange(...newline)
-                        if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] {
-                            deliver(object.mapValues { "\($0)" })
-                        } else {
-                            deliver(["type": "garbage", "line": String(decoding: line, as: UTF8.self)])
+                        do {
+                            deliver(.record(try ChannelRecord(line: line)))
+                        } catch {
+                            deliver(.garbage(line: String(decoding: line, as: UTF8.self), error: "\(error)"))
                         }
                     }
                 }
-                deliver(["type": "end"])
+                deliver(.end(error: nil))
             } catch {
-                deliver(["type": "end", "error": "\(error)"])
+                deliver(.end(error: "\(error)"))
             }
         }
         reader.withLock { $0 = task }
@@ -143,22 +205,22 @@ final class Channel: Sendable {
     deinit { reader.withLock { $0?.cancel() } }
 
     /// The next record, or throws after `timeout`.
-    func next(timeout: Duration = .seconds(10)) async throws -> [String: String] {
-        let record = await withCheckedContinuation { (continuation: CheckedContinuation<[String: String]?, Never>) in
+    func next(timeout: Duration = .seconds(10)) async throws -> ChannelEvent {
+        let event = await withCheckedContinuation { (continuation: CheckedContinuation<ChannelEvent?, Never>) in
             let id = shared.mailbox.withLock { box -> Int? in
-                if !box.records.isEmpty { return nil }
+                if !box.events.isEmpty { return nil }
                 box.nextWaiter += 1
                 box.waiter = (box.nextWaiter, continuation)
                 return box.nextWaiter
             }
             guard let id else {
-                let record = shared.mailbox.withLock { $0.records.removeFirst() }
-                continuation.resume(returning: record)
+                let event = shared.mailbox.withLock { $0.events.removeFirst() }
+                continuation.resume(returning: event)
                 return
             }
             Task { [shared] in
                 try? await Task.sleep(for: timeout)
-                let expired = shared.mailbox.withLock { box -> CheckedContinuation<[String: String]?, Never>? in
+                let expired = shared.mailbox.withLock { box -> CheckedContinuation<ChannelEvent?, Never>? in
                     guard let waiter = box.waiter, waiter.id == id else { return nil }
                     box.waiter = nil
                     return waiter.continuation
@@ -166,17 +228,17 @@ final class Channel: Sendable {
                 expired?.resume(returning: nil)
             }
         }
-        guard let record else { throw FixtureError("no channel record within \(timeout)") }
-        return record
+        guard let event else { throw FixtureError("no channel record within \(timeout)") }
+        return event
     }
 
     /// The next `push` record (skipping hello and heartbeats).
-    func nextPush(timeout: Duration = .seconds(10)) async throws -> [String: String] {
+    func nextPush(timeout: Duration = .seconds(10)) async throws -> ChannelRecord.Push {
         while true {
-            let record = try await next(timeout: timeout)
-            if record["type"] == "push" { return record }
-            if record["type"] == "end" || record["type"] == "replaced" || record["type"] == "garbage" {
-                throw FixtureError("channel ended while waiting for a push: \(record)")
+            let event = try await next(timeout: timeout)
+            if let push = event.push { return push }
+            if event.type == "end" || event.type == "replaced" || event.type == "garbage" {
+                throw FixtureError("channel ended while waiting for a push: \(event)")
             }
         }
     }
@@ -184,8 +246,8 @@ final class Channel: Sendable {
     /// Asserts that no push arrives within `window` (used after the last expected push).
     func expectNoPush(within window: Duration) async throws {
         do {
-            let record = try await nextPush(timeout: window)
-            Issue.record("unexpected push: \(record)")
+            let push = try await nextPush(timeout: window)
+            Issue.record("unexpected push: \(push)")
         } catch let error as FixtureError where error.description.hasPrefix("no channel record") {
             return
         }

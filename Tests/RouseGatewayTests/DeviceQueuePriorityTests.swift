@@ -40,6 +40,7 @@ final class GatedStore: GatewayStore {
     }
 
     func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T { try recording.read(body) }
+    var migration: GatewaySchema.Migration { recording.migration }
 }
 
 /// The status of a response, or -1.

@@ -2,6 +2,7 @@ import Foundation
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 @Suite("Gateway end to end: provider → gateway → device", .timeLimit(.minutes(2)))
@@ -16,7 +17,7 @@ struct EndToEndTests {
         let token = try await device.token(topic: GatewayFixture.bundleID)
         let channel = try await device.channel()
         let hello = try await channel.next()
-        #expect(hello["type"] == "hello")
+        #expect(hello.type == "hello")
 
         let provider = try await Provider.connect(port: gateway.providerPort)
         let apnsID = "0a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d"
@@ -26,18 +27,16 @@ struct EndToEndTests {
         #expect(answer.apnsID == apnsID)
 
         let push = try await channel.nextPush()
-        #expect(push["token"] == token)
-        #expect(push["topic"] == GatewayFixture.bundleID)
-        #expect(push["pushType"] == "alert")
-        #expect(push["priority"] == "5")
-        #expect(push["apnsID"] == apnsID)
-        #expect(push["collapseID"] == "room-1")
-        let payload = Data(base64Encoded: push["payload"] ?? "").map { String(decoding: $0, as: UTF8.self) }
+        #expect(push.token == token)
+        #expect(push.topic == GatewayFixture.bundleID)
+        #expect(push.pushType == "alert")
+        #expect(push.priority == 5)
+        #expect(push.apnsID == apnsID)
+        #expect(push.collapseID == "room-1")
+        let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) }
         #expect(payload == #"{"aps":{"alert":"hi"},"n":1}"#)
-        let id = try #require(push["id"])
-        let (status, json) = try await device.ack([id])
-        #expect(status == 200)
-        #expect(json["acked"] as? Int == 1)
+        let id = push.id
+        #expect(try await device.ack([id]) == DeviceAckReply(acked: 1, unknown: 0))
 
         // Reconnect: the acknowledged push is gone; the next one is the first the channel carries.
         channel.close()
@@ -45,7 +44,7 @@ struct EndToEndTests {
         _ = try await again.next()
         #expect(await provider.push(token: token, payload: #"{"n":2}"#).status == 200)
         let next = try await again.nextPush()
-        #expect(Data(base64Encoded: next["payload"] ?? "").map { String(decoding: $0, as: UTF8.self) } == #"{"n":2}"#)
+        #expect(Data(base64Encoded: next.payload).map { String(decoding: $0, as: UTF8.self) } == #"{"n":2}"#)
 
         provider.close()
         await curl.shutdown()
@@ -67,8 +66,8 @@ struct EndToEndTests {
         var ids: [String] = []
         for n in 1...5 {
             let push = try await first.nextPush()
-            #expect(push["payload"] == Data(#"{"n":\#(n)}"#.utf8).base64EncodedString())
-            ids.append(push["id"] ?? "")
+            #expect(push.payload == Data(#"{"n":\#(n)}"#.utf8).base64EncodedString())
+            ids.append(push.id)
         }
         try await device.ack(Array(ids.prefix(2)))
         first.close()
@@ -76,7 +75,7 @@ struct EndToEndTests {
         let second = try await device.channel()
         for n in 3...5 {
             let push = try await second.nextPush()
-            #expect(push["payload"] == Data(#"{"n":\#(n)}"#.utf8).base64EncodedString())
+            #expect(push.payload == Data(#"{"n":\#(n)}"#.utf8).base64EncodedString())
         }
         provider.close()
         await curl.shutdown()
@@ -98,10 +97,10 @@ struct EndToEndTests {
         let token = try await device.token(topic: GatewayFixture.voipTopic)
         let channel = try await device.channel()
         let hello = try await channel.next()
-        #expect(hello["device"] == "rouse-device-1")
+        #expect(hello.hello?.device == "rouse-device-1")
         let provider = try await Provider.connect(port: gateway.providerPort)
         #expect(await provider.push(token: token, topic: GatewayFixture.voipTopic, type: "voip").status == 200)
-        #expect(try await channel.nextPush()["pushType"] == "voip")
+        #expect(try await channel.nextPush().pushType == "voip")
         provider.close()
         await curl.shutdown()
         await gateway.shutdown(gracePeriod: .seconds(1))
@@ -126,10 +125,10 @@ struct RouseSendToGatewayTests {
         #expect(out.status == 0, "\(out.stdout)\(out.stderr)")
         #expect(out.stdout.contains(#""outcome":"delivered""#))
         let push = try await channel.nextPush()
-        #expect(push["token"] == voipToken)
-        #expect(push["pushType"] == "voip")
-        #expect(push["expiration"] == "0")
-        let payload = Data(base64Encoded: push["payload"] ?? "").map { String(decoding: $0, as: UTF8.self) }
+        #expect(push.token == voipToken)
+        #expect(push.pushType == "voip")
+        #expect(push.expiration == 0)
+        let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) }
         #expect(payload == #"{"aps":{},"caller":"Alice"}"#)
         await harness.stop()
     }

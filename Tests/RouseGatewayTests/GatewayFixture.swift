@@ -7,6 +7,7 @@ import RouseEventLoop
 import RouseGateway
 import RouseHTTP2
 import RouseTestSupport
+import RouseWire
 import Synchronization
 import Testing
 
@@ -222,8 +223,8 @@ struct Harness: Sendable {
     }
 
     /// The `n` of a push record's `{"n":…}` payload.
-    static func number(_ push: [String: String]) -> Int? {
-        guard let data = Data(base64Encoded: push["payload"] ?? ""),
+    static func number(_ push: ChannelRecord.Push) -> Int? {
+        guard let data = Data(base64Encoded: push.payload),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return nil }
         return object["n"] as? Int
@@ -233,7 +234,7 @@ struct Harness: Sendable {
     func channel() async throws -> Channel {
         let channel = try await device.channel()
         let hello = try await channel.next()
-        guard hello["type"] == "hello" else { throw FixtureError("expected hello, got \(hello)") }
+        guard hello.type == "hello" else { throw FixtureError("expected hello, got \(hello)") }
         return channel
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// The gateway's idle side: a `rouse-gateway` with one device channel open and nothing to do sleeps. Its
@@ -29,11 +30,11 @@ struct GatewayIdleTests {
         let device = try await DeviceClient.enroll(curl: curl, port: gateway.devicePort, secret: secret)
         let token = try await device.token(topic: GatewayFixture.bundleID)
         let channel = try await device.channel()
-        #expect(try await channel.next()["type"] == "hello")
+        #expect(try await channel.next().type == "hello")
         let provider = try await Provider.connect(port: gateway.providerPort)
         #expect(await provider.push(token: token, payload: #"{"n":1}"#).status == 200)
-        let id = try #require(try await channel.nextPush()["id"])
-        #expect(try await device.ack([id]).json["acked"] as? Int == 1)
+        let id = try await channel.nextPush().id
+        #expect(try await device.ack([id]).acked == 1)
         provider.close()
         #expect(try await adminMetric(port: gateway.adminPort, "rouse_gateway_acks_total") == 1)
 

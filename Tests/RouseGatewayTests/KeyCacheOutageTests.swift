@@ -17,6 +17,7 @@ final class StallingStore: GatewayStore {
         self.stall = stall
     }
 
+    var migration: GatewaySchema.Migration { base.migration }
     func setDown(_ down: Bool) { state.withLock { $0.down = down } }
     /// Reads tried while down.
     var stalledReads: Int { state.withLock { $0.reads } }

@@ -2,6 +2,7 @@ import Foundation
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Synchronization
 import Testing
 
@@ -39,7 +40,7 @@ struct MultiNodeTests {
         for _ in 0..<(3 * perNode) {
             let push = try await channel.nextPush()
             received.append(Harness.number(push) ?? -1)
-            ids.append(push["id"] ?? "")
+            ids.append(push.id)
         }
         for index in 0..<3 {
             let series = received.filter { $0 / 1000 == index }
@@ -52,7 +53,7 @@ struct MultiNodeTests {
         // The device acknowledges through another node: every push is gone from the store.
         let elsewhere = DeviceClient(curl: nodes.curl, port: nodes[1].devicePort, credential: device.credential)
         let acked = try await elsewhere.ack(ids)
-        #expect(acked.json["acked"] as? Int == 3 * perNode, "\(acked)")
+        #expect(acked.acked == 3 * perNode, "\(acked)")
         #expect(try await nodes.cluster.psql("SELECT count(*) FROM pushes").trimmed == "0")
         try await channel.expectNoPush(within: .milliseconds(300))
         for provider in providers { provider.close() }
@@ -82,8 +83,8 @@ struct MultiNodeTests {
 
         // The device opens a channel on node 1: node 0 closes the older one when node 1's claim commits.
         let second = try await openChannel(nodes.device(device, on: 1))
-        #expect(try await first.next()["type"] == "replaced")
-        #expect(try await first.next()["type"] == "end")
+        #expect(try await first.next() == .record(.replaced))
+        #expect(try await first.next() == .end(error: nil))
         let listed = try await nodes.listNodes()
         #expect(listed == ["n0": 0, "n1": 1, "n2": 0], "\(listed)")
         // Delivered on node 0, not acknowledged: delivered again on node 1, in order.
@@ -136,7 +137,7 @@ struct MultiNodeTests {
         var killedAt: ContinuousClock.Instant?
         var failover: Duration?
         while received.count < total {
-            let push: [String: String]
+            let push: ChannelRecord.Push
             do {
                 push = try await channel.nextPush(timeout: .seconds(15))
             } catch {
@@ -147,13 +148,13 @@ struct MultiNodeTests {
                 pendingAck = []
                 continue
             }
-            let id = push["id"] ?? ""
+            let id = push.id
             if acked.contains(id) { again.append(id) }
             if let killedAt, failover == nil { failover = ContinuousClock.now - killedAt }
             received.insert(Harness.number(push) ?? -1)
             pendingAck.append(id)
             if pendingAck.count == 10 {
-                if let answer = try? await client.ack(pendingAck), answer.status == 200 {
+                if (try? await client.ack(pendingAck)) != nil {
                     acked.formUnion(pendingAck)
                 }
                 pendingAck = []
@@ -228,7 +229,7 @@ struct MultiNodeTests {
             try GatewayProcess.executable("rouse"),
             ["gateway", "devices", "revoke", deviceID, "--database", nodes.cluster.url()])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(try await channel.next(timeout: .seconds(1))["type"] == "revoked")
+        #expect(try await channel.next(timeout: .seconds(1)) == .record(.revoked))
         let bound = ContinuousClock.now - started
         #expect(bound < .seconds(1), "revocation reached the channel's node after \(bound)")
         let providers = try await nodes.providers()
@@ -271,7 +272,7 @@ struct MultiNodeTests {
     private func openChannel(_ device: DeviceClient) async throws -> Channel {
         let channel = try await device.channel()
         let hello = try await channel.next()
-        guard hello["type"] == "hello" else { throw FixtureError("expected hello, got \(hello)") }
+        guard hello.type == "hello" else { throw FixtureError("expected hello, got \(hello)") }
         return channel
     }
 

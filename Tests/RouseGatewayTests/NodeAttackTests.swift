@@ -1,6 +1,7 @@
 import Foundation
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// Another PostgreSQL role against the nodes' messages, and a second node started with a live node's id, against
@@ -16,7 +17,7 @@ struct NodeAttackTests {
         let token = try await device.token(topic: GatewayFixture.bundleID)
         let deviceID = try #require(device.deviceID)
         let channel = try await device.channel()
-        #expect(try await channel.next()["type"] == "hello")
+        #expect(try await channel.next().type == "hello")
         // Any role that may connect may NOTIFY on a node's channel. Before: the `p` was taken, and the next push to
         // the device trapped node 0 (`lastSeq + 1`); the `r` closed the device's channel.
         try await nodes.cluster.psql("SELECT pg_notify('rouse_node_n0', E'p\\t9223372036854775807\\t\(deviceID)')")
@@ -46,7 +47,7 @@ struct NodeAttackTests {
         let token = try await device.token(topic: GatewayFixture.bundleID)
         let deviceID = try #require(device.deviceID)
         let channel = try await device.channel()
-        #expect(try await channel.next()["type"] == "hello")
+        #expect(try await channel.next().type == "hello")
         let cluster = nodes.cluster
         let overheard = Task {
             try await cluster.psqlSession(["LISTEN rouse_node_n0", "SELECT pg_sleep(4)", "SELECT 1"])
@@ -172,7 +173,7 @@ struct NodeAttackTests {
         let device = try await nodes.enroll(on: 0)
         let token = try await device.token(topic: GatewayFixture.bundleID)
         let channel = try await device.channel()
-        #expect(try await channel.next()["type"] == "hello")
+        #expect(try await channel.next().type == "hello")
         let cluster = nodes.cluster
         let overheard = Task {
             try await cluster.psqlSession(["LISTEN rouse_node_n0", "SELECT pg_sleep(4)", "SELECT 1"])

@@ -1,6 +1,7 @@
 import Foundation
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// Each test ends by reading what the device gets: the oldest pushes beyond a quota provably went.
@@ -75,8 +76,7 @@ struct QuotaTests {
         await h.push(4)
         #expect(try await h.numbers(channel, count: 1) == [3])
         let acked = try await h.device.ack(["1", "2"])
-        #expect(acked.json["acked"] as? Int == 1)
-        #expect(acked.json["unknown"] as? Int == 1)
+        #expect(acked == DeviceAckReply(acked: 1, unknown: 1))
         #expect(try await h.numbers(channel, count: 1) == [4])
         await h.stop()
     }

@@ -15,6 +15,8 @@ final class RecordingStore: GatewayStore {
     func reset() { log.withLock { $0.removeAll() } }
     func record(_ name: String) { log.withLock { $0.append(name) } }
 
+    var migration: GatewaySchema.Migration { base.migration }
+
     func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
         try base.write { try body(RecordingTransaction(base: $0, store: self)) }
     }
@@ -116,4 +118,23 @@ struct RecordingTransaction: GatewayStoreTransaction {
         try on { try base.revokeProviderKey(keyID, at: time) }
     }
     func unrevokeProviderKey(_ keyID: String) throws -> Bool { try on { try base.unrevokeProviderKey(keyID) } }
+
+    // Several nodes: forwarded and recorded like the rest (SQLite answers for one node).
+    func nextDeviceSequence(deviceID: String) throws -> DeviceSequence? {
+        try on { try base.nextDeviceSequence(deviceID: deviceID) }
+    }
+    func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (previous: ChannelOwner?, lastSeq: Int64)? {
+        try on { try base.claimChannel(deviceID: deviceID, owner: owner) }
+    }
+    func releaseChannel(deviceID: String, owner: ChannelOwner) throws {
+        try on { try base.releaseChannel(deviceID: deviceID, owner: owner) }
+    }
+    func notify(node: String, _ messages: [NodeMessage], now: Int64) throws {
+        try on { try base.notify(node: node, messages, now: now) }
+    }
+    func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws {
+        try on { try base.renewNode(node, now: now, leaseUntil: leaseUntil, fresh: fresh) }
+    }
+    func removeNode(_ node: String) throws { try on { try base.removeNode(node) } }
+    func nodes() throws -> [GatewayNodeRecord] { try on { try base.nodes() } }
 }

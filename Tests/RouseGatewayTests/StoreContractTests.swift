@@ -157,7 +157,7 @@ struct StoreContractTests {
         arguments: StoreBackend.allCases)
     func newerSchemaRefused(backend: StoreBackend) async throws {
         let opened = try await backend.open()
-        #expect(opened.store.schemaMigration == GatewaySchema.Migration(from: 0, to: GatewaySchema.version))
+        #expect(opened.store.migration == GatewaySchema.Migration(from: 0, to: GatewaySchema.version))
         let newer = GatewaySchema.version + 1
         let reopen: () throws -> any GatewayStore
         switch backend {

@@ -3,6 +3,7 @@ import Glibc
 import RouseCurl
 import RouseGateway
 import RouseTestSupport
+import RouseWire
 import Testing
 
 /// WebPush ingest end to end (docs/webpush.md): pywebpush as the application server (VAPID + aes128gcm over
@@ -94,7 +95,7 @@ struct WebPushTests {
             guard response.head.status == 200 else { throw FixtureError("channel: \(response.head.status)") }
             let channel = Channel(response.body)
             let hello = try await channel.next()
-            guard hello["type"] == "hello" else { throw FixtureError("expected hello, got \(hello)") }
+            guard hello.type == "hello" else { throw FixtureError("expected hello, got \(hello)") }
             return channel
         }
 
@@ -106,12 +107,10 @@ struct WebPushTests {
         }
 
         /// The next record must be a `webpush` one; returns it with its body decrypted (base64).
-        func receive(_ channel: Channel) async throws -> (record: [String: String], plaintext: String) {
-            let record = try await channel.next()
-            guard record["type"] == "webpush", let payload = record["payload"] else {
-                throw FixtureError("expected a webpush record, got \(record)")
-            }
-            return (record, try await Self.run(python, ["decrypt", state, payload]))
+        func receive(_ channel: Channel) async throws -> (record: ChannelRecord.WebPush, plaintext: String) {
+            let event = try await channel.next()
+            guard let record = event.webPush else { throw FixtureError("expected a webpush record, got \(event)") }
+            return (record, try await Self.run(python, ["decrypt", state, record.payload]))
         }
 
         /// curl (HTTP/1.1 or HTTP/2) POSTs `body` to `path`; status, HTTP version and response headers.
@@ -174,9 +173,9 @@ struct WebPushTests {
                 #expect(headers["location"]?.hasPrefix("\(setup.origin)/m/") == true)
                 let (record, plaintext) = try await setup.receive(channel)
                 #expect(plaintext == answer["plaintext"] as? String, "\(size) bytes decrypt byte-equal")
-                #expect(record["subscription"] == id)
-                #expect(record["urgency"] == "normal")
-                try await setup.harness.device.ack([record["id"] ?? ""])
+                #expect(record.subscription == id)
+                #expect(record.urgency == .normal)
+                try await setup.harness.device.ack([record.id])
             }
             let tooLarge = try await setup.send(endpoint, size: 3994, seed: 3)
             #expect(tooLarge["status"] as? Int == 413)
@@ -193,9 +192,9 @@ struct WebPushTests {
             #expect(first.plaintext == kept["plaintext"] as? String, "TTL 60 kept offline, TTL 0 dropped")
             let second = try await setup.receive(back)
             #expect(second.plaintext == newest["plaintext"] as? String, "the Topic's newer message replaced the older")
-            #expect(second.record["topic"] == "score")
+            #expect(second.record.topic == "score")
             try await back.expectNoPush(within: .milliseconds(500))
-            try await setup.harness.device.ack([first.record["id"] ?? "", second.record["id"] ?? ""])
+            try await setup.harness.device.ack([first.record.id, second.record.id])
             back.close()
 
             // Urgency: very-low is withheld from a channel whose minimum is normal until the minimum drops.
@@ -210,7 +209,7 @@ struct WebPushTests {
             #expect(lowered.status == 200)
             let withheld = try await setup.receive(urgent)
             #expect(withheld.plaintext == low["plaintext"] as? String)
-            #expect(withheld.record["urgency"] == "very-low")
+            #expect(withheld.record.urgency == .veryLow)
             urgent.close()
         }
     }
@@ -288,14 +287,14 @@ struct WebPushTests {
             let channel = try await setup.channel()
             var found = false
             for _ in 0..<8 {
-                let record = try await channel.next()
-                guard record["type"] == "webpush", record["subscription"] == third["id"] as? String else { continue }
-                let body = Data(base64Encoded: record["payload"] ?? "") ?? Data()
+                guard let record = try await channel.next().webPush, record.subscription == third["id"] as? String
+                else { continue }
+                let body = Data(base64Encoded: record.payload) ?? Data()
                 let object = try JSONSerialization.jsonObject(with: body) as? [String: Any]
                 let notification = object?["notification"] as? [String: Any]
                 #expect(notification?["event_id"] as? String == "$ev1")
                 #expect(notification?["devices"] == nil)
-                #expect(record["urgency"] == "high")
+                #expect(record.urgency == .high)
                 found = true
                 break
             }
@@ -326,13 +325,13 @@ struct WebPushTests {
             #expect(try await setup.curl(path, headers: ["TTL: 60"], body: "held").status == 201)
             await setup.harness.push(1)
             let first = try await plain.next()
-            #expect(first["type"] == "push", "\(first)")
+            #expect(first.type == "push", "\(first)")
             try await plain.expectNoPush(within: .milliseconds(500))
             plain.close()
             // The same device declaring the feature gets the stored message.
             let declared = try await setup.channel()
             let record = try await declared.next()
-            #expect(record["type"] == "webpush" && Data(base64Encoded: record["payload"] ?? "") == Data("held".utf8))
+            #expect(record.webPush.flatMap { Data(base64Encoded: $0.payload) } == Data("held".utf8), "\(record)")
             declared.close()
         }
     }

@@ -1,3 +1,5 @@
+import RouseWire
+
 @testable import RouseGateway
 
 /// The gateway's device REST API as `DeviceHandler` reads it: the first line is the `authorization` header
@@ -14,15 +16,15 @@ enum DeviceAPIFuzz {
         _ = DeviceAPI.bearer(String(decoding: bytes[..<newline], as: UTF8.self))
         let body = Array(bytes[min(newline + 1, bytes.endIndex)...])
         for truncated in [false, true] {
-            if case .success(let enroll) = DeviceAPI.decode(DeviceAPI.EnrollBody.self, body, truncated: truncated) {
+            if case .success(let enroll) = DeviceAPI.decode(DeviceEnrollRequest.self, body, truncated: truncated) {
                 _ = DeviceAPI.hexBytes(enroll.secret)
             }
-            _ = DeviceAPI.decode(DeviceAPI.AckBody.self, body, truncated: truncated)
+            _ = DeviceAPI.decode(DeviceAckRequest.self, body, truncated: truncated)
                 .flatMap { DeviceAPI.ackIDs($0, limit: 1000) }
-            if case .success(let token) = DeviceAPI.decode(DeviceAPI.TokenBody.self, body, truncated: truncated) {
+            if case .success(let token) = DeviceAPI.decode(DeviceTokenRequest.self, body, truncated: truncated) {
                 _ = DeviceAPI.checkTopic(token.topic)
             }
-            if case .success(let report) = DeviceAPI.decode(DeviceAPI.HandlersBody.self, body, truncated: truncated) {
+            if case .success(let report) = DeviceAPI.decode(DeviceHandlerReport.self, body, truncated: truncated) {
                 _ = DeviceAPI.checkHandlers(report)
             }
         }
