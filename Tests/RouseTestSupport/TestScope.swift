@@ -73,7 +73,7 @@ public final class TestScope: Sendable {
     }
 
     /// Fails the test with what the daemons wrote to ``stallReport`` (nothing when no loop stalled), then removes it.
-    func reportStalls() {
+    public func reportStalls() {
         let path = stallReport
         defer { try? FileManager.default.removeItem(atPath: path) }
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return }
