@@ -95,6 +95,7 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
 
     /// On the loop: opens the bus and registers its descriptor.
     private func open() throws(DBusError) {
+        loop.assertInLoop()
         var handle: OpaquePointer?
         var result: Int32
         switch busKind {
@@ -142,6 +143,7 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
     }
 
     private func closeOnLoop(_ error: DBusError, notify: Bool) {
+        loop.assertInLoop()
         guard let handle = bus else { return }
         if fd >= 0 { loop.unregister(fd) }
         fd = -1
@@ -176,6 +178,7 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
 
     /// The bus handle, or ``DBusError/closed``.
     func handle() throws(DBusError) -> OpaquePointer {
+        loop.assertInLoop()
         guard let bus else { throw DBusError.closed }
         return bus
     }
@@ -183,6 +186,7 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
     /// Lets sd-bus read, write and dispatch what it can, then asks it what to wait for next: the descriptor's events
     /// and the next deadline. Called after the descriptor was ready, after a timer, and after each send.
     func drive() {
+        loop.assertInLoop()
         guard let handle = bus, !processing else { return }
         processing = true
         while true {

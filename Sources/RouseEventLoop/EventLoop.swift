@@ -115,6 +115,10 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
 
     /// `EPOLLIN`, for users that import no epoll header: the descriptor is readable (or hung up, or in error).
     package static var readable: UInt32 { EPOLLIN.rawValue }
+    /// `EPOLLOUT`: the descriptor can be written to.
+    package static var writable: UInt32 { EPOLLOUT.rawValue }
+    /// `EPOLLHUP`: the peer hung up (reported without being asked for).
+    package static var hungUp: UInt32 { EPOLLHUP.rawValue }
 
     package func register(_ fd: Int32, events: UInt32, handler: any EventLoopFDHandler) throws {
         assertInLoop()
@@ -187,7 +191,10 @@ public final class EventLoop: @unchecked Sendable {  // `pending` is under its M
                 call(pass) { handler.handleEvents(flags) }
             }
             runPending(pass)
-            for body in timers.takeDue(now: now) { call(pass, body) }
+            // Each body is taken just before it runs: one cancelled by an earlier callback of this pass never runs.
+            for id in timers.takeDue(now: now) {
+                if let body = timers.start(id) { call(pass, body) }
+            }
             // What the timers queued (they run on the loop: `execute` did not wake it).
             runPending(pass)
             timerEntryGauge.store(timers.entryCount, ordering: .relaxed)

@@ -9,6 +9,9 @@ struct TimerHeap {
     }
     private var heap: [Entry] = []
     private var bodies: [UInt64: () -> Void] = [:]
+    /// Timers taken out of the heap by ``takeDue(now:)`` that have not run yet: a callback of the same pass can still
+    /// cancel them (a timer cancelled before it ran never runs, even when it came due in the same pass).
+    private var due: [UInt64: () -> Void] = [:]
     private var nextID: UInt64 = 1
     /// Entries in `heap` whose timer was cancelled.
     private var cancelled = 0
@@ -32,7 +35,10 @@ struct TimerHeap {
     }
 
     mutating func cancel(_ id: UInt64) {
-        guard bodies.removeValue(forKey: id) != nil else { return }
+        guard bodies.removeValue(forKey: id) != nil else {
+            due[id] = nil
+            return
+        }
         cancelled += 1
         if cancelled > 64, cancelled * 2 > heap.count { compact() }
     }
@@ -62,14 +68,26 @@ struct TimerHeap {
         return Int32(min(ms, UInt64(Int32.max)))
     }
 
-    /// Removes and returns every timer whose deadline has passed (run them outside the heap's access).
-    mutating func takeDue(now: UInt64) -> [() -> Void] {
-        var due: [() -> Void] = []
+    /// Takes every timer whose deadline has passed out of the heap and returns their ids in firing order; run each
+    /// with ``start(_:)``, which returns nil for one cancelled meanwhile. Timers inserted while they run wait for the
+    /// next pass, even when already due (a timer that re-arms itself with no delay cannot starve the loop).
+    mutating func takeDue(now: UInt64) -> [UInt64] {
+        var ids: [UInt64] = []
         while let top = heap.first, top.deadline <= now {
             popMin()
-            if let body = bodies.removeValue(forKey: top.id) { due.append(body) } else { cancelled -= 1 }
+            if let body = bodies.removeValue(forKey: top.id) {
+                due[top.id] = body
+                ids.append(top.id)
+            } else {
+                cancelled -= 1
+            }
         }
-        return due
+        return ids
+    }
+
+    /// The body of a timer returned by ``takeDue(now:)``, to run now; nil when it was cancelled since.
+    mutating func start(_ id: UInt64) -> (() -> Void)? {
+        due.removeValue(forKey: id)
     }
 
     /// Earlier deadline first; on a tie, the older timer (ids grow with each insert).

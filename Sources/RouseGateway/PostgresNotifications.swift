@@ -194,6 +194,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     /// Connects and listens (with `first`, the outcome of a connection already tried); on failure, tries again
     /// after the backoff.
     func connect(first: Result<PostgresNotifications.Connections, GatewayError>? = nil) {
+        loop.assertInLoop()
         guard !closed, connection == nil else { return }
         do {
             let fresh = try first?.get() ?? Self.open(settings: settings, node: node)
@@ -232,6 +233,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     func handleEvents(_ events: UInt32) { readNotifications() }
 
     private func readNotifications() {
+        loop.assertInLoop()
         guard let live = connection, let lock else { return }
         do throws(GatewayError) {
             // The lock's connection sends nothing unless it ends (the server stopped, or a role with the right
@@ -286,6 +288,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
 
     /// No more connecting or reading.
     func close() {
+        loop.assertInLoop()
         closed = true
         if let retryTimer { loop.cancelTimer(retryTimer) }
         retryTimer = nil

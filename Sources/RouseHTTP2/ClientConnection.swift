@@ -81,6 +81,7 @@ final class ClientConnection: H2Connection {
     }
 
     func submit(_ request: HTTP2ClientRequest, completion: @escaping @Sendable (HTTP2ClientResult) -> Void) {
+        loop.assertInLoop()
         guard phase == .active, let session, goAwayLastStreamID == nil else {
             completion(.notProcessed(reason: phase == .closed ? "connection closed" : "connection is going away"))
             return
@@ -109,6 +110,7 @@ final class ClientConnection: H2Connection {
     }
 
     func sendPing() {
+        loop.assertInLoop()
         guard phase == .active, let session else { return }
         pingCounter += 1
         var opaque = pingCounter.bigEndian
@@ -126,6 +128,7 @@ final class ClientConnection: H2Connection {
     }
 
     func resetStream(_ id: Int32, code: HTTP2ErrorCode) {
+        loop.assertInLoop()
         guard phase == .active, let session else { return }
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, code.rawValue)
         flushSoon()
@@ -154,6 +157,7 @@ final class ClientConnection: H2Connection {
     }
 
     func shutdown() {
+        loop.assertInLoop()
         guard phase == .active, let session else {
             close(reason: "closed by the client")
             return

@@ -89,6 +89,7 @@ class H2Connection: EventLoopFDHandler {
 
     /// Registers the socket and starts connecting, handshaking, or the session (h2c).
     func register() throws {
+        loop.assertInLoop()
         let events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (phase == .connecting ? EPOLLOUT.rawValue : 0)
         writeArmed = phase == .connecting
         try loop.register(transport.fd, events: events, handler: self)
@@ -96,6 +97,7 @@ class H2Connection: EventLoopFDHandler {
     }
 
     func handleEvents(_ events: UInt32) {
+        loop.assertInLoop()
         switch phase {
         case .closed:
             return
@@ -232,6 +234,7 @@ class H2Connection: EventLoopFDHandler {
 
     /// Writes everything nghttp2 has to send; arms EPOLLOUT when the socket is full.
     func flush() {
+        loop.assertInLoop()
         if inCallback {
             flushPending = true
             return
@@ -329,6 +332,7 @@ class H2Connection: EventLoopFDHandler {
     // MARK: close
 
     func close(reason: String) {
+        loop.assertInLoop()
         guard phase != .closed else { return }
         phase = .closed
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
@@ -346,6 +350,7 @@ class H2Connection: EventLoopFDHandler {
 
     /// Stops reading and writing (PINGs included) until the peer gives up.
     func blackhole() {
+        loop.assertInLoop()
         guard phase == .active || phase == .handshaking else { return }
         phase = .blackholed
         output.removeAll()
@@ -355,6 +360,7 @@ class H2Connection: EventLoopFDHandler {
 
     /// Submits SETTINGS.
     func submitSettings(_ settings: HTTP2Settings) {
+        loop.assertInLoop()
         guard let session else { return }
         let entries: [nghttp2_settings_entry] = [
             .init(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize),

@@ -56,6 +56,7 @@ final class ServerConnection: H2Connection {
 
     /// Registers the socket and starts the TLS handshake (or the HTTP/2 session for h2c).
     func start() throws {
+        loop.assertInLoop()
         armIdleTimer()
         if let deadline = shared.configuration.authenticationTimeout {
             authenticationTimer = loop.schedule(after: deadline) { [weak self] in self?.authenticationDeadline() }
@@ -187,6 +188,7 @@ final class ServerConnection: H2Connection {
 
     /// The application vouches for the peer: the authentication deadline no longer applies.
     func markAuthenticated() {
+        loop.assertInLoop()
         guard !authenticated else { return }
         authenticated = true
         if let authenticationTimer { loop.cancelTimer(authenticationTimer) }
@@ -297,6 +299,7 @@ final class ServerConnection: H2Connection {
     // MARK: graceful shutdown (server stop)
 
     func beginGracefulShutdown() {
+        loop.assertInLoop()
         if http1 != nil { return http1Finish() }
         switch phase {
         case .active:
@@ -311,6 +314,7 @@ final class ServerConnection: H2Connection {
     // MARK: application actions (all on the loop)
 
     func goAway(code: HTTP2ErrorCode, lastStreamID: Int32?, debugData: [UInt8]) {
+        loop.assertInLoop()
         if http1 != nil { return http1Finish() }
         guard phase == .active, let session else { return }
         let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
@@ -331,6 +335,7 @@ final class ServerConnection: H2Connection {
     }
 
     func setMaxConcurrentStreams(_ value: UInt32) {
+        loop.assertInLoop()
         if startingSession {
             initialMaxConcurrentStreams = value
             return
@@ -343,6 +348,7 @@ final class ServerConnection: H2Connection {
     }
 
     func respond(streamID: Int32, status: Int, headers: [HTTP2Header], body: [UInt8], trailers: [HTTP2Header]) {
+        loop.assertInLoop()
         if http1 != nil { return http1Respond(streamID: streamID, status: status, headers: headers, body: body) }
         guard let stream = streams[streamID], !stream.responseStarted else { return }
         stream.responseBody = body
@@ -352,12 +358,14 @@ final class ServerConnection: H2Connection {
     }
 
     func sendHead(streamID: Int32, status: Int, headers: [HTTP2Header]) {
+        loop.assertInLoop()
         if http1 != nil { return http1Head(streamID: streamID, status: status, headers: headers) }
         guard let stream = streams[streamID], !stream.responseStarted else { return }
         submitResponse(stream, status: status, headers: headers, withBody: true)
     }
 
     func write(streamID: Int32, bytes: [UInt8]) {
+        loop.assertInLoop()
         if http1 != nil { return http1Write(streamID: streamID, bytes: bytes) }
         guard let stream = streams[streamID], stream.responseStarted, !stream.responseFinished else { return }
         if stream.responseOffset > 0 && stream.responseOffset == stream.responseBody.count {
@@ -369,6 +377,7 @@ final class ServerConnection: H2Connection {
     }
 
     func finish(streamID: Int32, trailers: [HTTP2Header]) {
+        loop.assertInLoop()
         if http1 != nil { return http1End(streamID: streamID) }
         guard let stream = streams[streamID], stream.responseStarted, !stream.responseFinished else { return }
         stream.responseFinished = true
@@ -377,6 +386,7 @@ final class ServerConnection: H2Connection {
     }
 
     func resetStream(streamID: Int32, code: HTTP2ErrorCode) {
+        loop.assertInLoop()
         if http1 != nil { return close(reason: "stream reset (HTTP/1.1: connection closed)") }
         guard phase == .active, let session, streams[streamID] != nil else { return }
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, code.rawValue)
@@ -413,6 +423,7 @@ final class ServerConnection: H2Connection {
     // MARK: request dispatch (called from nghttp2 callbacks)
 
     func dispatch(_ stream: ServerStream) {
+        loop.assertInLoop()
         guard !stream.dispatched else { return }
         stream.dispatched = true
         if stream.id > goAwayLastStreamID { return }

@@ -46,6 +46,7 @@ final class APIConnection: EventLoopFDHandler {
     }
 
     func handleEvents(_ events: UInt32) {
+        loop.assertInLoop()
         // Hung up or in error in both directions: nobody is left to answer (a push in flight still gets its outcome,
         // counted in the metrics and the prune output).
         if events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 && events & EPOLLIN.rawValue == 0 {
@@ -144,6 +145,7 @@ final class APIConnection: EventLoopFDHandler {
 
     /// Writes `response`; then the next request, or the close.
     func finish(_ response: PushAPIResponse, keepAlive: Bool) {
+        loop.assertInLoop()
         guard !closed else { return }
         busy = false
         queue(Self.encode(response, keepAlive: keepAlive))
@@ -232,6 +234,7 @@ final class APIConnection: EventLoopFDHandler {
     }
 
     func close() {
+        loop.assertInLoop()
         guard !closed else { return }
         closed = true
         cancelTimer()

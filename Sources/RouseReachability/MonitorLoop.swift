@@ -38,6 +38,7 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
     /// them, evaluates the targets watched so far and signals `ready`. `onExit` runs once the monitor is done, after
     /// a failed start or a stop.
     func start(ready: DispatchSemaphore, onExit: @escaping () -> Void) {
+        loop.assertInLoop()
         self.onExit = onExit
         do throws(ReachabilityError) {
             try open()
@@ -88,12 +89,14 @@ final class MonitorLoop: @unchecked Sendable {  // No lock: loop-confined (`exec
     /// A pass now, from the loop's own thread (the monitor's `stop` or `sync` called there): the kernel's messages
     /// and the commands are read whether or not the loop saw them ready yet.
     func runNow() {
+        loop.assertInLoop()
         netlinkReady = true
         commandsReady = true
         iteration()
     }
 
     private func iteration() {
+        loop.assertInLoop()
         iterationQueued = false
         guard let events else { return }
         statistics.wakeups += 1

@@ -11,9 +11,9 @@ struct TimerHeapTests {
         for (deadline, name) in [(30, "c"), (10, "a1"), (20, "b"), (10, "a2"), (10, "a3"), (5, "first")] {
             _ = heap.insert(deadline: UInt64(deadline)) { fired.append(name) }
         }
-        for body in heap.takeDue(now: 25) { body() }
+        heap.runDue(now: 25)
         #expect(fired == ["first", "a1", "a2", "a3", "b"])
-        for body in heap.takeDue(now: 30) { body() }
+        heap.runDue(now: 30)
         #expect(fired.last == "c")
         #expect(heap.takeDue(now: .max).isEmpty)
     }
@@ -26,9 +26,29 @@ struct TimerHeapTests {
         _ = heap.insert(deadline: 5_000_000) { fired.append(5) }
         heap.cancel(early)
         #expect(heap.millisecondsUntilNext(now: 0) == 5)
-        for body in heap.takeDue(now: 10_000_000) { body() }
+        heap.runDue(now: 10_000_000)
         #expect(fired == [5])
         #expect(heap.millisecondsUntilNext(now: 0) == -1)
+    }
+
+    /// A timer cancelled by a callback of the same pass never runs, although it came due with the one that cancelled
+    /// it (its body is taken only when its turn comes), and the heap is left empty.
+    @Test func aTimerCancelledByAnEarlierOneOfTheSamePassNeverRuns() {
+        var heap = TimerHeap()
+        var fired: [String] = []
+        var victim: UInt64 = 0
+        _ = heap.insert(deadline: 10) {
+            fired.append("canceller")
+            heap.cancel(victim)
+        }
+        victim = heap.insert(deadline: 10) { fired.append("victim") }
+        _ = heap.insert(deadline: 10) { fired.append("after") }
+        for id in heap.takeDue(now: 10) {
+            if let body = heap.start(id) { body() }
+        }
+        #expect(fired == ["canceller", "after"])
+        #expect(heap.count == 0)
+        #expect(heap.millisecondsUntilNext(now: 10) == -1)
     }
 
     /// The timeout rounds up (a loop woken early would spin), is 0 for a timer already due, -1 with no timer, and
@@ -55,8 +75,15 @@ struct TimerHeapTests {
             let deadline = value
             _ = heap.insert(deadline: deadline) { fired.append(deadline) }
         }
-        for body in heap.takeDue(now: .max) { body() }
+        heap.runDue(now: .max)
         #expect(fired.count == 500)
         #expect(fired == fired.sorted())
+    }
+}
+
+extension TimerHeap {
+    /// One loop pass's timers: the due ones, each run unless cancelled by one run before it.
+    mutating func runDue(now: UInt64) {
+        for id in takeDue(now: now) { start(id)?() }
     }
 }

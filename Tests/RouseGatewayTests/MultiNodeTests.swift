@@ -219,19 +219,19 @@ struct MultiNodeTests {
 
     @Test("a device revoked by the CLI: its channel on another node closes at once, pushes 410 on every node")
     func revokedEverywhere() async throws {
-        let nodes = try await GatewayNodes.start(count: 3)
+        // The sweep, which would find the revocation too, is an hour away: the record can only come from the message
+        // the CLI's transaction sent to the channel's node, which is what "at once" means (no time bound, which the
+        // CLI's start and its database connection on a loaded machine would make a coin toss).
+        let nodes = try await GatewayNodes.start(count: 3, limits: ["sweepIntervalSeconds": 3600])
         let device = try await nodes.enroll(on: 0)
         let token = try await device.token(topic: GatewayFixture.bundleID)
         let channel = try await openChannel(nodes.device(device, on: 2))
         let deviceID = try #require(device.deviceID)
-        let started = ContinuousClock.now
         let output = try await ChildProcess.run(
             try GatewayProcess.executable("rouse"),
             ["gateway", "devices", "revoke", deviceID, "--database", nodes.cluster.url()])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(try await channel.next(timeout: .seconds(1)) == .record(.revoked))
-        let bound = ContinuousClock.now - started
-        #expect(bound < .seconds(1), "revocation reached the channel's node after \(bound)")
+        #expect(try await channel.next(timeout: .seconds(60)) == .record(.revoked))
         let providers = try await nodes.providers()
         for provider in providers {
             let answer = await provider.push(token: token)

@@ -11,6 +11,11 @@ import Testing
 /// groups of their own and outlive an agent killed with SIGKILL (fixtures that run an agent in the test process put
 /// ``environment`` into its handlers' environment). When the test ends, the scope runs its teardowns (which may
 /// await, as stopping an agent and a gateway in the test process does), then kills whatever still carries its id.
+///
+/// The scope also turns the event loops' stall detector on in every daemon it starts (`ROUSE_LOOP_STALL_LIMIT_MS`,
+/// ``stallLimitMilliseconds`` unless the test command set it) and gives them a report file
+/// (`ROUSE_LOOP_STALL_REPORT`): a daemon whose loop was held past the limit writes why there before it ends, and the
+/// test fails with that line at its end, although the daemon's standard error may have gone nowhere.
 public final class TestScope: Sendable {
     /// The scope of the running test, if its suite has the trait.
     @TaskLocal public static var current: TestScope?
@@ -24,8 +29,20 @@ public final class TestScope: Sendable {
     public let id = UUID().uuidString
     private let teardowns = Mutex<[@Sendable () async -> Void]>([])
 
-    /// The variables that tag a process as this scope's.
-    public var environment: [String: String] { [Self.variable: id] }
+    /// The stall limit the daemons get when the test process has none in its environment: generous, as CI is loaded
+    /// (time spent waiting for a CPU is not counted anyway).
+    public static let stallLimitMilliseconds = 2000
+
+    /// Where the daemons this scope starts report a stalled event loop (see ``StallDetector`` in RouseEventLoop).
+    public var stallReport: String { FileManager.default.temporaryDirectory.path + "/rouse-stall-\(id).log" }
+
+    /// The variables that tag a process as this scope's, with the stall detector's.
+    public var environment: [String: String] {
+        var variables = [Self.variable: id, "ROUSE_LOOP_STALL_REPORT": stallReport]
+        let limit = "ROUSE_LOOP_STALL_LIMIT_MS"
+        if ProcessInfo.processInfo.environment[limit] == nil { variables[limit] = "\(Self.stallLimitMilliseconds)" }
+        return variables
+    }
 
     /// Runs `teardown` when the test ends, before the remaining processes are killed; the last one registered
     /// runs first.
@@ -52,6 +69,17 @@ public final class TestScope: Sendable {
         for await _ in ended.stream {}
         deadline.cancel()
         ChildProcess.killAll(carrying: Self.variable, id)
+        reportStalls()
+    }
+
+    /// Fails the test with what the daemons wrote to ``stallReport`` (nothing when no loop stalled), then removes it.
+    public func reportStalls() {
+        let path = stallReport
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return }
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            Issue.record("a daemon's event loop stalled: \(line)")
+        }
     }
 }
 
