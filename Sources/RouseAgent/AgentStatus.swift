@@ -84,6 +84,8 @@ public struct AgentStatus: Codable, Sendable {
     public var session: SessionStatus? = nil
     /// Notifications shown and local ones pending (nil without a notification bus and none pending).
     public var notifications: NotificationStatus? = nil
+    /// The UnifiedPush distributor's counters (nil: no distributor).
+    public var unifiedPush: UnifiedPushStatus? = nil
 }
 
 extension Agent {
@@ -118,6 +120,7 @@ extension Agent {
         status.voipSockets = voipSocketCounters
         status.session = sessionStatus
         status.notifications = notificationStatus
+        status.unifiedPush = unifiedPushStatus
         return status
     }
 
