@@ -12,7 +12,8 @@
     unifiedpush_connector.py unregister NAME VERSION DIR TOKEN
         own NAME, call Unregister, stay until Unregistered came (at most 10 s).
 
-When DIR/NAME.mode holds "no-id", Message answers {} (no id: the distributor must not acknowledge).
+When DIR/NAME.mode holds "no-id", Message answers {} (no id: the distributor must not acknowledge); with
+"fail-endpoint", NewEndpoint answers an error (an app that no longer works: the 30-day rule's ping fails).
 Run by the system python3 (dbus-fast from Debian); the connection address is DBUS_STARTER_ADDRESS (activation) or
 DBUS_SESSION_BUS_ADDRESS.
 """
@@ -22,7 +23,7 @@ import json
 import os
 import sys
 
-from dbus_fast import BusType, Message, NameFlag, Variant
+from dbus_fast import BusType, DBusError, ErrorType, Message, NameFlag, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.service import ServiceInterface, method
 
@@ -45,12 +46,12 @@ class App:
         self.seen.setdefault(call, asyncio.Event()).set()
         self.activity.set()
 
-    def no_id(self):
+    def mode(self):
         try:
             with open(os.path.join(self.directory, self.name + ".mode")) as f:
-                return f.read().strip() == "no-id"
+                return f.read().strip()
         except FileNotFoundError:
-            return False
+            return ""
 
 
 class Connector2(ServiceInterface):
@@ -64,13 +65,15 @@ class Connector2(ServiceInterface):
         message = bytes(args["message"].value)
         ident = args["id"].value if "id" in args else None
         self.app.record("Message", token=token, message=base64.b64encode(message).decode(), id=ident)
-        if ident is None or self.app.no_id():
+        if ident is None or self.app.mode() == "no-id":
             return {}
         return {"id": Variant("s", ident)}
 
     @method()
     def NewEndpoint(self, args: "a{sv}") -> "a{sv}":
         self.app.record("NewEndpoint", token=args["token"].value, endpoint=args["endpoint"].value)
+        if self.app.mode() == "fail-endpoint":
+            raise DBusError(ErrorType.FAILED, "this app is broken")
         return {}
 
     @method()
