@@ -111,7 +111,15 @@ extension Agent {
             maximumPerDevice: limits.perDevice)
         let replacing: UnifiedPushBook.Registration?
         switch admission {
-        case .known(let known):
+        case .known(var known):
+            // An app updated from version 1 to 2 (or with a new description) keeps its endpoint; it is delivered to
+            // by the version it registered with last.
+            if known.version != request.version || known.description != request.description {
+                known.version = request.version
+                known.description = request.description
+                unifiedPush.book.add(known)
+                durable.setUnifiedPush(unifiedPush.book)
+            }
             unifiedPush.registered += 1
             reply.send(UnifiedPushDistributor.succeeded(version: request.version))
             newEndpoint(known, version: request.version)

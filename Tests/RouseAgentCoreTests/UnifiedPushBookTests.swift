@@ -31,6 +31,17 @@ struct UnifiedPushBookTests {
         #expect(book.registration(subscription: "sub-t1-keyed")?.token == "t1")
     }
 
+    @Test func updatingARegistrationInPlaceKeepsItsSubscription() {
+        var book = UnifiedPushBook()
+        var registration = Self.registration("t1")
+        book.add(registration)
+        registration.version = 1
+        registration.description = "Chat"
+        book.add(registration)
+        #expect(book.registrations == [registration])
+        #expect(book.pendingDeletions.isEmpty, "an update in place deleted its own subscription")
+    }
+
     @Test func capsPerAppAndPerDevice() {
         var book = UnifiedPushBook()
         for index in 0..<3 { book.add(Self.registration("a\(index)", service: "org.example.A")) }

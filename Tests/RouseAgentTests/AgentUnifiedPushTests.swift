@@ -92,6 +92,13 @@ struct AgentUnifiedPushTests {
         try await eventually("the subscription deleted at the gateway") {
             try await lab.send(endpoint, size: 5, seed: 5)["status"] as? Int == 410
         }
+        // Version 1 (`Unregister(s)`, no reply): confirmed with an empty token.
+        let v1Gone = try await lab.unregister(Self.app1, version: 1, token: "tok-v1")
+        #expect(v1Gone["unregistered"] as? Bool == true)
+        #expect(lab.events(Self.app1).last { $0["call"] as? String == "Unregistered" }?["token"] as? String == "")
+        try await eventually("the version-1 subscription deleted") {
+            try await lab.send(v1Endpoint, size: 5, seed: 6, ["--no-vapid"])["status"] as? Int == 410
+        }
     }
 
     @Test func offlineTTLTopicAndAReplyWithoutTheIDIsOfferedAgain() async throws {
