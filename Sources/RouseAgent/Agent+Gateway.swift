@@ -27,7 +27,7 @@ extension Agent {
         }
         guard !Task.isCancelled else { return }
         var webPush: (@Sendable (ChannelRecord.WebPush) async -> Void)?
-        if unifiedPushEnabled { webPush = { message in await self.webPushReceived(message) } }
+        if await unifiedPushReady() { webPush = { message in await self.webPushReceived(message) } }
         let channel = DeviceChannel(
             api: link.api, credential: durable.credential, backoff: configuration.backoff, clock: time.clock,
             logger: logger,

@@ -10,8 +10,16 @@ import RouseWire
 /// to the gateway only when the app's reply returns its id. No D-Bus reply is ever awaited on the actor's turn:
 /// replies come back as steps of their own.
 extension Agent {
-    /// Whether the channel reads WebPush (the distributor is configured).
+    /// Whether the distributor is configured (it may still have failed to start).
     var unifiedPushEnabled: Bool { configuration.session?.unifiedPushBus != nil }
+
+    /// Waits for the distributor's start; true when it runs. The channel declares the `webpush` feature only then: a
+    /// channel whose WebPush records no app could get would fill the gateway's window of unacknowledged records.
+    func unifiedPushReady() async -> Bool {
+        guard unifiedPushEnabled else { return false }
+        await unifiedPush.starting?.value
+        return unifiedPush.connection != nil
+    }
 
     /// Connects to the session bus, exports the distributor's object, takes its name, then purges registrations
     /// whose app is gone. Without a bus, or with the name taken, there is no distributor (logged).
@@ -32,7 +40,6 @@ extension Agent {
                     return
                 }
                 self.unifiedPushStarted(connection, registration)
-                await self.purgeUnifiedPush()
             } catch {
                 self.logger.warning(
                     "UnifiedPush bus unreachable: no distributor", metadata: ["error": "\(error)", "bus": "\(bus)"])
@@ -43,6 +50,8 @@ extension Agent {
     private func unifiedPushStarted(_ connection: DBusConnection, _ registration: DBusRegistration) {
         unifiedPush.connection = connection
         unifiedPush.registration = registration
+        // Off the start path: the channel waits for the distributor, not for the apps' answers to pings.
+        background.append(Task { await self.purgeUnifiedPush() })
         logger.info(
             "UnifiedPush distributor started",
             metadata: [
@@ -391,10 +400,10 @@ extension Agent {
         Task { await channel?.setMinimumUrgency(urgency) }
     }
 
-    /// The minimum urgency the channel declares (tests).
+    /// The minimum urgency the gateway knows from the open channel (tests).
     package func channelMinimumUrgency() async -> String? {
         guard unifiedPushEnabled else { return nil }
-        return await link.channel?.minimumUrgency.rawValue
+        return await link.channel?.declaredUrgency?.rawValue
     }
 
     /// The channel opened: subscriptions left to delete are retried.
