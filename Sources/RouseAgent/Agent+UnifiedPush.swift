@@ -111,6 +111,11 @@ extension Agent {
             reply.send(UnifiedPushDistributor.failed(version: request.version, reason))
         }
         guard let connection = unifiedPush.connection else { return refuse(.internalError, "no bus") }
+        guard unifiedPush.registering < unifiedPush.limits.maximumRegistering else {
+            return refuse(.internalError, "\(unifiedPush.limits.maximumRegistering) registrations under way")
+        }
+        unifiedPush.registering += 1
+        defer { unifiedPush.registering -= 1 }
         guard await Self.mayRegister(request.service, sender: sender, on: connection) else {
             return refuse(.unauthorized, "the caller neither owns the service nor can it be activated")
         }

@@ -19,6 +19,8 @@ final class UnifiedPushLink {
     var inFlight: Set<String> = []
     /// A pass deleting subscriptions is under way.
     var deleting = false
+    /// `Register` calls being worked on.
+    var registering = 0
     let limits: UnifiedPushLimits
 
     /// `Register` calls answered `REGISTRATION_SUCCEEDED`.
@@ -89,6 +91,9 @@ package struct UnifiedPushLimits: Sendable, Equatable {
     package var replyTimeout = Duration.seconds(30)
     /// Deliveries waiting for a reply at most; more messages wait at the gateway (unacknowledged).
     package var maximumInFlight = 64
+    /// `Register` calls being worked on (bus checks, the gateway round trip) at most; more are refused with
+    /// `INTERNAL_ERROR` (a session client flooding the distributor).
+    package var maximumRegistering = 16
 
     /// The defaults.
     package init() {}
