@@ -39,6 +39,7 @@ packages=(
     dbus-daemon          # the tests' private buses
     dbus-bin             # dbus-run-session, dbus-send (the tests and the demo)
     python3-dbusmock     # logind, the notification server and UPower stood in on the tests' buses
+    python3-dbus-fast    # the UnifiedPush connectors (apps) of AgentUnifiedPushTests (Tests/Interop/unifiedpush_connector.py)
 )
 
 missing=()

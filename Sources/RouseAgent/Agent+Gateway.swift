@@ -26,13 +26,17 @@ extension Agent {
             }
         }
         guard !Task.isCancelled else { return }
+        var webPush: (@Sendable (ChannelRecord.WebPush) async -> Void)?
+        if await unifiedPushReady() { webPush = { message in await self.webPushReceived(message) } }
         let channel = DeviceChannel(
             api: link.api, credential: durable.credential, backoff: configuration.backoff, clock: time.clock,
             logger: logger,
             events: DeviceChannel.Events(
                 push: { push in await self.received(push) },
-                state: { state in await self.channelChanged(state) }))
+                state: { state in await self.channelChanged(state) },
+                webPush: webPush))
         link.connected(channel)
+        await channel.setMinimumUrgency(unifiedPushUrgency)
         await refreshTokens()
         if configuration.assumeReachable {
             await reachabilityChanged(true)
@@ -90,6 +94,7 @@ extension Agent {
 
     private func channelChanged(_ new: ChannelStateMachine.State) async {
         guard link.channelChanged(new) else { return }
+        unifiedPushChannelChanged(new)
         reportHandlers()
         await refreshTokens()
         fetchOpportunity(wakeUp: true)

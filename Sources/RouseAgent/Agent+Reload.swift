@@ -36,6 +36,8 @@ extension Agent {
         }
         reportHandlers()
         await refreshTokens()
+        // SIGHUP after an app was uninstalled: its UnifiedPush registration goes (docs/unifiedpush.md).
+        await purgeUnifiedPush()
     }
 
     /// Per-user mode: the session's environment for the launches from now on (read again by the caller, off the

@@ -278,6 +278,7 @@ extension Agent {
         logger.info(
             "power", metadata: ["on-battery": "\(state.onBattery)", "percentage": "\(state.percentage ?? -1)"])
         if session.expensive != wasExpensive { transfersNetwork(expensive: session.expensive) }
+        unifiedPushConditionsChanged()
         if session.lowPower != wasLow {
             logger.info("background fetch power", metadata: ["waits": "\(session.lowPower)"])
             // Back on AC (or charged): overdue fetches run now; either way the fetch timer follows.
@@ -289,6 +290,7 @@ extension Agent {
     func pathExpensive(_ expensive: Bool) {
         session.pathExpensive = expensive
         transfersNetwork(expensive: session.expensive)
+        unifiedPushConditionsChanged()
     }
 }
 

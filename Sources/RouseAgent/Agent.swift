@@ -61,6 +61,8 @@ public actor Agent: Service {
     let session: SessionLink
     /// The desktop's notifications (alert pushes shown, local notifications): see `Agent+Notifications.swift`.
     let notifications: NotificationLink
+    /// The UnifiedPush distributor: see `Agent+UnifiedPush.swift`.
+    let unifiedPush: UnifiedPushLink
     /// Closes of descriptors peers passed, off the executor (a close can block: SO_LINGER, FUSE).
     let blocking = BlockingWork()
     /// Upload copies from descriptors handlers passed, off the executor (pools of their own, one thread per handler:
@@ -98,6 +100,8 @@ public actor Agent: Service {
         self.audible = AudibleAudio(timer: time.timer())
         self.session = SessionLink(timer: time.timer())
         self.notifications = NotificationLink(timer: time.timer(), book: durable.localNotifications)
+        self.unifiedPush = UnifiedPushLink(
+            book: durable.unifiedPush, limits: configuration.session?.unifiedPushLimits ?? UnifiedPushLimits())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
         self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
@@ -155,6 +159,7 @@ public actor Agent: Service {
         // logind is asked off the start path (a slow bus must not hold the socket back); pushes wait meanwhile.
         background.append(Task { await self.startSession() })
         startNotifications()
+        startUnifiedPush()
         // The per-user agent's socket is its user's alone (admin and handlers are that user).
         listener = try AgentError.wrapping(
             try Sys.listen(
@@ -206,6 +211,7 @@ public actor Agent: Service {
         stopVoIP()
         await stopSession()
         await stopNotifications()
+        await stopUnifiedPush()
         // Their exits are reaped by the waiter threads; give them a moment so the cgroups can be removed. Real time,
         // not the agent's clock: this waits for the kernel, and a test's manual clock would never let it end.
         for _ in 0..<50 where !handlers.processes.isEmpty {

@@ -88,6 +88,8 @@ public struct AgentStatus: Codable, Sendable {
     public var notifications: NotificationStatus? = nil
     /// How often the freeze-time rules terminated a handler or reported what it kept (docs/agent.md).
     public var freeze: FreezeCounters? = nil
+    /// The UnifiedPush distributor's counters (nil: no distributor).
+    public var unifiedPush: UnifiedPushStatus? = nil
 }
 
 extension Agent {
@@ -126,6 +128,7 @@ extension Agent {
         status.session = sessionStatus
         status.notifications = notificationStatus
         status.freeze = freezeChecks.counters
+        status.unifiedPush = unifiedPushStatus
         return status
     }
 

@@ -37,6 +37,11 @@ actor DeviceChannel {
     private(set) var opens = 0
     /// The minimum urgency declared to the gateway (RFC 8030 §5.3), when WebPush is read.
     private(set) var minimumUrgency = WebPushUrgency.veryLow
+    /// The urgency the channel request under way declared (a change while it opens is sent once it is open).
+    private var requestedUrgency: WebPushUrgency?
+    /// The minimum urgency the gateway knows (from the open channel's request or an accepted `POST`); nil while no
+    /// channel is open.
+    private(set) var declaredUrgency: WebPushUrgency?
 
     init(
         api: GatewayAPI, credential: String?, backoff: ChannelStateMachine.Backoff, clock: any RouseClock,
@@ -108,8 +113,15 @@ actor DeviceChannel {
         guard events.webPush != nil, urgency != minimumUrgency else { return }
         minimumUrgency = urgency
         guard machine.state == .open else { return }
+        await sendMinimumUrgency()
+    }
+
+    /// `POST /device/v1/urgency` with the minimum urgency now (on the open channel).
+    private func sendMinimumUrgency() async {
+        let urgency = minimumUrgency
         do {
             try await api.setMinimumUrgency(urgency, credential: credential)
+            declaredUrgency = urgency
             logger.info("minimum urgency sent", metadata: ["urgency": "\(urgency.rawValue)"])
         } catch {
             // The next channel carries it in its request.
@@ -169,6 +181,8 @@ actor DeviceChannel {
         let api = api
         let credential = credential
         let urgency = events.webPush == nil ? nil : minimumUrgency
+        requestedUrgency = urgency
+        declaredUrgency = nil
         connection = Task {
             do {
                 let response = try await api.curl.stream(
@@ -234,6 +248,8 @@ actor DeviceChannel {
             logger.info("channel open", metadata: ["heartbeat": "\(heartbeat)"])
             await perform(machine.opened(heartbeatSeconds: heartbeat))
             if !pendingAcks.isEmpty { await flushAcks() }
+            declaredUrgency = requestedUrgency
+            if let requested = requestedUrgency, requested != minimumUrgency { await sendMinimumUrgency() }
         case .push(let push):
             await perform(machine.recordReceived())
             await events.push(AgentPush(push))

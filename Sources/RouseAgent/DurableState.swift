@@ -127,4 +127,16 @@ final class DurableState {
         state.localNotifications = book
         save()
     }
+
+    // MARK: The UnifiedPush distributor's
+
+    /// The distributor's registrations.
+    var unifiedPush: UnifiedPushBook { state.unifiedPush ?? UnifiedPushBook() }
+
+    /// Keeps `book` as the distributor's registrations.
+    func setUnifiedPush(_ book: UnifiedPushBook) {
+        guard state.unifiedPush != book else { return }
+        state.unifiedPush = book
+        save()
+    }
 }

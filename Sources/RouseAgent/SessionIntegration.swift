@@ -20,6 +20,11 @@ public struct SessionIntegration: Sendable {
     /// The notification server's bus (docs/agent.md, "Notifications"): the session bus in per-user mode, a configured
     /// one in system mode; nil: alert pushes go to their handler, no local notification is shown.
     public var notificationBus: DBusBus?
+    /// The UnifiedPush distributor's bus (docs/unifiedpush.md): the session bus in per-user mode; nil: no
+    /// distributor, and the device channel does not read WebPush.
+    public var unifiedPushBus: DBusBus?
+    /// The distributor's caps and reply timeout.
+    package var unifiedPushLimits = UnifiedPushLimits()
 
     /// Session integration on `systemBus`, following `uid`'s session.
     public init(systemBus: DBusBus = .system, uid: UInt32?) {

@@ -19,6 +19,8 @@ public struct AgentState: Codable, Sendable, Equatable {
     public var transfers: [TransferRecord]?
     /// Local notifications the handlers scheduled, not yet fired. Absent in state written by older agents.
     public var localNotifications: LocalNotificationBook?
+    /// The UnifiedPush distributor's registrations. Absent in state written by older agents.
+    public var unifiedPush: UnifiedPushBook?
 
     /// Empty state.
     public init() {}

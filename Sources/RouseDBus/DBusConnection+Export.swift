@@ -12,6 +12,15 @@ public struct DBusMethodCall: Sendable, Equatable {
     public var member: String
     /// Its arguments.
     public var arguments: [DBusValue]
+
+    /// A call (what the bus delivers; tests make their own).
+    public init(sender: String, path: String, interface: String, member: String, arguments: [DBusValue]) {
+        self.sender = sender
+        self.path = path
+        self.interface = interface
+        self.member = member
+        self.arguments = arguments
+    }
 }
 
 /// What an exported object answers.
@@ -48,6 +57,15 @@ let methodCalled: sd_bus_message_handler_t = { message, userdata, _ in
     } catch {
         reply = .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "\(error)")
     }
+    return answer(message, with: reply)
+}
+
+/// Sends `reply` to the method call `message` (nothing when the caller asked for no reply); the handler's return
+/// value for sd-bus: 0 for ``DBusMethodReply/notHandled``, else 1.
+func answer(_ message: OpaquePointer, with reply: DBusMethodReply) -> Int32 {
+    if case .notHandled = reply { return 0 }
+    // `NO_REPLY_EXPECTED` (a NoReply method such as `Distributor1.Unregister`): sd-bus refuses to make a reply.
+    if sd_bus_message_get_expect_reply(message) == 0 { return 1 }
     switch reply {
     case .notHandled:
         return 0

@@ -170,6 +170,8 @@ struct RouseAgentCommand: AsyncParsableCommand {
             integration.sessionID = configuration.sessionEnvironment["XDG_SESSION_ID"]
             integration.holdUntilFirstUnlock = user
             integration.notificationBus = notificationBusAddress.map(DBusBus.address) ?? (user ? .session : nil)
+            // The UnifiedPush distributor lives on the user's session bus (docs/unifiedpush.md).
+            integration.unifiedPushBus = user ? (notificationBusAddress.map(DBusBus.address) ?? .session) : nil
             configuration.session = integration
         }
         configuration.reachabilityTarget = reachabilityTarget

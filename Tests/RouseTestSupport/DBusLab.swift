@@ -12,8 +12,9 @@ public final class DBusLab: Sendable {
     private let daemon: RunningChild
     private let mocks = Mutex<[RunningChild]>([])
 
-    /// Starts the daemon (a minimal configuration: no activatable service, so nothing real is ever started).
-    public static func start() async throws -> DBusLab {
+    /// Starts the daemon (a minimal configuration: no activatable service, so nothing real is ever started), or with
+    /// `serviceDirectory` as its only service directory (the test's own `.service` files: D-Bus activation).
+    public static func start(serviceDirectory: String? = nil) async throws -> DBusLab {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-dbus-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -23,7 +24,7 @@ public final class DBusLab: Sendable {
             <busconfig>
               <type>session</type>
               <listen>unix:path=\(directory)/bus</listen>
-              <auth>EXTERNAL</auth>
+              <auth>EXTERNAL</auth>\(serviceDirectory.map { "\n  <servicedir>\($0)</servicedir>" } ?? "")
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>
