@@ -62,6 +62,8 @@ public actor Agent: Service {
     /// Upload copies from descriptors handlers passed, off the executor (pools of their own, one thread per handler:
     /// copies never delay closes nor another handler's copies).
     let copies = UploadCopies()
+    /// Memory pressure: see `Agent+Memory.swift`.
+    let memory: MemoryPressure
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
@@ -94,6 +96,7 @@ public actor Agent: Service {
         self.session = SessionLink(timer: time.timer())
         self.notifications = NotificationLink(timer: time.timer(), book: durable.localNotifications)
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
+        self.memory = MemoryPressure(timer: time.timer())
         self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
         self.curl = curl
@@ -172,6 +175,7 @@ public actor Agent: Service {
         background.append(Task { await self.enrollAndConnect() })
         restoreTransfers()
         startFetch()
+        startMemoryPressure()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -182,6 +186,7 @@ public actor Agent: Service {
         for task in background { task.cancel() }
         rulesTimer.cancel()
         ipc.sweep.cancel()
+        stopMemoryPressure()
         if listener >= 0 {
             Sys.shutdownBoth(listener)
             Sys.close(listener)
@@ -244,6 +249,7 @@ public actor Agent: Service {
         for action in actions { perform(name, action) }
         syncActivation(name)
         syncVoIPWatch(name)
+        syncMemoryPriority(name)
         let persisted = handlers.machine(of: name)?.persisted(wallEpochMilliseconds: time.wallEpochMilliseconds)
         if durable.setHandlerRecord(persisted, for: name) {
             reportHandlers()  // the report is strikes and blocks: it changes only with them

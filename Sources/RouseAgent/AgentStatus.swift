@@ -41,6 +41,9 @@ public struct AgentStatus: Codable, Sendable {
         public var fetch: Fetch? = nil
         /// Watched VoIP sockets and keep-alive (nil: neither; docs/voip-sockets.md).
         public var voip: VoIP? = nil
+        /// Its cgroup's charged memory in bytes (`memory.current`, v1 `memory.usage_in_bytes`); nil when not running
+        /// or not known.
+        public var memoryBytes: Int64? = nil
     }
 
     /// A handler's background-fetch plan.
@@ -84,6 +87,8 @@ public struct AgentStatus: Codable, Sendable {
     public var session: SessionStatus? = nil
     /// Notifications shown and local ones pending (nil without a notification bus and none pending).
     public var notifications: NotificationStatus? = nil
+    /// Memory pressure: the trigger, what it did (docs/agent.md, "Memory pressure").
+    public var memory: MemoryStatus? = nil
 }
 
 extension Agent {
@@ -107,6 +112,7 @@ extension Agent {
                 launchRefused: self.handlers.launchRefused(of: name))
             handler.fetch = fetchStatus(name)
             handler.voip = voipStatus(name)
+            handler.memoryBytes = memoryBytes(of: name)
             return handler
         }
         var status = AgentStatus(
@@ -118,6 +124,7 @@ extension Agent {
         status.voipSockets = voipSocketCounters
         status.session = sessionStatus
         status.notifications = notificationStatus
+        status.memory = memoryStatus
         return status
     }
 
@@ -144,6 +151,7 @@ extension Agent {
             document.suspendNote = ""
             document.ipc = nil
             document.voipSockets = nil
+            document.memory = nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -96,6 +96,13 @@ struct AgentCommand: AsyncParsableCommand {
                         + "\(notifications["pendingLocal"] ?? 0)  forgotten over limit: "
                         + "\(notifications["forgottenOverLimit"] ?? 0)  fallbacks: \(notifications["fallbacks"] ?? 0)")
             }
+            if let memory = object["memory"] as? [String: Any] {
+                print(
+                    "memory: \(memory["source"] ?? "not watched")  pressure: "
+                        + "\((memory["underPressure"] as? Bool) == true ? "yes" : "no")  warnings: \(memory["warningsSent"] ?? 0)"
+                        + "  terminated: \(memory["terminatedSuspended"] ?? 0) suspended, "
+                        + "\(memory["terminatedRunning"] ?? 0) background")
+            }
             for case let handler as [String: Any] in object["handlers"] as? [Any] ?? [] {
                 var line = "handler \(handler["name"] ?? "-"): \(handler["state"] ?? "-")"
                 line += " strikes=\(handler["strikes"] ?? 0)"
@@ -105,6 +112,9 @@ struct AgentCommand: AsyncParsableCommand {
                     line += " budget=" + String(format: "%.1fs", budget)
                 }
                 line += " tokens=\(handler["backgroundTokens"] ?? 0)"
+                if let bytes = handler["memoryBytes"] as? Int {
+                    line += " memory=" + String(format: "%.1fMiB", Double(bytes) / 1_048_576)
+                }
                 if let held = handler["heldPush"] { line += " held=\(held)" }
                 if handler["holdsAudio"] as? Bool == true { line += " holds-audio" }
                 if let tasks = handler["tasks"] as? [String], !tasks.isEmpty {
