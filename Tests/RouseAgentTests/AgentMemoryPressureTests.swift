@@ -66,6 +66,9 @@ struct AgentMemoryPressureTests {
         #expect(smallBytes > 20 << 20 && smallBytes < 100 << 20, "small charges \(smallBytes) bytes")
         let callPID = try #require(await harness.handlerStatus("call")?.pid)
         let bigPID = try #require(await harness.handlerStatus("big")?.pid)
+        // The kernel's OOM order follows the same policy: frozen 500, a call 0 (the test process runs at 0).
+        #expect(Self.oomScoreAdjust(bigPID) == 500)
+        #expect(Self.oomScoreAdjust(callPID) == 0)
 
         try await harness.push("hog", type: "voip")
         try await harness.waitForLine("hog", "thrashing", timeout: .seconds(30))
@@ -88,5 +91,10 @@ struct AgentMemoryPressureTests {
         #expect(await harness.handlerStatus("big")?.state == "notRunning")
         // The agent lives on: it answers and its channel is open.
         #expect(await harness.agent.status().channel == "open")
+    }
+
+    static func oomScoreAdjust(_ pid: Int32) -> Int? {
+        (try? String(contentsOfFile: "/proc/\(pid)/oom_score_adj", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 }
