@@ -152,8 +152,14 @@ extension Agent {
     /// is 1 (the OOM killer takes the handler whole). Written when the value changes.
     func syncMemoryPriority(_ name: String) {
         guard let machine = handlers.machine(of: name), let process = handlers.process(of: name) else { return }
-        let score = MemoryPressurePolicy.oomScoreAdjust(
-            machine.lifecycle, protected: Self.protectedFromMemoryKills(machine))
+        let protected = Self.protectedFromMemoryKills(machine)
+        let weight = ThrottlePolicy.cpuWeight(machine.lifecycle, protected: protected)
+        if memory.cpuWeights[process.pid] != weight {
+            memory.cpuWeights = memory.cpuWeights.filter { pid, _ in handlers.processes.contains { $0.pid == pid } }
+            memory.cpuWeights[process.pid] = weight
+            control.setCPUWeight(cgroup: process.cgroup, weight: weight)
+        }
+        let score = MemoryPressurePolicy.oomScoreAdjust(machine.lifecycle, protected: protected)
         guard memory.oomScores[process.pid] != score else { return }
         if memory.oomScores[process.pid] == nil { control.setOOMGroup(cgroup: process.cgroup) }
         memory.oomScores = memory.oomScores.filter { pid, _ in handlers.processes.contains { $0.pid == pid } }

@@ -249,7 +249,6 @@ public actor Agent: Service {
         for action in actions { perform(name, action) }
         syncActivation(name)
         syncVoIPWatch(name)
-        syncMemoryPriority(name)
         let persisted = handlers.machine(of: name)?.persisted(wallEpochMilliseconds: time.wallEpochMilliseconds)
         if durable.setHandlerRecord(persisted, for: name) {
             reportHandlers()  // the report is strikes and blocks: it changes only with them
@@ -319,6 +318,8 @@ public actor Agent: Service {
 
     /// Arms the rules' timer for the earliest deadline of any handler (none: disarmed).
     func rescheduleTimer() {
+        // Every step that may change a handler's state or protection (its rules, a call, a session) ends here.
+        for name in handlers.names { syncMemoryPriority(name) }
         guard let next = handlers.nextDeadline(now: now) else {
             rulesTimer.cancel()
             return

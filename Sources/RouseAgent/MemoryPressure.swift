@@ -61,6 +61,8 @@ final class MemoryPressure {
     var terminating: Set<Int32> = []
     /// The `oom_score_adj` last written per handler process (pid → value).
     var oomScores: [Int32: Int] = [:]
+    /// The CPU weight last written per handler process (pid → cgroup v2 scale).
+    var cpuWeights: [Int32: Int] = [:]
 
     init(timer: AgentTimer) { self.timer = timer }
 

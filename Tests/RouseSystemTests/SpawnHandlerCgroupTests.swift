@@ -26,7 +26,7 @@ struct SpawnHandlerCgroupTests {
             FileManager.default.fileExists(atPath: "/sys/fs/cgroup/cgroup.procs")
             ? "/sys/fs/cgroup/cgroup.procs" : directory + "/procs"
         if !FileManager.default.fileExists(atPath: target) {
-            FileManager.default.createFile(atPath: target, contents: nil)
+            _ = FileManager.default.createFile(atPath: target, contents: nil)
         }
         let readOnly = try Sys.open(target, O_RDONLY)
         defer { Sys.close(readOnly) }
