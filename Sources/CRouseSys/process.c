@@ -173,7 +173,9 @@ int rouse_peer_groups(int fd, gid_t *groups, int *count) {
 
 int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
                         const int *cgroup_procs_fds, int cgroup_procs_count, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
-                        int group_count, pid_t *pid_out) {
+                        int group_count, int oom_score_adj, pid_t *pid_out) {
+    char oom_text[16];
+    int oom_length = oom_score_adj >= -1000 && oom_score_adj <= 1000 ? snprintf(oom_text, sizeof oom_text, "%d\n", oom_score_adj) : 0;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -188,6 +190,16 @@ int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[]
         // are there) before any of the handler's code runs.
         for (int i = 0; i < cgroup_procs_count; i++) {
             if (cgroup_procs_fds[i] >= 0 && write(cgroup_procs_fds[i], "0\n", 2) != 2) _exit(126);
+        }
+        // Its OOM priority before it runs (and before it is another user, whose /proc files the agent cannot write):
+        // not the agent's own (its unit's OOMScoreAdjust= would be inherited). Best effort: a kernel that refuses
+        // leaves the inherited value.
+        if (oom_length > 0) {
+            int oom_fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+            if (oom_fd >= 0) {
+                (void)!write(oom_fd, oom_text, (size_t)oom_length);
+                close(oom_fd);
+            }
         }
         setpgid(0, 0);
         struct sigaction action;

@@ -74,7 +74,8 @@ extension Agent {
                         path: executable, arguments: handler.command,
                         environment: environment.map { "\($0.key)=\($0.value)" }, channel: theirs, output: output,
                         cgroupProcs: prepared?.procs ?? [],
-                        identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil))
+                        identity: identity.switches ? (identity.account.uid, identity.gid, identity.groups) : nil,
+                        oomScoreAdjust: Int32(MemoryPressurePolicy.oomScoreAdjust(.launching, protected: false))))
             } catch {
                 Sys.close(mine)
                 Sys.close(theirs)

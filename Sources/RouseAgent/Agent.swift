@@ -68,6 +68,8 @@ public actor Agent: Service {
     /// Upload copies from descriptors handlers passed, off the executor (pools of their own, one thread per handler:
     /// copies never delay closes nor another handler's copies).
     let copies = UploadCopies()
+    /// Memory pressure: see `Agent+Memory.swift`.
+    let memory: MemoryPressure
     var listener: Int32 = -1
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
@@ -103,6 +105,7 @@ public actor Agent: Service {
         self.unifiedPush = UnifiedPushLink(
             book: durable.unifiedPush, limits: configuration.session?.unifiedPushLimits ?? UnifiedPushLimits())
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
+        self.memory = MemoryPressure(timer: time.timer())
         self.admission = IPCAdmission(exempt: [0, Sys.uid], meter: ipc.meter)
         let curl = try CurlHTTPClient(logger: logger)
         self.curl = curl
@@ -182,6 +185,7 @@ public actor Agent: Service {
         background.append(Task { await self.enrollAndConnect() })
         restoreTransfers()
         startFetch()
+        startMemoryPressure()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -193,6 +197,7 @@ public actor Agent: Service {
         rulesTimer.cancel()
         audible.timer.cancel()
         ipc.sweep.cancel()
+        stopMemoryPressure()
         if listener >= 0 {
             Sys.shutdownBoth(listener)
             Sys.close(listener)
@@ -322,6 +327,8 @@ public actor Agent: Service {
     /// Arms the rules' timer for the earliest deadline of any handler (none: disarmed).
     func rescheduleTimer() {
         syncAudibleAudio()
+        // Every step that may change a handler's state or protection (its rules, a call, a session) ends here.
+        for name in handlers.names { syncMemoryPriority(name) }
         guard let next = handlers.nextDeadline(now: now) else {
             rulesTimer.cancel()
             return

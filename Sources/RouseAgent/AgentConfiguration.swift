@@ -71,6 +71,10 @@ public struct AgentConfiguration: Sendable {
     /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
     public var transferResultLifetime = Duration.seconds(7 * 86400)
 
+    /// Memory pressure: the PSI trigger and how long pressure must last before handlers are terminated (nil: not
+    /// watched). docs/agent.md, "Memory pressure".
+    public var memoryPressure: MemoryPressureSettings? = MemoryPressureSettings()
+
     /// A configuration.
     public init(
         endpoint: GatewayEndpoint, enrollmentSecret: String? = nil, socketPath: String,

@@ -43,6 +43,9 @@ public struct AgentStatus: Codable, Sendable {
         public var voip: VoIP? = nil
         /// While frozen: the listening sockets it kept (`listening-sockets = "report"`; nil: none).
         public var listeningSockets: [String]? = nil
+        /// Its cgroup's charged memory in bytes (`memory.current`, v1 `memory.usage_in_bytes`); nil when not running
+        /// or not known.
+        public var memoryBytes: Int64? = nil
     }
 
     /// A handler's background-fetch plan.
@@ -90,6 +93,8 @@ public struct AgentStatus: Codable, Sendable {
     public var freeze: FreezeCounters? = nil
     /// The UnifiedPush distributor's counters (nil: no distributor).
     public var unifiedPush: UnifiedPushStatus? = nil
+    /// Memory pressure: the trigger, what it did (docs/agent.md, "Memory pressure").
+    public var memory: MemoryStatus? = nil
 }
 
 extension Agent {
@@ -116,6 +121,7 @@ extension Agent {
             if machine.lifecycle == .suspended {
                 handler.listeningSockets = freezeChecks.listeningSockets(of: name)?.map(\.description)
             }
+            handler.memoryBytes = memoryBytes(of: name)
             return handler
         }
         var status = AgentStatus(
@@ -129,6 +135,7 @@ extension Agent {
         status.notifications = notificationStatus
         status.freeze = freezeChecks.counters
         status.unifiedPush = unifiedPushStatus
+        status.memory = memoryStatus
         return status
     }
 
@@ -156,6 +163,7 @@ extension Agent {
             document.ipc = nil
             document.voipSockets = nil
             document.freeze = nil
+            document.memory = nil
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -28,6 +28,12 @@ struct ProcessControl: Sendable {
     var limitsNote = "not detected"
     /// The agent's directories in the cgroup v1 `pids` and `memory` hierarchies (``LimitMechanism/cgroupV1``).
     var v1Bases: [String] = []
+    /// The cpu controller reaches the handlers' cgroup v2 directories (`cpu.weight`: ``findThrottling(tag:)``).
+    var cpuV2 = false
+    /// The agent's directories in the cgroup v1 `cpu` and `cpuacct` hierarchies (handlers' CPU weights on v1).
+    var throttleBases: [String] = []
+    /// Where CPU weights are written, or why nowhere.
+    var throttleNote = "not detected"
 
     /// Whether a process in cgroup v2 `path` (as `/proc/PID/cgroup` names it) is one of our handlers' (a handler
     /// or anything it started: they cannot leave their cgroup without our write access).
@@ -51,6 +57,7 @@ struct ProcessControl: Sendable {
         let tag = "rouse-agent-\(Sys.processID)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         var control = suspension(forced: forced, tag: tag)
         control.findLimits(tag: tag)
+        control.findThrottling(tag: tag)
         return control
     }
 
@@ -101,7 +108,7 @@ struct ProcessControl: Sendable {
     /// Cleans up after dead agents (``removeStale(in:)``) next to our base directory; call after re-attaching
     /// to their handlers (which moves those out of the stale cgroups).
     func removeStaleAgents() {
-        for v1 in v1Bases { Self.removeStaleV1(in: Self.parent(of: v1)) }
+        for v1 in v1Bases + throttleBases { Self.removeStaleV1(in: Self.parent(of: v1)) }
         guard mechanism == .cgroupV2, let base else { return }
         Self.removeStale(in: Self.parent(of: base))
     }
@@ -166,6 +173,14 @@ struct ProcessControl: Sendable {
                         if error.isShortage { throw error }
                         problems.append("\(group)/cgroup.procs: \(error)")
                     }
+                }
+            }
+            for group in makeThrottleGroups(handler) {
+                do throws(SystemError) {
+                    all.append(try Sys.open(group + "/cgroup.procs", O_WRONLY | O_CLOEXEC))
+                } catch {
+                    if error.isShortage { throw error }
+                    problems.append("\(group)/cgroup.procs: \(error)")
                 }
             }
         } catch {
@@ -235,6 +250,7 @@ struct ProcessControl: Sendable {
         Sys.removeDirectory(cgroup)
         let name = cgroup.split(separator: "/").last.map(String.init) ?? ""
         for v1 in v1Bases where !name.isEmpty { Sys.removeDirectory(v1 + "/" + name) }
+        if !name.isEmpty { removeThrottleGroups(name) }
     }
 
     /// Removes the agent's base directories (at shutdown).
@@ -247,6 +263,7 @@ struct ProcessControl: Sendable {
             }
             Sys.removeDirectory(v1)
         }
+        removeThrottleBases()
     }
 }
 

@@ -45,10 +45,10 @@ extension Sys {
     /// `cgroupProcs` (none: empty; its v2 group and, on a hybrid host, its v1 pids and memory groups) before it runs
     /// anything, gets `output` (-1: ours) as its fds 1 and 2 and `channel` as
     /// fd 3, nothing else, and switches to `identity` when given. Returns the pid and its pidfd (a child whose pidfd
-    /// cannot be opened is killed and reaped).
+    /// cannot be opened is killed and reaped). `oomScoreAdjust`: its `oom_score_adj`, set before it runs (nil: ours).
     package static func spawnHandler(
         path: String, arguments: [String], environment: [String], channel: Int32, output: Int32, cgroupProcs: [Int32],
-        identity: (uid: UInt32, gid: UInt32, groups: [UInt32])?
+        identity: (uid: UInt32, gid: UInt32, groups: [UInt32])?, oomScoreAdjust: Int32? = nil
     ) throws(SystemError) -> (pid: Int32, pidfd: Int32) {
         var pid: pid_t = 0
         let groups = identity?.groups ?? []
@@ -59,7 +59,7 @@ extension Sys {
                         rouse_spawn_handler(
                             path, argv, envp, channel, output, procs.baseAddress, Int32(procs.count),
                             identity == nil ? 0 : 1, identity?.uid ?? 0, identity?.gid ?? 0, groups.baseAddress,
-                            Int32(groups.count), &pid)
+                            Int32(groups.count), oomScoreAdjust ?? Int32.min, &pid)
                     }
                 }
             }

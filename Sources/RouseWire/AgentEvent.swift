@@ -53,6 +53,8 @@ public enum AgentEvent: IPCMessage {
     case notificationResponse(NotificationResponse)
     /// Answer to `listNotifications` and `scheduleNotification`.
     case notificationsReply(NotificationsReply)
+    /// Memory is short (a PSI trigger fired): free what can be rebuilt.
+    case memoryWarning(MemoryWarning)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -69,6 +71,7 @@ public enum AgentEvent: IPCMessage {
         case voipSocket, voipSocketWake, voipSocketChanged, keepAlive
         case protectedData, protectedFileReply
         case notificationResponse, notificationsReply
+        case memoryWarning
     }
 
     /// The `type` member.
@@ -102,6 +105,7 @@ public enum AgentEvent: IPCMessage {
         case .protectedFileReply: kind = .protectedFileReply
         case .notificationResponse: kind = .notificationResponse
         case .notificationsReply: kind = .notificationsReply
+        case .memoryWarning: kind = .memoryWarning
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -144,6 +148,7 @@ public enum AgentEvent: IPCMessage {
         case .protectedFileReply: self = .protectedFileReply(try ProtectedFileReply(from: decoder))
         case .notificationResponse: self = .notificationResponse(try NotificationResponse(from: decoder))
         case .notificationsReply: self = .notificationsReply(try NotificationsReply(from: decoder))
+        case .memoryWarning: self = .memoryWarning(try MemoryWarning(from: decoder))
         }
     }
 
@@ -179,6 +184,7 @@ public enum AgentEvent: IPCMessage {
         case .protectedFileReply(let payload): try payload.encode(to: encoder)
         case .notificationResponse(let payload): try payload.encode(to: encoder)
         case .notificationsReply(let payload): try payload.encode(to: encoder)
+        case .memoryWarning(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

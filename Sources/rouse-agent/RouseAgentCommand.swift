@@ -55,6 +55,13 @@ struct RouseAgentCommand: AsyncParsableCommand {
     var restorationGraceSeconds = 10.0
     @Option(
         help: ArgumentHelp(
+            "Memory-pressure PSI trigger: 'some|full STALL_US WINDOW_US', or 'off'.",
+            discussion: "On the handlers' cgroup v2 memory.pressure, else /proc/pressure/memory (docs/agent.md)."))
+    var memoryPressure = MemoryPressureSettings.defaultTrigger
+    @Option(help: "Seconds after a memory-pressure trigger before the agent looks again and terminates a handler.")
+    var memoryPressurePersistSeconds = 2.0
+    @Option(
+        help: ArgumentHelp(
             "User that handlers without user = run as when the agent is root.",
             discussion: "Never root: a handler that must run as root says allow-root = true in its file."))
     var handlerUser = "rouse-handler"
@@ -94,12 +101,16 @@ struct RouseAgentCommand: AsyncParsableCommand {
     @Flag(help: "Log one JSON object per line.") var json = false
 
     func validate() throws {
+        if case .failure(let reason) = MemoryPressureSettings.option(memoryPressure, persistAfter: .seconds(2)) {
+            throw ValidationError("--memory-pressure: \(reason)")
+        }
         // Checked before anything starts: a number of seconds that cannot be a Duration is a precise error, not a trap.
         do {
             _ = try SecondsOption.duration(preserveTimeoutSeconds, option: "--preserve-timeout-seconds")
             _ = try SecondsOption.duration(
                 restorationGraceSeconds, option: "--restoration-grace-seconds", range: 0...SecondsOption.maximum)
             _ = try SecondsOption.duration(activationHookTimeout, option: "--activation-hook-timeout")
+            _ = try SecondsOption.duration(memoryPressurePersistSeconds, option: "--memory-pressure-persist-seconds")
         } catch {
             throw ValidationError("\(error)")
         }
@@ -189,6 +200,11 @@ struct RouseAgentCommand: AsyncParsableCommand {
         configuration.activationHookTimeout = .milliseconds(Int64((activationHookTimeout * 1000).rounded()))
         configuration.preserveTimeout = .milliseconds(Int64((preserveTimeoutSeconds * 1000).rounded()))
         configuration.restorationGrace = .milliseconds(Int64((restorationGraceSeconds * 1000).rounded()))
+        // Checked by validate(): a trigger the kernel takes, or "off".
+        let persist = Duration.milliseconds(Int64((memoryPressurePersistSeconds * 1000).rounded()))
+        if case .success(let settings) = MemoryPressureSettings.option(memoryPressure, persistAfter: persist) {
+            configuration.memoryPressure = settings
+        }
         configuration.transferSpool = spoolDir ?? stateDir + "/spool"  // background transfers' files
         let store = SealedAgentStateStore(
             store: persistence.secrets, legacyPath: stateDir + "/state.json", logger: logger)

@@ -26,9 +26,14 @@ enum AgentBench {
 
     static let usage = """
         usage: rouse-bench agent [--samples N] [--launch-samples N] [--reconnects N] [--idle-seconds N] [--session-bus] [--json]
+               rouse-bench agent --memory-pressure [--trigger 'some STALL_US WINDOW_US'] [--json]
         """
 
     static func run(arguments: [String]) async throws {
+        if arguments.contains("--memory-pressure") {
+            try await runMemoryPressure(arguments: arguments)
+            return
+        }
         var options = Options()
         var index = 0
         while index < arguments.count {

@@ -154,6 +154,28 @@ var lastCall: String?
 
 struct RestoreFailure: Error {}
 
+// Memory pressure (docs/agent.md, "Memory pressure"): `--allocate-mib N` allocates and touches N MiB at start (a
+// large footprint); `--thrash FILE:MIB` starts a child that writes a MIB MiB file and reads it over and over (page
+// cache churn: under a small `memory-max-mib` it stalls on reclaim, real memory pressure); each `memoryWarning` is
+// written as `memoryWarning trigger=T memoryBytes=N`.
+var footprint: [UInt8] = []
+if let mib = option("--allocate-mib").flatMap(Int.init), mib > 0 {
+    footprint = [UInt8](repeating: 1, count: mib << 20)
+    emit("allocated mib=\(mib) checksum=\(footprint[footprint.count / 2])")
+}
+if let thrash = option("--thrash"), let colon = thrash.lastIndex(of: ":"),
+    let mib = Int(thrash[thrash.index(after: colon)...])
+{
+    let file = String(thrash[..<colon])
+    let script = "head -c \(mib)M /dev/urandom > '\(file)' && while :; do cat '\(file)' > /dev/null; done"
+    var child: pid_t = 0
+    let words: [String] = ["/bin/sh", "-c", script]
+    let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+    let spawned = posix_spawn(&child, "/bin/sh", nil, nil, argv, environ)
+    for pointer in argv { free(pointer) }
+    emit(spawned == 0 ? "thrashing pid=\(child) mib=\(mib)" : "thrashFailed errno=\(spawned)")
+}
+
 // It may outlive the agent whose stdout it shares (re-attached by the next agent): no SIGPIPE death.
 signal(SIGPIPE, SIG_IGN)
 
@@ -366,6 +388,10 @@ do {
             emit(
                 "notificationResponse id=\(response.notificationID) source=\(response.source) action=\(response.action)"
                     + " payload=\(response.payload ?? "")")
+        case .memoryWarning(let warning):
+            emit(
+                "memoryWarning trigger=\(warning.trigger ?? "-") memoryBytes=\(warning.memoryBytes.map { "\($0)" } ?? "-")"
+            )
         case .statusReply, .sessionsReply, .ok, .transferSessionReply, .protectedFileReply, .notificationsReply,
             .unknown:
             emit("message type=\(message.type)")

@@ -105,6 +105,12 @@ struct AgentCommand: AsyncParsableCommand {
                         + "\(notifications.shown)  pending local: \(notifications.pendingLocal)  forgotten over limit: "
                         + "\(notifications.forgottenOverLimit)  fallbacks: \(notifications.fallbacks)")
             }
+            if let memory = status.memory {
+                lines.append(
+                    "memory: \(memory.source ?? "not watched")  pressure: \(memory.underPressure ? "yes" : "no")"
+                        + "  warnings: \(memory.warningsSent)  terminated: \(memory.terminatedSuspended) suspended, "
+                        + "\(memory.terminatedRunning) background")
+            }
             for handler in status.handlers {
                 var line = "handler \(handler.name): \(handler.state)"
                 line += " strikes=\(handler.strikes)"
@@ -112,6 +118,9 @@ struct AgentCommand: AsyncParsableCommand {
                 if handler.userStopped { line += " user-stopped" }
                 if let budget = handler.budgetRemainingSeconds { line += " budget=" + String(format: "%.1fs", budget) }
                 line += " tokens=\(number(handler.backgroundTokens))"
+                if let bytes = handler.memoryBytes {
+                    line += " memory=" + String(format: "%.1fMiB", Double(bytes) / 1_048_576)
+                }
                 if let held = handler.heldPush { line += " held=\(held)" }
                 if handler.holdsAudio { line += " holds-audio" }
                 if let sockets = handler.listeningSockets, !sockets.isEmpty {

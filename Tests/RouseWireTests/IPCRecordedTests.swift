@@ -377,6 +377,10 @@ struct IPCRecordedTests {
                 .notificationsReply(.init(notifications: [.init(identifier: "tea", body: "Ready", fireAt: 1000)])),
                 requestID: 40)
         ),
+        (
+            #"{"memoryBytes":209715200,"trigger":"some 150000 1000000","type":"memoryWarning","v":1}"#,
+            .init(.memoryWarning(.init(trigger: "some 150000 1000000", memoryBytes: 209_715_200)))
+        ),
     ]
 
     static func frame(_ json: String) -> [UInt8] {

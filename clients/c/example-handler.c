@@ -129,6 +129,10 @@ int main(int argc, char **argv) {
                 rouse_agent_voip_wake_handled(agent, 13, wake);
                 fprintf(log, "wakeHandled id=%s\n", wake);
             }
+        } else if (strcmp(type, ROUSE_EVENT_MEMORY_WARNING) == 0) {
+            long long bytes = -1;
+            (void)rouse_event_int(event, "memoryBytes", &bytes);
+            fprintf(log, "memoryWarning memoryBytes=%lld\n", bytes);
         } else if (strcmp(type, "keepAlive") == 0) {
             const char *id = or_empty(rouse_event_string(event, "keepAliveID"));
             rouse_agent_keep_alive_done(agent, 14, id);

@@ -136,6 +136,11 @@ int rouse_agent_close_protected(rouse_agent *agent, int request_id, const char *
  *  ECONNRESET), or sent a malformed frame or another version (EPROTO; the connection is then unusable). */
 int rouse_agent_next(rouse_agent *agent, rouse_event **event, int timeout_ms);
 
+/** The "memoryWarning" event's type (docs/handler-protocol.md, section 13): memory is short, free caches now.
+ *  Members: "trigger" (string) and "memoryBytes" (integer: the handler's own charged memory), either may be absent.
+ *  If the pressure persists, suspended handlers are terminated first, then running background ones. */
+#define ROUSE_EVENT_MEMORY_WARNING "memoryWarning"
+
 /** The message's "type". */
 const char *rouse_event_type(const rouse_event *event);
 /** A string member, decoded; NULL when absent or not a string. */

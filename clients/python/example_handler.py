@@ -49,6 +49,8 @@ def main():
         elif kind == "push" and event.get("pushType") == "background":
             agent.complete(event["pushID"], "newData")
             log("completed push=%s payload=%s" % (event["pushID"], json.dumps(agent.payload(event), sort_keys=True, separators=(",", ":"))))
+        elif kind == rouse_handler.MEMORY_WARNING:
+            log("memoryWarning memoryBytes=%s" % event.get("memoryBytes", -1))
         elif kind == "registered":
             log("registered handler=%s launchReason=%s" % (event["handler"], event["launchReason"]))
             if arguments.voip_connect is None:

@@ -23,11 +23,16 @@ import socket
 import struct
 import time
 
-__all__ = ["Agent", "AgentError", "connect", "PROTOCOL_VERSION", "MAX_FRAME_BYTES", "DEFAULT_SOCKET"]
+__all__ = ["Agent", "AgentError", "connect", "PROTOCOL_VERSION", "MAX_FRAME_BYTES", "DEFAULT_SOCKET",
+           "MEMORY_WARNING"]
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 64 * 1024
 DEFAULT_SOCKET = "/run/rouse/agent.sock"
+# The "memoryWarning" event's type (docs/handler-protocol.md, section 13): memory is short, free caches now; members
+# "trigger" and "memoryBytes" (the handler's own charged memory), either may be absent. If the pressure persists,
+# suspended handlers are terminated first, then running background ones.
+MEMORY_WARNING = "memoryWarning"
 
 
 class AgentError(Exception):

@@ -20,11 +20,12 @@ int rouse_spawn_as(const char *path, char *const argv[], char *const envp[], int
 /// groups) before anything else, so that nothing the handler runs or forks starts
 /// outside it; a new process group, default signal dispositions, `output_fd` as fds 1 and 2 (-1: kept),
 /// `channel_fd` as fd 3, every other descriptor closed; with `switch_identity`, `uid`/`gid`/`groups` as in
-/// rouse_spawn_as; then execve. Returns 0 and the pid, or an errno value; a child that cannot join its cgroup,
-/// set up its descriptors or switch identity exits with 126.
+/// rouse_spawn_as; `oom_score_adj` (-1000 to 1000; anything else: inherited) written to /proc/self/oom_score_adj
+/// before the identity switch; then execve. Returns 0 and the pid, or an errno value; a child that cannot join its
+/// cgroup, set up its descriptors or switch identity exits with 126.
 int rouse_spawn_handler(const char *path, char *const argv[], char *const envp[], int channel_fd, int output_fd,
                         const int *cgroup_procs_fds, int cgroup_procs_count, int switch_identity, uid_t uid, gid_t gid, const gid_t *groups,
-                        int group_count, pid_t *pid_out);
+                        int group_count, int oom_score_adj, pid_t *pid_out);
 
 /// pidfd_open(2); -1 with errno on failure.
 int rouse_pidfd_open(pid_t pid);

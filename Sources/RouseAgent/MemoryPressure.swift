@@ -1,0 +1,114 @@
+import RouseAgentCore
+
+/// How the agent watches memory pressure (docs/agent.md, "Memory pressure").
+public struct MemoryPressureSettings: Sendable {
+    /// The PSI trigger (`some 150000 1000000`).
+    public var trigger = MemoryPressureTrigger.standard
+    /// How long after a trigger the agent looks again: still above the trigger's rate → the next handler goes.
+    public var persistAfter = Duration.seconds(2)
+    /// The PSI files to try, in order (nil: the handlers' cgroup v2 `memory.pressure`, then `/proc/pressure/memory`).
+    public var paths: [String]? = nil
+
+    /// The defaults.
+    public init() {}
+
+    /// The default trigger's text (`--memory-pressure`).
+    public static let defaultTrigger = MemoryPressureTrigger.standard.description
+
+    /// Settings from `--memory-pressure TEXT` (`off`: nil) and the persist time; the parser's reason when the trigger
+    /// is not one the kernel takes.
+    public static func option(
+        _ text: String, persistAfter: Duration
+    ) -> Result<MemoryPressureSettings?, MemoryPressureTriggerError> {
+        if text == "off" { return .success(nil) }
+        switch MemoryPressureTrigger.parse(text) {
+        case .success(let trigger):
+            var settings = MemoryPressureSettings()
+            settings.trigger = trigger
+            settings.persistAfter = persistAfter
+            return .success(settings)
+        case .failure(let error):
+            return .failure(error)
+        }
+    }
+}
+
+/// The memory-pressure part of the agent's state: the trigger's watch, the episode machine, its check timer, what was
+/// done (for status and the benchmark). Touched only on the agent's isolation.
+final class MemoryPressure {
+    /// The episode machine (nil: not watched).
+    var machine: MemoryPressureMachine?
+    /// The trigger's watch (nil: not watched).
+    var watch: MemoryPressureWatch?
+    /// Why memory pressure is not watched, or where it is.
+    var note = "not started"
+    /// The machine's check timer.
+    let timer: AgentTimer
+    /// `memoryWarning` events sent.
+    var warningsSent = 0
+    /// Trigger reports received.
+    var reports = 0
+    /// Suspended handlers terminated for memory (no notice).
+    var terminatedSuspended = 0
+    /// Running background handlers terminated for memory (the stop path).
+    var terminatedRunning = 0
+    /// Persisting pressure with nobody left to terminate (only foreground handlers, calls and the agent remain).
+    var nothingToTerminate = 0
+    /// The last terminations, oldest first (at most ``recentLimit``).
+    var recent: [MemoryStatus.Termination] = []
+    static let recentLimit = 16
+    /// The pids already terminated and not yet reaped (not chosen twice).
+    var terminating: Set<Int32> = []
+    /// The `oom_score_adj` last written per handler process (pid → value).
+    var oomScores: [Int32: Int] = [:]
+    /// The CPU weight last written per handler process (pid → cgroup v2 scale).
+    var cpuWeights: [Int32: Int] = [:]
+
+    init(timer: AgentTimer) { self.timer = timer }
+
+    /// Records a termination.
+    func record(_ termination: MemoryStatus.Termination) {
+        recent.append(termination)
+        if recent.count > Self.recentLimit { recent.removeFirst(recent.count - Self.recentLimit) }
+    }
+}
+
+/// The status document's memory section.
+public struct MemoryStatus: Codable, Sendable {
+    /// One termination for memory.
+    public struct Termination: Codable, Sendable, Equatable {
+        /// The handler.
+        public var handler: String
+        /// `suspended` (killed without notice) or `background` (the stop path).
+        public var state: String
+        /// Its footprint when chosen.
+        public var memoryBytes: Int64?
+        /// Milliseconds from the episode's first trigger.
+        public var afterMilliseconds: Int64
+    }
+
+    /// The PSI file the trigger is on; nil when memory pressure is not watched.
+    public var source: String?
+    /// Where, or why not.
+    public var note: String
+    /// The trigger.
+    public var trigger: String?
+    /// An episode is under way.
+    public var underPressure: Bool
+    /// Trigger reports.
+    public var reports: Int
+    /// Episodes begun.
+    public var episodes: Int
+    /// `memoryWarning` events sent.
+    public var warningsSent: Int
+    /// Suspended handlers terminated.
+    public var terminatedSuspended: Int
+    /// Running background handlers terminated.
+    public var terminatedRunning: Int
+    /// Times pressure persisted with nobody left that may be terminated.
+    public var nothingToTerminate: Int
+    /// The last terminations, oldest first.
+    public var recent: [Termination]
+    /// How long the last episode lasted, first trigger to the check that found the pressure gone.
+    public var lastReliefMilliseconds: Int64?
+}

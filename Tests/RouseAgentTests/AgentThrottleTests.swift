@@ -1,0 +1,62 @@
+import Foundation
+import RouseAgent
+import RouseTestSupport
+import Testing
+
+/// CPU weights follow handlers' states in real cgroups (issue 29, throttling): a foreground handler and one in a call
+/// keep the default weight, a running background handler gets half, a suspended one a tenth; v2 `cpu.weight` where
+/// the cpu controller reaches the handlers' cgroups, else `cpu.shares` of their groups in the v1 `cpu` hierarchy.
+@Suite(
+    "CPU weights by state: background and suspended handlers below foreground ones and calls", .serialized,
+    .stopsWhatItStarts)
+struct AgentThrottleTests {
+    /// The weight of `pid`'s cpu cgroup on the v2 scale (v1 `cpu.shares` converted: 1024 is 100); nil without one.
+    static func weight(_ pid: Int32) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else { return nil }
+        func read(_ path: String) -> Int? {
+            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+        }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            if fields[1].split(separator: ",").contains("cpu"),
+                let shares = read("/sys/fs/cgroup/\(fields[1])\(fields[2])/cpu.shares")
+            {
+                return shares * 100 / 1024
+            }
+            if fields[0] == "0", let weight = read("/sys/fs/cgroup\(fields[2])/cpu.weight") { return weight }
+        }
+        return nil
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func backgroundAndSuspendedHandlersWeighLessThanForegroundOnesAndCalls() async throws {
+        let harness = try await AgentHarness { directory in
+            [
+                try AgentHarness.handler("front", mode: "foreground", directory: directory),
+                try AgentHarness.handler("call", mode: "keepcall", directory: directory),
+                try AgentHarness.handler("busy", mode: "leak", directory: directory),
+                try AgentHarness.handler("idle", mode: "report", directory: directory),
+            ]
+        }
+        for name in ["front", "call", "busy", "idle"] { try await harness.push(name, type: "voip") }
+        try await eventually(
+            "front active, call in its call, busy in the background, idle frozen", timeout: .seconds(30)
+        ) {
+            let states = await (
+                harness.handlerStatus("front")?.state, harness.handlerStatus("call")?.holdsAudio,
+                harness.handlerStatus("busy")?.state, harness.handlerStatus("idle")?.state
+            )
+            return states == ("active", true, "background", "suspended")
+        }
+        var weights: [String: Int] = [:]
+        for name in ["front", "call", "busy", "idle"] {
+            let pid = try #require(await harness.handlerStatus(name)?.pid)
+            let weight = try #require(Self.weight(pid), "\(name) (pid \(pid)) has no cpu cgroup")
+            weights[name] = weight
+        }
+        #expect(weights == ["front": 100, "call": 100, "busy": 50, "idle": 9], "weights \(weights)")
+    }
+}
