@@ -81,12 +81,20 @@ final class WebPushHandler: HTTP2ConnectionHandler {
             return .failure(
                 .error(413, "too-large", "the body exceeds \(WebPushConfiguration.maxBodyBytes) bytes (RFC 8030 §7.2)"))
         }
+        // One value each: two Urgency fields are "several values" (RFC 8030 §5.3), and two TTL or Topic fields
+        // leave the sender's intent unknown.
+        for (name, shown) in [("ttl", "TTL"), ("urgency", "Urgency"), ("topic", "Topic")]
+        where request.headers.lazy.filter({ $0.name == name }).count > 1 {
+            return .failure(.error(400, "bad-request", "\(shown) is sent more than once (RFC 8030 §5)"))
+        }
         guard let ttlText = request.header("ttl") else {
             return .failure(.error(400, "bad-request", "TTL is required (RFC 8030 §5.2)"))
         }
-        guard !ttlText.isEmpty, ttlText.utf8.count <= 18, ttlText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-            let ttl = Int64(ttlText)
-        else { return .failure(.error(400, "bad-request", "TTL must be a number of seconds (RFC 8030 §5.2)")) }
+        guard !ttlText.isEmpty, ttlText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            return .failure(.error(400, "bad-request", "TTL must be a number of seconds (RFC 8030 §5.2)"))
+        }
+        // delta-seconds too long for Int64 is a long time, not an error (capped below like any other).
+        let ttl = Int64(ttlText) ?? Int64.max
         var urgency = WebPushUrgency.normal
         if let value = request.header("urgency") {
             guard let parsed = WebPushUrgency(header: value) else {

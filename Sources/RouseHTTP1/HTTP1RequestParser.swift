@@ -10,7 +10,7 @@ package struct HTTP1Request: Sendable, Equatable {
     package var version: String
     /// Header fields in order, names lower-cased.
     package var headers: [(name: String, value: String)]
-    /// The body (`Content-Length` bytes).
+    /// The body (`Content-Length` bytes, or the decoded chunks).
     package var body: [UInt8]
 
     /// The first value of header `name` (lower case).
@@ -63,9 +63,13 @@ package struct HTTP1ParseError: Error, Sendable, Equatable {
 /// Hand-written on purpose: the API needs a server-side parser on Rouse's own epoll loop, bounded in every
 /// dimension, that rejects what it does not understand. Debian 12's candidates do not fit: libmicrohttpd and
 /// libevhtp bring their own threads and loops; llhttp (Node's parser) is not packaged for C in bookworm
-/// (only inside nodejs); picohttpparser is not packaged. The subset served is small: `Content-Length` bodies only
-/// (no chunked uploads: 501), no obsolete line folding (400), CRLF line ends only (400), at most `maxHeaderBytes` of
-/// request line and headers (431), `maxHeaders` fields (431), `maxTargetBytes` (414), `maxBodyBytes` (413).
+/// (only inside nodejs); picohttpparser is not packaged. The subset served is small: `Content-Length` bodies and
+/// `Transfer-Encoding: chunked` ones (RFC 9112 §7.1; `HTTP1ChunkedBody`: `maxBodyBytes` applies to the decoded size,
+/// chunk extensions ignored, trailers checked and discarded), no other transfer coding (501), no obsolete line
+/// folding (400), CRLF line ends only (400), at most `maxHeaderBytes` of request line and headers (431), and as much
+/// chunk framing again, `maxHeaders` fields (431), `maxTargetBytes` (414), `maxBodyBytes` (413). RFC 9112 §6.3:
+/// `Transfer-Encoding` with `Content-Length`, `chunked` not last or twice, `Transfer-Encoding` in HTTP/1.0 → 400
+/// (the connection is closed after any error).
 package struct HTTP1RequestParser: Sendable {
     /// Limits.
     package struct Limits: Sendable, Equatable {
@@ -100,13 +104,15 @@ package struct HTTP1RequestParser: Sendable {
         var target: String
         var version: String
         var headers: [(name: String, value: String)]
-        var contentLength: Int
+        /// `Content-Length`, or `nil` for a chunked body.
+        var contentLength: Int?
     }
 
     /// Limits in force.
     package let limits: Limits
     private var buffer: [UInt8] = []
     private var head: Head?
+    private var chunked: HTTP1ChunkedBody?
     private var continueAnswered = false
     /// Head bytes already searched for the end of the head and for garbage (a head sent byte by byte costs O(n)).
     private var scanned = 0
@@ -117,7 +123,7 @@ package struct HTTP1RequestParser: Sendable {
     }
 
     /// Bytes buffered and not yet part of a returned request.
-    package var bufferedCount: Int { buffer.count }
+    package var bufferedCount: Int { buffer.count + (chunked?.body.count ?? 0) }
 
     /// Whether part of a request is buffered (for the connection's read deadline).
     package var inRequest: Bool { head != nil || !buffer.isEmpty }
@@ -143,30 +149,56 @@ package struct HTTP1RequestParser: Sendable {
                 return .failure(
                     HTTP1ParseError(status: 431, "request line and headers exceed \(limits.maxHeaderBytes) bytes"))
             }
+            let parsed: Head
             switch parseHead(buffer[0..<end]) {
-            case .success(let parsed): head = parsed
+            case .success(let value): parsed = value
             case .failure(let error): return .failure(error)
             }
+            head = parsed
             buffer.removeFirst(end + 4)
             scanned = 0
             continueAnswered = false
+            if parsed.contentLength == nil {
+                chunked = HTTP1ChunkedBody(
+                    maxBodyBytes: limits.maxBodyBytes, maxFramingBytes: limits.maxHeaderBytes,
+                    maxTrailers: limits.maxHeaders)
+            }
         }
         guard let head else { return .needMore }
-        if buffer.count < head.contentLength {
-            if !continueAnswered && head.version == "HTTP/1.1"
-                && (head.headers.first { $0.name == "expect" }?.value.lowercased() == "100-continue")
-            {
-                continueAnswered = true
-                return .expectContinue
+        let body: [UInt8]
+        if let contentLength = head.contentLength {
+            if buffer.count < contentLength { return awaitBody(head) }
+            body = Array(buffer[0..<contentLength])
+            buffer.removeFirst(contentLength)
+        } else {
+            guard var decoder = chunked else { return .needMore }
+            var consumed = 0
+            let outcome = decoder.decode(buffer, from: &consumed)
+            buffer.removeFirst(consumed)
+            chunked = decoder
+            switch outcome {
+            case .needMore: return awaitBody(head)
+            case .failure(let error): return .failure(error)
+            case .complete: body = decoder.body
             }
-            return .needMore
+            chunked = nil
         }
-        let body = Array(buffer[0..<head.contentLength])
-        buffer.removeFirst(head.contentLength)
         self.head = nil
         return .request(
             HTTP1Request(
                 method: head.method, target: head.target, version: head.version, headers: head.headers, body: body))
+    }
+
+    /// The body is incomplete: `100 Continue` once if the client asked for it (RFC 9110 §10.1.1; ignored in
+    /// HTTP/1.0), else more bytes.
+    private mutating func awaitBody(_ head: Head) -> Step {
+        if !continueAnswered && head.version == "HTTP/1.1"
+            && (head.headers.first { $0.name == "expect" }?.value.lowercased() == "100-continue")
+        {
+            continueAnswered = true
+            return .expectContinue
+        }
+        return .needMore
     }
 
     /// The index of the CRLFCRLF that ends the head, if buffered.
@@ -263,22 +295,26 @@ package struct HTTP1RequestParser: Sendable {
             }
             headers.append((String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self)))
         }
-        if headers.contains(where: { $0.name == "transfer-encoding" }) {
-            return .failure(HTTP1ParseError(status: 501, "Transfer-Encoding is not supported: send Content-Length"))
-        }
         let lengths = headers.filter { $0.name == "content-length" }.map(\.value)
-        var contentLength = 0
-        if let first = lengths.first {
+        let encodings = headers.filter { $0.name == "transfer-encoding" }.map(\.value)
+        var contentLength: Int? = 0
+        if !encodings.isEmpty {
+            if let error = Self.transferEncodingError(encodings, version: version, contentLength: !lengths.isEmpty) {
+                return .failure(error)
+            }
+            contentLength = nil
+        } else if let first = lengths.first {
             guard lengths.allSatisfy({ $0 == first }) else {
                 return .failure(HTTP1ParseError(status: 400, "conflicting Content-Length values"))
             }
-            guard !first.isEmpty, first.utf8.count <= 12, first.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-                let n = Int(first)
-            else {
+            guard !first.isEmpty, first.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
                 return .failure(HTTP1ParseError(status: 400, "Content-Length '\(first)' is not a decimal number"))
             }
-            guard n <= limits.maxBodyBytes else {
-                return .failure(HTTP1ParseError(status: 413, "body of \(n) bytes exceeds \(limits.maxBodyBytes)"))
+            // All digits: a number too long for Int is a body too large, not a malformed one.
+            guard first.utf8.count <= 12, let n = Int(first), n <= limits.maxBodyBytes else {
+                let shown = first.utf8.count <= 24 ? first : String(first.prefix(24)) + "…"
+                return .failure(
+                    HTTP1ParseError(status: 413, "body of \(shown) bytes exceeds \(limits.maxBodyBytes)"))
             }
             contentLength = n
         }
@@ -287,6 +323,35 @@ package struct HTTP1RequestParser: Sendable {
         }
         return .success(
             Head(method: method, target: target, version: version, headers: headers, contentLength: contentLength))
+    }
+
+    /// RFC 9112 §6.1, §6.3: the framing `Transfer-Encoding` allows, or why not.
+    private static func transferEncodingError(_ values: [String], version: String, contentLength: Bool)
+        -> HTTP1ParseError?
+    {
+        if version != "HTTP/1.1" {
+            return HTTP1ParseError(status: 400, "Transfer-Encoding in an \(version) request (RFC 9112 §6.1)")
+        }
+        if contentLength {
+            return HTTP1ParseError(
+                status: 400, "both Transfer-Encoding and Content-Length: the framing is ambiguous (RFC 9112 §6.3)")
+        }
+        let codings = values.flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }.filter { !$0.isEmpty }
+        guard codings.last == "chunked" else {
+            return HTTP1ParseError(
+                status: 400,
+                "Transfer-Encoding must end with chunked (RFC 9112 §6.3), got '\(codings.joined(separator: ", "))'")
+        }
+        guard codings.filter({ $0 == "chunked" }).count == 1 else {
+            return HTTP1ParseError(status: 400, "chunked applied more than once (RFC 9112 §6.1)")
+        }
+        if let other = codings.first(where: { $0 != "chunked" }) {
+            return HTTP1ParseError(
+                status: 501, "transfer coding '\(other.prefix(40))' is not supported (only chunked)")
+        }
+        return nil
     }
 
     /// RFC 9110 `tchar`.

@@ -7,12 +7,17 @@ final class ChildGateway: Sendable {
     let providerPort: UInt16
     let devicePort: UInt16
     let adminPort: UInt16
+    /// The WebPush listener's port, when the configuration has one (`webPush:` of `start`).
+    let webPushPort: UInt16?
 
-    private init(process: RunningChild, providerPort: UInt16, devicePort: UInt16, adminPort: UInt16) {
+    private init(
+        process: RunningChild, providerPort: UInt16, devicePort: UInt16, adminPort: UInt16, webPushPort: UInt16?
+    ) {
         self.process = process
         self.providerPort = providerPort
         self.devicePort = devicePort
         self.adminPort = adminPort
+        self.webPushPort = webPushPort
     }
 
     /// The benchmark's limits: no heartbeats, every push stored (quotas out of the way), many streams at once on
@@ -24,16 +29,18 @@ final class ChildGateway: Sendable {
          "maxPendingPushesPerDevice": 1000000000, "maxPendingBytesPerDevice": 1000000000000}
         """
 
-    /// Starts the gateway with `limits` (a JSON object: the configuration's `limits`) and waits for its ready line.
+    /// Starts the gateway with `limits` (a JSON object: the configuration's `limits`) and `webPush` (the
+    /// configuration's `webpush` object, if any) and waits for its ready line.
     static func start(
         executable: String, directory: String, database: String, certs: String, limits: String = benchLimits,
-        name: String = "gateway", keyTopics: String = #"["com.example.rouse"]"#, node: String? = nil
+        name: String = "gateway", keyTopics: String = #"["com.example.rouse"]"#, node: String? = nil,
+        webPush: String? = nil
     ) async throws -> ChildGateway {
         let config = """
             {"provider": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "device": {"listen": "127.0.0.1:0", "certificate": "\(certs)/server.pem", "privateKey": "\(certs)/server.key"},
              "admin": {"listen": "127.0.0.1:0"},
-             "database": "\(database)",\(node.map { #" "node": "\#($0)","# } ?? "")
+             "database": "\(database)",\(node.map { #" "node": "\#($0)","# } ?? "")\(webPush.map { #" "webpush": \#($0),"# } ?? "")
              "keys": [{"keyID": "ROUSEKEY01", "teamID": "ROUSETEAM1", "publicKey": "\(certs)/apns-key.pub.pem",
                        "topics": \(keyTopics)}],
              "limits": \(limits)}
@@ -57,7 +64,9 @@ final class ChildGateway: Sendable {
             process.kill()
             throw GatewayBench.BenchError(description: "rouse-gateway did not start: \(text)")
         }
-        return ChildGateway(process: process, providerPort: provider, devicePort: device, adminPort: admin)
+        return ChildGateway(
+            process: process, providerPort: provider, devicePort: device, adminPort: admin,
+            webPushPort: webPush == nil ? nil : port("webpush"))
     }
 
     /// Resident set size in KiB (`VmRSS`).

@@ -8,6 +8,8 @@ import Foundation
 //                     [--cli [--rouse PATH]…]        rouse reach watch read from a pipe vs ip monitor
 //   rouse-bench gateway [--pushes N] [--json]       durable ingest, provider → device latency, channel memory
 //   rouse-bench gateway --attack [--json]           half-open streams, bogus-bearer flood, idle wake-ups, ingest
+//   rouse-bench webpush [--pushes N] [--json]       WebPush (HTTP/1.1) ingest rate and sender → device latency next
+//                     to the APNs path (HTTP/2) through the same gateway
 //   rouse-bench state [--pieces N] [--json]         preserve/restore time and archive size (encrypted archives)
 //   rouse-bench activation [--decisions N] [--json] audio-session arbiter decisions per second, p50/p99
 //   rouse-bench agent [--samples N] [--json]        push → handler latency, reconnect time, idle wakeups, RSS
@@ -20,7 +22,7 @@ import Foundation
 //                     link drops: pushes lost, delivered twice
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
-    "usage: rouse-bench send|mock-apns|reach|gateway|state|activation|agent|push-service|transfers|sip|chaos [options] (--help lists them)"
+    "usage: rouse-bench send|mock-apns|reach|gateway|webpush|state|activation|agent|push-service|transfers|sip|chaos [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -31,6 +33,8 @@ do {
         try await ReachBench.run(arguments: Array(arguments.dropFirst()))
     case "gateway":
         try await GatewayBench.run(arguments: Array(arguments.dropFirst()))
+    case "webpush":
+        try await WebPushBench.run(arguments: Array(arguments.dropFirst()))
     case "state":
         try await StateBench.run(arguments: Array(arguments.dropFirst()))
     case "activation":

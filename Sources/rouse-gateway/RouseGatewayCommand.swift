@@ -50,7 +50,8 @@ struct RouseGatewayCommand: AsyncParsableCommand {
             // A line tests and scripts can wait for.
             let line =
                 "rouse-gateway ready provider=\(gateway.providerAddress) device=\(gateway.deviceAddress) "
-                + "admin=\(gateway.adminAddress.map { "\($0)" } ?? "none")\n"
+                + "admin=\(gateway.adminAddress.map { "\($0)" } ?? "none")"
+                + (gateway.webPushAddress.map { " webpush=\($0)" } ?? "") + "\n"
             // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a gateway that is serving.
             try? FileHandle.standardOutput.write(contentsOf: Data(line.utf8))
         }

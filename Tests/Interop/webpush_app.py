@@ -4,9 +4,12 @@
     webpush_app.py keys STATE                         make the UA's keys (p256dh, auth) and a VAPID key; print
                                                       the VAPID public key (base64url, for the subscription)
     webpush_app.py send STATE ENDPOINT CAFILE SIZE SEED [--ttl N] [--urgency U] [--topic T] [--no-vapid]
+                       [--aud ORIGIN] [--exp-in SECONDS]
                                                       encrypt SIZE pseudo-random bytes (seeded) with aes128gcm and
                                                       POST them with pywebpush (requests: HTTP/1.1, VAPID); print
                                                       {"status":…, "headers":{…}, "plaintext":"<base64>"}
+                                                      --aud/--exp-in sign the VAPID JWT with py_vapid with these
+                                                      claims (pywebpush would replace a past exp with its own)
     webpush_app.py decrypt STATE BASE64               decrypt a body with http_ece; print the plaintext, base64
 
 pywebpush raises on any status above 202; the exception's response is reported the same way.
@@ -15,6 +18,7 @@ import base64
 import json
 import random
 import sys
+import time
 
 import http_ece
 import requests
@@ -68,6 +72,17 @@ def cmd_send(state_path, endpoint, cafile, size, seed, options):
     ttl = int(options[options.index("--ttl") + 1]) if "--ttl" in options else 60
     vapid = {} if "--no-vapid" in options else {
         "vapid_private_key": state["vapid_pem"], "vapid_claims": {"sub": "mailto:test@example.com"}}
+    if "--aud" in options or "--exp-in" in options:
+        from urllib.parse import urlparse
+        from py_vapid import Vapid02
+        url = urlparse(endpoint)
+        claims = {
+            "sub": "mailto:test@example.com",
+            "aud": options[options.index("--aud") + 1] if "--aud" in options else f"{url.scheme}://{url.netloc}",
+            "exp": int(time.time()) + (int(options[options.index("--exp-in") + 1]) if "--exp-in" in options else 3600),
+        }
+        headers.update(Vapid02.from_file(state["vapid_pem"]).sign(claims))
+        vapid = {}
     subscription = {"endpoint": endpoint, "keys": {"p256dh": state["p256dh"], "auth": state["auth"]}}
     try:
         response = webpush(subscription, data=plaintext, content_encoding="aes128gcm", ttl=ttl, headers=headers,
@@ -80,6 +95,7 @@ def cmd_send(state_path, endpoint, cafile, size, seed, options):
         "status": response.status_code,
         "headers": {k.lower(): v for k, v in response.headers.items()},
         "plaintext": base64.b64encode(plaintext).decode(),
+        "body": response.text,
         "http": response.raw.version if response.raw is not None else 0,
     }))
 

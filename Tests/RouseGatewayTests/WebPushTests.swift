@@ -376,4 +376,97 @@ struct WebPushTests {
             #expect(held >= 0.5 && held < 5, "closed at the 1 s deadline, not before, not at the idle limit: \(held)")
         }
     }
+
+    /// HTTP/1.1 as senders and proxies put it on the wire (Tests/Interop/webpush_http1.py, raw TLS sockets): a
+    /// chunked body with extensions and a trailer is taken, the 4096-byte limit applied to its decoded size (4096
+    /// → 201 and delivered byte-equal, 4097 → 413 on a connection that stays open); `Expect: 100-continue`; one
+    /// value each of TTL/Urgency/Topic (two `Urgency` fields → 400; a TTL too long for 64 bits is capped, not
+    /// refused); 20 pipelined requests answered in order; and hostile framing (overflowing or negative chunk sizes,
+    /// Content-Length and Transfer-Encoding together, …) each refused with a precise message and the connection
+    /// closed, the listener still serving afterwards.
+    @Test func http11ChunkedExpectContinueKeepAliveAndHostileFraming() async throws {
+        try await Setup.with(try await Setup.start(requestTimeout: 1)) { setup in
+            let subscription = try await setup.subscribe(app: "org.example.a", token: "1", vapid: nil)
+            let id = try #require(subscription["id"] as? String)
+            let port = try #require(setup.origin.split(separator: ":").last.map(String.init))
+            let channel = try await setup.channel()
+            let out = try await ChildProcess.run(
+                setup.python,
+                [Repository.root + "/Tests/Interop/webpush_http1.py", port, Repository.cert("ca.pem"), id],
+                timeout: .seconds(90))
+            #expect(out.status == 0, "\(out.stderr)")
+            let result = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any] ?? [:]
+            let keepAlive = (result["keepalive"] as? [[Any]] ?? []).map { row in
+                (row[0] as? String ?? "", row[1] as? Int ?? 0, "\(row[2])", row[3] as? String ?? "")
+            }
+            func row(_ name: String) -> (String, Int, String, String)? { keepAlive.first { $0.0 == name } }
+            #expect(keepAlive.count == 8, "every request on the one connection was answered: \(keepAlive)")
+            #expect(row("chunked 4096")?.1 == 201 && row("chunked 4096")?.2 == "60", "\(keepAlive)")
+            #expect(row("chunked 4097")?.1 == 413, "\(keepAlive)")
+            #expect(row("expect")?.1 == 100 && row("expect")?.2 == "201", "\(keepAlive)")
+            #expect(row("urgency twice")?.1 == 400, "\(keepAlive)")
+            #expect(row("urgency twice")?.3.contains("Urgency is sent more than once") == true, "\(keepAlive)")
+            let hugeTTL = row("ttl huge")
+            #expect(hugeTTL?.1 == 201 && (Int64(hugeTTL?.2 ?? "") ?? 0) > 0, "\(keepAlive)")
+            #expect(row("topic 33")?.1 == 400 && row("topic 32")?.1 == 201, "\(keepAlive)")
+            #expect(row("topic not base64url")?.1 == 400, "\(keepAlive)")
+            #expect(result["pipelined"] as? [Int] == Array(repeating: 201, count: 20), "\(result)")
+
+            let expected: [String: (Int, String)] = [
+                "chunk size overflow": (413, "chunked body exceeds 16384 bytes"),
+                "chunk size over the limit": (413, "chunked body exceeds 16384 bytes"),
+                "negative chunk size": (400, "is not hexadecimal"),
+                "chunk size not hex": (400, "other than ';'"),
+                "chunk data longer than its size": (400, "not followed by CRLF"),
+                "chunk line bare LF": (400, "bare LF"),
+                "chunk line without end": (400, "exceeds 1024 bytes"),
+                "trailer without colon": (400, "trailer line without ':'"),
+                "truncated chunk": (408, "not complete"),
+                "negative content-length": (400, "not a decimal number"),
+                "overflowing content-length": (413, "exceeds 16384"),
+                "content-length and chunked": (400, "RFC 9112 §6.3"),
+                "chunked not last": (400, "must end with chunked"),
+                "gzip": (501, "'gzip' is not supported"),
+            ]
+            let hostile = result["hostile"] as? [[Any]] ?? []
+            #expect(hostile.count == expected.count)
+            for item in hostile {
+                let name = item[0] as? String ?? ""
+                let status = item[1] as? Int ?? 0
+                let message = item[2] as? String ?? ""
+                #expect(status == expected[name]?.0, "\(name): \(status) \(message)")
+                #expect(message.contains(expected[name]?.1 ?? "?"), "\(name): \(message)")
+                #expect(item[3] as? Bool == true, "\(name): the connection is closed after the refusal")
+            }
+            #expect(try await setup.curl("/wp/\(id)", headers: ["TTL: 5"]).status == 201, "still serving")
+
+            // The chunked message reached the device as sent (the decoded 4096 bytes).
+            let first = try await channel.next()
+            let sent = Data((0..<16).flatMap { _ in (0...255).map { UInt8($0) } })
+            #expect(first["type"] == "webpush" && Data(base64Encoded: first["payload"] ?? "") == sent)
+            channel.close()
+        }
+    }
+
+    /// RFC 8292 §2: the JWT's `aud` must be this push service's origin and `exp` in the future, at most 24 hours
+    /// ahead (tokens signed with py_vapid: pywebpush would replace a past `exp`).
+    @Test func vapidAudienceAndExpiryAreChecked() async throws {
+        try await Setup.with(try await Setup.start()) { setup in
+            let restricted = try await setup.subscribe(app: "org.example.a", token: "r", vapid: try setup.vapidPublic)
+            let endpoint = try #require(restricted["endpoint"] as? String)
+            let cases: [([String], Int, String)] = [
+                (["--exp-in", "3600"], 201, ""),
+                (["--aud", "https://elsewhere.example"], 403, "aud is not"),
+                (["--exp-in", "-60"], 403, "expired"),
+                (["--exp-in", "90000"], 403, "more than 24 hours"),
+            ]
+            for (options, status, message) in cases {
+                let answer = try await setup.send(endpoint, size: 5, seed: 5, options)
+                #expect(answer["status"] as? Int == status, "\(options): \(answer)")
+                if !message.isEmpty {
+                    #expect((answer["body"] as? String ?? "").contains(message), "\(options): \(answer)")
+                }
+            }
+        }
+    }
 }

@@ -69,6 +69,54 @@ struct HTTP1RequestParserTests {
         #expect(keepAlive("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") == true)
     }
 
+    @Test func chunkedBodiesAreDecodedFedByteByByteWithExtensionsAndTrailers() {
+        let text =
+            "POST /wp/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + "5;name=\"va;lue\"\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Checksum: 1\r\n\r\n"
+            + "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
+        var parser = HTTP1RequestParser()
+        var requests: [HTTP1Request] = []
+        for byte in text.utf8 {
+            parser.append([byte])
+            while case .request(let request) = parser.next() { requests.append(request) }
+        }
+        #expect(requests.map(\.target) == ["/wp/a", "/next"])
+        #expect(requests.first?.body == Array("hello0123456789".utf8))
+        #expect(!parser.inRequest)
+    }
+
+    @Test func theLimitAppliesToTheDecodedChunkedSize() {
+        var limits = HTTP1RequestParser.Limits()
+        limits.maxBodyBytes = 8
+        let head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        // 8 bytes in 8 chunks: far more than 8 bytes on the wire, not more than 8 decoded.
+        let eight = String(repeating: "1\r\na\r\n", count: 8) + "0\r\n\r\n"
+        guard case .request(let request) = Self.parse(head + eight, limits: limits) else {
+            Issue.record("8 decoded bytes must be accepted")
+            return
+        }
+        #expect(request.body.count == 8)
+        guard case .failure(let error) = Self.parse(head + "4\r\naaaa\r\n5\r\n", limits: limits) else {
+            Issue.record("9 decoded bytes must be refused")
+            return
+        }
+        #expect(error.status == 413 && error.message.contains("exceeds 8 bytes"), "\(error)")
+    }
+
+    @Test func expectContinueIsAnsweredForAChunkedBody() {
+        var parser = HTTP1RequestParser()
+        parser.append(
+            Array("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+        #expect(parser.next() == .expectContinue)
+        #expect(parser.next() == .needMore)
+        parser.append(Array("2\r\n{}\r\n0\r\n\r\n".utf8))
+        guard case .request(let request) = parser.next() else {
+            Issue.record("request expected")
+            return
+        }
+        #expect(request.body == Array("{}".utf8))
+    }
+
     static let garbage: [(String, Int, String)] = [
         ("\u{16}\u{03}\u{01}\u{02}\r\n\r\n", 400, "request line must be"),
         ("GET /health HTTP/1.1\nHost: x\n\n", 400, "bare LF"),
@@ -82,7 +130,42 @@ struct HTTP1RequestParserTests {
         ("GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, "without ':'"),
         ("GET / HTTP/1.1\r\nHo st: x\r\n\r\n", 400, "not an HTTP token"),
         ("GET / HTTP/1.1\r\nHost: x\u{01}\r\n\r\n", 400, "control byte"),
-        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 501, "Transfer-Encoding"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "'gzip' is not supported"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400, "must end with chunked"),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+            "more than once"
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400,
+            "RFC 9112 §6.3"
+        ),
+        ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "HTTP/1.0 request"),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n", 413,
+            "chunked body exceeds"
+        ),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "not hexadecimal"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n", 400, "not hexadecimal"),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2 x\r\nab\r\n0\r\n\r\n", 400,
+            "other than ';'"
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", 400,
+            "not followed by CRLF"
+        ),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\nab\r\n0\r\n\r\n", 400, "bare LF"),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n\r\n", 400,
+            "trailer line without ':'"
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;" + String(repeating: "e", count: 1100),
+            400, "exceeds 1024 bytes"
+        ),
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413, "exceeds"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n", 400, "not a decimal"),
         ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "conflicting"),
         ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400, "not a decimal"),
         ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", 413, "exceeds"),

@@ -23,8 +23,9 @@ struct PushAPIErrorTests {
             ("HTTP/2.0 line", Array("GET /health HTTP/2.0\r\nHost: x\r\n\r\n".utf8), 505, "not supported"),
             ("no Host", Array("GET /health HTTP/1.1\r\n\r\n".utf8), 400, "without Host"),
             (
-                "chunked", Array("POST /v1/push HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".utf8), 501,
-                "Content-Length"
+                "gzip upload",
+                Array("POST /v1/push HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n".utf8), 501,
+                "'gzip' is not supported"
             ),
             ("folded header", Array("GET /health HTTP/1.1\r\nHost: x\r\n  folded\r\n\r\n".utf8), 400, "folding"),
             (
