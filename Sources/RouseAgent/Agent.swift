@@ -53,6 +53,8 @@ public actor Agent: Service {
     let voipSockets: VoIPSockets
     /// Keep-alive wakes: see `Agent+VoIP.swift`.
     let keepAlives: KeepAlives
+    /// Termination notices and graces: see `Agent+Termination.swift`.
+    let terminations: Terminations
     /// The user's session (lock state, pushes waiting for the first unlock): see `Agent+Session.swift`.
     let session: SessionLink
     /// The desktop's notifications (alert pushes shown, local notifications): see `Agent+Notifications.swift`.
@@ -63,6 +65,10 @@ public actor Agent: Service {
     /// copies never delay closes nor another handler's copies).
     let copies = UploadCopies()
     var listener: Int32 = -1
+    /// Clock steps and time-zone changes: see `Agent+TimeChanges.swift`.
+    var timeWatch: TimeWatch?
+    /// Time changes seen (for tests).
+    package internal(set) var timeChanges = 0
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
     public private(set) var delivered = 0
@@ -91,6 +97,7 @@ public actor Agent: Service {
         let blocking = self.blocking
         self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
         self.keepAlives = KeepAlives(timer: time.timer())
+        self.terminations = Terminations(timer: time.timer())
         self.session = SessionLink(timer: time.timer())
         self.notifications = NotificationLink(timer: time.timer(), book: durable.localNotifications)
         self.control = ProcessControl.detect(forced: configuration.suspendMechanism)
@@ -172,6 +179,7 @@ public actor Agent: Service {
         background.append(Task { await self.enrollAndConnect() })
         restoreTransfers()
         startFetch()
+        startTimeWatch()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -180,6 +188,7 @@ public actor Agent: Service {
         await preserveAll(reason: "shutdown")
         await link.stop()
         for task in background { task.cancel() }
+        timeWatch?.stop()
         rulesTimer.cancel()
         ipc.sweep.cancel()
         if listener >= 0 {
@@ -190,6 +199,8 @@ public actor Agent: Service {
         }
         // Every handler's audio ends with the agent: revoked (hooks restore other programs' streams).
         for name in handlers.names { holderGone(name, reason: .terminatedByAgent) }
+        // Running handlers are told and given their grace (none at a system shutdown, none when frozen), then killed.
+        await terminateAllForShutdown()
         for connection in ipc.all { connection.close() }
         for process in handlers.processes {
             control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
@@ -269,14 +280,13 @@ public actor Agent: Service {
             if preservationDefers(name, action) { return }
             logger.warning("terminating handler", metadata: metadata.merging(["reason": "\(reason)"]) { $1 })
             holderGone(name, reason: .terminatedByAgent)
-            if let process = handlers.process(of: name) {
-                control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
-            } else if let pidfd = handlers.connection(of: name)?.peer?.pidfd, pidfd >= 0 {
-                Sys.signal(pidfd: pidfd, SIGKILL)
-            }
+            terminate(name, reason: reason)
         case .suspend:
             if preservationDefers(name, action) { return }
-            guard let process = handlers.process(of: name), mayFreeze(name) else { return }
+            // A handler in its termination grace is not frozen: it could not exit.
+            guard let process = handlers.process(of: name), mayFreeze(name), !terminations.isPending(name) else {
+                return
+            }
             let ok = control.freeze(cgroup: process.cgroup, pgid: process.pid)
             logger.info(
                 "handler suspended",
@@ -300,6 +310,9 @@ public actor Agent: Service {
                 message = socketWakeMessage(name, wake: wake, mustReport: mustReport, seconds: seconds)
             case .keepAlive(let id, let seconds):
                 message = .keepAlive(.init(keepAliveID: id, seconds: seconds))
+            case .timeChanged(let clockStep, let timeZone):
+                message = .timeChanged(
+                    .init(clockStep: clockStep, timeZone: timeZone, wallMilliseconds: wallMilliseconds))
             }
             handlers.connection(of: name)?.send(message)
         case .log(let text, let values):

@@ -70,6 +70,9 @@ public struct AgentConfiguration: Sendable {
     public var session: SessionIntegration?
     /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
     public var transferResultLifetime = Duration.seconds(7 * 86400)
+    /// The time-zone link whose replacement is a `timeChanged` (`timeZone`); its directory is watched (inotify). nil:
+    /// only clock steps are watched.
+    public var timeZonePath: String? = "/etc/localtime"
 
     /// A configuration.
     public init(

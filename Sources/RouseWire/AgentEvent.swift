@@ -53,6 +53,10 @@ public enum AgentEvent: IPCMessage {
     case notificationResponse(NotificationResponse)
     /// Answer to `listNotifications` and `scheduleNotification`.
     case notificationsReply(NotificationsReply)
+    /// The agent is about to stop the handler: finish up within `seconds`, then exit (iOS's `applicationWillTerminate`).
+    case willTerminate(WillTerminate)
+    /// The wall clock stepped or the time zone changed (coalesced while suspended).
+    case timeChanged(TimeChanged)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -69,6 +73,7 @@ public enum AgentEvent: IPCMessage {
         case voipSocket, voipSocketWake, voipSocketChanged, keepAlive
         case protectedData, protectedFileReply
         case notificationResponse, notificationsReply
+        case willTerminate, timeChanged
     }
 
     /// The `type` member.
@@ -102,6 +107,8 @@ public enum AgentEvent: IPCMessage {
         case .protectedFileReply: kind = .protectedFileReply
         case .notificationResponse: kind = .notificationResponse
         case .notificationsReply: kind = .notificationsReply
+        case .willTerminate: kind = .willTerminate
+        case .timeChanged: kind = .timeChanged
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -144,6 +151,8 @@ public enum AgentEvent: IPCMessage {
         case .protectedFileReply: self = .protectedFileReply(try ProtectedFileReply(from: decoder))
         case .notificationResponse: self = .notificationResponse(try NotificationResponse(from: decoder))
         case .notificationsReply: self = .notificationsReply(try NotificationsReply(from: decoder))
+        case .willTerminate: self = .willTerminate(try WillTerminate(from: decoder))
+        case .timeChanged: self = .timeChanged(try TimeChanged(from: decoder))
         }
     }
 
@@ -179,6 +188,8 @@ public enum AgentEvent: IPCMessage {
         case .protectedFileReply(let payload): try payload.encode(to: encoder)
         case .notificationResponse(let payload): try payload.encode(to: encoder)
         case .notificationsReply(let payload): try payload.encode(to: encoder)
+        case .willTerminate(let payload): try payload.encode(to: encoder)
+        case .timeChanged(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }
