@@ -25,7 +25,7 @@ extension Agent {
                 return
             }
             session.sessionPath = entry.path
-            session.registrations = try await logind.watchLock(session: entry.path) { event in
+            session.registrations += try await logind.watchLock(session: entry.path) { event in
                 Task { await self.sessionLockEvent(event) }
             }
             let locked = try await logind.lockedHint(session: entry.path)

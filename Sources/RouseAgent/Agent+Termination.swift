@@ -146,6 +146,9 @@ extension Agent {
     /// The last exit status of `name`'s process (exit code, or 128 + the signal), nil before its first exit (tests).
     package func lastExitStatus(_ name: String) -> Int32? { terminations.lastExitStatus[name] }
 
+    /// Whether the agent saw the system going down (tests).
+    package var systemGoingDown: Bool { terminations.systemGoingDown }
+
     /// Notices sent, handlers that exited within their grace, handlers killed after it (tests).
     package var terminationCounts: (notices: Int, exitedInGrace: Int, killedAfterGrace: Int) {
         (terminations.notices, terminations.exitedInGrace, terminations.killedAfterGrace)

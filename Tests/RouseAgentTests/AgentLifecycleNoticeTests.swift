@@ -4,6 +4,7 @@ import RouseAgent
 import RouseAgentClient
 import RouseAgentCore
 import RouseClock
+import RouseDBus
 import RouseSystem
 import RouseTestSupport
 import Testing
@@ -96,6 +97,20 @@ struct AgentLifecycleNoticeTests {
         #expect(!harness.log("voip").contains { $0.hasPrefix("willTerminate") })
     }
 
+    @Test func aReloadThatRemovesTheHandlerTellsIt() async throws {
+        let marker = try Self.outside() + "/marker"
+        defer {
+            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: marker).deletingLastPathComponent().path)
+        }
+        let harness = try await AgentHarness { try [Self.voip($0, grace: 10, ["--terminate-marker", marker])] }
+        _ = try await Self.launched(harness)
+        await harness.agent.reload(handlers: [])
+        try await eventually("the removed handler exited") { await harness.agent.lastExitStatus("voip") != nil }
+        #expect(await harness.agent.lastExitStatus("voip") == 0)
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "terminated handler removed\n")
+        #expect(await harness.agent.terminationCounts.exitedInGrace == 1)
+    }
+
     @Test func theAgentsStopTellsRunningHandlersAndWaitsForThem() async throws {
         let marker = try Self.outside() + "/marker"
         defer {
@@ -114,10 +129,27 @@ struct AgentLifecycleNoticeTests {
         defer {
             try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: marker).deletingLastPathComponent().path)
         }
-        let harness = try await AgentHarness { try [Self.voip($0, grace: 10, ["--terminate-marker", marker])] }
+        // logind (python3-dbusmock's template) on a private bus, followed by the agent's session integration.
+        let lab = try await DBusLab.start()
+        let control = try await lab.connect()
+        try await lab.startMock(template: "logind", busName: Logind.name, on: control)
+        let harness = try await AgentHarness(
+            handlers: { try [Self.voip($0, grace: 10, ["--terminate-marker", marker])] },
+            configure: { _, configuration in
+                configuration.session = SessionIntegration(systemBus: .address(lab.address), uid: Sys.uid)
+            })
+        try await eventually("logind followed") { await harness.agent.sessionPhase != nil }
         _ = try await Self.launched(harness)
-        // What logind's PrepareForShutdown(true) does (Agent+SystemShutdown.swift).
-        await harness.agent.systemShutdownBegan()
+        #expect(await !harness.agent.systemGoingDown)
+        // `systemctl reboot` through logind: PrepareForShutdown(true) before systemd stops the units.
+        _ = try await control.call(
+            destination: Logind.name, path: Logind.managerPath, interface: "org.freedesktop.DBus.Mock",
+            member: "EmitSignal",
+            arguments: [
+                .string("org.freedesktop.login1.Manager"), .string("PrepareForShutdown"), .string("b"),
+                .array(element: "v", [.variant(.boolean(true))]),
+            ])
+        try await eventually("the shutdown seen") { await harness.agent.systemGoingDown }
         await harness.stop()
         try await eventually("killed") { await harness.agent.lastExitStatus("voip") != nil }
         #expect(await harness.agent.lastExitStatus("voip") == 128 + SIGKILL)
