@@ -156,6 +156,7 @@ public actor Agent: Service {
         restoreAgentState()
         // logind is asked off the start path (a slow bus must not hold the socket back); pushes wait meanwhile.
         background.append(Task { await self.startSession() })
+        background.append(Task { await self.followSystemShutdown() })
         startNotifications()
         // The per-user agent's socket is its user's alone (admin and handlers are that user).
         listener = try AgentError.wrapping(

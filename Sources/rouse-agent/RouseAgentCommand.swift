@@ -171,6 +171,9 @@ struct RouseAgentCommand: AsyncParsableCommand {
             integration.holdUntilFirstUnlock = user
             integration.notificationBus = notificationBusAddress.map(DBusBus.address) ?? (user ? .session : nil)
             configuration.session = integration
+        } else {
+            // logind's PrepareForShutdown only: no termination notices at a reboot (docs/handler-protocol.md 13.1).
+            configuration.shutdownBus = systemBusAddress.map(DBusBus.address) ?? .system
         }
         configuration.reachabilityTarget = reachabilityTarget
         configuration.handlerUser = handlerUser

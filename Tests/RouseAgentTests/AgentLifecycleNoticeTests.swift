@@ -157,6 +157,35 @@ struct AgentLifecycleNoticeTests {
         #expect(await harness.agent.terminationCounts.notices == 0)
     }
 
+    @Test func theSystemAgentFollowsLogindsShutdownAndThenGivesNoNotice() async throws {
+        // rouse-agent as systemd runs it (system mode, no session integration), logind from python3-dbusmock.
+        let lab = try await DBusLab.start()
+        let control = try await lab.connect()
+        try await lab.startMock(template: "logind", busName: Logind.name, on: control)
+        let rig = try await PreservationRig()
+        defer { rig.tearDown() }
+        let marker = rig.directory + "/marker"
+        try rig.handler(["--terminate-marker", marker])
+        let agent = try await rig.agent(1, extra: ["--system-bus-address", lab.address])
+        defer { PreservationRig.kill(agent) }
+        try await rig.waitForAgentLine(1, "following logind's PrepareForShutdown")
+        try await rig.push(#"{"n":1}"#)
+        try await rig.waitForHandler("reported id=")
+        _ = try await control.call(
+            destination: Logind.name, path: Logind.managerPath, interface: "org.freedesktop.DBus.Mock",
+            member: "EmitSignal",
+            arguments: [
+                .string("org.freedesktop.login1.Manager"), .string("PrepareForShutdown"), .string("b"),
+                .array(element: "v", [.variant(.boolean(true))]),
+            ])
+        try await rig.waitForAgentLine(1, "system shutdown: handlers will be stopped without a termination notice")
+        // systemd stops the unit (SIGTERM): the handler is killed, not told.
+        agent.process.terminate()
+        try await rig.waitForAgentLine(1, "handler exited", ["handler": "voip", "status": "137"])
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        #expect(rig.handlerLines("willTerminate").isEmpty)
+    }
+
     @Test func aRealClockStepReachesARunningHandler() async throws {
         let harness = try await AgentHarness { try [Self.voip($0, grace: 1)] }
         _ = try await Self.launched(harness)

@@ -97,13 +97,17 @@ final class PreservationRig: Sendable {
     }
 
     /// Starts the agent (its stderr, JSON lines, in `agent<n>.log`).
-    func agent(_ n: Int, keyBackend: String = "key-file", grace: Double = 0.5) async throws -> AgentProcess {
-        let arguments = [
-            "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
-            "--enroll-secret", secret, "--handlers", directory + "/handlers", "--state-dir", state,
-            "--socket", socket, "--assume-reachable", "--log-level", "info", "--json",
-            "--key-backend", keyBackend, "--restoration-grace-seconds", "\(grace)", "--preserve-timeout-seconds", "5",
-        ]
+    func agent(_ n: Int, keyBackend: String = "key-file", grace: Double = 0.5, extra: [String] = []) async throws
+        -> AgentProcess
+    {
+        let arguments =
+            [
+                "--gateway", "https://127.0.0.1:\(gateway.devicePort)", "--ca", Repository.cert("ca.pem"),
+                "--enroll-secret", secret, "--handlers", directory + "/handlers", "--state-dir", state,
+                "--socket", socket, "--assume-reachable", "--log-level", "info", "--json",
+                "--key-backend", keyBackend, "--restoration-grace-seconds", "\(grace)", "--preserve-timeout-seconds",
+                "5",
+            ] + extra
         guard let cgroup else {
             return try await AgentProcess(arguments: arguments, stderrPath: directory + "/agent\(n).log")
         }
