@@ -202,6 +202,7 @@ public actor Agent: Service {
         for name in handlers.names { holderGone(name, reason: .terminatedByAgent) }
         // Running handlers are told and given their grace (none at a system shutdown, none when frozen), then killed.
         await terminateAllForShutdown()
+        rulesTimer.cancel()  // the handlers' last messages during their graces may have armed it again
         for connection in ipc.all { connection.close() }
         for process in handlers.processes {
             control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
