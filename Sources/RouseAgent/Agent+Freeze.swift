@@ -8,8 +8,9 @@ import RouseAgentCore
 extension Agent {
     /// Freezes `name` (its rules said `.suspend`), unless it holds audio or a call, or its freeze rules end it.
     func suspendHandler(_ name: String) {
+        // A handler in its termination grace is not frozen: it could not exit.
         guard let process = handlers.process(of: name), let configuration = handlers.configuration(of: name),
-            mayFreeze(name)
+            mayFreeze(name), !terminations.isPending(name)
         else { return }
         let rules = configuration.freeze
         var held: HeldResources?
@@ -24,7 +25,7 @@ extension Agent {
             metadata["reason"] = "\(termination.reason)"
             metadata["counter"] = "\(termination.counter)"
             logger.notice("handler terminated instead of frozen", metadata: metadata)
-            perform(name, .kill(reason: termination.reason))
+            perform(name, .kill(reason: TerminationReason(rawValue: termination.reason)))
         case .freeze(let reported):
             freezeChecks.frozen(name, keeping: reported)
             if !reported.isEmpty {

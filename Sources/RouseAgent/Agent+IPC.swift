@@ -60,6 +60,7 @@ extension Agent {
             holderGone(name, reason: .connectionClosed)
             closeOpenProtectedFiles(name)
             if !running {
+                terminationEnded(name)
                 fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.
                 apply(name, handlers.step(name) { $0.exited(now: now) })
@@ -220,7 +221,8 @@ extension Agent {
         case .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate, .preserve,
             .restoreReply, .transferSession, .addTransfer, .cancelTransfer, .transfersHandled, .fetchComplete,
             .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone,
-            .protectedFile, .scheduleNotification, .listNotifications, .cancelNotifications, .unknown:
+            .protectedFile, .scheduleNotification, .listNotifications, .cancelNotifications, .restorationFinished,
+            .unknown:
             connection.sendError("notRegistered", "the first message must be register (got \(frame.message.type))")
             connection.close()
         }
@@ -335,6 +337,8 @@ extension Agent {
             preserveReceived(name, connection, preserve)
         case .restoreReply(let reply):
             restoreReplied(name, connection, reply)
+        case .restorationFinished:
+            restorationFinished(name, connection, requestID: requestID)
         case .transferSession, .addTransfer, .cancelTransfer, .transfersHandled:
             _ = handleTransfer(name, connection, frame, descriptor: nil)
         case .fetchComplete(let request):

@@ -32,7 +32,10 @@ extension Agent {
         }
         guard beginning else { return }
         do {
-            if let offer = try persistence.preservation.beginLaunch(handler: name) {
+            // The guide's rule: one launch that crashed during restoration discards the state (docs/state.md).
+            if let offer = try persistence.preservation.beginLaunch(
+                handler: name, crashLimit: RestorationStateMachine.crashLimit)
+            {
                 preservations.offer(offer, to: name)
                 let pieces = Dictionary(
                     offer.pieces.map { ($0.path.description, Data($0.data).base64EncodedString()) },
@@ -53,7 +56,7 @@ extension Agent {
         }
     }
 
-    private func finishLaunch(_ name: String, _ connection: IPCConnection) {
+    func finishLaunch(_ name: String, _ connection: IPCConnection) {
         guard let persistence, handlers.connection(of: name) === connection else { return }
         do {
             try persistence.preservation.finishLaunch(handler: name)
@@ -183,7 +186,7 @@ extension Agent {
         case .suspend: reason = "suspend"
         case .kill(let why):
             // The user quit it: nothing to preserve (quitByUser deleted it).
-            if why == "user stopped" { return false }
+            if why == .userStopped { return false }
             reason = "terminate"
         default: return false
         }

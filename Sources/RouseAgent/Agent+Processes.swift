@@ -158,6 +158,7 @@ extension Agent {
         process.close()
         control.remove(cgroup: process.cgroup)
         let waiting = handlers.machine(of: name)?.waiting ?? []
+        terminationEnded(name, status: status)
         guard handlers.processExited(name, process) else { return }
         logger.info("handler exited", metadata: ["handler": "\(name)", "status": "\(status)"])
         if preservations.flags(of: name).launchBegun { launchAbandoned(name) }

@@ -11,12 +11,17 @@ extension Agent {
         let names = Set(configurations.map(\.name))
         for name in handlers.names where !names.contains(name) {
             holderGone(name, reason: .terminatedByAgent)
+            let lifecycle = handlers.machine(of: name)?.lifecycle
+            let grace = handlers.configuration(of: name)?.rules.terminationGrace
             let (process, connection) = handlers.remove(name)
             voipHandlerGone(name)
-            if let process {
-                control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
+            if process != nil || connection != nil {
+                // Told and given its grace when it runs; its connection ends with its process (or the kill).
+                terminate(
+                    name, reason: .handlerRemoved, process: process, connection: connection, lifecycle: lifecycle,
+                    grace: grace)
             }
-            connection?.close()
+            if !terminations.isPending(name) { connection?.close() }
             preservations.reset(name)
             // Unregistered: its preserved state and launch record go too.
             if (try? persistence?.preservation.forget(handler: name)) == nil {

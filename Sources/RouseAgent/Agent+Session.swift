@@ -17,6 +17,7 @@ extension Agent {
             let connection = try await DBusConnection.connect(integration.systemBus)
             session.connection = connection
             await startPower(connection)
+            await watchSystemShutdown(connection)
             let logind = Logind(connection: connection)
             guard let entry = try await logind.session(uid: integration.uid, preferredID: integration.sessionID) else {
                 logger.warning("no logind session to follow: counted as unlocked")
@@ -24,7 +25,7 @@ extension Agent {
                 return
             }
             session.sessionPath = entry.path
-            session.registrations = try await logind.watchLock(session: entry.path) { event in
+            session.registrations += try await logind.watchLock(session: entry.path) { event in
                 Task { await self.sessionLockEvent(event) }
             }
             let locked = try await logind.lockedHint(session: entry.path)

@@ -138,7 +138,7 @@ extension Agent {
             case .register, .reportCall, .callEnded, .complete, .beginTask, .endTask, .setState, .activate, .deactivate,
                 .preserve, .restoreReply, .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged,
                 .transfers, .fetchComplete, .protectedFile, .scheduleNotification, .listNotifications,
-                .cancelNotifications, .unknown:
+                .cancelNotifications, .restorationFinished, .unknown:
                 return  // not a transfer request: Agent+IPC dispatches these
             case .addVoIPSocket, .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone:
                 return  // not a transfer request: Agent+IPC dispatches these

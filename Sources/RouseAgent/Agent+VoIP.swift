@@ -89,7 +89,7 @@ extension Agent {
             .fetchComplete,
             .status, .sessions, .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .protectedFile,
             .scheduleNotification, .listNotifications, .cancelNotifications,
-            .unknown:
+            .restorationFinished, .unknown:
             connection.sendError("unknownType", "unknown message type \(frame.message.type)", requestID: requestID)
         }
         if let descriptor { closePeerDescriptor(descriptor, from: connection) }

@@ -57,6 +57,8 @@ public actor Agent: Service {
     let audible: AudibleAudio
     /// Keep-alive wakes: see `Agent+VoIP.swift`.
     let keepAlives: KeepAlives
+    /// Termination notices and graces: see `Agent+Termination.swift`.
+    let terminations: Terminations
     /// The user's session (lock state, pushes waiting for the first unlock): see `Agent+Session.swift`.
     let session: SessionLink
     /// The desktop's notifications (alert pushes shown, local notifications): see `Agent+Notifications.swift`.
@@ -71,6 +73,10 @@ public actor Agent: Service {
     /// Memory pressure: see `Agent+Memory.swift`.
     let memory: MemoryPressure
     var listener: Int32 = -1
+    /// Clock steps and time-zone changes: see `Agent+TimeChanges.swift`.
+    var timeWatch: TimeWatch?
+    /// Time changes seen (for tests).
+    package internal(set) var timeChanges = 0
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
     public private(set) var delivered = 0
@@ -100,6 +106,7 @@ public actor Agent: Service {
         self.voipSockets = VoIPSockets(limits: configuration.voipSocketLimits) { blocking.closePeerDescriptor($0) }
         self.keepAlives = KeepAlives(timer: time.timer())
         self.audible = AudibleAudio(timer: time.timer())
+        self.terminations = Terminations(timer: time.timer())
         self.session = SessionLink(timer: time.timer())
         self.notifications = NotificationLink(timer: time.timer(), book: durable.localNotifications)
         self.unifiedPush = UnifiedPushLink(
@@ -161,6 +168,7 @@ public actor Agent: Service {
         restoreAgentState()
         // logind is asked off the start path (a slow bus must not hold the socket back); pushes wait meanwhile.
         background.append(Task { await self.startSession() })
+        background.append(Task { await self.followSystemShutdown() })
         startNotifications()
         startUnifiedPush()
         // The per-user agent's socket is its user's alone (admin and handlers are that user).
@@ -186,6 +194,7 @@ public actor Agent: Service {
         restoreTransfers()
         startFetch()
         startMemoryPressure()
+        startTimeWatch()
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
@@ -194,6 +203,7 @@ public actor Agent: Service {
         await preserveAll(reason: "shutdown")
         await link.stop()
         for task in background { task.cancel() }
+        timeWatch?.stop()
         rulesTimer.cancel()
         audible.timer.cancel()
         ipc.sweep.cancel()
@@ -206,6 +216,9 @@ public actor Agent: Service {
         }
         // Every handler's audio ends with the agent: revoked (hooks restore other programs' streams).
         for name in handlers.names { holderGone(name, reason: .terminatedByAgent) }
+        // Running handlers are told and given their grace (none at a system shutdown, none when frozen), then killed.
+        await terminateAllForShutdown()
+        rulesTimer.cancel()  // the handlers' last messages during their graces may have armed it again
         for connection in ipc.all { connection.close() }
         for process in handlers.processes {
             control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
@@ -286,11 +299,7 @@ public actor Agent: Service {
             if preservationDefers(name, action) { return }
             logger.warning("terminating handler", metadata: metadata.merging(["reason": "\(reason)"]) { $1 })
             holderGone(name, reason: .terminatedByAgent)
-            if let process = handlers.process(of: name) {
-                control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
-            } else if let pidfd = handlers.connection(of: name)?.peer?.pidfd, pidfd >= 0 {
-                Sys.signal(pidfd: pidfd, SIGKILL)
-            }
+            terminate(name, reason: reason)
         case .suspend:
             if preservationDefers(name, action) { return }
             suspendHandler(name)  // Agent+Freeze.swift: frozen, or terminated by its freeze rules
@@ -313,6 +322,9 @@ public actor Agent: Service {
                 message = socketWakeMessage(name, wake: wake, mustReport: mustReport, seconds: seconds)
             case .keepAlive(let id, let seconds):
                 message = .keepAlive(.init(keepAliveID: id, seconds: seconds))
+            case .timeChanged(let clockStep, let timeZone):
+                message = .timeChanged(
+                    .init(clockStep: clockStep, timeZone: timeZone, wallMilliseconds: wallMilliseconds))
             }
             handlers.connection(of: name)?.send(message)
         case .log(let text, let values):

@@ -1,5 +1,6 @@
 import RouseAgentCore
 import RouseClock
+import RouseDBus
 
 /// How the agent runs: see docs/agent.md, "Two modes".
 public enum AgentMode: String, Sendable {
@@ -70,6 +71,12 @@ public struct AgentConfiguration: Sendable {
     public var session: SessionIntegration?
     /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
     public var transferResultLifetime = Duration.seconds(7 * 86400)
+    /// Without ``session``: the bus on which logind's `PrepareForShutdown` is followed (no termination notices at a
+    /// system shutdown); nil: not followed (handlers stopped at a reboot then get their notice).
+    public var shutdownBus: DBusBus?
+    /// The time-zone link whose replacement is a `timeChanged` (`timeZone`); its directory is watched (inotify). nil:
+    /// only clock steps are watched.
+    public var timeZonePath: String? = "/etc/localtime"
 
     /// Memory pressure: the PSI trigger and how long pressure must last before handlers are terminated (nil: not
     /// watched). docs/agent.md, "Memory pressure".

@@ -30,6 +30,7 @@ import RouseSystem
 /// launch-deadline-seconds = 10
 /// tasks-max = 256                          # its cgroup's pids.max
 /// memory-max-mib = 1024                    # its cgroup's memory.max
+/// termination-grace-seconds = 5            # willTerminate → SIGKILL (0 to 20)
 /// ```
 ///
 /// `fetch-minimum-seconds = 900` (top level, optional, 1 to 86400) declares background fetch: the agent wakes the
@@ -102,6 +103,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
             "limits.launch-deadline-seconds", "limits.tasks-max", "limits.memory-max-mib",
+            "limits.termination-grace-seconds",
         ]).union(Self.freezeKeys)
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("\(file): unknown key \(unknown)")
@@ -196,6 +198,9 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let v = try seconds("task-grace-seconds") { rules.taskGrace = v }
         if let v = try seconds("suspend-after-seconds") { rules.suspendAfter = v }
         if let v = try seconds("launch-deadline-seconds") { rules.launchDeadline = v }
+        if let v = try number("termination-grace-seconds", max: 20) {
+            rules.terminationGrace = .milliseconds(Int64((v * 1000).rounded()))
+        }
         var configuration = HandlerConfiguration(
             name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group,
             allowRoot: allowRoot, environment: environment, rules: rules)

@@ -70,8 +70,8 @@ public enum HandlerAction: Sendable, Equatable {
     case deliver(AgentPush, mustReport: Bool, deadlineSeconds: Double)
     /// Acknowledge the push to the gateway (the handler accepted it, or the rules consumed it).
     case ack(pushID: String)
-    /// Kill the handler's process group (cgroup) now.
-    case kill(reason: String)
+    /// Stop the handler: a `willTerminate` notice and a grace when it runs, else a kill now (``HandlerTermination``).
+    case kill(reason: TerminationReason)
     /// Freeze the handler.
     case suspend
     /// Thaw the handler.
@@ -96,6 +96,8 @@ public enum AgentMessageKind: Sendable, Equatable {
     case voipSocketWake(wake: String, mustReport: Bool, seconds: Double)
     /// The keep-alive time: `seconds` of budget.
     case keepAlive(id: String, seconds: Double)
+    /// The wall clock stepped and/or the time zone changed (coalesced while suspended: HandlerMachine+Time).
+    case timeChanged(clockStep: Bool, timeZone: Bool)
 }
 
 /// The rules of one handler as a value-type state machine: inputs are events with the current monotonic
@@ -149,6 +151,8 @@ public struct HandlerMachine: Sendable {
     private var tokensAt: Duration?
     private var nextTaskID = 1
     private var coalescedReachability: Bool?
+    /// Time changes while suspended or launching, told as one notice at the wake (HandlerMachine+Time).
+    var coalescedTime: (clockStep: Bool, timeZone: Bool)?
     /// Budget a re-attached handler had used before the agent restarted (applied when it registers again).
     private var restoredBudgetUsed: Duration?
 
@@ -196,6 +200,7 @@ public struct HandlerMachine: Sendable {
             coalescedReachability = nil
             actions.append(.notify(.reachability(coalesced)))
         }
+        actions += flushCoalescedTime()
         return actions
     }
 
@@ -373,6 +378,7 @@ public struct HandlerMachine: Sendable {
         idleSince = nil
         expiryNoticeSent = false
         coalescedReachability = nil
+        coalescedTime = nil
         pendingWall = [:]
         launchedAt = nil
         lifecycle = .notRunning
@@ -391,7 +397,7 @@ public struct HandlerMachine: Sendable {
             actions.append(.ack(pushID: held.id))
             self.held = nil
         }
-        if lifecycle.isRunning { actions.append(.kill(reason: "user stopped")) }
+        if lifecycle.isRunning { actions.append(.kill(reason: .userStopped)) }
         return actions
     }
 
@@ -485,7 +491,7 @@ public struct HandlerMachine: Sendable {
             launchedAt = nil
         }
         if let killReason, lifecycle.isRunning {
-            actions.append(.kill(reason: killReason))
+            actions.append(.kill(reason: TerminationReason(rawValue: killReason)))
             return actions
         }
         endKeepAliveIfDue(now: now, into: &actions)
@@ -586,9 +592,9 @@ public struct HandlerMachine: Sendable {
     }
 
     mutating func flushCoalesced() -> [HandlerAction] {
-        guard let value = coalescedReachability else { return [] }
+        guard let value = coalescedReachability else { return flushCoalescedTime() }
         coalescedReachability = nil
-        return [.notify(.reachability(value))]
+        return [.notify(.reachability(value))] + flushCoalescedTime()
     }
 
     private mutating func handOver(_ push: AgentPush, now: Duration) -> [HandlerAction] {

@@ -31,6 +31,11 @@ public struct HandlerRules: Sendable, Equatable, Codable {
     /// A handler that exits with socket wakes unanswered (a strike) has its watched sockets left unarmed this long,
     /// so unread data on them cannot relaunch it in a tight loop.
     public var socketWakeBackoff: Duration = .seconds(5)
+    /// From the `willTerminate` notice to the kill when the agent stops a running handler (`[limits]
+    /// termination-grace-seconds`, at most ``maxTerminationGrace``): the handler may exit before.
+    public var terminationGrace: Duration = .seconds(5)
+    /// Largest termination grace: the agent's unit gives the whole stop 30 s (`TimeoutStopSec`), preservation 1 s.
+    public static let maxTerminationGrace = Duration.seconds(20)
 
     /// The defaults.
     public init() {}

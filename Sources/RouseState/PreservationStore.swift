@@ -71,11 +71,12 @@ public final class PreservationStore: Sendable {
     /// rules, loads the archive and asks `accepts` about its version. Returns the restoration on offer, or
     /// `nil` when there is none (nothing preserved, or discarded — the log says why).
     public func beginLaunch(
-        handler: String, accepts: (PreservationArchive.Info) -> Bool = { _ in true }
+        handler: String, crashLimit: Int = RestorationStateMachine.crashLoopLimit,
+        accepts: (PreservationArchive.Info) -> Bool = { _ in true }
     ) throws(StateError) -> Restoration? {
         var machine = try machine(handler)
         var archive: PreservationArchive?
-        var actions = machine.launchStarted()
+        var actions = machine.launchStarted(crashLimit: crashLimit)
         while !actions.isEmpty {
             let action = actions.removeFirst()
             switch action {

@@ -32,8 +32,10 @@ public struct LaunchRecord: Sendable, Equatable {
 
 /// Why preserved state was not restored.
 public enum DiscardReason: String, Sendable, Equatable {
-    /// Two launches in a row crashed before finishing.
+    /// Two launches in a row crashed before finishing (the agent's own archive).
     case crashLoop = "crash-loop"
+    /// The last launch crashed during restoration (before `restorationFinished` or the grace): the guide's rule.
+    case crashedDuringRestoration = "crashed-during-restoration"
     /// The user explicitly quit the handler.
     case quitByUser = "quit-by-user"
     /// The archive's format version is not one this reader accepts.
@@ -57,7 +59,12 @@ public enum DiscardReason: String, Sendable, Equatable {
 ///  ↑                                     └────────(nothing to offer)──────────────────┘   │
 ///  └───────────────────────────── launchFinished ←────────────────────────────────────────┘
 public struct RestorationStateMachine: Sendable, Equatable {
-    /// Unfinished launches in a row after which the archive is discarded (iOS: "crashes twice during launch").
+    /// Unfinished launches in a row after which a handler's archive is discarded: one (the App Programming Guide: "if
+    /// your app crashes during the restoration process, the system automatically throws away the state information
+    /// during the next launch cycle"). A launch finishes at `restorationFinished` or, failing that, the grace.
+    public static let crashLimit = 1
+    /// The same for the agent's own archive: two ("crashes twice during launch"), as its launch finishes only by the
+    /// grace timer (its restoration is synchronous; the timer guards against a crash the restored state causes).
     public static let crashLoopLimit = 2
 
     /// Where the current launch is.
@@ -95,7 +102,9 @@ public struct RestorationStateMachine: Sendable, Equatable {
     public init(record: LaunchRecord?) { self.record = record ?? LaunchRecord() }
 
     /// A launch begins: count it before restoring anything, apply crash-loop and user-quit rules.
-    public mutating func launchStarted() -> [Action] {
+    /// `crashLimit`: unfinished launches before this one that discard the archive (``crashLimit`` for a handler,
+    /// ``crashLoopLimit``, the default, for the agent's own).
+    public mutating func launchStarted(crashLimit: Int = Self.crashLoopLimit) -> [Action] {
         guard state == .idle else { return [] }
         state = .launching
         preservedThisLaunch = false
@@ -103,8 +112,8 @@ public struct RestorationStateMachine: Sendable, Equatable {
         var discard: DiscardReason?
         if record.quitByUser {
             discard = .quitByUser
-        } else if record.unfinishedLaunches >= Self.crashLoopLimit {
-            discard = .crashLoop
+        } else if record.unfinishedLaunches >= max(1, crashLimit) {
+            discard = crashLimit <= 1 ? .crashedDuringRestoration : .crashLoop
         }
         record.quitByUser = false
         record.unfinishedLaunches += 1

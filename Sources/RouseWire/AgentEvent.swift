@@ -55,6 +55,10 @@ public enum AgentEvent: IPCMessage {
     case notificationsReply(NotificationsReply)
     /// Memory is short (a PSI trigger fired): free what can be rebuilt.
     case memoryWarning(MemoryWarning)
+    /// The agent is about to stop the handler: finish up within `seconds`, then exit (iOS's `applicationWillTerminate`).
+    case willTerminate(WillTerminate)
+    /// The wall clock stepped or the time zone changed (coalesced while suspended).
+    case timeChanged(TimeChanged)
     /// A success answer (`deactivate`, admin requests).
     case ok(OK)
     /// Something was wrong. A protocol error closes the connection after it.
@@ -71,7 +75,7 @@ public enum AgentEvent: IPCMessage {
         case voipSocket, voipSocketWake, voipSocketChanged, keepAlive
         case protectedData, protectedFileReply
         case notificationResponse, notificationsReply
-        case memoryWarning
+        case memoryWarning, willTerminate, timeChanged
     }
 
     /// The `type` member.
@@ -106,6 +110,8 @@ public enum AgentEvent: IPCMessage {
         case .notificationResponse: kind = .notificationResponse
         case .notificationsReply: kind = .notificationsReply
         case .memoryWarning: kind = .memoryWarning
+        case .willTerminate: kind = .willTerminate
+        case .timeChanged: kind = .timeChanged
         case .unknown(let type): return type
         }
         return kind.rawValue
@@ -149,6 +155,8 @@ public enum AgentEvent: IPCMessage {
         case .notificationResponse: self = .notificationResponse(try NotificationResponse(from: decoder))
         case .notificationsReply: self = .notificationsReply(try NotificationsReply(from: decoder))
         case .memoryWarning: self = .memoryWarning(try MemoryWarning(from: decoder))
+        case .willTerminate: self = .willTerminate(try WillTerminate(from: decoder))
+        case .timeChanged: self = .timeChanged(try TimeChanged(from: decoder))
         }
     }
 
@@ -185,6 +193,8 @@ public enum AgentEvent: IPCMessage {
         case .notificationResponse(let payload): try payload.encode(to: encoder)
         case .notificationsReply(let payload): try payload.encode(to: encoder)
         case .memoryWarning(let payload): try payload.encode(to: encoder)
+        case .willTerminate(let payload): try payload.encode(to: encoder)
+        case .timeChanged(let payload): try payload.encode(to: encoder)
         case .unknown: break
         }
     }

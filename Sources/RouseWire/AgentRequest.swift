@@ -57,6 +57,8 @@ public enum AgentRequest: IPCMessage {
     case listNotifications(ListNotifications)
     /// Cancel pending local notifications; answered with `ok`.
     case cancelNotifications(CancelNotifications)
+    /// Restoration is over for this launch (the handler is up with its state): a crash from now on keeps the state.
+    case restorationFinished
 
     // Admin → agent.
     /// The agent's status; answered with `statusReply`.
@@ -85,6 +87,7 @@ public enum AgentRequest: IPCMessage {
         case addVoIPSocket, removeVoIPSocket, voipWakeHandled, setKeepAlive, clearKeepAlive, keepAliveDone
         case protectedFile
         case scheduleNotification, listNotifications, cancelNotifications
+        case restorationFinished
     }
 
     /// The `type` member.
@@ -119,6 +122,7 @@ public enum AgentRequest: IPCMessage {
         case .voipWakeHandled: kind = .voipWakeHandled
         case .setKeepAlive: kind = .setKeepAlive
         case .clearKeepAlive: kind = .clearKeepAlive
+        case .restorationFinished: kind = .restorationFinished
         case .keepAliveDone: kind = .keepAliveDone
         case .protectedFile: kind = .protectedFile
         case .scheduleNotification: kind = .scheduleNotification
@@ -167,6 +171,7 @@ public enum AgentRequest: IPCMessage {
         case .voipWakeHandled: self = .voipWakeHandled(try VoIPWakeHandled(from: decoder))
         case .setKeepAlive: self = .setKeepAlive(try SetKeepAlive(from: decoder))
         case .clearKeepAlive: self = .clearKeepAlive
+        case .restorationFinished: self = .restorationFinished
         case .keepAliveDone: self = .keepAliveDone(try KeepAliveDone(from: decoder))
         case .protectedFile: self = .protectedFile(try ProtectedFile(from: decoder))
         case .scheduleNotification: self = .scheduleNotification(try LocalNotification(from: decoder))
@@ -208,7 +213,7 @@ public enum AgentRequest: IPCMessage {
         case .scheduleNotification(let payload): try payload.encode(to: encoder)
         case .listNotifications(let payload): try payload.encode(to: encoder)
         case .cancelNotifications(let payload): try payload.encode(to: encoder)
-        case .status, .sessions, .rotateKey, .transfers, .clearKeepAlive, .unknown: break
+        case .status, .sessions, .rotateKey, .transfers, .clearKeepAlive, .restorationFinished, .unknown: break
         }
     }
 }

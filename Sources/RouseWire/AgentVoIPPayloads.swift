@@ -150,7 +150,7 @@ extension AgentRequest {
             .preserve, .restoreReply, .transferSession, .cancelTransfer, .transfersHandled, .fetchComplete,
             .removeVoIPSocket, .voipWakeHandled, .setKeepAlive, .clearKeepAlive, .keepAliveDone, .status, .sessions,
             .rotateKey, .reregister, .userControl, .routeChanged, .transfers, .protectedFile, .scheduleNotification,
-            .listNotifications, .cancelNotifications, .unknown:
+            .listNotifications, .cancelNotifications, .restorationFinished, .unknown:
             false
         }
     }

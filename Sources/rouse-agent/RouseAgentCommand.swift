@@ -184,6 +184,9 @@ struct RouseAgentCommand: AsyncParsableCommand {
             // The UnifiedPush distributor lives on the user's session bus (docs/unifiedpush.md).
             integration.unifiedPushBus = user ? (notificationBusAddress.map(DBusBus.address) ?? .session) : nil
             configuration.session = integration
+        } else {
+            // logind's PrepareForShutdown only: no termination notices at a reboot (docs/handler-protocol.md 14.1).
+            configuration.shutdownBus = systemBusAddress.map(DBusBus.address) ?? .system
         }
         configuration.reachabilityTarget = reachabilityTarget
         configuration.handlerUser = handlerUser

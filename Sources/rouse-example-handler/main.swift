@@ -27,6 +27,9 @@ import RouseWire
 // `calls/<id>`) and `settings/editor` after each call and when asked; at launch it restores what it is
 // offered unless the writer version is not `--version` (default example/1); `--refuse` refuses,
 // `--fail-restore-at PATH` fails there, `--crash-on-restoration` exits before answering (a crashed launch).
+// `--restoration-finished`: sends restorationFinished once it restored; `--crash-after-restoration` then exits (4).
+// Termination (docs/handler-protocol.md, "willTerminate"): exits at once on `willTerminate` (`--terminate-marker FILE`
+// written first), unless `--ignore-terminate`. `timeChanged` is written as `timeChanged clockStep=B timeZone=B`.
 // `--bad-preserve`: after a call, sends two malformed preserves instead (tests).
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
 // Background transfers (docs/agent.md): `--transfer-session NAME` reattaches session NAME at start (a handler
@@ -313,6 +316,18 @@ do {
             emit(
                 "restoration done restored=\(result.restored.count) skipped=\(result.skipped.count) "
                     + "failedAt=\(result.failedAt ?? "-")")
+            if arguments.contains("--crash-after-restoration") {
+                // Preserves again (a new archive of this launch), then crashes once restoration finished.
+                try client.preserve(pieces: pieces(), version: stateVersion)
+            }
+            if arguments.contains("--restoration-finished") {
+                try await client.restorationFinished()  // answered: the agent has handled it (and the preserve before)
+                emit("restorationFinished")
+            }
+            if arguments.contains("--crash-after-restoration") {
+                emit("crashing after restoration")
+                exit(4)
+            }
         case .preserveRequest(let request):
             emit("preserveRequest reason=\(request.reason)")
             try client.preserve(pieces: pieces(), version: stateVersion)
@@ -384,6 +399,20 @@ do {
             }
         case .protectedData(let event):
             emit("protectedData state=\(event.state.rawValue)")
+        case .willTerminate(let notice):
+            emit("willTerminate reason=\(notice.reason) seconds=\(notice.seconds)")
+            // `--terminate-marker FILE`: written before the clean exit (tests check it); `--ignore-terminate`: the
+            // notice is ignored (the agent kills it after the grace).
+            if !arguments.contains("--ignore-terminate") {
+                if let marker = option("--terminate-marker") {
+                    _ = FileManager.default.createFile(
+                        atPath: marker, contents: Data("terminated \(notice.reason)\n".utf8))
+                }
+                emit("exiting on willTerminate")
+                exit(0)
+            }
+        case .timeChanged(let change):
+            emit("timeChanged clockStep=\(change.clockStep) timeZone=\(change.timeZone)")
         case .notificationResponse(let response):
             emit(
                 "notificationResponse id=\(response.notificationID) source=\(response.source) action=\(response.action)"

@@ -180,6 +180,22 @@ struct HandlerLibraryTests {
         #expect(entry.owedReports.isEmpty)
         #expect(entry.openBackgroundPushes.isEmpty)
         #expect(!lines().contains { $0.hasPrefix("error") }, "\(lines())")
+
+        // The user stops it: `willTerminate` through the library (C rouse_event_will_terminate, Python
+        // on_will_terminate), and a clean exit inside the 5 s grace: no kill.
+        let control = try AgentClient(socketPath: socket)
+        defer { control.close() }
+        try control.send(.userControl(.init(handler: "phone", state: "stopped")))
+        try await eventually("willTerminate handled") {
+            lines().contains { $0.hasPrefix("willTerminate reason=user stopped seconds=5") }
+        }
+        try await eventually("exited within the grace, not killed") {
+            ((try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? "")
+                .contains("handler exited within the termination grace")
+        }
+        #expect(
+            !((try? String(contentsOfFile: directory + "/agent.stderr", encoding: .utf8)) ?? "")
+                .contains("no exit within the termination grace"))
     }
 
     /// The socket-woken messages (docs/handler-protocol.md 6.12, 6.13, 7.14) through each library, against the built

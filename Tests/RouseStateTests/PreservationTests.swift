@@ -152,17 +152,29 @@ struct PreservationTests {
         #expect(!fixture.exists("\(Self.handler).state"))
     }
 
-    @Test("one crashed launch is not a loop: the archive is offered again")
+    @Test(
+        "a handler's launch that crashed during restoration discards the archive at the next launch (the guide's rule)")
     func oneCrash() throws {
+        // Before: one crashed launch offered the same archive again (only two in a row discarded it, which the agent's
+        // own archive keeps: crashLoop above). Handlers follow the guide: docs/state.md, "Crash during restoration".
+        let limit = RestorationStateMachine.crashLimit
         let fixture = try StateFixture()
         defer { fixture.remove() }
         try open(fixture).preserve(try archive(["a"]))
-        #expect(try open(fixture).beginLaunch(handler: Self.handler) != nil)
+        #expect(try open(fixture).beginLaunch(handler: Self.handler, crashLimit: limit) != nil)  // then crashes
         let second = try open(fixture)
-        let offered = try #require(try second.beginLaunch(handler: Self.handler))
-        #expect(try restoreAll(second, offered) == ["a": "v:a"])
+        #expect(try second.beginLaunch(handler: Self.handler, crashLimit: limit) == nil)
+        #expect(!fixture.exists("\(Self.handler).state"))
+        #expect(
+            fixture.lines().contains {
+                $0 == "discarded preserved state handler=\(Self.handler) reason=crashed-during-restoration"
+            })
+        // A launch that finishes (restorationFinished) and preserved: a crash afterwards keeps the new archive.
+        try second.preserve(try archive(["b"]))
         try second.finishLaunch(handler: Self.handler)
-        #expect(try second.state(handler: Self.handler).record.unfinishedLaunches == 0)
+        let third = try open(fixture)
+        let offered = try #require(try third.beginLaunch(handler: Self.handler, crashLimit: limit))
+        #expect(try restoreAll(third, offered) == ["b": "v:b"])
     }
 
     @Test("a handler the user explicitly quit gets no restoration, and keeps nothing until its next launch")

@@ -147,6 +147,7 @@ struct IPCRecordedTests {
             .init(.setKeepAlive(.init(seconds: 600)), requestID: 14)
         ),
         (#"{"requestID":15,"type":"clearKeepAlive","v":1}"#, .init(.clearKeepAlive, requestID: 15)),
+        (#"{"requestID":43,"type":"restorationFinished","v":1}"#, .init(.restorationFinished, requestID: 43)),
         (
             #"{"keepAliveID":"keepalive-2","requestID":16,"type":"keepAliveDone","v":1}"#,
             .init(.keepAliveDone(.init(keepAliveID: "keepalive-2")), requestID: 16)
@@ -357,6 +358,14 @@ struct IPCRecordedTests {
         (
             #"{"keepAliveID":"keepalive-2","seconds":10,"type":"keepAlive","v":1}"#,
             .init(.keepAlive(.init(keepAliveID: "keepalive-2", seconds: 10)))
+        ),
+        (
+            #"{"reason":"user stopped","seconds":5,"type":"willTerminate","v":1}"#,
+            .init(.willTerminate(.init(reason: "user stopped", seconds: 5)))
+        ),
+        (
+            #"{"clockStep":true,"timeZone":false,"type":"timeChanged","v":1,"wallMilliseconds":1764324000000}"#,
+            .init(.timeChanged(.init(clockStep: true, timeZone: false, wallMilliseconds: 1_764_324_000_000)))
         ),
         (
             #"{"graceMilliseconds":500,"state":"willBecomeUnavailable","type":"protectedData","v":1}"#,

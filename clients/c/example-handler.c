@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
     int voip = -1;  // the watched connection
     char call[128] = "";
     rouse_event *event;
+    double grace = 0;
     while (rouse_agent_next(agent, &event, -1) == 1) {
         const char *type = rouse_event_type(event);
         if (strcmp(type, "push") == 0 && rouse_event_is_true(event, "mustReport")) {
@@ -150,6 +151,12 @@ int main(int argc, char **argv) {
                 fprintf(log, "ended call=%s\n", call);
                 call[0] = '\0';
             }
+        } else if (rouse_event_will_terminate(event, &grace)) {
+            // The agent stops this handler: end the call, say goodbye, and exit within the grace.
+            fprintf(log, "willTerminate reason=%s seconds=%g\n", or_empty(rouse_event_string(event, "reason")), grace);
+            if (call[0] != '\0') rouse_agent_call_ended(agent, call);
+            rouse_event_free(event);
+            break;
         } else if (strcmp(type, "credentials") == 0) {
             fprintf(log, "credentials topic=%s\n", or_empty(rouse_event_string(event, "topic")));
         } else if (strcmp(type, "error") == 0) {

@@ -376,6 +376,27 @@ EXPORT int rouse_agent_keep_alive_done(rouse_agent *agent, int request_id, const
     return send_built(agent, message, failed, request_id);
 }
 
+EXPORT int rouse_agent_restoration_finished(rouse_agent *agent, int request_id) {
+    return send_built(agent, rouse_message_new("restorationFinished"), 0, request_id);
+}
+
+EXPORT int rouse_event_will_terminate(const rouse_event *event, double *seconds) {
+    const char *type = rouse_event_type(event);
+    if (type == NULL || strcmp(type, "willTerminate") != 0) return 0;
+    double grace = 0;
+    if (rouse_event_number(event, "seconds", &grace) != 0) grace = 0;
+    if (seconds != NULL) *seconds = grace;
+    return 1;
+}
+
+EXPORT int rouse_event_time_changed(const rouse_event *event, int *clock_step, int *time_zone) {
+    const char *type = rouse_event_type(event);
+    if (type == NULL || strcmp(type, "timeChanged") != 0) return 0;
+    if (clock_step != NULL) *clock_step = rouse_event_is_true(event, "clockStep");
+    if (time_zone != NULL) *time_zone = rouse_event_is_true(event, "timeZone");
+    return 1;
+}
+
 /* Protected files (docs/handler-protocol.md section 10, "Protected files in the client libraries"). */
 
 static const char base64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

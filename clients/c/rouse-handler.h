@@ -108,6 +108,19 @@ int rouse_agent_clear_keep_alive(rouse_agent *agent, int request_id);
 /** keepAliveDone: the keep-alive keep_alive_id is done. */
 int rouse_agent_keep_alive_done(rouse_agent *agent, int request_id, const char *keep_alive_id);
 
+/* The rest of the lifecycle (docs/handler-protocol.md, "willTerminate", "timeChanged", "restorationFinished"). */
+
+/** restorationFinished: restoration is over for this launch (after answering "restoration", or at once when none
+ *  came); answered by "ok" carrying request_id. A crash before it discards the preserved state at the next launch; a
+ *  crash after it keeps what was preserved. */
+int rouse_agent_restoration_finished(rouse_agent *agent, int request_id);
+/** 1 when event is "willTerminate" (the agent stops this handler: hang up, save, and exit within *seconds, after
+ *  which it is killed), with the grace in *seconds (may be NULL); 0 for any other event. */
+int rouse_event_will_terminate(const rouse_event *event, double *seconds);
+/** 1 when event is "timeChanged" (the wall clock stepped and/or the time zone changed: recompute wall-clock timers),
+ *  with *clock_step and *time_zone set to 0 or 1 (either may be NULL); 0 for any other event. */
+int rouse_event_time_changed(const rouse_event *event, int *clock_step, int *time_zone);
+
 /* Protected files (docs/handler-protocol.md section 10, "Protected files in the client libraries"): small files the
  * agent seals for the handler under the class it names ("none", "until-first-unlock", "complete",
  * "complete-unless-open"). Each call is answered by an event carrying request_id: "protectedFileReply" (member

@@ -34,6 +34,16 @@ def main():
         output.write("%s\n" % line)
 
     agent = rouse_handler.connect()
+
+    def will_terminate(reason, seconds):
+        # The agent stops this handler: hang up, say goodbye, and exit within the grace.
+        log("willTerminate reason=%s seconds=%g" % (reason, seconds))
+        for call_id in calls:
+            agent.call_ended(call_id)
+        log("closed at %.3f" % time.time())
+        sys.exit(0)
+
+    agent.on_will_terminate(will_terminate)
     agent.register(arguments.name)
     calls = []
     voip = None   # the watched connection
@@ -103,6 +113,9 @@ def main():
                 calls = []
         elif kind == "credentials":
             log("credentials topic=%s" % event["topic"])
+        elif agent.time_changed(event) is not None:
+            clock_step, time_zone = agent.time_changed(event)
+            log("timeChanged clockStep=%d timeZone=%d" % (clock_step, time_zone))
         elif kind == "error":
             log("error requestID=%s %s %s" % (event.get("requestID", -1), event.get("error"), event.get("detail")))
         else:

@@ -85,6 +85,7 @@ class Agent:
         self._fds = []          # descriptors received, waiting for the frame that names them
         self._next_request = 1
         self._queued = []       # events read while waiting for an answer
+        self._on_will_terminate = None
 
     def fileno(self):
         """The socket's descriptor, for select/poll loops: readable means call next_event(0)."""
@@ -203,6 +204,26 @@ class Agent:
         """clearKeepAlive."""
         return self.request("clearKeepAlive", timeout=timeout)
 
+    def restoration_finished(self, timeout=10.0):
+        """restorationFinished: restoration is over for this launch (after answering "restoration", or at once when
+        none came). A crash before it discards the preserved state at the next launch; after it, what the handler
+        preserved is kept."""
+        return self.request("restorationFinished", timeout=timeout)
+
+    def on_will_terminate(self, callback):
+        """Registers callback(reason, seconds), called when a "willTerminate" event is read (before it is returned):
+        the agent stops this handler and kills it after seconds; hang up, save and exit (e.g. sys.exit(0)) in time.
+        None unregisters."""
+        self._on_will_terminate = callback
+
+    @staticmethod
+    def time_changed(event):
+        """(clock_step, time_zone) for a "timeChanged" event (the wall clock stepped and/or the time zone changed:
+        recompute wall-clock timers), None for any other event."""
+        if event.get("type") != "timeChanged":
+            return None
+        return bool(event.get("clockStep")), bool(event.get("timeZone"))
+
     def keep_alive_done(self, keep_alive_id, timeout=10.0):
         """keepAliveDone: the keep-alive keep_alive_id is done (the handler may be frozen again)."""
         return self.request("keepAliveDone", timeout=timeout, keepAliveID=keep_alive_id)
@@ -263,9 +284,10 @@ class Agent:
         """The next message from the agent as a dict ("type" and its members), or None when timeout (seconds)
         passed first. A frame that came with a descriptor (transferTask with file=True, voipSocket with
         returned=True) has it under "fd": the caller owns and closes it. Raises AgentError("connectionClosed") when the agent closed."""
-        if self._queued:
-            return self._queued.pop(0)
-        return self._read_event(timeout)
+        event = self._queued.pop(0) if self._queued else self._read_event(timeout)
+        if event is not None and event.get("type") == "willTerminate" and self._on_will_terminate is not None:
+            self._on_will_terminate(event.get("reason", ""), float(event.get("seconds", 0)))
+        return event
 
     def events(self):
         """Every message until the agent closes the connection."""

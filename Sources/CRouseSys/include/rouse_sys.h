@@ -1,9 +1,10 @@
-// Linux system headers the Glibc module does not export (epoll, eventfd, timerfd).
+// Linux system headers the Glibc module does not export (epoll, eventfd, timerfd, inotify).
 #ifndef ROUSE_SYS_H
 #define ROUSE_SYS_H
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <netinet/tcp.h>
 #include <spawn.h>
