@@ -443,7 +443,7 @@ struct WebPushTests {
             // The chunked message reached the device as sent (the decoded 4096 bytes).
             let first = try await channel.next()
             let sent = Data((0..<16).flatMap { _ in (0...255).map { UInt8($0) } })
-            #expect(first["type"] == "webpush" && Data(base64Encoded: first["payload"] ?? "") == sent)
+            #expect(first.webPush.flatMap { Data(base64Encoded: $0.payload) } == sent, "\(first)")
             channel.close()
         }
     }
