@@ -159,6 +159,7 @@ extension Agent {
             memory.cpuWeights[process.pid] = weight
             control.setCPUWeight(cgroup: process.cgroup, weight: weight)
         }
+        syncCPUBudget(name, lifecycle: machine.lifecycle, protected: protected, process: process)
         let score = MemoryPressurePolicy.oomScoreAdjust(machine.lifecycle, protected: protected)
         guard memory.oomScores[process.pid] != score else { return }
         if memory.oomScores[process.pid] == nil { control.setOOMGroup(cgroup: process.cgroup) }
@@ -177,6 +178,7 @@ extension Agent {
             episodes: memory.machine?.episodes ?? 0, warningsSent: memory.warningsSent,
             terminatedSuspended: memory.terminatedSuspended, terminatedRunning: memory.terminatedRunning,
             nothingToTerminate: memory.nothingToTerminate, recent: memory.recent,
-            lastReliefMilliseconds: memory.machine?.lastRelief?.wholeMilliseconds)
+            lastReliefMilliseconds: memory.machine?.lastRelief?.wholeMilliseconds, cpuThrottled: memory.cpuThrottled,
+            cpuTerminated: memory.cpuTerminated)
     }
 }

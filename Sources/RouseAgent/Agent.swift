@@ -341,7 +341,9 @@ public actor Agent: Service {
         syncAudibleAudio()
         // Every step that may change a handler's state or protection (its rules, a call, a session) ends here.
         for name in handlers.names { syncMemoryPriority(name) }
-        guard let next = handlers.nextDeadline(now: now) else {
+        // The rules' deadlines and the ends of background handlers' CPU windows (none: no CPU timer).
+        let deadlines = [handlers.nextDeadline(now: now), nextCPUWindowEnd]
+        guard let next = deadlines.compactMap({ $0 }).min() else {
             rulesTimer.cancel()
             return
         }
@@ -363,6 +365,7 @@ public actor Agent: Service {
             let actions = handlers.step(name) { $0.tick(now: current) }
             if !actions.isEmpty { apply(name, actions) }
         }
+        checkCPUBudgets()
         rescheduleTimer()
     }
 }

@@ -31,6 +31,8 @@ import RouseSystem
 /// tasks-max = 256                          # its cgroup's pids.max
 /// memory-max-mib = 1024                    # its cgroup's memory.max
 /// termination-grace-seconds = 5            # willTerminate → SIGKILL (0 to 20)
+/// background-cpu-percent = 50              # of one core in the background (0 off, to 100 × cores)
+/// background-cpu-window-seconds = 30       # over it in a window: throttled, then terminated
 /// ```
 ///
 /// `fetch-minimum-seconds = 900` (top level, optional, 1 to 86400) declares background fetch: the agent wakes the
@@ -103,7 +105,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
             "limits.background-per-hour", "limits.background-burst", "limits.task-budget-seconds",
             "limits.task-expiry-notice-seconds", "limits.task-grace-seconds", "limits.suspend-after-seconds",
             "limits.launch-deadline-seconds", "limits.tasks-max", "limits.memory-max-mib",
-            "limits.termination-grace-seconds",
+            "limits.termination-grace-seconds", "limits.background-cpu-percent", "limits.background-cpu-window-seconds",
         ]).union(Self.freezeKeys)
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("\(file): unknown key \(unknown)")
@@ -200,6 +202,17 @@ public struct HandlerConfiguration: Sendable, Equatable {
         if let v = try seconds("launch-deadline-seconds") { rules.launchDeadline = v }
         if let v = try number("termination-grace-seconds", max: 20) {
             rules.terminationGrace = .milliseconds(Int64((v * 1000).rounded()))
+        }
+        // A percent of one core: at most every core (0: no budget).
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        if let v = try number("background-cpu-percent", max: Double(100 * cores)) {
+            rules.backgroundCPU.percent = Int(v.rounded())
+        }
+        if let v = try seconds("background-cpu-window-seconds") {
+            guard v >= .seconds(1) else {
+                throw .configuration("\(file): limits.background-cpu-window-seconds must be at least 1")
+            }
+            rules.backgroundCPU.window = v
         }
         var configuration = HandlerConfiguration(
             name: name, topic: topic, command: command, pushTypes: pushTypes, user: user, group: group,

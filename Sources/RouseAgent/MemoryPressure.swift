@@ -63,6 +63,14 @@ final class MemoryPressure {
     var oomScores: [Int32: Int] = [:]
     /// The CPU weight last written per handler process (pid → cgroup v2 scale).
     var cpuWeights: [Int32: Int] = [:]
+    /// The CPU meter per handler process running in the background with a budget (pid → meter).
+    var cpuMeters: [Int32: CPUBudgetMeter] = [:]
+    /// Handler processes terminated for their CPU budget and not yet reaped.
+    var cpuTerminating: Set<Int32> = []
+    /// Handlers throttled for their background CPU budget.
+    var cpuThrottled = 0
+    /// Handlers terminated for their background CPU budget.
+    var cpuTerminated = 0
 
     init(timer: AgentTimer) { self.timer = timer }
 
@@ -111,4 +119,8 @@ public struct MemoryStatus: Codable, Sendable {
     public var recent: [Termination]
     /// How long the last episode lasted, first trigger to the check that found the pressure gone.
     public var lastReliefMilliseconds: Int64?
+    /// Background handlers throttled for their CPU budget (`cpu.max` / `cpu.cfs_quota_us`).
+    public var cpuThrottled = 0
+    /// Background handlers terminated for their CPU budget.
+    public var cpuTerminated = 0
 }

@@ -1,3 +1,4 @@
+import Foundation
 import RouseAgentCore
 import RouseSystem
 
@@ -54,6 +55,36 @@ extension ProcessControl {
         guard let cgroup else { return nil }
         if cpuV2 { return cgroup + "/cpu.weight" }
         return throttleGroup(cgroup, holding: "cpu.shares").map { $0 + "/cpu.shares" }
+    }
+
+    /// The handler's cumulative CPU time in microseconds (v2 `cpu.stat` `usage_usec`, v1 `cpuacct.usage` in ns);
+    /// nil when there is no reading.
+    func cpuUsageMicroseconds(cgroup: String?) -> Int64? {
+        guard let cgroup else { return nil }
+        if let group = throttleGroup(cgroup, holding: "cpuacct.usage") {
+            let text = Sys.readText(group + "/cpuacct.usage", maxBytes: 64) ?? ""
+            return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines)).map { $0 / 1_000 }
+        }
+        guard mechanism == .cgroupV2, let text = Sys.readText(cgroup + "/cpu.stat", maxBytes: 4096) else { return nil }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count == 2, fields[0] == "usage_usec" { return Int64(fields[1]) }
+        }
+        return nil
+    }
+
+    /// Sets (or, with nil, removes) the handler's CPU quota: v2 `cpu.max` "QUOTA PERIOD" / "max PERIOD", v1
+    /// `cpu.cfs_period_us` and `cpu.cfs_quota_us` (-1) of its cpu group; false when there is nowhere to.
+    @discardableResult
+    func setCPUQuota(cgroup: String?, quotaMicroseconds: Int64?, periodMicroseconds: Int64) -> Bool {
+        guard let cgroup else { return false }
+        let quota = quotaMicroseconds.map { "\($0)" }
+        if cpuV2 {
+            return (try? Sys.writeFile(cgroup + "/cpu.max", "\(quota ?? "max") \(periodMicroseconds)\n")) != nil
+        }
+        guard let group = throttleGroup(cgroup, holding: "cpu.cfs_quota_us") else { return false }
+        _ = try? Sys.writeFile(group + "/cpu.cfs_period_us", "\(periodMicroseconds)\n")
+        return (try? Sys.writeFile(group + "/cpu.cfs_quota_us", "\(quota ?? "-1")\n")) != nil
     }
 
     /// Removes a handler's v1 cpu/cpuacct groups.

@@ -36,6 +36,9 @@ public struct HandlerRules: Sendable, Equatable, Codable {
     public var terminationGrace: Duration = .seconds(5)
     /// Largest termination grace: the agent's unit gives the whole stop 30 s (`TimeoutStopSec`), preservation 1 s.
     public static let maxTerminationGrace = Duration.seconds(20)
+    /// CPU budget while running in the background (`[limits] background-cpu-percent`, 0 off, and
+    /// `background-cpu-window-seconds`): over it, throttled, then terminated (``CPUBudgetMeter``).
+    public var backgroundCPU = CPUBudget()
 
     /// The defaults.
     public init() {}
