@@ -1,3 +1,4 @@
+import CRouseSys
 import Glibc
 
 // Socket files and timeouts: rouse-pushd's API socket and its clients. Errno policy as in `Syscalls.swift`.

@@ -9,8 +9,8 @@ import RouseSystem
 import RouseTestSupport
 import Testing
 
-/// Termination notices and time changes (issue 29) with real handler processes (`rouse-example-handler`), a real
-/// kernel clock step and a real inotify watch: the agent in this process, its handlers in their cgroups.
+/// Termination notices (issue 29) with real handler processes (`rouse-example-handler`): the agent in this process,
+/// its handlers in their cgroups. The time changes are ``AgentClockStepTests``.
 @Suite(
     "rouse-agent: willTerminate and timeChanged with real handlers", .serialized, .stopsWhatItStarts,
     .timeLimit(.minutes(3)))
@@ -41,12 +41,6 @@ struct AgentLifecycleNoticeTests {
         try await harness.push("voip", type: "voip")
         try await harness.waitForLine("voip", "reported id=")
         return try #require(await harness.handlerStatus("voip")?.pid)
-    }
-
-    /// Sets the wall clock to the value it has (a step of microseconds, harmless to the machine): the kernel reports it as
-    /// a set (TFD_TIMER_CANCEL_ON_SET's ECANCELED), as it does any `clock_settime`.
-    static func stepTheClockByNothing() throws {
-        try Sys.setRealtimeClock(unixMicroseconds: SystemClock().wallMicroseconds)
     }
 
     @Test func aHandlerThatExitsOnWillTerminateIsNotKilled() async throws {
@@ -184,38 +178,5 @@ struct AgentLifecycleNoticeTests {
         try await rig.waitForAgentLine(1, "handler exited", ["handler": "voip", "status": "137"])
         #expect(!FileManager.default.fileExists(atPath: marker))
         #expect(rig.handlerLines("willTerminate").isEmpty)
-    }
-
-    @Test func aRealClockStepReachesARunningHandler() async throws {
-        let harness = try await AgentHarness { try [Self.voip($0, grace: 1)] }
-        _ = try await Self.launched(harness)
-        try Self.stepTheClockByNothing()
-        try await harness.waitForLine("voip", "timeChanged clockStep=true timeZone=false")
-    }
-
-    @Test func aFrozenHandlerGetsOneNoticeForEverythingThatChangedWhileItSlept() async throws {
-        let harness = try await AgentHarness(
-            handlers: { try [Self.voip($0, grace: 1, suspendAfter: .milliseconds(300))] },
-            configure: { directory, configuration in
-                try FileManager.default.createDirectory(atPath: directory + "/tz", withIntermediateDirectories: true)
-                configuration.timeZonePath = directory + "/tz/localtime"
-            })
-        _ = try await Self.launched(harness)
-        try await eventually("suspended") { await harness.handlerStatus("voip")?.state == "suspended" }
-        let before = await harness.agent.timeChanges
-        try Self.stepTheClockByNothing()
-        try await eventually("first step seen") { await harness.agent.timeChanges > before }
-        try Self.stepTheClockByNothing()
-        // The time zone: its link replaced (a rename into the watched directory, as timedatectl does).
-        let zone = harness.directory + "/tz/localtime"
-        _ = FileManager.default.createFile(atPath: zone + ".new", contents: Data("UTC0\n".utf8))
-        #expect(rename(zone + ".new", zone) == 0)
-        try await eventually("three changes seen") { await harness.agent.timeChanges >= before + 3 }
-        #expect(!harness.log("voip").contains { $0.hasPrefix("timeChanged") })
-        // The wake: one notice, the net of both kinds.
-        try await harness.push("voip", type: "voip", payload: #"{"n":2}"#)
-        try await harness.waitForLine("voip", "timeChanged clockStep=true timeZone=true")
-        try await harness.waitForLine("voip", "reported id=", count: 2)
-        #expect(harness.log("voip").filter { $0.hasPrefix("timeChanged") }.count == 1)
     }
 }
