@@ -56,14 +56,7 @@ struct AgentIPCGuardTests {
             Task { await gateway.shutdown(gracePeriod: .seconds(1)) }
         }
         chmod(directory, 0o755)
-        let log = directory + "/voip.log"
-        let file = """
-            topic = "com.example.rouse"
-            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
-            push-types = ["voip"]
-            allow-root = true
-            """
-        try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        let log = try Self.writeVoIPHandler(in: directory)
         let socket = directory + "/agent.sock"
         let limit = 128
         let agent = try await AgentProcess(
@@ -148,14 +141,7 @@ struct AgentIPCGuardTests {
             Task { await gateway.shutdown(gracePeriod: .seconds(1)) }
         }
         chmod(directory, 0o755)
-        let log = directory + "/voip.log"
-        let file = """
-            topic = "com.example.rouse"
-            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
-            push-types = ["voip"]
-            allow-root = true
-            """
-        try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        let log = try Self.writeVoIPHandler(in: directory)
         let socket = directory + "/agent.sock"
         let agent = try await AgentProcess(
             executable: try Products.path("rouse-agent"),
@@ -187,6 +173,19 @@ struct AgentIPCGuardTests {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("reported id=")
         }
         try await eventually("acknowledged") { try AgentHarness.pending(gateway) == 0 }
+    }
+
+    /// The `voip` handler file (the example handler in report mode, as root) in `directory`/handlers; its log's path.
+    private static func writeVoIPHandler(in directory: String) throws -> String {
+        let log = directory + "/voip.log"
+        let file = """
+            topic = "com.example.rouse"
+            command = ["\(try Products.path("rouse-example-handler"))", "--mode", "report", "--log", "\(log)"]
+            push-types = ["voip"]
+            allow-root = true
+            """
+        try Data(file.utf8).write(to: URL(fileURLWithPath: directory + "/handlers/voip.toml"))
+        return log
     }
 
     /// Sets `pid`'s soft descriptor limit (its hard limit unchanged).
