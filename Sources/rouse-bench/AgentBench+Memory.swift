@@ -73,27 +73,13 @@ extension AgentBench {
             agent.terminate()
             agent.waitUntilExit()
         }
-        func status() async throws -> AgentStatus? {
-            guard let client = try? AgentClient(socketPath: socket) else { return nil }
-            defer { client.close() }
-            try client.send(.status)
-            for await reply in client.messages {
-                guard case .statusReply(let status) = reply else { return nil }
-                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
-            }
-            return nil
-        }
+        func status() async throws -> AgentStatus? { try await Bench.agentStatus(socket: socket) }
         func handler(_ name: String) async throws -> AgentStatus.Handler? {
             try await status()?.handlers.first { $0.name == name }
         }
         func until(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws
         {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            throw GatewayBench.BenchError(description: "timed out: \(what)")
+            try await Bench.until(what, timeout: timeout, every: .milliseconds(5), condition)
         }
         try await until("agent channel open and 3 tokens") {
             let status = try await status()

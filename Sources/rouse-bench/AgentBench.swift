@@ -112,24 +112,10 @@ enum AgentBench {
             agent.terminate()
             agent.waitUntilExit()
         }
-        func status() async throws -> AgentStatus? {
-            guard let client = try? AgentClient(socketPath: socket) else { return nil }
-            defer { client.close() }
-            try client.send(.status)
-            for await reply in client.messages {
-                guard case .statusReply(let status) = reply else { return nil }
-                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
-            }
-            return nil
-        }
+        func status() async throws -> AgentStatus? { try await Bench.agentStatus(socket: socket) }
         func until(_ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws
         {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(2))
-            }
-            throw GatewayBench.BenchError(description: "timed out: \(what)")
+            try await Bench.until(what, timeout: timeout, every: .milliseconds(2), condition)
         }
         func admin(_ handler: String, _ state: String) async throws {
             let client = try AgentClient(socketPath: socket)

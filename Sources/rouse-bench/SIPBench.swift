@@ -112,16 +112,7 @@ enum SIPBench {
             agent.terminate()
             agent.waitUntilExit()
         }
-        func status() async throws -> AgentStatus? {
-            guard let client = try? AgentClient(socketPath: socket) else { return nil }
-            defer { client.close() }
-            try client.send(.status)
-            for await reply in client.messages {
-                guard case .statusReply(let status) = reply else { return nil }
-                return try JSONDecoder().decode(AgentStatus.self, from: Data(status.detail.utf8))
-            }
-            return nil
-        }
+        func status() async throws -> AgentStatus? { try await Bench.agentStatus(socket: socket) }
         try await SIPLab.until("the agent's channel open and both VoIP tokens", timeout: .seconds(30)) {
             let current = try? await status()
             return current?.channel == "open"
