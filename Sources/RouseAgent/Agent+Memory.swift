@@ -158,6 +158,8 @@ extension Agent {
             memory.cpuWeights = memory.cpuWeights.filter { pid, _ in handlers.processes.contains { $0.pid == pid } }
             memory.cpuWeights[process.pid] = weight
             control.setCPUWeight(cgroup: process.cgroup, weight: weight)
+            control.setIOWeight(
+                cgroup: process.cgroup, weight: ThrottlePolicy.ioWeight(machine.lifecycle, protected: protected))
         }
         syncCPUBudget(name, lifecycle: machine.lifecycle, protected: protected, process: process)
         let score = MemoryPressurePolicy.oomScoreAdjust(machine.lifecycle, protected: protected)

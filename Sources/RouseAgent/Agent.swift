@@ -163,6 +163,7 @@ public actor Agent: Service {
         } else {
             logger.info("handler limits", metadata: limitsMetadata)
         }
+        logger.info("handler weights", metadata: ["cpu": "\(control.throttleNote)", "io": "\(control.ioNote)"])
         reattach()
         control.removeStaleAgents()
         restoreAgentState()

@@ -2,35 +2,57 @@ import Foundation
 import RouseAgentCore
 import RouseSystem
 
-/// Where handlers' CPU weights go: the cgroup v2 `cpu` controller in their cgroups, else groups of their own in the
-/// cgroup v1 `cpu` (and `cpuacct`) hierarchies, else nowhere (status `throttleNote`).
+/// Where handlers' CPU and I/O weights go: the cgroup v2 `cpu` and `io` controllers in their cgroups, else groups of
+/// their own in the cgroup v1 `cpu` (and `cpuacct`) and `blkio` hierarchies, else nowhere (status `throttleNote`).
 extension ProcessControl {
     /// Sets ``throttleBases`` (v1) or ``cpuV2`` (v2): the cpu controller enabled for the handlers' cgroups where it
     /// can be, else this process's writable v1 `cpu` and `cpuacct` hierarchies (a group named `tag` made in each).
     mutating func findThrottling(tag: String) {
-        if mechanism == .cgroupV2, let base, Self.enableControllers(["cpu"], below: base, moving: Sys.processID) == nil
-        {
-            cpuV2 = true
-            throttleNote = "cpu.weight in \(base)/HANDLER"
-            return
+        var controllers = ["cpu", "cpuacct", "blkio"]
+        if mechanism == .cgroupV2, let base {
+            if Self.enableControllers(["io"], below: base, moving: Sys.processID) == nil {
+                ioV2 = true
+                ioNote = "io.bfq.weight or io.weight in \(base)/HANDLER"
+                controllers.removeAll { $0 == "blkio" }
+            }
+            if Self.enableControllers(["cpu"], below: base, moving: Sys.processID) == nil {
+                cpuV2 = true
+                throttleNote = "cpu.weight in \(base)/HANDLER"
+                controllers.removeAll { $0 == "cpu" || $0 == "cpuacct" }
+            }
         }
         var bases: [String] = []
-        for controller in ["cpu", "cpuacct"] {
+        for controller in controllers {
             guard let directory = Self.cgroupV1Location(controller) else { continue }
             let base = directory + "/" + tag
             if bases.contains(base) { continue }  // co-mounted (cpu,cpuacct)
             if (try? Sys.makeDirectory(base, mode: 0o755)) != nil { bases.append(base) }
         }
         throttleBases = bases
-        throttleNote =
-            bases.isEmpty ? "no cpu controller reachable: no CPU weights" : "cpu.shares in \(bases[0])/HANDLER"
+        if !cpuV2 {
+            throttleNote =
+                bases.first { !$0.contains("/blkio") }.map { "cpu.shares in \($0)/HANDLER" }
+                ?? "no cpu controller reachable: no CPU weights"
+        }
+        if !ioV2 {
+            ioNote =
+                bases.first { $0.contains("/blkio") }.map { "blkio.bfq.weight or blkio.weight in \($0)/HANDLER" }
+                ?? "no io controller reachable: no I/O weights"
+        }
     }
 
-    /// Creates the handler's v1 cpu/cpuacct groups (none on v2 or without them); their directories.
+    /// Creates the handler's v1 cpu/cpuacct/blkio groups (none on v2 or without them); their directories. A group
+    /// left by the handler's previous process (it was still exiting when its exit was handled) is reused without
+    /// that process's CPU quota: a handler terminated for its budget starts again unthrottled.
     func makeThrottleGroups(_ handler: String) -> [String] {
         throttleBases.compactMap { base in
             let directory = base + "/" + handler
-            return (try? Sys.makeDirectory(directory, mode: 0o755)) != nil || Sys.exists(directory) ? directory : nil
+            if (try? Sys.makeDirectory(directory, mode: 0o755)) != nil { return directory }
+            guard Sys.exists(directory) else { return nil }
+            if Sys.exists(directory + "/cpu.cfs_quota_us") {
+                _ = try? Sys.writeFile(directory + "/cpu.cfs_quota_us", "-1\n")
+            }
+            return directory
         }
     }
 
@@ -48,6 +70,30 @@ extension ProcessControl {
         guard let group = throttleGroup(cgroup, holding: "cpu.shares") else { return false }
         let shares = ThrottlePolicy.cpuShares(weight: weight)
         return (try? Sys.writeFile(group + "/cpu.shares", "\(shares)\n")) != nil
+    }
+
+    /// Writes the handler's I/O weight (v2 `io.bfq.weight`, else `io.weight`'s default; v1 `blkio.bfq.weight`, else
+    /// CFQ's `blkio.weight`), on the scale of ``ThrottlePolicy/ioWeight(_:protected:)``; false when there is nowhere
+    /// to. The weight counts only on a disk whose scheduler honours it (BFQ, or io.cost on v2): the operator chooses
+    /// the scheduler, the agent keeps the weights ready.
+    @discardableResult
+    func setIOWeight(cgroup: String?, weight: Int) -> Bool {
+        guard let file = ioWeightFile(cgroup: cgroup) else { return false }
+        let clamped = file.hasSuffix("/blkio.weight") ? min(max(weight, 10), 1000) : weight
+        let text = file.hasSuffix("/io.weight") ? "default \(clamped)\n" : "\(clamped)\n"
+        return (try? Sys.writeFile(file, text)) != nil
+    }
+
+    /// The handler's I/O weight file (see ``setIOWeight(cgroup:weight:)``), for status and tests; nil without one.
+    func ioWeightFile(cgroup: String?) -> String? {
+        guard let cgroup else { return nil }
+        if ioV2 {
+            return [cgroup + "/io.bfq.weight", cgroup + "/io.weight"].first { Sys.exists($0) }
+        }
+        for file in ["blkio.bfq.weight", "blkio.weight"] {
+            if let group = throttleGroup(cgroup, holding: file) { return group + "/" + file }
+        }
+        return nil
     }
 
     /// The handler's CPU weight as written (v2 `cpu.weight`; v1 `cpu.shares`), for status and tests.
@@ -92,11 +138,23 @@ extension ProcessControl {
         for base in throttleBases { Sys.removeDirectory(base + "/" + handler) }
     }
 
-    /// Removes the agent's v1 cpu/cpuacct bases (and handler groups left in them).
+    /// Removes the agent's v1 cpu/cpuacct/blkio bases (and handler groups left in them). A handler killed at
+    /// shutdown may not have left its group yet (SIGKILL sent, exit or reaping not done, slower under a CPU quota, which
+    /// is lifted first): its group is waited for, at most 100 ms, so that no group outlives the agent.
     func removeThrottleBases() {
         for base in throttleBases {
             for child in ((try? Sys.directoryEntries(base)) ?? []) where !child.contains(".") {
-                Sys.removeDirectory(base + "/" + child)
+                let group = base + "/" + child
+                // A killed handler under a quota exits only as fast as its quota lets it run.
+                if Sys.exists(group + "/cpu.cfs_quota_us") {
+                    _ = try? Sys.writeFile(group + "/cpu.cfs_quota_us", "-1\n")
+                }
+                // A process that died but is not reaped yet still holds the group (rmdir: EBUSY) though
+                // `cgroup.procs` no longer lists it; the agent's waiter threads reap it.
+                for _ in 0..<50 {
+                    if Sys.removeDirectory(group) || !Sys.exists(group) { break }
+                    Sys.pause(milliseconds: 2)
+                }
             }
             Sys.removeDirectory(base)
         }

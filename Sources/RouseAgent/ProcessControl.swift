@@ -34,6 +34,10 @@ struct ProcessControl: Sendable {
     var throttleBases: [String] = []
     /// Where CPU weights are written, or why nowhere.
     var throttleNote = "not detected"
+    /// The io controller reaches the handlers' cgroup v2 directories (`io.bfq.weight` or `io.weight`).
+    var ioV2 = false
+    /// Where I/O weights are written, or why nowhere.
+    var ioNote = "not detected"
 
     /// Whether a process in cgroup v2 `path` (as `/proc/PID/cgroup` names it) is one of our handlers' (a handler
     /// or anything it started: they cannot leave their cgroup without our write access).
