@@ -225,4 +225,19 @@ import Testing
             priority: 1, expiration: -5, collapseID: "c", apnsID: "i", deadlineMs: 3_600_000)
         #expect(try Self.parse(request.json) == request)
     }
+
+    /// Routes split the target on its bytes: a combining mark after a slash (one `Character` with it) still starts a
+    /// segment, as it does for any HTTP server.
+    @Test func routesSplitOnBytesNotCharacters() {
+        #expect(
+            PushAPIRoute.match(method: "POST", target: "/v1/apps/a/voip/\u{301}ab")
+                == .success(.fastPath(app: "a", type: "voip", token: "\u{301}ab")))
+        #expect(PushAPIRoute.match(method: "GET", target: "/health?x=/y") == .success(.health))
+        if case .failure(let e) = PushAPIRoute.match(method: "GET", target: "/v1/\u{301}push") {
+            #expect(e.status == 404)
+            #expect(e.message == "no such path: /v1/\u{301}push")
+        } else {
+            Issue.record("a path with a combining mark is not /v1/push")
+        }
+    }
 }
