@@ -12,7 +12,7 @@ package struct PushAPIRequest: Sendable, Equatable {
     package var type: APNsPushType
     /// Bundle ID or full topic; nil: the app's topic.
     package var topic: String?
-    /// Payload bytes (sent verbatim when given as a string; re-encoded compactly when given as an object).
+    /// Payload bytes (a string: its decoded bytes; an object: its bytes as written, whitespace between tokens removed).
     package var payload: [UInt8]?
     /// `apns-priority`.
     package var priority: Int?
