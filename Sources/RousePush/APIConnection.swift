@@ -14,6 +14,9 @@ final class APIConnection: EventLoopFDHandler {
     private let state: PushAPIServerState
     private var parser: HTTP1RequestParser
     private var output: [UInt8] = []
+    /// The buffer `recv` fills, made on the first read and kept (a fresh zeroed 16 KiB array per readable event was
+    /// a malloc and a memset per request).
+    private var chunk: [UInt8] = []
     private var closeAfterWrite = false
     private var closed = false
     private var timer: UInt64?
@@ -23,6 +26,8 @@ final class APIConnection: EventLoopFDHandler {
     private var interest = EPOLLIN.rawValue
     /// A request is being answered (its push has no outcome yet).
     private(set) var busy = false
+    /// Bytes asked of each `recv`.
+    private static let readSize = 16384
 
     /// Why the peer may not use the API (its credentials): every request is answered 403.
     private let denied: String?
@@ -59,7 +64,7 @@ final class APIConnection: EventLoopFDHandler {
     }
 
     private func readAvailable() {
-        var chunk = [UInt8](repeating: 0, count: 16384)
+        if chunk.isEmpty { chunk = [UInt8](repeating: 0, count: Self.readSize) }
         while !closed {
             // Bounded read buffer: a client that pipelines more than a head and a body's worth waits.
             if parser.bufferedCount > state.parserLimits.maxHeaderBytes + state.parserLimits.maxBodyBytes {
@@ -77,6 +82,12 @@ final class APIConnection: EventLoopFDHandler {
             switch result {
             case .bytes(let n):
                 parser.append(chunk[0..<n])
+                // A short read took all there was: the loop is level-triggered, so more data wakes it again, and
+                // the `recv` that would only answer EAGAIN (one system call per request) is skipped.
+                if n < chunk.count {
+                    process()
+                    return
+                }
             case .wouldBlock:
                 process()
                 return
@@ -148,7 +159,7 @@ final class APIConnection: EventLoopFDHandler {
         loop.assertInLoop()
         guard !closed else { return }
         busy = false
-        queue(Self.encode(response, keepAlive: keepAlive))
+        queue(response, keepAlive: keepAlive)
         if !keepAlive { closeAfterWrite = true }
         if closeAfterWrite && output.isEmpty {
             close()
@@ -172,16 +183,42 @@ final class APIConnection: EventLoopFDHandler {
     }
 
     static func encode(_ response: PushAPIResponse, keepAlive: Bool) -> [UInt8] {
-        var head = "HTTP/1.1 \(response.status) \(Self.reasonPhrase(response.status))\r\n"
-        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
-        head += "content-length: \(response.body.count)\r\n"
-        if !keepAlive { head += "connection: close\r\n" }
-        head += "\r\n"
-        return Array(head.utf8) + response.body
+        var bytes: [UInt8] = []
+        encode(response, keepAlive: keepAlive, into: &bytes)
+        return bytes
+    }
+
+    /// Appends the response's status line, headers and body to `out` (bytes written in place: no intermediate
+    /// strings).
+    static func encode(_ response: PushAPIResponse, keepAlive: Bool, into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 128 + response.body.count)
+        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        out.append(contentsOf: String(response.status).utf8)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: Self.reasonPhrase(response.status).utf8)
+        out.append(contentsOf: "\r\n".utf8)
+        for (name, value) in response.headers {
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: value.utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        }
+        out.append(contentsOf: "content-length: ".utf8)
+        out.append(contentsOf: String(response.body.count).utf8)
+        out.append(contentsOf: "\r\n".utf8)
+        if !keepAlive { out.append(contentsOf: "connection: close\r\n".utf8) }
+        out.append(contentsOf: "\r\n".utf8)
+        out.append(contentsOf: response.body)
     }
 
     private func queue(_ bytes: [UInt8]) {
         output.append(contentsOf: bytes)
+        flush()
+    }
+
+    /// Queues a response, written into the output buffer in place, and sends.
+    private func queue(_ response: PushAPIResponse, keepAlive: Bool) {
+        Self.encode(response, keepAlive: keepAlive, into: &output)
         flush()
     }
 
@@ -195,7 +232,9 @@ final class APIConnection: EventLoopFDHandler {
                 return
             }
             switch result {
-            case .bytes(let n): output.removeFirst(n)
+            case .bytes(let n):
+                // All sent (the usual case): keep the buffer's capacity for the next answer.
+                if n == output.count { output.removeAll(keepingCapacity: true) } else { output.removeFirst(n) }
             case .wouldBlock:
                 wantsWrite = true
                 updateInterest()

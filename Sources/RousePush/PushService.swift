@@ -164,10 +164,11 @@ package final class PushService: Sendable {
     package func send(
         _ requests: [PushAPIRequest], completion: @escaping @Sendable ([PushAPIOutcome]) -> Void
     ) -> Refusal? {
-        let maxPending = table.withLock { $0.configuration.limits?.maxPendingPushes } ?? 10_000
+        let (maxPending, lookup) = table.withLock { t in
+            (t.configuration.limits?.maxPendingPushes ?? 10_000, (t.apps, t.byTopic))
+        }
         var resolved: [(AppEntry, PushAPIRequest)] = []
         resolved.reserveCapacity(requests.count)
-        let lookup = table.withLock { t in (t.apps, t.byTopic) }
         for (index, request) in requests.enumerated() {
             let name: String
             if let app = request.app {
@@ -188,11 +189,17 @@ package final class PushService: Sendable {
             }
             resolved.append((entry, request))
         }
-        // Rate limits: the whole call is admitted or refused, per app.
-        var perApp: [String: Int] = [:]
-        for (entry, _) in resolved { perApp[entry.name, default: 0] += 1 }
-        let now = clock.now.offset
-        for (name, count) in perApp.sorted(by: { $0.key < $1.key }) {
+        // Rate limits: the whole call is admitted or refused, per app (one push: its app alone, no table).
+        var perApp: [(String, Int)] = []
+        if resolved.count == 1 {
+            if resolved[0].0.limiter != nil { perApp = [(resolved[0].0.name, 1)] }
+        } else {
+            var counts: [String: Int] = [:]
+            for (entry, _) in resolved where entry.limiter != nil { counts[entry.name, default: 0] += 1 }
+            perApp = counts.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }
+        }
+        let now = perApp.isEmpty ? .zero : clock.now.offset
+        for (name, count) in perApp {
             guard let entry = lookup.0[name], let limiter = entry.limiter else { continue }
             if let wait = limiter.state.withLock({ $0.take(count, now: now) }) {
                 metrics.limitHit(.rate)
@@ -208,7 +215,8 @@ package final class PushService: Sendable {
             return Refusal(status: 503, message: "\(maxPending) pushes are pending: try again later", retryAfter: 1)
         }
         metrics.setPending(admitted)
-        let collector = OutcomeCollector(count: resolved.count, completion: completion)
+        // One push (the usual call): its outcome goes straight to `completion`, no collector and its lock.
+        let collector = resolved.count == 1 ? nil : OutcomeCollector(count: resolved.count, completion: completion)
         for (index, (entry, request)) in resolved.enumerated() {
             let push = request.push(bundle: entry.app.topic)
             let deadline = request.deadlineMs.map { Duration.milliseconds(Int64($0)) }
@@ -225,7 +233,7 @@ package final class PushService: Sendable {
                     prune.write(token: push.deviceToken, reason: reason.rawValue, timestamp: timestamp)
                     metrics.pruned(app: entry.name)
                 }
-                collector.set(index, outcome)
+                if let collector { collector.set(index, outcome) } else { completion([outcome]) }
             }
         }
         return nil

@@ -15,6 +15,23 @@ package final class PushServiceMetrics: Sendable {
     private let pools: Gauge
     private let connections: Gauge
     private let totals = Mutex<[String: Int]>([:])
+    /// The series a push's outcome updates, looked up by one small key (made on first use).
+    private let series = Mutex<[SeriesKey: Series]>([:])
+    private let delivered = Atomic<Int>(0)
+    private let rejected = Atomic<Int>(0)
+    private let failed = Atomic<Int>(0)
+
+    private struct SeriesKey: Hashable {
+        var app: String
+        var type: String
+        var kind: PushAPIOutcome.Kind
+        var lane: String
+    }
+
+    private struct Series {
+        var pushes: Counter
+        var latency: DurationHistogram
+    }
 
     /// The budgets counted by `limitHit`.
     package enum Limit: String, Sendable, CaseIterable {
@@ -65,10 +82,17 @@ package final class PushServiceMetrics: Sendable {
 
     /// A push of `app` ended with `outcome` after `seconds` from request to outcome.
     func finished(app: String, type: APNsPushType, outcome: PushAPIOutcome, lane: String) {
-        let typeLabel = Self.knownTypes.contains(type.rawValue) ? type.rawValue : "other"
-        counter(
-            "rouse_pushd_pushes_total", [("app", app), ("type", typeLabel), ("outcome", outcome.kind.rawValue)]
-        ).increment()
+        let key = SeriesKey(app: app, type: type.rawValue, kind: outcome.kind, lane: lane)
+        let found = series.withLock { $0[key] }
+        let handles: Series
+        if let found {
+            handles = found
+        } else {
+            handles = makeSeries(key)
+            series.withLock { $0[key] = handles }
+        }
+        handles.pushes.increment()
+        handles.latency.recordNanoseconds(Int64(outcome.latencyMs * 1_000_000))
         if let reason = outcome.reason {
             let r = Self.knownReasons.contains(reason) ? reason : "other"
             counter("rouse_pushd_rejections_total", [("app", app), ("reason", r)]).increment()
@@ -76,24 +100,36 @@ package final class PushServiceMetrics: Sendable {
         if outcome.retries > 0 {
             counter("rouse_pushd_retries_total", [("app", app)]).increment(by: Int64(outcome.retries))
         }
-        let key = app + "|" + lane
-        let histogram = histograms.withLock { table in
-            if let h = table[key] { return h }
+        switch outcome.kind {
+        case .delivered: delivered.add(1, ordering: .relaxed)
+        case .rejected: rejected.add(1, ordering: .relaxed)
+        case .failed: failed.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// The counter and histogram of one app, type, outcome and lane (the registry returns the same series when asked
+    /// again, so two threads making one at once is harmless).
+    private func makeSeries(_ key: SeriesKey) -> Series {
+        let typeLabel = Self.knownTypes.contains(key.type) ? key.type : "other"
+        let pushes = counter(
+            "rouse_pushd_pushes_total", [("app", key.app), ("type", typeLabel), ("outcome", key.kind.rawValue)])
+        let histogramKey = key.app + "|" + key.lane
+        let latency = histograms.withLock { table in
+            if let h = table[histogramKey] { return h }
             let h = registry.makeDurationHistogram(
-                descriptor: Self.descriptor("rouse_pushd_latency_seconds"), labels: [("app", app), ("lane", lane)],
+                descriptor: Self.descriptor("rouse_pushd_latency_seconds"),
+                labels: [("app", key.app), ("lane", key.lane)],
                 buckets: [
                     .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
                     .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
                     .milliseconds(500), .seconds(1), .seconds(5), .seconds(30),
                 ])
-            table[key] = h
+            table[histogramKey] = h
             return h
         }
-        histogram.recordNanoseconds(Int64(outcome.latencyMs * 1_000_000))
-        add("pushes/\(outcome.kind.rawValue)", 1)
+        return Series(pushes: pushes, latency: latency)
     }
 
-    /// A budget was hit.
     func limitHit(_ limit: Limit) {
         counter("rouse_pushd_limit_hits_total", [("limit", limit.rawValue)]).increment()
         add("limit/\(limit.rawValue)", 1)
@@ -135,7 +171,14 @@ package final class PushServiceMetrics: Sendable {
     private func add(_ key: String, _ n: Int) { totals.withLock { $0[key, default: 0] += n } }
 
     /// Plain totals for tests (`limit/<name>`, `pushes/<outcome>`).
-    package func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
+    package func total(_ key: String) -> Int {
+        switch key {
+        case "pushes/delivered": delivered.load(ordering: .relaxed)
+        case "pushes/rejected": rejected.load(ordering: .relaxed)
+        case "pushes/failed": failed.load(ordering: .relaxed)
+        default: totals.withLock { $0[key] ?? 0 }
+        }
+    }
 
     /// The Prometheus text exposition.
     package func render() -> [UInt8] { registry.emitToBuffer() }

@@ -21,13 +21,18 @@ import Synchronization
 ///   reference, service, service, reference. Then the CPU time per push of each process in those halves (the
 ///   in-process side's sender and tasks, the service, its clients, the mock): where a gap between the rates goes.
 ///
-/// Options: `--samples N` (default 2000), `--oneshot-runs N` (default 10), `--seconds S` (default 3), `--certs DIR`.
+/// - The same with independent API clients (`--clients h2load`, PushServiceBench+H2Load.swift): h2load over h2c on
+///   TCP with the bearer token, VoIP fast path, against in-process VoIP tasks.
+///
+/// Options: `--samples N` (default 2000), `--oneshot-runs N` (default 10), `--seconds S` (default 3), `--certs DIR`,
+/// `--clients swift|h2load|both` (default both: which rate phases run).
 enum PushServiceBench {
     static func run(arguments: [String]) async throws {
         var samples = 2000
         var oneshots = 10
         var seconds = 3.0
         var certs = "certs"
+        var clientKinds = "both"
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             guard let value = iterator.next() else { throw Bench.Failure(description: "\(argument) needs a value") }
@@ -36,6 +41,11 @@ enum PushServiceBench {
             case "--oneshot-runs": oneshots = Int(value) ?? oneshots
             case "--seconds": seconds = Double(value) ?? seconds
             case "--certs": certs = value
+            case "--clients":
+                guard ["swift", "h2load", "both"].contains(value) else {
+                    throw Bench.Failure(description: "--clients takes swift, h2load or both")
+                }
+                clientKinds = value
             default: throw Bench.Failure(description: "unknown option \(argument)")
             }
         }
@@ -49,8 +59,12 @@ enum PushServiceBench {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let absoluteCerts = URL(fileURLWithPath: certs).standardizedFileURL.path
+        let bearer = (0..<48).map { _ in String("abcdefghijklmnopqrstuvwxyz0123456789".randomElement() ?? "x") }
+            .joined()
+        try (bearer + "\n").write(toFile: "\(directory)/bearer", atomically: true, encoding: .utf8)
         let config = """
             {"unix":{"path":"\(directory)/api.sock","mode":"0600"},
+             "tcp":{"address":"127.0.0.1:0","bearerTokenFile":"\(directory)/bearer","h2cAddress":"127.0.0.1:0"},
              "limits":{"maxPendingPushes":100000,"maxConnections":1024},
              "apps":{"bench":{"topic":"com.example.rouse","endpoint":"https://127.0.0.1:\(mock.port)",
                "caFile":"\(absoluteCerts)/ca.pem","keyFile":"\(absoluteCerts)/apns-key.p8","keyID":"ROUSEKEY01",
@@ -63,7 +77,9 @@ enum PushServiceBench {
             service.terminate()
             service.waitUntilExit()
         }
-        guard await service.lines.first(timeout: .seconds(30), where: { $0.hasPrefix("rouse-pushd ready") }) != nil
+        guard
+            let ready = await service.lines.first(timeout: .seconds(30), where: { $0.hasPrefix("rouse-pushd ready") }),
+            let h2cAddress = ready.split(separator: " ").first(where: { $0.hasPrefix("h2c=") })?.dropFirst(4)
         else { throw Bench.Failure(description: "rouse-pushd did not start") }
         let socket = "\(directory)/api.sock"
 
@@ -134,11 +150,32 @@ enum PushServiceBench {
                 format: "one-shot curl --http2 (median of %d) %5.1f ms  added %6.1f ms", oneshots, oneShot.curl,
                 oneShot.curl - base50))
         if failures > 0 { print("failures during the latency samples: \(failures)") }
+        if clientKinds != "h2load" {
+            await swiftClientRates(
+                sender: sender, socket: socket, seconds: seconds, pushd: service.processIdentifier,
+                mock: mock.process.processIdentifier)
+        }
+        if clientKinds != "swift" {
+            let target = H2CTarget(
+                address: String(h2cAddress), bearer: bearer, directory: directory, pushd: service.processIdentifier,
+                mock: mock.process.processIdentifier)
+            try await h2loadRates(sender: sender, target: target, seconds: seconds)
+        }
+        await sender.shutdown()
+    }
+
+    /// The sustained-rate phase with the bench's own API clients: blocking HTTP/1.1 `PushServiceClient`s over the
+    /// Unix socket, one thread each, `POST /v1/push` background pushes; the reference is the in-process sender's
+    /// bulk lane driven by as many tasks.
+    static func swiftClientRates(
+        sender: APNsSender, socket: String, seconds: Double, pushd: Int32, mock: Int32
+    ) async {
         print("")
-        print("clients   in-process pushes/s   rouse-pushd pushes/s   share")
+        print("Swift clients (HTTP/1.1 on the Unix socket, one blocking thread each), POST /v1/push background")
+        print("clients   in-process pushes/s   rouse-pushd pushes/s   share   load average")
         // CPU time per push of each process during each side's halves, in µs: where the rates' gap goes.
         var costs: [String] = []
-        let pids = (bench: getpid(), pushd: service.processIdentifier, mock: mock.process.processIdentifier)
+        let pids = (bench: getpid(), pushd: pushd, mock: mock)
         func cpu() -> (bench: Double, pushd: Double, mock: Double) {
             (Bench.cpuSeconds(pid: pids.bench), Bench.cpuSeconds(pid: pids.pushd), Bench.cpuSeconds(pid: pids.mock))
         }
@@ -162,8 +199,8 @@ enum PushServiceBench {
             served /= 2
             print(
                 String(
-                    format: "%7d   %19.0f   %20.0f   %4.0f %%", clients, reference, served,
-                    reference > 0 ? served / reference * 100 : 0))
+                    format: "%7d   %19.0f   %20.0f   %4.0f %%   ", clients, reference, served,
+                    reference > 0 ? served / reference * 100 : 0) + SendFloorBench.loadAverage())
             let us = { (seconds: Double, pushes: Double) in pushes > 0 ? seconds / pushes * 1e6 : 0 }
             costs.append(
                 String(
@@ -176,7 +213,6 @@ enum PushServiceBench {
         print("CPU µs per push   in-process:            via rouse-pushd:")
         print("clients   sender+tasks     mock    rouse-pushd  clients     mock")
         for line in costs { print(line) }
-        await sender.shutdown()
     }
 
     /// Pushes per second of `clients` tasks, each sending its next push when the last one's outcome is in.
