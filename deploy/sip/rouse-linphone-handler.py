@@ -16,7 +16,9 @@ The agent launches this handler for a VoIP push (the proxy holds the INVITE and 
   3. when the call is released, it tells linphone to quit (it un-REGISTERs), waits for it, THEN sends callEnded
      and exits (a handler with nothing open is frozen within a second, with linphone in its cgroup). A push that
      came meanwhile (the proxy's next INVITE, while linphone was quitting) was delivered to this process: it is
-     taken (step 1 again) instead of being dropped with the exit.
+     taken (step 1 again) instead of being dropped with the exit; so is one that arrives within
+     EXIT_LINGER_SECONDS of callEnded (rouse_handler's pending_events). One that comes later still is not lost:
+     the agent hands a push unanswered at a clean exit once more, to a new launch (docs/handler-protocol.md, 15).
 A call not established within --call-timeout seconds of the push is given up the same way.
 
 --awake runs the same softphone without the agent (the always-registered phone of S0, and the first REGISTER
@@ -48,6 +50,7 @@ import rouse_handler
 TOKEN = re.compile(r"^[0-9a-fA-F]{16,200}$")
 TOPIC = re.compile(r"^[A-Za-z0-9.-]{1,200}$")
 CLOSING_SECONDS = 0.3   # after a call: un-REGISTER, then quit this much later
+EXIT_LINGER_SECONDS = 0.25  # after callEnded: messages arriving within this are taken before exiting
 
 
 class Stopped(Exception):
@@ -205,13 +208,12 @@ def main():
         elif event["type"] == "error":
             log("error", code=event.get("error"), detail=event.get("detail"))
 
-    def drain():
-        """Takes every message already there; False when the agent closed the connection."""
+    def drain(linger=0.0):
+        """Takes every message already there (and those arriving within linger seconds of the last); False when
+        the agent closed the connection."""
         try:
-            event = agent.next_event(0)
-            while event is not None:
+            for event in agent.pending_events(linger):
                 take(event)
-                event = agent.next_event(0)
         except rouse_handler.AgentError:
             return False
         return True
@@ -268,8 +270,9 @@ def main():
                 state["calls"].append(call)
                 if state["phone"] is None:
                     start_for(topic)
-            # A push delivered while linphone was quitting: take it rather than exit with it unanswered.
-            if not drain() or state["phone"] is None:
+            # A push delivered while linphone was quitting, or just after callEnded: take it rather than exit with
+            # it unanswered (one that comes after the last look is handed again at a new launch: the agent's rule).
+            if not drain(EXIT_LINGER_SECONDS) or state["phone"] is None:
                 break
             log("nextCall")
     agent.close()
