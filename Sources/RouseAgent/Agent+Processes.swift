@@ -86,6 +86,7 @@ extension Agent {
             let cgroup = control.place(pid: spawned.pid, handler: name)
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
             handlers.launched(name, process, reason: reason, now: now)
+            terminations.stopAsked.remove(name)  // asked of a process before this one
             preservations.reset(name)
             remember(name, process, executable: Sys.realPath(executable) ?? executable)
             _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
@@ -162,11 +163,12 @@ extension Agent {
         process.close()
         control.remove(cgroup: process.cgroup)
         let waiting = handlers.machine(of: name)?.waiting ?? []
-        // Clean: status 0 by its own choice (no stop asked by the agent, the agent not stopping); see HandlerExit.
-        let stopAsked = terminations.stopAsked.remove(name) != nil || terminations.isPending(name)
-        let exit: HandlerExit = status == 0 && !stopAsked && !terminations.agentStopping ? .clean : .crashed
+        let inGrace = terminations.isPending(name)
         terminationEnded(name, status: status)
         guard handlers.processExited(name, process) else { return }
+        // Clean: status 0 by its own choice (no stop asked by the agent, the agent not stopping); see HandlerExit.
+        let stopAsked = terminations.stopAsked.remove(name) != nil || inGrace
+        let exit: HandlerExit = status == 0 && !stopAsked && !terminations.agentStopping ? .clean : .crashed
         logger.info(
             "handler exited", metadata: ["handler": "\(name)", "status": "\(status)", "clean": "\(exit == .clean)"])
         if preservations.flags(of: name).launchBegun { launchAbandoned(name) }
