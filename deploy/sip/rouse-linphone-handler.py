@@ -8,7 +8,8 @@ from the REGISTER itself (kamailio-rouse-push.cfg stores it): no out-of-band upl
 
 The agent launches this handler for a VoIP push (the proxy holds the INVITE and sent the push). As iOS requires
 (docs/handler-protocol.md, section 5):
-  1. it reports the call at once (reportCall, the Call-ID from the push's payload);
+  1. it reports the call at once (reportCall, the Call-ID from the push's payload), even for a push that owes no
+     report (taken while the previous call ended): the agent must know a call is active, or it freezes the phone;
   2. it writes linphone's configuration: the template (--linphone-config, ending in its [proxy_0] section) plus
      `contact_uri_parameters` built from the `credentials` token of the .voip topic the agent sent at
      registration, and starts linphone-daemon, which REGISTERs (RFC 8599: a UA re-REGISTERs on each push); the
@@ -190,8 +191,9 @@ def main():
         if event["type"] == "push" and event.get("pushType") == "voip":
             payload = agent.payload(event) or {}
             call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
-            if event.get("mustReport"):
-                agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
+            # First: the deadline is the agent's. Reported even when no report is owed (a push taken while ending the
+            # previous call): the agent then knows a call is active and does not freeze the new phone mid-call.
+            agent.report_call(event["pushID"], call)
             log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
                 mustReport=bool(event.get("mustReport")))
             if state["phone"] is None:

@@ -118,8 +118,9 @@ def main():
         if event["type"] == "push" and event.get("pushType") == "voip":
             payload = agent.payload(event) or {}
             call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
-            if event.get("mustReport"):
-                agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
+            # First: the deadline is the agent's. Reported even when no report is owed (a push taken while ending the
+            # previous call): the agent then knows a call is active and does not freeze the new phone mid-call.
+            agent.report_call(event["pushID"], call)
             state["calls"].append(call)
             log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
                 mustReport=bool(event.get("mustReport")))
