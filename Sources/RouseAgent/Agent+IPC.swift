@@ -60,6 +60,7 @@ extension Agent {
             holderGone(name, reason: .connectionClosed)
             closeOpenProtectedFiles(name)
             if !running {
+                terminations.stopAsked.remove(name)
                 terminationEnded(name)
                 fetchHandlerGone(name)
                 // A handler we did not launch: its connection is its life.

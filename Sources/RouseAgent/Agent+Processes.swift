@@ -86,6 +86,7 @@ extension Agent {
             let cgroup = control.place(pid: spawned.pid, handler: name)
             let process = HandlerProcess(pid: spawned.pid, pidfd: spawned.pidfd, cgroup: cgroup)
             handlers.launched(name, process, reason: reason, now: now)
+            terminations.stopAsked.remove(name)  // asked of a process before this one
             preservations.reset(name)
             remember(name, process, executable: Sys.realPath(executable) ?? executable)
             _ = makeConnection(fd: mine, peer: nil, launchedFor: name)
@@ -148,9 +149,13 @@ extension Agent {
     /// push for an app it cannot launch; the failure is logged.
     private func launchFailed(_ name: String) {
         let waiting = handlers.machine(of: name)?.waiting ?? []
-        apply(name, handlers.step(name) { $0.exited(now: now) })
-        if !waiting.isEmpty {
-            apply(name, waiting.map { HandlerAction.ack(pushID: $0.id) })
+        let actions = handlers.step(name) { $0.exited(now: now) }
+        apply(name, actions)
+        // Those the rules consumed themselves (a push handed again after a clean exit) are acknowledged once.
+        let acked = Set(actions.compactMap { if case .ack(let id) = $0 { id } else { nil } })
+        let rest = waiting.filter { !acked.contains($0.id) }
+        if !rest.isEmpty {
+            apply(name, rest.map { HandlerAction.ack(pushID: $0.id) })
         }
     }
 
@@ -158,9 +163,14 @@ extension Agent {
         process.close()
         control.remove(cgroup: process.cgroup)
         let waiting = handlers.machine(of: name)?.waiting ?? []
+        let inGrace = terminations.isPending(name)
         terminationEnded(name, status: status)
         guard handlers.processExited(name, process) else { return }
-        logger.info("handler exited", metadata: ["handler": "\(name)", "status": "\(status)"])
+        // Clean: status 0 by its own choice (no stop asked by the agent, the agent not stopping); see HandlerExit.
+        let stopAsked = terminations.stopAsked.remove(name) != nil || inGrace
+        let exit: HandlerExit = status == 0 && !stopAsked && !terminations.agentStopping ? .clean : .crashed
+        logger.info(
+            "handler exited", metadata: ["handler": "\(name)", "status": "\(status)", "clean": "\(exit == .clean)"])
         if preservations.flags(of: name).launchBegun { launchAbandoned(name) }
         preservations.reset(name)
         preservations.wake(name)  // it can no longer answer
@@ -170,6 +180,7 @@ extension Agent {
         forget(name)
         // Pushes it never got go back to the gateway's care: let a re-send of them through again.
         for push in waiting { link.endDelivery(push.id) }
-        apply(name, handlers.step(name) { $0.exited(now: now) })
+        let wall = wallMilliseconds
+        apply(name, handlers.step(name) { $0.exited(now: now, exit: exit, wallNowMilliseconds: wall) })
     }
 }

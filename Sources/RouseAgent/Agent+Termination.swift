@@ -20,6 +20,7 @@ extension Agent {
         let lifecycle = lifecycle ?? handlers.machine(of: name)?.lifecycle ?? .notRunning
         let grace = grace ?? handlers.configuration(of: name)?.rules.terminationGrace ?? .zero
         let reason = terminations.systemGoingDown ? TerminationReason.systemShutdown : reason
+        terminations.stopAsked.insert(name)
         var entry = terminations.entries[name] ?? Terminations.Entry()
         entry.process = process
         entry.peerPidfd = connection?.peer?.pidfd

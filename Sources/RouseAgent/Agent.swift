@@ -201,6 +201,7 @@ public actor Agent: Service {
     /// Stops the channel, kills launched handlers, closes the socket.
     public func shutdown() async {
         logger.info("agent stopping")
+        terminations.agentStopping = true  // a handler that exits from now on is not launched again
         await preserveAll(reason: "shutdown")
         await link.stop()
         for task in background { task.cancel() }

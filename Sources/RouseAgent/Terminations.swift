@@ -27,6 +27,11 @@ final class Terminations {
     private(set) var killedAfterGrace = 0
     /// Each handler's last exit status (exit code, or 128 + the signal): tests tell a clean exit from a SIGKILL.
     var lastExitStatus: [String: Int32] = [:]
+    /// Handlers the agent asked to stop (notice or kill) since their process started: their exit is never clean
+    /// (``HandlerExit``), whatever its status. Cleared at the exit.
+    var stopAsked: Set<String> = []
+    /// The agent is stopping: no exit is clean, so none launches a handler again.
+    var agentStopping = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// No termination under way.

@@ -118,6 +118,10 @@ public struct HandlerMachine: Sendable {
     public private(set) var activeCalls: Set<String> = []
     /// VoIP pushes owing a report: id → deadline.
     public private(set) var owedReports: [String: Duration] = [:]
+    /// The pushes behind ``owedReports``: a clean exit hands them to a new launch (HandlerMachine+Exit).
+    public internal(set) var owedPushes: [String: AgentPush] = [:]
+    /// Pushes already handed again after a clean exit: a second unanswered exit consumes them (HandlerMachine+Exit).
+    public internal(set) var handedAgain: Set<String> = []
     /// Background pushes being processed: id → deadline.
     public private(set) var openBackground: [String: Duration] = [:]
     /// The newest background push held while throttled.
@@ -136,7 +140,7 @@ public struct HandlerMachine: Sendable {
     /// The keep-alive under way: its id and the end of its budget.
     public internal(set) var keepAlive: (id: String, deadline: Duration)?
     /// Pushes waiting for the launched handler to register.
-    public private(set) var waiting: [AgentPush] = []
+    public internal(set) var waiting: [AgentPush] = []
     /// Open background tasks: token → name.
     public private(set) var tasks: [Int: String] = [:]
     /// When the handler entered the background (task budget start).
@@ -216,6 +220,7 @@ public struct HandlerMachine: Sendable {
         idleSince = nil
         if let wake = wakeReported(pushID: pushID, callID: callID) { return wake }
         guard let pushID, owedReports.removeValue(forKey: pushID) != nil else { return [] }
+        settleOwed(pushID)
         return [.ack(pushID: pushID), .log("call reported", ["push-id": pushID, "call-id": callID])]
     }
 
@@ -357,14 +362,23 @@ public struct HandlerMachine: Sendable {
         return []
     }
 
-    /// The process exited (by itself or killed).
-    public mutating func exited(now: Duration) -> [HandlerAction] {
+    /// The process exited (by itself or killed). `exit`: how (``HandlerExit``; a crash unless the shell knows it
+    /// was clean). After a clean exit, the VoIP pushes it owed a report and had not been handed again go to a new
+    /// launch (HandlerMachine+Exit); `wallNowMilliseconds` (UNIX time) then judges their staleness at the hand-over.
+    public mutating func exited(
+        now: Duration, exit: HandlerExit = .crashed, wallNowMilliseconds: Int64? = nil
+    ) -> [HandlerAction] {
         var actions: [HandlerAction] = []
-        // Pushes it owed an answer for are consumed: acknowledged so the gateway does not send them again.
-        for id in owedReports.keys.sorted() { actions.append(.ack(pushID: id)) }
-        for id in openBackground.keys.sorted() { actions.append(.ack(pushID: id)) }
         wakesUnansweredAtExit(now: now, into: &actions)
+        let again = exit == .clean ? pushesToHandAgain() : []
+        // Other pushes it owed an answer for are consumed: acknowledged so the gateway does not send them again.
+        for id in owedReports.keys.sorted() where !again.contains(where: { $0.id == id }) {
+            actions.append(.ack(pushID: id))
+            settleOwed(id)
+        }
+        for id in openBackground.keys.sorted() { actions.append(.ack(pushID: id)) }
         owedReports = [:]
+        owedPushes = [:]
         openBackground = [:]
         openTransferSessions = [:]
         openFetches = [:]
@@ -382,10 +396,11 @@ public struct HandlerMachine: Sendable {
         pendingWall = [:]
         launchedAt = nil
         lifecycle = .notRunning
-        if !waiting.isEmpty {
-            // Launched but died before registering: pushes go back to the gateway's care (not acked).
-            waiting = []
-        }
+        // Launched but died before registering: pushes go back to the gateway's care (not acked), but for those
+        // already handed again: that launch was their second, and they are consumed.
+        actions += consumeWaitingHandedAgain()
+        waiting = []
+        actions += handAgain(again, wallNowMilliseconds: wallNowMilliseconds)
         return actions
     }
 
@@ -434,6 +449,7 @@ public struct HandlerMachine: Sendable {
         }
         for (id, deadline) in owedReports.sorted(by: { $0.key < $1.key }) where deadline <= now {
             owedReports.removeValue(forKey: id)
+            settleOwed(id)
             strikes.append(now)
             actions.append(.ack(pushID: id))
             actions.append(
@@ -569,7 +585,7 @@ public struct HandlerMachine: Sendable {
         return deliverOrLaunch(push, now: now, reason: "backgroundPush")
     }
 
-    private var pendingWall: [String: Int64] = [:]
+    var pendingWall: [String: Int64] = [:]
 
     private mutating func deliverOrLaunch(
         _ push: AgentPush, now: Duration, reason: String, wallNowMilliseconds: Int64? = nil
@@ -607,11 +623,13 @@ public struct HandlerMachine: Sendable {
             let mustReport = !(lifecycle.isForeground || !activeCalls.isEmpty || stale)
             if mustReport {
                 owedReports[push.id] = now + rules.voipDeadline
+                owedPushes[push.id] = push
                 return [.deliver(push, mustReport: true, deadlineSeconds: seconds(rules.voipDeadline))]
             }
             var why = "foreground"
             if !activeCalls.isEmpty { why = "in a call" }
             if stale { why = "stale" }
+            settleOwed(push.id)  // a push handed again needs no report now: settled
             markIdle(now: now)
             return [
                 .deliver(push, mustReport: false, deadlineSeconds: 0), .ack(pushID: push.id),

@@ -32,6 +32,8 @@ import RouseWire
 // written first), unless `--ignore-terminate`. `timeChanged` is written as `timeChanged clockStep=B timeZone=B`.
 // `--bad-preserve`: after a call, sends two malformed preserves instead (tests).
 // `--ignore-payload TEXT`: VoIP pushes whose payload contains TEXT are not reported (a strike).
+// `--exit-unanswered-once FILE [--exit-status N]`: exits (N, default 0) on the first VoIP push owed a report without
+// answering it, once (FILE marks that it did): the agent hands it again after a clean exit, not after a crash.
 // Background transfers (docs/agent.md): `--transfer-session NAME` reattaches session NAME at start (a handler
 // relaunched with `backgroundTransfer` gets its results); commands
 //   session NAME                      → session name=NAME tasks=N
@@ -232,6 +234,16 @@ do {
             emit(
                 "push id=\(id) type=\(push.pushType) mustReport=\(push.mustReport.map { "\($0)" } ?? "-") "
                     + "payload=\(payload)\(latency)")
+            // `--exit-unanswered-once FILE`: the launch that finds no FILE creates it and exits (status
+            // `--exit-status`, 0 by default) on its first VoIP push owed a report, without answering it.
+            if push.pushType == "voip", push.mustReport == true, let marker = option("--exit-unanswered-once"),
+                !FileManager.default.fileExists(atPath: marker)
+            {
+                _ = FileManager.default.createFile(atPath: marker, contents: nil)
+                let status = option("--exit-status").flatMap { Int32($0) } ?? 0
+                emit("exiting unanswered id=\(id) status=\(status)")
+                exit(status)
+            }
             let ignored = option("--ignore-payload").map { payload.contains($0) } ?? false
             if push.pushType == "voip", push.mustReport == true, mode != "ignore", !ignored {
                 try client.reportCall(pushID: id, callID: "call-\(id)")

@@ -301,6 +301,19 @@ class Agent:
             if event is not None:
                 yield event
 
+    def pending_events(self, linger=0.0):
+        """Every message already there, and those that arrive until linger seconds pass without one: call it
+        before exiting (after the last callEnded or complete) and handle what it returns. A push that came while the
+        handler was leaving is then answered, not left unread in the socket; one left unanswered at a clean exit
+        comes back once at the next launch (docs/handler-protocol.md, section 15). Raises
+        AgentError("connectionClosed") when the agent closed."""
+        events = []
+        event = self.next_event(linger)
+        while event is not None:
+            events.append(event)
+            event = self.next_event(linger)
+        return events
+
     @staticmethod
     def payload(push):
         """A push's payload (base64 on the wire) decoded as JSON; None when it is not JSON."""

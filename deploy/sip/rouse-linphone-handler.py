@@ -8,7 +8,8 @@ from the REGISTER itself (kamailio-rouse-push.cfg stores it): no out-of-band upl
 
 The agent launches this handler for a VoIP push (the proxy holds the INVITE and sent the push). As iOS requires
 (docs/handler-protocol.md, section 5):
-  1. it reports the call at once (reportCall, the Call-ID from the push's payload);
+  1. it reports the call at once (reportCall, the Call-ID from the push's payload), even for a push that owes no
+     report (taken while the previous call ended): the agent must know a call is active, or it freezes the phone;
   2. it writes linphone's configuration: the template (--linphone-config, ending in its [proxy_0] section) plus
      `contact_uri_parameters` built from the `credentials` token of the .voip topic the agent sent at
      registration, and starts linphone-daemon, which REGISTERs (RFC 8599: a UA re-REGISTERs on each push); the
@@ -16,7 +17,9 @@ The agent launches this handler for a VoIP push (the proxy holds the INVITE and 
   3. when the call is released, it tells linphone to quit (it un-REGISTERs), waits for it, THEN sends callEnded
      and exits (a handler with nothing open is frozen within a second, with linphone in its cgroup). A push that
      came meanwhile (the proxy's next INVITE, while linphone was quitting) was delivered to this process: it is
-     taken (step 1 again) instead of being dropped with the exit.
+     taken (step 1 again) instead of being dropped with the exit; so is one that arrives within
+     EXIT_LINGER_SECONDS of callEnded (rouse_handler's pending_events). One that comes later still is not lost:
+     the agent hands a push unanswered at a clean exit once more, to a new launch (docs/handler-protocol.md, 15).
 A call not established within --call-timeout seconds of the push is given up the same way.
 
 --awake runs the same softphone without the agent (the always-registered phone of S0, and the first REGISTER
@@ -48,6 +51,7 @@ import rouse_handler
 TOKEN = re.compile(r"^[0-9a-fA-F]{16,200}$")
 TOPIC = re.compile(r"^[A-Za-z0-9.-]{1,200}$")
 CLOSING_SECONDS = 0.3   # after a call: un-REGISTER, then quit this much later
+EXIT_LINGER_SECONDS = 0.25  # after callEnded: messages arriving within this are taken before exiting
 
 
 class Stopped(Exception):
@@ -187,8 +191,9 @@ def main():
         if event["type"] == "push" and event.get("pushType") == "voip":
             payload = agent.payload(event) or {}
             call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
-            if event.get("mustReport"):
-                agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
+            # First: the deadline is the agent's. Reported even when no report is owed (a push taken while ending the
+            # previous call): the agent then knows a call is active and does not freeze the new phone mid-call.
+            agent.report_call(event["pushID"], call)
             log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
                 mustReport=bool(event.get("mustReport")))
             if state["phone"] is None:
@@ -205,13 +210,12 @@ def main():
         elif event["type"] == "error":
             log("error", code=event.get("error"), detail=event.get("detail"))
 
-    def drain():
-        """Takes every message already there; False when the agent closed the connection."""
+    def drain(linger=0.0):
+        """Takes every message already there (and those arriving within linger seconds of the last); False when
+        the agent closed the connection."""
         try:
-            event = agent.next_event(0)
-            while event is not None:
+            for event in agent.pending_events(linger):
                 take(event)
-                event = agent.next_event(0)
         except rouse_handler.AgentError:
             return False
         return True
@@ -268,8 +272,9 @@ def main():
                 state["calls"].append(call)
                 if state["phone"] is None:
                     start_for(topic)
-            # A push delivered while linphone was quitting: take it rather than exit with it unanswered.
-            if not drain() or state["phone"] is None:
+            # A push delivered while linphone was quitting, or just after callEnded: take it rather than exit with
+            # it unanswered (one that comes after the last look is handed again at a new launch: the agent's rule).
+            if not drain(EXIT_LINGER_SECONDS) or state["phone"] is None:
                 break
             log("nextCall")
     agent.close()

@@ -8,7 +8,8 @@ kamailio-rouse-push.cfg). It follows iOS's rules (docs/handler-protocol.md, sect
      forwards the INVITE and baresip answers;
   3. when the call closes (baresip's CALL_CLOSED on its ctrl_tcp socket), quits baresip (which un-REGISTERs)
      and waits for it, THEN sends callEnded and exits: a handler with nothing open is frozen within a second,
-     and baresip, in the handler's cgroup, must not freeze still registered.
+     and baresip, in the handler's cgroup, must not freeze still registered. A push that arrives meanwhile or
+     within EXIT_LINGER_SECONDS of callEnded is taken (a new baresip) rather than left unread with the exit.
 A call not established within --call-timeout seconds of the push is given up the same way.
 
     rouse-sip-handler.py --name phone --baresip-config DIR --ctrl 127.0.0.1:4444 [--baresip /usr/bin/baresip]
@@ -26,6 +27,8 @@ import sys
 import time
 
 import rouse_handler
+
+EXIT_LINGER_SECONDS = 0.25  # after callEnded: messages arriving within this are taken before exiting
 
 
 def now_ms():
@@ -108,38 +111,47 @@ def main():
 
     agent = rouse_handler.connect()
     agent.register(arguments.name)
-    phone = None
-    calls = []              # call ids reported, not yet ended
-    give_up_at = None
-    established = False
+    state = {"phone": None, "calls": [], "give_up_at": None, "established": False}   # calls: reported, not ended
+
+    def take(event):
+        """One message from the agent."""
+        if event["type"] == "push" and event.get("pushType") == "voip":
+            payload = agent.payload(event) or {}
+            call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
+            # First: the deadline is the agent's. Reported even when no report is owed (a push taken while ending the
+            # previous call): the agent then knows a call is active and does not freeze the new phone mid-call.
+            agent.report_call(event["pushID"], call)
+            state["calls"].append(call)
+            log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
+                mustReport=bool(event.get("mustReport")))
+            if state["phone"] is None:
+                state["phone"] = Baresip(arguments.baresip, arguments.baresip_config, arguments.ctrl)
+                log("baresip", ppid=state["phone"].process.pid)
+            state["give_up_at"] = time.monotonic() + arguments.call_timeout
+        elif event["type"] == "registered":
+            log("registered", launchReason=event.get("launchReason"))
+        elif event["type"] == "error":
+            log("error", code=event.get("error"), detail=event.get("detail"))
+
+    def drain(linger=0.0):
+        """Takes every message already there (and those arriving within linger seconds of the last); False when
+        the agent closed the connection."""
+        try:
+            for event in agent.pending_events(linger):
+                take(event)
+        except rouse_handler.AgentError:
+            return False
+        return True
+
     while True:
+        phone = state["phone"]
         waiting = [agent] + ([phone] if phone else [])
+        give_up_at = state["give_up_at"]
         timeout = None if give_up_at is None else max(0, give_up_at - time.monotonic())
         readable, _, _ = select.select(waiting, [], [], timeout)
         finished = False
-        if agent in readable:
-            try:
-                event = agent.next_event(0)
-            except rouse_handler.AgentError:
-                break
-            while event is not None:
-                if event["type"] == "push" and event.get("pushType") == "voip":
-                    payload = agent.payload(event) or {}
-                    call = (payload.get("call") or {}).get("id") or ("push-" + event["pushID"])
-                    if event.get("mustReport"):
-                        agent.report_call(event["pushID"], call)   # first: the deadline is the agent's
-                    calls.append(call)
-                    log("reported", push=event["pushID"], call=call, sentAt=payload.get("sentAt"),
-                        mustReport=bool(event.get("mustReport")))
-                    if phone is None:
-                        phone = Baresip(arguments.baresip, arguments.baresip_config, arguments.ctrl)
-                        log("baresip", ppid=phone.process.pid)
-                    give_up_at = time.monotonic() + arguments.call_timeout
-                elif event["type"] == "registered":
-                    log("registered", launchReason=event.get("launchReason"))
-                elif event["type"] == "error":
-                    log("error", code=event.get("error"), detail=event.get("detail"))
-                event = agent.next_event(0)
+        if agent in readable and not drain():
+            break
         if phone is not None and phone in readable:
             events = phone.events()
             if events is None:
@@ -149,21 +161,26 @@ def main():
                 if kind in ("REGISTER_OK", "CALL_INCOMING", "CALL_ESTABLISHED", "CALL_CLOSED"):
                     log(kind, param=item.get("param"), peer=item.get("peeruri"))
                 if kind in ("CALL_ESTABLISHED", "CALL_CLOSED"):
-                    established = True
-                    give_up_at = None
+                    state["established"] = True
+                    state["give_up_at"] = None
                 if kind == "CALL_CLOSED":
                     finished = True
-        if give_up_at is not None and time.monotonic() >= give_up_at and not established:
+        if state["give_up_at"] is not None and time.monotonic() >= state["give_up_at"] and not state["established"]:
             log("gaveUp")
             finished = True
         if finished:
-            if phone is not None:
-                phone.quit()                                 # un-REGISTERs, then exits
+            if state["phone"] is not None:
+                state["phone"].quit()                        # un-REGISTERs, then exits
                 log("baresipQuit")
-            for call in calls:
+            for call in state["calls"]:
                 agent.call_ended(call)                       # only now: nothing open => frozen soon
                 log("callEnded", call=call)
-            break
+            state.update(phone=None, calls=[], give_up_at=None, established=False)
+            # A push that came meanwhile is taken (a new phone) rather than left unread with the exit; one after the
+            # last look is handed again at a new launch (docs/handler-protocol.md, section 15).
+            if not drain(EXIT_LINGER_SECONDS) or state["phone"] is None:
+                break
+            log("nextCall")
     agent.close()
 
 
