@@ -117,7 +117,7 @@ struct AgentGatewayNodesTests {
         }
         provider.client.close()
         agent.process.terminate()
-        agent.process.waitUntilExit()
+        _ = try await agent.process.wait(timeout: .seconds(30))
         await a.shutdown(gracePeriod: .seconds(1))
         await b.shutdown(gracePeriod: .seconds(1))
     }

@@ -51,10 +51,13 @@ final class NotifySocket: Sendable {
         }.start()
     }
 
-    /// The next datagram, or nil after 10 s.
-    func next() -> String? {
-        guard inbox.arrived.wait(timeout: .now() + 10) == .success else { return nil }
-        return inbox.messages.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+    /// The next datagram, or nil after 10 s. The wait runs off Swift's cooperative pool (``offPool(_:)``).
+    func next() async -> String? {
+        let inbox = inbox
+        return try? await offPool {
+            guard inbox.arrived.wait(timeout: .now() + 10) == .success else { return nil }
+            return inbox.messages.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        }
     }
 
     deinit {
@@ -92,8 +95,8 @@ struct AgentOperationTests {
             ], environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"],
             stderrPath: directory + "/agent.stderr")
         defer { agent.kill() }
-        #expect(notify.next() == "READY=1")
-        #expect(notify.next() == "WATCHDOG=1")
+        #expect(await notify.next() == "READY=1")
+        #expect(await notify.next() == "WATCHDOG=1")
 
         let rouse = try Products.path("rouse")
         @Sendable func status() async throws -> String {
@@ -158,12 +161,12 @@ struct AgentOperationTests {
 
         kill(agent.process.processIdentifier, SIGTERM)
         var messages: [String] = []
-        while let message = notify.next() {
+        while let message = await notify.next() {
             messages.append(message)
             if message == "STOPPING=1" { break }
         }
         #expect(messages.last == "STOPPING=1", "\(messages)")
-        agent.process.waitUntilExit()
+        _ = try await agent.process.wait(timeout: .seconds(30))
         #expect(agent.process.terminationStatus == 0)
     }
 }
