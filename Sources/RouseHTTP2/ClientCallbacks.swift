@@ -20,8 +20,16 @@ final class ClientCallbacks: @unchecked Sendable {  // immutable after init; ngh
         return Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
     }
 
-    static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-        guard let frame, let c = connection(userData), let stream = c.streams[frame.pointee.hd.stream_id] else {
+    /// The request's stream, from nghttp2's stream user data (set by `submit`, cleared when the connection closes).
+    @inline(__always)
+    static func request(_ session: OpaquePointer?, _ id: Int32) -> ClientStream? {
+        guard let session else { return nil }
+        return ClientStream.from(nghttp2_session_get_stream_user_data(session, id))
+    }
+
+    static let onHeader: nghttp2_on_header_callback = {
+        session, frame, name, nameLength, value, valueLength, _, userData in
+        guard let frame, let c = connection(userData), let stream = request(session, frame.pointee.hd.stream_id) else {
             return 0
         }
         guard let name, let value else { return 0 }
@@ -43,22 +51,24 @@ final class ClientCallbacks: @unchecked Sendable {  // immutable after init; ngh
         return 0
     }
 
-    static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-        guard let c = connection(userData), let stream = c.streams[streamID], let data else { return 0 }
+    static let onDataChunk: nghttp2_on_data_chunk_recv_callback = { session, _, streamID, data, length, _ in
+        guard let stream = request(session, streamID), let data else { return 0 }
         // Responses are small (APNs: a JSON reason); cap what is kept so a hostile server cannot exhaust memory.
         let room = max(0, (1 << 20) - stream.body.count)
         stream.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(length, room)))
         return 0
     }
 
-    static let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, userData in
+    static let onFrameRecv: nghttp2_on_frame_recv_callback = { session, frame, userData in
         guard let frame, let c = connection(userData) else { return 0 }
         let flags = frame.pointee.hd.flags
         switch UInt32(frame.pointee.hd.type) {
         case NGHTTP2_SETTINGS.rawValue:
             if flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { c.remoteSettingsReceived() }
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = c.streams[frame.pointee.hd.stream_id] {
+            if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
+                let s = request(session, frame.pointee.hd.stream_id)
+            {
                 s.complete = true
             }
         case NGHTTP2_GOAWAY.rawValue:
@@ -86,8 +96,8 @@ final class ClientCallbacks: @unchecked Sendable {  // immutable after init; ngh
     }
 
     static let readRequestBody: nghttp2_data_source_read_callback = {
-        _, streamID, buffer, length, flags, _, userData in
-        guard let c = connection(userData), let stream = c.streams[streamID], let buffer, let flags else {
+        session, streamID, buffer, length, flags, _, _ in
+        guard let stream = request(session, streamID), let buffer, let flags else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         let n = min(stream.requestBody.count - stream.requestOffset, length)

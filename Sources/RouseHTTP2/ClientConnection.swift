@@ -4,8 +4,11 @@ import RouseEventLoop
 import RouseSystem
 
 /// Per-stream state of a client request (loop-confined).
+///
+/// nghttp2 hands it back to the callbacks as the stream's user data (and the request body's data source), so a
+/// callback finds it without a dictionary look-up; `streams` keeps it alive until the stream closes.
 final class ClientStream {
-    let id: Int32
+    var id: Int32 = 0
     let completion: @Sendable (HTTP2ClientResult) -> Void
     var requestBody: [UInt8]
     var requestOffset = 0
@@ -13,11 +16,20 @@ final class ClientStream {
     var headers: [HTTP2Header] = []
     var body: [UInt8] = []
     var complete = false
+    /// The shared header block whose bytes nghttp2 points at until this stream's HEADERS are encoded.
+    let block: HTTP2HeaderBlock?
 
-    init(id: Int32, body: [UInt8], completion: @escaping @Sendable (HTTP2ClientResult) -> Void) {
-        self.id = id
+    init(body: [UInt8], block: HTTP2HeaderBlock?, completion: @escaping @Sendable (HTTP2ClientResult) -> Void) {
         self.requestBody = body
+        self.block = block
         self.completion = completion
+    }
+
+    /// The stream behind an nghttp2 user-data pointer.
+    @inline(__always)
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> ClientStream? {
+        guard let pointer else { return nil }
+        return Unmanaged<ClientStream>.fromOpaque(pointer).takeUnretainedValue()
     }
 }
 
@@ -33,6 +45,12 @@ final class ClientConnection: H2Connection {
     private var pingSentAt: [UInt64: UInt64] = [:]
     private var pingCounter: UInt64 = 0
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    /// Scratch for the `nghttp2_nv` array and the copied bytes of a request that uses a shared header block
+    /// (nghttp2 copies what it needs during `nghttp2_submit_request`, so one scratch serves every request).
+    private var scratchEntries = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: 16)
+    private var scratchEntryCapacity = 16
+    private var scratchBytes = UnsafeMutablePointer<UInt8>.allocate(capacity: 512)
+    private var scratchByteCapacity = 512
     /// `configuration.keptResponseHeaders` as bytes, compared without making strings.
     let keptResponseHeaders: [[UInt8]]?
 
@@ -50,6 +68,8 @@ final class ClientConnection: H2Connection {
 
     deinit {
         buffer.deallocate()
+        scratchEntries.deallocate()
+        scratchBytes.deallocate()
     }
 
     override var readBuffer: UnsafeMutableRawBufferPointer { buffer }
@@ -86,27 +106,93 @@ final class ClientConnection: H2Connection {
             completion(.notProcessed(reason: phase == .closed ? "connection closed" : "connection is going away"))
             return
         }
-        var all = [
-            HTTP2Header(":method", request.method), HTTP2Header(":scheme", request.scheme),
-            HTTP2Header(":authority", request.authority), HTTP2Header(":path", request.path, neverIndex: true),
-        ]
-        all.append(contentsOf: request.headers)
+        let stream = ClientStream(body: request.body, block: request.shared, completion: completion)
+        let streamPointer = Unmanaged.passUnretained(stream).toOpaque()
+        var provider = nghttp2_data_provider(
+            source: nghttp2_data_source(ptr: streamPointer), read_callback: ClientCallbacks.readRequestBody)
         let hasBody = !request.body.isEmpty
-        let id = withNGHTTP2Headers(all) { nva, count -> Int32 in
-            if hasBody {
-                var provider = nghttp2_data_provider(
-                    source: nghttp2_data_source(ptr: nil), read_callback: ClientCallbacks.readRequestBody)
-                return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
-            }
-            return nghttp2_submit_request(session, nil, nva, count, nil, nil)
+        let id = withUnsafePointer(to: &provider) { providerPointer in
+            submitHeaders(request, session: session, provider: hasBody ? providerPointer : nil, stream: streamPointer)
         }
         guard id > 0 else {
             let reason = String(cString: nghttp2_strerror(id))
             completion(.notProcessed(reason: "nghttp2_submit_request: \(reason)"))
             return
         }
-        streams[id] = ClientStream(id: id, body: request.body, completion: completion)
+        stream.id = id
+        streams[id] = stream
         flushAfterQueuedWork()
+    }
+
+    private func submitHeaders(
+        _ request: HTTP2ClientRequest, session: OpaquePointer, provider: UnsafePointer<nghttp2_data_provider>?,
+        stream: UnsafeMutableRawPointer
+    ) -> Int32 {
+        if let block = request.shared {
+            return withSharedHeaders(block, request) { nva, count in
+                nghttp2_submit_request(session, nil, nva, count, provider, stream)
+            }
+        } else {
+            var all = [
+                HTTP2Header(":method", request.method), HTTP2Header(":scheme", request.scheme),
+                HTTP2Header(":authority", request.authority), HTTP2Header(":path", request.path, neverIndex: true),
+            ]
+            all.append(contentsOf: request.headers)
+            return withNGHTTP2Headers(all) { nva, count -> Int32 in
+                nghttp2_submit_request(session, nil, nva, count, provider, stream)
+            }
+        }
+    }
+
+    /// Calls `body` with the request's header entries: the block's pseudo-headers, `:path` (the block's prefix and
+    /// `request.path`, copied), the block's regular fields (pointers nghttp2 does not copy), then `request.headers`
+    /// (copied). The array and copied bytes are this connection's scratch, valid for the call only.
+    private func withSharedHeaders<R>(
+        _ block: HTTP2HeaderBlock, _ request: HTTP2ClientRequest, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
+    ) -> R {
+        let count = block.sharedCount + 1 + request.headers.count
+        var byteCount = block.pathPrefix.count + request.path.utf8.count
+        for h in request.headers { byteCount += h.name.utf8.count + h.value.utf8.count }
+        if count > scratchEntryCapacity {
+            scratchEntries.deallocate()
+            scratchEntryCapacity = max(count, scratchEntryCapacity * 2)
+            scratchEntries = .allocate(capacity: scratchEntryCapacity)
+        }
+        if byteCount > scratchByteCapacity {
+            scratchBytes.deallocate()
+            scratchByteCapacity = max(byteCount, scratchByteCapacity * 2)
+            scratchBytes = .allocate(capacity: scratchByteCapacity)
+        }
+        let nva = scratchEntries
+        let bytes = scratchBytes
+        nva.update(from: block.pseudo, count: block.pseudoCount)
+        var offset = 0
+        if let prefix = block.pathPrefix.baseAddress { bytes.update(from: prefix, count: block.pathPrefix.count) }
+        offset += block.pathPrefix.count
+        offset += copyUTF8(request.path, to: bytes + offset)
+        let pathName: StaticString = ":path"
+        nva[block.pseudoCount] = nghttp2_nv(
+            name: UnsafeMutablePointer(mutating: pathName.utf8Start), value: bytes, namelen: pathName.utf8CodeUnitCount,
+            valuelen: offset,
+            flags: UInt8(
+                NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue
+                    | (block.pathNeverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)))
+        var index = block.pseudoCount + 1
+        (nva + index).update(from: block.regular, count: block.regularCount)
+        index += block.regularCount
+        for h in request.headers {
+            let name = bytes + offset
+            let nameLength = copyUTF8(h.name, to: name)
+            offset += nameLength
+            let value = bytes + offset
+            let valueLength = copyUTF8(h.value, to: value)
+            offset += valueLength
+            nva[index] = nghttp2_nv(
+                name: name, value: value, namelen: nameLength, valuelen: valueLength,
+                flags: UInt8(h.neverIndex ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
+            index += 1
+        }
+        return body(nva, count)
     }
 
     func sendPing() {
@@ -171,6 +257,10 @@ final class ClientConnection: H2Connection {
         if !isReady { ready.signal(failure: reason) }
         let pending = streams
         streams.removeAll()
+        // The streams are released below: nghttp2 must not hand their pointers to a callback any more.
+        if let session {
+            for id in pending.keys { _ = nghttp2_session_set_stream_user_data(session, id, nil) }
+        }
         for (id, stream) in pending.sorted(by: { $0.key < $1.key }) {
             if let last = goAwayLastStreamID, id > last {
                 stream.completion(.notProcessed(reason: "stream \(id) above GOAWAY last-stream-id \(last)"))
@@ -181,5 +271,15 @@ final class ClientConnection: H2Connection {
             }
         }
         if isReady { events(.closed(reason: reason)) }
+    }
+}
+
+/// Copies `string`'s UTF-8 bytes to `destination` in one move; returns the count.
+@inline(__always)
+private func copyUTF8(_ string: String, to destination: UnsafeMutablePointer<UInt8>) -> Int {
+    var string = string
+    return string.withUTF8 { source in
+        if let base = source.baseAddress { destination.update(from: base, count: source.count) }
+        return source.count
     }
 }

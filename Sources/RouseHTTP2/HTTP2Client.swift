@@ -42,10 +42,13 @@ public struct HTTP2ClientRequest: Sendable {
     public var scheme: String
     public var headers: [HTTP2Header]
     public var body: [UInt8]
+    /// Fields shared with other requests, encoded once. When set, `method`, `scheme` and `authority` are the
+    /// block's, `:path` is the block's prefix followed by `path`, and `headers` come after the block's own.
+    public var shared: HTTP2HeaderBlock?
 
     public init(
         method: String = "POST", path: String, authority: String, scheme: String = "https", headers: [HTTP2Header] = [],
-        body: [UInt8] = []
+        body: [UInt8] = [], shared: HTTP2HeaderBlock? = nil
     ) {
         self.method = method
         self.path = path
@@ -53,6 +56,7 @@ public struct HTTP2ClientRequest: Sendable {
         self.scheme = scheme
         self.headers = headers
         self.body = body
+        self.shared = shared
     }
 }
 

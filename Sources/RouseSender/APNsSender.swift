@@ -118,11 +118,14 @@ public final class APNsSender: Sendable {
         completion: @escaping @Sendable (PushResult) -> Void
     ) {
         var push = push
-        if push.apnsID == nil { push.apnsID = APNsID.random() }
         let clock = self.clock
         let started = clock.now
         let metrics = self.metrics
-        if let reason = preflight(push) {
+        // The pre-flight runs before the `apns-id` is made: an id made here is canonical by construction, and
+        // checking it again was a tenth of the pre-flight's cost per push.
+        let refusal = preflight(push)
+        if push.apnsID == nil { push.apnsID = APNsID.random() }
+        if let reason = refusal {
             let outcome = PushOutcome.rejected(reason: reason, timestamp: nil)
             metrics.finished(outcome, retries: 0, latency: .zero)
             completion(

@@ -28,6 +28,7 @@ final class NativeEngine: PushEngine {
     private let logger: Logger
     private let metrics: SenderMetrics
     private let ticker: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let headerBlocks = Mutex(HeaderBlockCache())
     private let tickGate: TickGate
 
     init(
@@ -131,31 +132,55 @@ final class NativeEngine: PushEngine {
 
     // MARK: Shell
 
-    /// Runs one machine step under the lock, then carries out its actions outside it.
+    /// Runs one machine step under the lock, then carries out its actions outside it: first the connection work,
+    /// then the outcomes. The actions are walked in place (no second array of them, no copies of their pushes), and
+    /// the first outcome's completion is held without an array: the common step has one action.
     private func apply(
         registering registration: (UInt64, PushCompletion)? = nil,
         _ step: (inout PoolStateMachine) -> [PoolStateMachine.Action]
     ) {
-        var finished: [(PushCompletion, UInt64, PushOutcome, Int, Int)] = []
-        var work: [(PoolStateMachine.Action, HTTP2Client?)] = []
+        var firstCompletion: PushCompletion?
+        var moreCompletions: [PushCompletion?] = []
+        var finishes = 0
+        var clients: [PoolStateMachine.ConnectionID: HTTP2Client] = [:]
+        var actions: [PoolStateMachine.Action] = []
         state.withLock { shell in
             if let registration { shell.completions[registration.0] = registration.1 }
-            for action in step(&shell.machine) {
+            actions = step(&shell.machine)
+            var needsClients = false
+            for action in actions {
                 switch action {
-                case .finish(let pushID, let outcome, let attempts, let retries):
-                    if let completion = shell.completions.removeValue(forKey: pushID) {
-                        finished.append((completion, pushID, outcome, attempts, retries))
-                    }
-                case .send(let id, _, _, _), .ping(let id), .close(let id), .abort(let id):
-                    work.append((action, shell.clients[id]))
+                case .finish(let pushID, _, _, _):
+                    let completion = shell.completions.removeValue(forKey: pushID)
+                    if finishes == 0 { firstCompletion = completion } else { moreCompletions.append(completion) }
+                    finishes += 1
+                case .send, .ping, .close, .abort:
+                    needsClients = true
                 case .connect:
-                    work.append((action, nil))
+                    break
+                }
+            }
+            // A copy of the table (one retain): the work below runs outside the lock.
+            if needsClients { clients = shell.clients }
+        }
+        if finishes < actions.count {
+            for action in actions {
+                switch action {
+                case .finish: continue
+                case .send(let id, _, _, _), .ping(let id), .close(let id), .abort(let id):
+                    perform(action, client: clients[id])
+                case .connect:
+                    perform(action, client: nil)
                 }
             }
         }
-        for (action, client) in work { perform(action, client: client) }
-        for (completion, pushID, outcome, attempts, retries) in finished {
-            completion(pushID, outcome, attempts, retries)
+        guard finishes > 0 else { return }
+        var index = 0
+        for action in actions {
+            guard case .finish(let pushID, let outcome, let attempts, let retries) = action else { continue }
+            let completion = index == 0 ? firstCompletion : moreCompletions[index - 1]
+            index += 1
+            completion?(pushID, outcome, attempts, retries)
         }
     }
 
@@ -211,13 +236,19 @@ final class NativeEngine: PushEngine {
         apply { $0.closed(id, now: PoolInstant(reading: clock)) }
     }
 
+    /// The request for `push`: the fields every push of a bulk repeats come from a shared header block (encoded
+    /// once per credential, topic, push type and priority); only `:path`'s token and the per-push fields are its own.
     private func request(_ push: APNsPush, authorization: String?) -> HTTP2ClientRequest {
+        let block = headerBlocks.withLock { $0.block(for: push, authorization: authorization, authority: authority) }
         var headers: [HTTP2Header] = []
-        headers.reserveCapacity(8)
-        for field in push.headerFields(authorization: authorization) where !field.name.hasPrefix(":") {
-            headers.append(HTTP2Header(field.name, field.value, neverIndex: field.indexing == .never))
+        if let apnsID = push.apnsID {
+            // `.firstTimeOnly` in Apple's guidance: incremental indexing (each id is new).
+            headers.append(HTTP2Header("apns-id", apnsID))
         }
-        return HTTP2ClientRequest(path: push.path, authority: authority, headers: headers, body: push.payload)
+        if let expiration = push.expiration { headers.append(HTTP2Header("apns-expiration", String(expiration))) }
+        if let collapseID = push.collapseID { headers.append(HTTP2Header("apns-collapse-id", collapseID)) }
+        return HTTP2ClientRequest(
+            path: push.deviceToken, authority: authority, headers: headers, body: push.payload, shared: block)
     }
 
     private func connect(_ id: PoolStateMachine.ConnectionID, on loop: EventLoop) {
@@ -278,24 +309,69 @@ final class NativeEngine: PushEngine {
     }
 }
 
+/// The shared header blocks of the requests lately sent, most recent first (a bulk send uses one; a token refresh
+/// or a mix of topics a few). Bounded: the oldest goes past `capacity`.
+struct HeaderBlockCache {
+    static let capacity = 8
+    /// The header fields a push has of its own: in each request, not in a shared block.
+    static let perPushFields: Set<String> = [":method", ":path", "apns-id", "apns-expiration", "apns-collapse-id"]
+
+    private struct Entry {
+        var authorization: String?
+        var topic: String
+        var pushType: APNsPushType
+        var priority: APNsPriority?
+        var block: HTTP2HeaderBlock
+    }
+    private var entries: [Entry] = []
+    /// Blocks made so far (tests read it).
+    private(set) var made = 0
+
+    /// The block for `push`'s shared fields with `authorization`, made from `APNsPush.headerFields` (the one
+    /// definition of the fields and of their HPACK indexing) the first time.
+    mutating func block(for push: APNsPush, authorization: String?, authority: String) -> HTTP2HeaderBlock {
+        for (index, entry) in entries.enumerated()
+        where entry.authorization == authorization && entry.topic == push.topic && entry.pushType == push.pushType
+            && entry.priority == push.priority
+        {
+            if index > 0 { entries.swapAt(0, index) }
+            return entry.block
+        }
+        let shared = push.headerFields(authorization: authorization).filter { !Self.perPushFields.contains($0.name) }
+        let block = HTTP2HeaderBlock(
+            authority: authority, pathPrefix: APNsRules.devicePathPrefix,
+            headers: shared.map { HTTP2Header($0.name, $0.value, neverIndex: $0.indexing == .never) })
+        made += 1
+        entries.insert(
+            Entry(
+                authorization: authorization, topic: push.topic, pushType: push.pushType, priority: push.priority,
+                block: block), at: 0)
+        if entries.count > Self.capacity { entries.removeLast() }
+        return block
+    }
+}
+
 /// Where the tick task of an idle pool sleeps until the next push: `poke` wakes it, or makes its next `park` return at
 /// once (a push that came between the tick's look at the machine and its `park`).
 final class TickGate: Sendable {
     private struct State {
         var parked: CheckedContinuation<Void, Never>?
-        var poked = false
         var cancelled = false
     }
     private let state = Mutex(State())
+    /// A poke came since the last `clear`. Atomic, so that the pokes of a busy pool (one per push, while the tick
+    /// task is awake) cost a load, not a lock: a poke that finds it set has nothing to do, since the poke that set it
+    /// woke or will wake any parked task.
+    private let poked = Atomic<Bool>(false)
 
     /// Forgets earlier pokes: called before the tick looks at the machine.
-    func clear() { state.withLock { $0.poked = false } }
+    func clear() { poked.store(false, ordering: .sequentiallyConsistent) }
 
     /// Waits for a poke (returns at once if one came since `clear`, or after `cancel`).
     func park() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { s -> Bool in
-                if s.poked || s.cancelled { return true }
+                if poked.load(ordering: .sequentiallyConsistent) || s.cancelled { return true }
                 s.parked = c
                 return false
             }
@@ -305,11 +381,8 @@ final class TickGate: Sendable {
 
     /// A push arrived: wake the parked tick task.
     func poke() {
+        if poked.exchange(true, ordering: .sequentiallyConsistent) { return }
         let parked = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.parked == nil {
-                s.poked = true
-                return nil
-            }
             defer { s.parked = nil }
             return s.parked
         }

@@ -15,6 +15,9 @@ final class SenderMetrics: Sendable {
     private let open: Gauge
     private let openCount = Atomic<Int>(0)
     private let outcomes = Mutex<[String: Counter]>([:])
+    /// `outcomes_total{outcome="delivered"}`, made up front: the outcome of almost every push, counted without the
+    /// table's lock and string key.
+    private let delivered: Counter
     private let label: String
 
     init(label: String) {
@@ -25,6 +28,8 @@ final class SenderMetrics: Sendable {
         latency = Metrics.Timer(label: "rouse_sender_latency_seconds", dimensions: dimensions)
         opened = Counter(label: "rouse_sender_connections_opened_total", dimensions: dimensions)
         open = Gauge(label: "rouse_sender_connections", dimensions: dimensions)
+        delivered = Counter(
+            label: "rouse_sender_outcomes_total", dimensions: dimensions + [("outcome", "delivered"), ("reason", "")])
     }
 
     func attempt() { attempts.increment() }
@@ -44,7 +49,10 @@ final class SenderMetrics: Sendable {
     func finished(_ outcome: PushOutcome, retries count: Int, latency duration: Duration) {
         let key: String
         switch outcome {
-        case .delivered: key = "delivered|"
+        case .delivered:
+            delivered.increment()
+            record(retries: count, latency: duration)
+            return
         case .rejected(let reason, _): key = "rejected|" + reason.rawValue
         case .failed(let error, _): key = "failed|" + error.kind
         }
@@ -58,6 +66,10 @@ final class SenderMetrics: Sendable {
             return counter
         }
         counter.increment()
+        record(retries: count, latency: duration)
+    }
+
+    private func record(retries count: Int, latency duration: Duration) {
         if count > 0 { retries.increment(by: count) }
         latency.recordNanoseconds(
             Int64(duration.components.seconds) * 1_000_000_000

@@ -16,7 +16,9 @@ import RouseChildProcess
 /// shows.
 ///
 /// Options: `--pushes N` (default 200000, all distinct tokens), `--runs N` (3), `--server nghttpd|minimal`,
-/// `--certs DIR`, `--rouse PATH`, `--skip-curl`, `--json`.
+/// `--certs DIR`, `--rouse PATH`, `--skip-curl`, `--json`, `--compare PATH` (another `rouse` binary, e.g. the build
+/// before a change: its native engine runs as one more client, interleaved with the others, so a before/after
+/// comparison shares the run's load), `--one-connection` (leave out the 4-connection rows).
 enum SendFloorBench {
     struct Options {
         var pushes = 200_000
@@ -27,6 +29,10 @@ enum SendFloorBench {
         var json = false
         /// `nghttpd` or `minimal` (the C server compiled by the bench).
         var server = "nghttpd"
+        /// Another `rouse` to measure beside `rouse` (its native engine, 100 streams).
+        var compare: String?
+        /// Only the one-connection rows.
+        var oneConnection = false
     }
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -46,10 +52,12 @@ enum SendFloorBench {
                     $0 == "nghttpd" || $0 == "minimal"
                 }
             case "--json": options.json = true
+            case "--compare": options.compare = try Bench.value(after: argument, from: &iterator, "a path")
+            case "--one-connection": options.oneConnection = true
             default:
                 throw Bench.Failure(
                     description:
-                        "unknown option \(argument) (--versus-floor [--pushes N] [--runs N] [--server nghttpd|minimal] [--certs DIR] [--rouse PATH] [--skip-curl] [--json])"
+                        "unknown option \(argument) (--versus-floor [--pushes N] [--runs N] [--server nghttpd|minimal] [--certs DIR] [--rouse PATH] [--compare PATH] [--one-connection] [--skip-curl] [--json])"
                 )
             }
         }
@@ -77,6 +85,7 @@ enum SendFloorBench {
     static func run(arguments: [String]) async throws {
         let options = try parse(arguments)
         let rouse = try Bench.tool(options.rouse)
+        if let compare = options.compare { _ = try Bench.tool(compare) }
         let h2load = try Bench.tool("/usr/bin/h2load")
         let time = try Bench.tool("/usr/bin/time")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bench-floor-\(getpid())")
@@ -169,9 +178,9 @@ enum SendFloorBench {
                 return Int(line.dropFirst("status codes: ".count).prefix { $0.isNumber }) ?? 0
             }
         }
-        func rouseClient(_ name: String, _ extra: [String], reference: String) -> Client {
+        func rouseClient(_ name: String, _ extra: [String], reference: String, path: String = rouse) -> Client {
             Client(
-                name: name, path: rouse,
+                name: name, path: path,
                 arguments: [
                     "send", "background", "--tokens-file", files.tokens, "--topic", "com.example.rouse", "--env",
                     "https://127.0.0.1:\(port)", "--ca-file", options.certs + "/ca.pem", "--auth-key",
@@ -194,12 +203,19 @@ enum SendFloorBench {
                 ) { output in Int(output.stdout.split(separator: " ").last?.prefix { $0.isNumber } ?? "") ?? 0 })
         }
         clients.append(rouseClient("rouse send native, 100", ["--concurrency", "100"], reference: "h2load -c1 -m100"))
+        if let compare = options.compare {
+            clients.append(
+                rouseClient(
+                    "compared rouse native, 100", ["--concurrency", "100"], reference: "h2load -c1 -m100", path: compare
+                ))
+        }
         if !options.skipCurl {
             clients.append(
                 rouseClient(
                     "rouse send curl, 100", ["--concurrency", "100", "--transport", "curl"],
                     reference: "C libcurl multi, 100 streams"))
         }
+        if options.oneConnection { return clients }
         clients.append(h2loadClient(4))
         clients.append(
             rouseClient(
@@ -288,7 +304,16 @@ enum SendFloorBench {
                     format: #"{"nativeFourConnectionScaling":%.2f,"loadBefore":"%@","loadAfter":"%@"}"#, scaling,
                     load.before, load.after))
         } else {
-            print(String(format: "native engine, 4 connections vs 1: %.2f×", scaling))
+            if !options.oneConnection { print(String(format: "native engine, 4 connections vs 1: %.2f×", scaling)) }
+            if options.compare != nil {
+                let now = cpus["rouse send native, 100"] ?? 0
+                let before = cpus["compared rouse native, 100"] ?? 0
+                print(
+                    String(
+                        format: "rouse vs compared rouse, same run: CPU %.2f vs %.2f µs/push (%.0f%%), rate %.2f×", now,
+                        before, now / max(before, 0.001) * 100,
+                        (rates["rouse send native, 100"] ?? 0) / max(rates["compared rouse native, 100"] ?? 1, 1)))
+            }
             print("load average before \(load.before), after \(load.after)")
         }
     }
