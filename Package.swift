@@ -28,7 +28,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
@@ -38,6 +37,8 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // SQLite's C API, for the gateway's one-node store (RouseSQLite wraps it).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus").
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
@@ -82,6 +83,8 @@ let package = Package(
         .target(name: "RouseSIPLab", dependencies: ["RouseChildProcess", "RouseClock", "RouseSystem"]),
         // The epoll loop, its timers and the daemons' executor on it: libc only, so every product can wait on it.
         .target(name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"]),
+        // SQLite's C API behind a small typed wrapper (no Foundation): the gateway's one-node store.
+        .target(name: "RouseSQLite", dependencies: ["CSQLite"]),
         .target(
             name: "RouseHTTP2",
             dependencies: [
@@ -120,9 +123,8 @@ let package = Package(
             name: "RouseGateway",
             dependencies: [
                 "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RousePushCore", "RouseSystem", "RouseWire",
-                "CLibPQ",
+                "CLibPQ", "RouseSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -290,8 +292,7 @@ let package = Package(
             name: "RouseGatewayTests",
             dependencies: [
                 "RouseGateway", "RouseHTTP2", "RouseCurl", "RouseAPNs", "RouseClock", "RouseEventLoop",
-                "RouseTestSupport", "RouseWire",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "RouseTestSupport", "RouseWire", "RouseSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]

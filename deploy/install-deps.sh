@@ -8,7 +8,7 @@ packages=(
     libcurl4-openssl-dev # libcurl (device channel, curl transport, test client)
     libnghttp2-dev       # HTTP/2 kernel
     libssl-dev           # TLS
-    libsqlite3-dev       # gateway and agent stores
+    libsqlite3-dev       # SQLite's C API (CSQLite): the gateway's one-node store
     libpq-dev            # libpq: the gateway's PostgreSQL store
     postgresql-15        # the PostgreSQL server the tests start (throwaway clusters) and benchmarks use
     nghttp2-client       # h2load and nghttp: independent HTTP/2 peers for tests and benchmarks

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import RouseGateway
+import RouseSQLite
 import RouseTestSupport
 import Testing
 
@@ -165,8 +165,7 @@ struct StoreContractTests {
             let path = opened.directory.path + "/store.sqlite"
             let current = GatewaySchema.version
             #expect(try SQLiteGatewayStore(path: path).migration == .init(from: current, to: current))
-            let queue = try DatabaseQueue(path: path)
-            try await queue.write { try $0.execute(sql: "UPDATE schema_version SET version = \(newer)") }
+            try SQLiteConnection(path: path, busyTimeout: 5_000).run("UPDATE schema_version SET version = ?", [newer])
             reopen = { try SQLiteGatewayStore(path: path) }
         case .postgres:
             let cluster = try #require(opened.cluster)
@@ -189,15 +188,12 @@ struct StoreContractTests {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/store.sqlite"
         _ = try SQLiteGatewayStore(path: path)
-        let queue = try DatabaseQueue(path: path)
-        try queue.write { db in
-            try db.execute(sql: "DROP TABLE schema_version; DROP TABLE webpush_subscriptions")
-            try db.execute(
-                sql: """
-                    DELETE FROM grdb_migrations
-                    WHERE identifier IN ('v4-schema-version', 'v5-several-nodes', 'v6-cluster-key', 'v7-webpush')
-                    """)
-        }
+        try SQLiteConnection(path: path, busyTimeout: 5_000).execute(
+            """
+            DROP TABLE schema_version; DROP TABLE webpush_subscriptions;
+            DELETE FROM grdb_migrations
+            WHERE identifier IN ('v4-schema-version', 'v5-several-nodes', 'v6-cluster-key', 'v7-webpush');
+            """)
         #expect(try SQLiteGatewayStore(path: path).migration == .init(from: 3, to: GatewaySchema.version))
     }
 
