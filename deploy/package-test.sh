@@ -61,8 +61,8 @@ for package in rouse-gateway rouse-agent rouse-pushd; do
 done
 # Installed sizes against issue 31's targets (a size is not a timing: checked on every run). The target, all the
 # packages together <= 40 MB installed (40,000 KiB: the issue's MB are Installed-Size KiB / 1000), is not met
-# yet: the static Swift runtime with Foundation and its ICU data (~45 MB, pulled in by GRDB and by full-Foundation
-# calls in several modules) is in /usr/bin/rouse (docs/benchmarks.md, "Footprint"). What is enforced is the
+# yet: the static Swift runtime with Foundation and its ICU data (~45 MB, pulled in by full-Foundation calls in
+# several modules; GRDB, which needed it too, is gone) is in /usr/bin/rouse (docs/benchmarks.md, "Footprint"). What is enforced is the
 # ceiling the multi-call packaging with a Foundation-free example handler holds (90,448 KiB; it was 334,848 KiB
 # with four static binaries and a static handler with Foundation), so a regression fails here; the target's
 # status is printed.
