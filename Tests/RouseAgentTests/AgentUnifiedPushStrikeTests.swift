@@ -20,13 +20,14 @@ struct AgentUnifiedPushStrikeTests {
     }
 
     private func strikeOut(mode: String) async throws {
-        // A reply timeout shorter than the connector's idle exit (3 s), so that "hang" is the timeout's failure; no
+        // The app stays up (its idle exit is a minute): its D-Bus activation, slow on a loaded machine, happens once
+        // and within the reply timeout (10 s), so "error" fails by its error reply and "hang" by the timeout. No
         // probe within the test.
         let lab = try await UnifiedPushLab.start(limits: {
-            $0.replyTimeout = .seconds(1)
+            $0.replyTimeout = .seconds(10)
             $0.probeInterval = .seconds(3600)
         })
-        try lab.install(Self.app, version: 2)
+        try lab.install(Self.app, version: 2, idleSeconds: 60)
         #expect(
             try await lab.register(Self.app, version: 2, token: "tok", [])["success"] as? String
                 == "REGISTRATION_SUCCEEDED")
