@@ -126,6 +126,7 @@ extension Agent {
         let replacing: UnifiedPushBook.Registration?
         switch admission {
         case .known(var known):
+            unifiedPushRegisteredAgain(request.service)
             // An app updated from version 1 to 2 (or with a new description) keeps its endpoint; it is delivered to
             // by the version it registered with last.
             if known.version != request.version || known.description != request.description {
@@ -171,6 +172,7 @@ extension Agent {
         }
         durable.setUnifiedPush(unifiedPush.book)
         unifiedPush.registered += 1
+        unifiedPushRegisteredAgain(request.service)
         logger.info(
             "UnifiedPush app registered",
             metadata: metadata.merging(["subscription": "\(subscription.id.prefix(8))"]) { $1 })
@@ -179,6 +181,15 @@ extension Agent {
             newEndpoint(current, version: request.version)
         }
         deletePendingSubscriptions()
+    }
+
+    /// An app registered: its strikes are cleared and a pause of its deliveries ends (the handler rules' "until
+    /// registered again"). Its withheld messages come with the next channel.
+    private func unifiedPushRegisteredAgain(_ service: String) {
+        if unifiedPush.strikes.registered(service: service) {
+            logger.notice(
+                "UnifiedPush deliveries resumed: the app registered again", metadata: ["service": "\(service)"])
+        }
     }
 
     /// The device's label for a subscription: 16 random bytes, hex (the connector's token never leaves the device).
@@ -344,6 +355,17 @@ extension Agent {
             link.ack(message.id)
             return
         }
+        let service = registration.service
+        switch unifiedPush.strikes.admit(service: service, now: now) {
+        case .deliver: break
+        case .probe:
+            logger.info("UnifiedPush probe delivery to a paused app", metadata: ["service": "\(service)"])
+        case .paused:
+            logger.debug(
+                "UnifiedPush app paused after strikes: message left at the gateway",
+                metadata: metadata.merging(["service": "\(service)"]) { $1 })
+            return
+        }
         unifiedPush.inFlight.insert(message.id)
         unifiedPush.delivered += 1
         let version = registration.version
@@ -367,21 +389,34 @@ extension Agent {
             } catch {
                 outcome = "\(error)"
             }
-            self.messageAnswered(message.id, token: registration.token, failure: outcome)
+            self.messageAnswered(message.id, token: registration.token, service: service, failure: outcome)
         }
     }
 
-    private func messageAnswered(_ id: String, token: String, failure: String?) {
+    /// The app's answer: acknowledged to the gateway, or a strike (the message stays at the gateway).
+    private func messageAnswered(_ id: String, token: String, service: String, failure: String?) {
         unifiedPush.inFlight.remove(id)
         guard failure == nil else {
             unifiedPush.failed += 1
+            let paused = unifiedPush.strikes.failed(service: service, now: now)
             logger.warning(
-                "UnifiedPush delivery failed: left for the gateway to offer again",
-                metadata: ["delivery": "\(id)", "error": "\(failure ?? "")"])
+                "UnifiedPush delivery failed: a strike, left for the gateway to offer again",
+                metadata: [
+                    "delivery": "\(id)", "service": "\(service)", "error": "\(failure ?? "")",
+                    "strikes": "\(unifiedPush.strikes.strikeCount(service, now: now))",
+                ])
+            if paused {
+                logger.warning(
+                    "UnifiedPush deliveries paused until the app registers again or acknowledges a probe",
+                    metadata: ["service": "\(service)", "limit": "\(unifiedPush.strikes.limit)"])
+            }
             return
         }
         unifiedPush.acknowledged += 1
         link.ack(id)
+        if unifiedPush.strikes.acknowledged(service: service) {
+            logger.notice("UnifiedPush deliveries resumed: the app acknowledged", metadata: ["service": "\(service)"])
+        }
         // The 30-day rule counts days: the book is saved again at most hourly for acknowledgements alone.
         let before = unifiedPush.book.registration(token: token)?.lastAckAt ?? 0
         unifiedPush.book.acknowledged(token: token, nowMilliseconds: wallMilliseconds)

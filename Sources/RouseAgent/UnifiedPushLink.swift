@@ -39,10 +39,13 @@ final class UnifiedPushLink {
     var orphaned = 0
     /// Registrations removed because their app can no longer be started, or stayed silent.
     var purged = 0
+    /// Failed deliveries counted against their app; apps paused at the handler rules' limit.
+    var strikes: UnifiedPushStrikes
 
     init(book: UnifiedPushBook, limits: UnifiedPushLimits) {
         self.book = book
         self.limits = limits
+        self.strikes = UnifiedPushStrikes(probeInterval: limits.probeInterval)
     }
 
     /// The status section.
@@ -50,7 +53,8 @@ final class UnifiedPushLink {
         UnifiedPushStatus(
             nameOwned: connection != nil, registrations: book.registrations.count, registered: registered,
             refused: refused, malformed: malformed, delivered: delivered, acknowledged: acknowledged, failed: failed,
-            orphaned: orphaned, purged: purged, pendingDeletions: book.pendingDeletions.count)
+            orphaned: orphaned, purged: purged, pendingDeletions: book.pendingDeletions.count, strikes: strikes.total,
+            pauses: strikes.pauses, withheld: strikes.withheld, paused: strikes.pausedApps)
     }
 }
 
@@ -78,6 +82,14 @@ public struct UnifiedPushStatus: Codable, Sendable, Equatable {
     public var purged: Int
     /// Gateway subscriptions still to delete.
     public var pendingDeletions: Int
+    /// Failed deliveries counted as strikes against their app since the start (``UnifiedPushStrikes``).
+    public var strikes: Int
+    /// Times an app's deliveries were paused at the strike limit.
+    public var pauses: Int
+    /// Deliveries left unacknowledged at the gateway because their app was paused.
+    public var withheld: Int
+    /// The apps (D-Bus names) whose deliveries are paused now.
+    public var paused: [String]
 }
 
 /// The UnifiedPush distributor's budgets (docs/unifiedpush.md).
@@ -94,6 +106,9 @@ package struct UnifiedPushLimits: Sendable, Equatable {
     /// `Register` calls being worked on (bus checks, the gateway round trip) at most; more are refused with
     /// `INTERNAL_ERROR` (a session client flooding the distributor).
     package var maximumRegistering = 16
+    /// While an app's deliveries are paused after strikes, one probe delivery is let through this long after its
+    /// last strike (``UnifiedPushStrikes/probeInterval``).
+    package var probeInterval = UnifiedPushStrikes.defaultProbeInterval
 
     /// The defaults.
     package init() {}

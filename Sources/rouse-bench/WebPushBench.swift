@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RouseAPNs
+import RouseAgent
 import RouseCurl
 import RouseGateway
 
@@ -10,7 +11,11 @@ import RouseGateway
 /// h2load HTTP/2 POSTing a 3000-byte payload to `/3/device/<token>`, rounds alternating; the ratio of the means
 /// (and the WebPush requests over HTTP/2 too, to tell the cost of HTTP/1.1 from that of the WebPush checks).
 /// (b) Sender → device latency p50/p99, WebPush (libcurl, HTTP/1.1 keep-alive) and APNs (libcurl, HTTP/2)
-/// samples interleaved, measured to the arrival of the record on a connected device channel.
+/// samples interleaved, measured to the arrival of the record on a connected device channel. (c) In the same loop,
+/// a third sample: WebPush → the gateway → a `rouse-agent --user`'s channel → its UnifiedPush distributor →
+/// `Connector2.Message` on a private session bus → a running dbus-fast connector, which stamps CLOCK_MONOTONIC on
+/// arrival (``ConnectorRig``); its p50/p99 next to (b)'s APNs → device channel figures. (d) D-Bus activation apart:
+/// the time to the first message when the connector is not running and the bus starts it from its `.service` file.
 enum WebPushBench {
     struct Options {
         var pushes = 10_000
@@ -20,6 +25,7 @@ enum WebPushBench {
         var streams = 100
         var rounds = 2
         var latencySamples = 500
+        var activationSamples = 10
         var json = false
         var gateway: String?
         var h2load = "/usr/bin/h2load"
@@ -29,7 +35,8 @@ enum WebPushBench {
 
     static let usage = """
         usage: rouse-bench webpush [--pushes N] [--body BYTES] [--h1-connections N] [--h2-connections N]
-                                   [--streams N] [--rounds N] [--latency-samples N] [--gateway PATH]
+                                   [--streams N] [--rounds N] [--latency-samples N]
+                                   [--activation-samples N] [--gateway PATH]
                                    [--h2load PATH] [--json]
         """
 
@@ -53,6 +60,7 @@ enum WebPushBench {
         let ids = ["webpush-ingest", "webpush-latency"]
         let credentials = try Gateway.provisionDevices(store: store, ids: ids, now: now)
         let tokens = try Gateway.provisionTokens(store: store, deviceIDs: ids, topic: "com.example.rouse", now: now)
+        let agentSecret = try Gateway.makeEnrollmentSecret(store: store, now: now, validity: .seconds(3600))
 
         let port = try freePort()
         let origin = "https://localhost:\(port)"
@@ -140,18 +148,46 @@ enum WebPushBench {
             "h2load --h1 -c \(options.h1Connections) -m 1 (keep-alive) vs h2load -c \(options.h2Connections) -m "
                 + "\(options.streams), \(options.pushes) requests each, \(options.rounds) rounds alternating")
 
-        // (b) Latency to the device channel.
+        // (b) Latency to the device channel, (c) to a running connector through the agent's distributor.
+        let rig = try await ConnectorRig.start(
+            directory: directory + "/distributor",
+            repository: URL(fileURLWithPath: certs).deletingLastPathComponent().path,
+            certs: certs, devicePort: gateway.devicePort, secret: agentSecret)
+        defer { rig.stop() }
         let latency = try await latency(
             options, device: device, credential: credentials[1], webPushEndpoint: latencyEndpoint,
-            apnsURL: "https://localhost:\(gateway.providerPort)/3/device/\(tokens[1])", jwt: jwt)
-        report("latency_samples", "\(latency.webPush.count) + \(latency.apns.count) interleaved")
+            apnsURL: "https://localhost:\(gateway.providerPort)/3/device/\(tokens[1])", jwt: jwt, rig: rig)
+        report(
+            "latency_samples",
+            "\(latency.webPush.count) + \(latency.apns.count) + \(latency.connector.count) interleaved")
         report("latency_webpush_h1_p50_ms", String(format: "%.3f", GatewayBench.percentile(latency.webPush, 0.50)))
         report("latency_webpush_h1_p99_ms", String(format: "%.3f", GatewayBench.percentile(latency.webPush, 0.99)))
         report("latency_apns_h2_p50_ms", String(format: "%.3f", GatewayBench.percentile(latency.apns, 0.50)))
         report("latency_apns_h2_p99_ms", String(format: "%.3f", GatewayBench.percentile(latency.apns, 0.99)))
         report(
             "latency_measured_to",
-            "the record's arrival on a device channel (the agent's UnifiedPush distributor is not part of this run)")
+            "webpush_h1 and apns_h2: the record's arrival on a device channel (the bench's own); connector: "
+                + "Connector2.Message's arrival at a running connector (CLOCK_MONOTONIC) through rouse-agent --user")
+        let connectorP99 = GatewayBench.percentile(latency.connector, 0.99)
+        let apnsP99 = GatewayBench.percentile(latency.apns, 0.99)
+        report(
+            "latency_connector_webpush_h1_p50_ms",
+            String(format: "%.3f", GatewayBench.percentile(latency.connector, 0.50)))
+        report("latency_connector_webpush_h1_p99_ms", String(format: "%.3f", connectorP99))
+        report("latency_connector_p99_minus_apns_p99_ms", String(format: "%.3f", connectorP99 - apnsP99))
+        report("latency_connector_target", connectorP99 <= apnsP99 + 5 ? "met (<= APNs p99 + 5 ms)" : "MISSED")
+
+        // (d) D-Bus activation of a stopped app, apart.
+        let activation = try await activation(options, device: device, rig: rig)
+        report("activation_samples", "\(activation.count)")
+        report("activation_first_message_p50_ms", String(format: "%.1f", GatewayBench.percentile(activation, 0.50)))
+        report("activation_first_message_max_ms", String(format: "%.1f", activation.max() ?? 0))
+        report(
+            "activation_measured_to",
+            "Connector2.Message's arrival at a connector D-Bus-activated for it (python3 + dbus-fast start included)")
+        if let status = try? await rig.status(), let up = status.unifiedPush {
+            report("distributor_delivered_acknowledged_failed", "\(up.delivered)/\(up.acknowledged)/\(up.failed)")
+        }
         report("load_average_end", loadAverage())
         await curl.shutdown()
         if options.json {
@@ -195,8 +231,8 @@ enum WebPushBench {
 
     static func latency(
         _ options: Options, device: DeviceSide, credential: String, webPushEndpoint: String, apnsURL: String,
-        jwt: String
-    ) async throws -> (webPush: [Double], apns: [Double]) {
+        jwt: String, rig: ConnectorRig
+    ) async throws -> (webPush: [Double], apns: [Double], connector: [Double]) {
         var channelRequest = device.request("GET", "/device/v1/channel", credential: credential)
         channelRequest.headers.append((name: "rouse-features", value: "webpush"))
         let response = try await device.curl.stream(channelRequest)
@@ -218,12 +254,32 @@ enum WebPushBench {
                 (name: "apns-push-type", value: "alert"),
             ], body: Array(#"{"aps":{"alert":"latency"},"f":"\#(filler)"}"#.utf8), httpVersion: .http2TLS,
             tls: device.tls)
+        var toConnector = webPush
+        toConnector.url = rig.runningEndpoint
+        var connectorEvents = rig.events(ConnectorRig.running)
         var webPushSamples: [Double] = []
         var apnsSamples: [Double] = []
+        var connectorSamples: [Double] = []
         var unacked: [String] = []
-        // A warm-up pair opens both connections (TLS handshakes are not the latency measured).
-        for sample in -2..<(2 * options.latencySamples) {
-            let isWebPush = sample % 2 == 0
+        // A warm-up round opens the connections (TLS handshakes are not the latency measured) and starts the
+        // running connector.
+        for sample in -3..<(3 * options.latencySamples) {
+            if (sample + 3) % 3 == 2 {
+                let sent = ConnectorRig.monotonicNanoseconds()
+                let answer = try await device.curl.send(toConnector)
+                guard answer.status == 201 else {
+                    throw BenchError(description: "latency: WebPush to the connector answered \(answer.status)")
+                }
+                let event = try await connectorEvents.next(timeout: .seconds(30)) {
+                    $0["call"] as? String == "Message"
+                }
+                guard let arrived = (event["mono"] as? NSNumber)?.int64Value else {
+                    throw BenchError(description: "the connector's Message record has no mono time")
+                }
+                if sample >= 0 { connectorSamples.append(Double(arrived - sent) / 1_000_000) }
+                continue
+            }
+            let isWebPush = (sample + 3) % 3 == 0
             let start = ContinuousClock.now
             let answer = try await device.curl.send(isWebPush ? webPush : apns)
             guard answer.status == (isWebPush ? 201 : 200) else {
@@ -245,7 +301,38 @@ enum WebPushBench {
                 unacked.removeAll()
             }
         }
-        return (webPushSamples, apnsSamples)
+        return (webPushSamples, apnsSamples, connectorSamples)
+    }
+
+    /// Messages to the app that is not running: each D-Bus-activates it; the time from the send to the call's
+    /// arrival. The app exits 0.3 s after each message (its `Exit` record) before the next is sent.
+    static func activation(_ options: Options, device: DeviceSide, rig: ConnectorRig) async throws -> [Double] {
+        var request = CurlRequest(
+            method: "POST", url: rig.stoppedEndpoint,
+            headers: [
+                (name: "ttl", value: "60"), (name: "content-encoding", value: "aes128gcm"),
+                (name: "urgency", value: "high"),
+            ], body: (0..<options.bodyBytes).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }, httpVersion: .http1_1,
+            tls: device.tls)
+        request.timeout = .seconds(30)
+        var events = rig.events(ConnectorRig.stopped)
+        var samples: [Double] = []
+        for _ in 0..<options.activationSamples {
+            let sent = ConnectorRig.monotonicNanoseconds()
+            let answer = try await device.curl.send(request)
+            guard answer.status == 201 else {
+                throw BenchError(description: "activation: WebPush answered \(answer.status)")
+            }
+            let event = try await events.next(timeout: .seconds(30)) { $0["call"] as? String == "Message" }
+            guard let arrived = (event["mono"] as? NSNumber)?.int64Value else {
+                throw BenchError(description: "the connector's Message record has no mono time")
+            }
+            samples.append(Double(arrived - sent) / 1_000_000)
+            _ = try await events.next(timeout: .seconds(30)) { $0["call"] as? String == "Exit" }
+            // The exit's disconnect reaches the bus before the next activation.
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return samples
     }
 
     /// Runs h2load for `options.pushes` requests; its rate and 2xx count.
@@ -318,6 +405,7 @@ enum WebPushBench {
             case "--streams": options.streams = try number(1...1000)
             case "--rounds": options.rounds = try number(1...20)
             case "--latency-samples": options.latencySamples = try number(1...1_000_000)
+            case "--activation-samples": options.activationSamples = try number(1...1000)
             case "--gateway": options.gateway = try value()
             case "--h2load": options.h2load = try value()
             case "--json": options.json = true

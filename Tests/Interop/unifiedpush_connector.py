@@ -12,8 +12,11 @@
     unifiedpush_connector.py unregister NAME VERSION DIR TOKEN
         own NAME, call Unregister, stay until Unregistered came (at most 10 s).
 
-When DIR/NAME.mode holds "no-id", Message answers {} (no id: the distributor must not acknowledge); with
+When DIR/NAME.mode holds "no-id", Message answers {} (no id: the distributor must not acknowledge); with "error",
+Message answers a D-Bus error; with "hang", Message never answers (the distributor's reply timeout); with
 "fail-endpoint", NewEndpoint answers an error (an app that no longer works: the 30-day rule's ping fails).
+Each Message record carries "mono", CLOCK_MONOTONIC in nanoseconds when the call reached the app (rouse-bench webpush
+compares it with its send time on the same machine); a serving app appends {"call": "Exit"} when it exits.
 Run by the system python3 (dbus-fast from Debian); the connection address is DBUS_STARTER_ADDRESS (activation) or
 DBUS_SESSION_BUS_ADDRESS.
 """
@@ -22,6 +25,7 @@ import base64
 import json
 import os
 import sys
+import time
 
 from dbus_fast import BusType, DBusError, ErrorType, Message, NameFlag, Variant
 from dbus_fast.aio import MessageBus
@@ -60,12 +64,18 @@ class Connector2(ServiceInterface):
         self.app = app
 
     @method()
-    def Message(self, args: "a{sv}") -> "a{sv}":
+    async def Message(self, args: "a{sv}") -> "a{sv}":
+        mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         token = args["token"].value
         message = bytes(args["message"].value)
         ident = args["id"].value if "id" in args else None
-        self.app.record("Message", token=token, message=base64.b64encode(message).decode(), id=ident)
-        if ident is None or self.app.mode() == "no-id":
+        self.app.record("Message", token=token, message=base64.b64encode(message).decode(), id=ident, mono=mono)
+        mode = self.app.mode()
+        if mode == "error":
+            raise DBusError(ErrorType.FAILED, "this app fails its messages")
+        if mode == "hang":
+            await asyncio.Future()
+        if ident is None or mode == "no-id":
             return {}
         return {"id": Variant("s", ident)}
 
@@ -89,7 +99,8 @@ class Connector1(ServiceInterface):
 
     @method()
     def Message(self, token: "s", message: "ay", ident: "s"):
-        self.app.record("Message", token=token, message=base64.b64encode(bytes(message)).decode(), id=ident)
+        mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        self.app.record("Message", token=token, message=base64.b64encode(bytes(message)).decode(), id=ident, mono=mono)
 
     @method()
     def NewEndpoint(self, token: "s", endpoint: "s"):
@@ -184,6 +195,7 @@ async def serve(name, version, directory):
     app, bus = await own(name, version, directory)
     await idle_exit(app, bus)
     bus.disconnect()
+    app.record("Exit")
 
 
 def main(argv):

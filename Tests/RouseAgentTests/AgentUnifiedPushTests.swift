@@ -369,13 +369,15 @@ final class UnifiedPushLab: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Installs app `name`: its `.service` file starts the connector in `serve` mode.
-    func install(_ name: String, version: Int) throws {
+    /// Installs app `name`: its `.service` file starts the connector in `serve` mode (exiting after 3 s without a
+    /// call, or `idleSeconds`).
+    func install(_ name: String, version: Int, idleSeconds: Int? = nil) throws {
         let script = Repository.root + "/Tests/Interop/unifiedpush_connector.py"
+        let idle = idleSeconds.map { "/usr/bin/env UP_IDLE=\($0) " } ?? ""
         let file = """
             [D-BUS Service]
             Name=\(name)
-            Exec=/usr/bin/python3 '\(script)' serve \(name) \(version) '\(directory)'
+            Exec=\(idle)/usr/bin/python3 '\(script)' serve \(name) \(version) '\(directory)'
 
             """
         try file.write(toFile: services + "/\(name).service", atomically: true, encoding: .utf8)
