@@ -7,7 +7,8 @@ import RouseSystem
 import Synchronization
 
 /// An HTTP/2 server on libnghttp2, OpenSSL and epoll: many connections and streams on a few event-loop
-/// threads, SETTINGS as APNs sends them, idle timeouts, graceful shutdown, and the rapid-reset guard.
+/// threads (`workers`: one socket accepts on the first loop and hands connections to the loops in turn), SETTINGS
+/// as APNs sends them, idle timeouts, graceful shutdown, and the rapid-reset guard.
 public final class HTTP2Server: Sendable {
     private let shared: ServerShared
     private let loops: [EventLoop]
@@ -37,38 +38,32 @@ public final class HTTP2Server: Sendable {
         }
         let shared = ServerShared(
             configuration: configuration, tls: tls, factory: factory, logger: logger, loops: loops)
-        var listeners: [Listener] = []
+        // One accepting socket on the first loop, which deals connections to every loop in turn (`Listener`).
         var unixFile: Sys.UnixSocketFile?
-        for loop in loops {
-            let fd = try Sys.socket(family: address.family, type: Int32(SOCK_STREAM.rawValue))
-            do {
-                if let unixPath {
-                    // The one policy of socket files: a stale one replaced, the mode set before bind.
-                    unixFile = try Sys.bindUnix(fd, path: unixPath, mode: configuration.unixSocketMode)
-                } else {
-                    try Sys.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
-                    try Sys.setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
-                    try Sys.bind(fd, address)
-                }
-                try Sys.listen(fd, backlog: configuration.backlog)
-                if address.port == 0 && unixPath == nil { address = try Sys.localAddress(fd) }
-            } catch {
-                Sys.close(fd)
-                for l in listeners { Sys.close(l.fd) }
-                if let unixFile { Sys.removeSocketFile(unixFile) }
-                throw error
+        let fd = try Sys.socket(family: address.family, type: Int32(SOCK_STREAM.rawValue))
+        do {
+            if let unixPath {
+                // The one policy of socket files: a stale one replaced, the mode set before bind.
+                unixFile = try Sys.bindUnix(fd, path: unixPath, mode: configuration.unixSocketMode)
+            } else {
+                try Sys.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+                try Sys.bind(fd, address)
             }
-            listeners.append(Listener(fd: fd, loop: loop, shared: shared))
+            try Sys.listen(fd, backlog: configuration.backlog)
+            if address.port == 0 && unixPath == nil { address = try Sys.localAddress(fd) }
+        } catch {
+            Sys.close(fd)
+            if let unixFile { Sys.removeSocketFile(unixFile) }
+            throw error
         }
+        let listener = Listener(fd: fd, loop: loops[0], targets: loops, shared: shared)
         self.shared = shared
         self.loops = loops
         self.localAddress = address
         self.unixFile = unixFile
-        for (loop, listener) in zip(loops, listeners) {
-            try loop.register(listener.fd, events: EPOLLIN.rawValue, handler: listener)
-            loop.start()
-        }
-        self.listeners = Mutex(listeners)
+        try loops[0].register(listener.fd, events: EPOLLIN.rawValue, handler: listener)
+        for loop in loops { loop.start() }
+        self.listeners = Mutex([listener])
     }
 
     /// How often the budgets were hit since the server started (connections refused, streams reset, …).
@@ -99,12 +94,15 @@ public final class HTTP2Server: Sendable {
             return taken
         }
         guard !listeners.isEmpty else { return }
+        shared.stopping.store(true, ordering: .releasing)
         for listener in listeners {
             let l = UncheckedBox(listener)
+            listener.loop.execute { l.value.close() }
+        }
+        for loop in loops {
             let shared = self.shared
-            listener.loop.execute {
-                l.value.close()
-                for c in shared.connections(on: l.value.loop) { c.beginGracefulShutdown() }
+            loop.execute {
+                for c in shared.connections(on: loop) { c.beginGracefulShutdown() }
             }
         }
         // Real time, whatever the loops' clock: a test's manual clock must not hold a shutdown for ever.

@@ -11,7 +11,7 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// `HTTP1RequestParser` (head 16 KiB, body `maxRequestBodySize`), handed to the same handler as HTTP/2 requests.
     /// Off by default: APNs-compatible listeners speak HTTP/2 only.
     public var servesHTTP11 = false
-    /// Event-loop threads; each accepts on its own SO_REUSEPORT socket.
+    /// Event-loop threads. One socket accepts (on the first loop) and deals connections to the loops in turn.
     public var workers: Int = 1
     /// SETTINGS advertised at the start of every connection.
     public var settings = HTTP2Settings()

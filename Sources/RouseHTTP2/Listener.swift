@@ -5,20 +5,26 @@ import RouseEventLoop
 import RouseSystem
 import Synchronization
 
-/// One listening socket on one loop; accepts connections and hands them to `ServerConnection`.
+/// One listening socket on one loop; accepts connections and hands them, round-robin, to the server's loops, each
+/// connection living on its loop as a `ServerConnection`. One accepting socket spreads connections evenly: four
+/// connections over two SO_REUSEPORT sockets land by a hash of their ports, all four on one loop one time in eight.
 final class Listener: EventLoopFDHandler {
     let fd: Int32
     let loop: EventLoop
     let shared: ServerShared
+    /// The loops accepted connections go to, in turn (the listener's own loop among them).
+    private let targets: [EventLoop]
+    private var nextTarget = 0
     private var closed = false
     private var paused = false
     /// When the last "accept paused" warning was logged (monotonic ns), and pauses since.
     private var lastPauseLog: UInt64 = 0
     private var pausesSinceLog = 0
 
-    init(fd: Int32, loop: EventLoop, shared: ServerShared) {
+    init(fd: Int32, loop: EventLoop, targets: [EventLoop], shared: ServerShared) {
         self.fd = fd
         self.loop = loop
+        self.targets = targets.isEmpty ? [loop] : targets
         self.shared = shared
     }
 
@@ -38,26 +44,45 @@ final class Listener: EventLoopFDHandler {
                 continue
             }
             try? Sys.setOption(client, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let local = (try? Sys.localAddress(client))?.description ?? ""
-            let info = HTTP2ConnectionInfo(
-                id: shared.makeConnectionID(), remoteAddress: peer.description, localAddress: local,
-                tlsVersion: nil, peerCertificate: nil)
-            let connection: ServerConnection
-            do {
-                connection = try ServerConnection(fd: client, info: info, peerHost: host, loop: loop, shared: shared)
-            } catch {
-                shared.logger.warning("connection setup failed", metadata: ["error": "\(error)"])
-                shared.release(host: host)
-                Sys.close(client)
-                continue
+            let target = targets[nextTarget]
+            nextTarget = (nextTarget + 1) % targets.count
+            if target === loop {
+                Self.open(client, peer: peer, host: host, loop: target, shared: shared)
+            } else {
+                let shared = self.shared
+                target.execute { Self.open(client, peer: peer, host: host, loop: target, shared: shared) }
             }
-            shared.connectionOpened(connection)
-            do {
-                try connection.start()
-            } catch {
-                shared.logger.warning("connection setup failed", metadata: ["error": "\(error)"])
-                connection.close(reason: "setup failed")
-            }
+        }
+    }
+
+    /// Sets up an accepted connection on `loop` (its own thread): the connection lives there from now on. A
+    /// connection handed over while the server began to shut down is closed instead.
+    private static func open(_ client: Int32, peer: SocketAddress, host: String, loop: EventLoop, shared: ServerShared)
+    {
+        guard !shared.stopping.load(ordering: .acquiring) else {
+            shared.release(host: host)
+            Sys.close(client)
+            return
+        }
+        let local = (try? Sys.localAddress(client))?.description ?? ""
+        let info = HTTP2ConnectionInfo(
+            id: shared.makeConnectionID(), remoteAddress: peer.description, localAddress: local,
+            tlsVersion: nil, peerCertificate: nil)
+        let connection: ServerConnection
+        do {
+            connection = try ServerConnection(fd: client, info: info, peerHost: host, loop: loop, shared: shared)
+        } catch {
+            shared.logger.warning("connection setup failed", metadata: ["error": "\(error)"])
+            shared.release(host: host)
+            Sys.close(client)
+            return
+        }
+        shared.connectionOpened(connection)
+        do {
+            try connection.start()
+        } catch {
+            shared.logger.warning("connection setup failed", metadata: ["error": "\(error)"])
+            connection.close(reason: "setup failed")
         }
     }
 

@@ -13,6 +13,8 @@ final class ServerShared: @unchecked Sendable {  // `registries` is under its Mu
     let option: OpaquePointer?
     private let nextID = Atomic<UInt64>(1)
     let openConnections = Atomic<Int>(0)
+    /// Set when shutdown begins: a connection accepted by then and still on its way to its loop is closed there.
+    let stopping = Atomic<Bool>(false)
     /// Request bytes buffered by every connection of the server (`maxListenerBufferedRequestBytes`).
     let bufferedRequestBytes = Atomic<Int>(0)
     /// Budget hits, for metrics.

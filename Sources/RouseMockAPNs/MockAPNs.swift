@@ -151,20 +151,21 @@ public final class MockAPNs: Sendable {
         case .burst(let reason, let status):
             let response = errorResponse(reason: reason, status: status, apnsID: echoedID(request), timestamp: nil)
             finish(
-                request, connection: connection, token: pathToken, now: now, status: status, outcome: .rejected(reason),
+                request, connection: &connection, token: pathToken, now: now, status: status,
+                outcome: .rejected(reason),
                 apnsID: response.apnsID, uniqueID: nil)
             return decision(.respond(response.response.delayed(latency)), rejected: status, connection: &connection)
         case .action(let action, let name):
             logger.debug("fault fired", metadata: ["fault": "\(name)", "conn-id": "\(connection.info.id)"])
             switch action {
             case .refusedStream:
-                record(unprocessed: "refusedStream", request, connection: connection, token: pathToken, now: now)
+                record(unprocessed: "refusedStream", request, connection: &connection, token: pathToken, now: now)
                 return MockDecision(action: .resetStream(errorCode: MockHTTP2ErrorCode.refusedStream))
             case .tcpReset:
-                record(unprocessed: "tcpReset", request, connection: connection, token: pathToken, now: now)
+                record(unprocessed: "tcpReset", request, connection: &connection, token: pathToken, now: now)
                 return MockDecision(action: .resetConnection)
             case .blackhole:
-                record(unprocessed: "blackhole", request, connection: connection, token: pathToken, now: now)
+                record(unprocessed: "blackhole", request, connection: &connection, token: pathToken, now: now)
                 return MockDecision(action: .blackhole)
             case .goAway(let goAway):
                 let last: Int32
@@ -176,7 +177,7 @@ public final class MockAPNs: Sendable {
                 let frame = MockGoAwayFrame(
                     errorCode: goAway.errorCode, lastStreamID: last, debugData: goAway.debugData)
                 if last < request.streamID {
-                    record(unprocessed: "goAway", request, connection: connection, token: pathToken, now: now)
+                    record(unprocessed: "goAway", request, connection: &connection, token: pathToken, now: now)
                     return MockDecision(
                         action: .goAway(errorCode: frame.errorCode, lastStreamID: last, debugData: frame.debugData))
                 }
@@ -332,11 +333,13 @@ extension MockAPNs {
         func reject(_ reason: APNsReason) -> Processed {
             let built = errorResponse(reason: reason, status: reason.status ?? 400, apnsID: apnsID, timestamp: nil)
             finish(
-                request, connection: connection, token: token, now: now, status: built.response.status,
+                request, connection: &connection, token: token, now: now, status: built.response.status,
                 outcome: .rejected(reason), apnsID: built.apnsID, uniqueID: nil)
             return Processed(response: built.response, apnsID: built.apnsID)
         }
         let deviceToken: Substring
+        // The token as the record keeps it: the validator's string, not a second copy of the path's characters.
+        let tokenString: String
         let headers: APNsNotificationHeaders
         switch APNsRequestValidator.validate(
             method: request.method, path: request.path, headers: request.headers,
@@ -344,7 +347,8 @@ extension MockAPNs {
             auth: &connection.auth, now: now)
         {
         case .success(let accepted):
-            deviceToken = Substring(accepted.deviceToken)
+            tokenString = accepted.deviceToken
+            deviceToken = Substring(tokenString)
             headers = accepted.headers
         case .failure(let reason): return reject(reason)
         }
@@ -378,15 +382,15 @@ extension MockAPNs {
                 reason: rejection.reason, status: rejection.reason.status ?? 400, apnsID: id,
                 timestamp: rejection.timestamp)
             finish(
-                request, connection: connection, token: token, now: now, status: built.response.status,
-                outcome: .rejected(rejection.reason), apnsID: id, uniqueID: nil)
+                request, connection: &connection, token: token, now: now, status: built.response.status,
+                outcome: .rejected(rejection.reason), apnsID: id, uniqueID: nil, tokenString: tokenString)
             return Processed(response: built.response, apnsID: id)
         }
         var responseHeaders = [(name: "apns-id", value: id)]
         if let uniqueID { responseHeaders.append((name: "apns-unique-id", value: uniqueID)) }
         finish(
-            request, connection: connection, token: token, now: now, status: 200, outcome: .accepted, apnsID: id,
-            uniqueID: uniqueID)
+            request, connection: &connection, token: token, now: now, status: 200, outcome: .accepted, apnsID: id,
+            uniqueID: uniqueID, tokenString: tokenString)
         return Processed(response: MockResponse(status: 200, headers: responseHeaders, body: []), apnsID: id)
     }
 
@@ -422,22 +426,24 @@ extension MockAPNs {
     }
 
     private func record(
-        unprocessed fault: String, _ request: MockRequest, connection: MockConnection, token: Substring?, now: APNsTime
+        unprocessed fault: String, _ request: MockRequest, connection: inout MockConnection, token: Substring?,
+        now: APNsTime
     ) {
         finish(
-            request, connection: connection, token: token, now: now, status: nil, outcome: .unprocessed(fault),
+            request, connection: &connection, token: token, now: now, status: nil, outcome: .unprocessed(fault),
             apnsID: nil, uniqueID: nil)
     }
 
     private func finish(
         _ request: MockRequest,
-        connection: MockConnection,
+        connection: inout MockConnection,
         token: Substring?,
         now: APNsTime,
         status: Int?,
         outcome: PushRecord.Outcome,
         apnsID: String?,
-        uniqueID: String?
+        uniqueID: String?,
+        tokenString: String? = nil
     ) {
         var record = PushRecord(
             sequence: 0,
@@ -446,8 +452,8 @@ extension MockAPNs {
             streamID: request.streamID,
             method: request.method,
             path: request.path,
-            deviceToken: token.map(String.init),
-            headers: PushRecord.redacted(request.headers),
+            deviceToken: tokenString ?? token.map(String.init),
+            headers: PushRecord.redacted(request.headers, cache: &connection.redaction),
             payload: request.body,
             status: status,
             outcome: outcome,

@@ -154,6 +154,8 @@ public struct MockConnection: Sendable {
     public internal(set) var requestCount = 0
     /// Whether the last push on this connection was rejected (stream-limit drop in effect).
     var droppedAfterRejection = false
+    /// The last `authorization` value recorded on this connection and its redacted form.
+    var redaction: PushRecord.RedactionCache?
 
     init(info: MockConnectionInfo, auth: ProviderConnectionAuth, advertisedMaxConcurrentStreams: Int) {
         self.info = info

@@ -51,14 +51,50 @@ public struct PushRecord: Sendable {
     /// header and claims stay (`bearer <header>.<claims>.<redacted>`) so tests still see the key id, team and `iat`;
     /// an `authorization` value of any other form becomes `<redacted>`.
     public static func redacted(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
-        headers.map { field in
-            guard field.name.lowercased() == "authorization" else { return field }
-            let parts = field.value.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "bearer" else { return (field.name, "<redacted>") }
-            let segments = parts[1].split(separator: ".", omittingEmptySubsequences: false)
-            guard segments.count == 3 else { return (field.name, "<redacted>") }
-            return (field.name, "\(parts[0]) \(segments[0]).\(segments[1]).<redacted>")
+        var cache: RedactionCache?
+        return redacted(headers, cache: &cache)
+    }
+
+    /// The last `authorization` value a connection sent and its redacted form: a provider sends the same token for
+    /// up to an hour, so its redaction (two splits and a new string, per request) is made once per token.
+    struct RedactionCache: Sendable {
+        var value: String
+        var redacted: String
+    }
+
+    /// `redacted(_:)`, reusing `cache` when the `authorization` value is the one redacted last (and updating it).
+    static func redacted(_ headers: [(name: String, value: String)], cache: inout RedactionCache?)
+        -> [(name: String, value: String)]
+    {
+        // Nothing to redact (no authorization header): the same array, shared, not a copy.
+        guard let index = headers.firstIndex(where: { isAuthorization($0.name) }) else { return headers }
+        var result = headers
+        for i in index..<headers.count where isAuthorization(headers[i].name) {
+            let value = headers[i].value
+            if let cached = cache, cached.value == value {
+                result[i].value = cached.redacted
+            } else {
+                let redacted = redactedAuthorization(value)
+                cache = RedactionCache(value: value, redacted: redacted)
+                result[i].value = redacted
+            }
         }
+        return result
+    }
+
+    /// Whether a header name is `authorization`, in any case (HTTP/2 names are lowercase; a `MockRequest` made by
+    /// hand may not be), without making a lowercased copy of every name.
+    private static func isAuthorization(_ name: String) -> Bool {
+        name.utf8.count == 13 && (name == "authorization" || name.lowercased() == "authorization")
+    }
+
+    /// `bearer <header>.<claims>.<redacted>`, or `<redacted>` for any other form.
+    private static func redactedAuthorization(_ value: String) -> String {
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return "<redacted>" }
+        let segments = parts[1].split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3 else { return "<redacted>" }
+        return "\(parts[0]) \(segments[0]).\(segments[1]).<redacted>"
     }
 
     /// The value of a request header (first occurrence).

@@ -6,7 +6,8 @@ import RouseHTTP2
 
 /// `rouse-bench mock-apns`: h2load against `rouse mock-apns` with every check on (token auth, 100k distinct
 /// device tokens, a valid JWT, VoIP topic and payload rules) and against `nghttpd` serving a static file, same
-/// machine, same h2load settings over TLS; then the mock's memory with 1,000 idle TLS connections.
+/// machine, same h2load settings over TLS, the same number of server threads on both sides (`--workers`, default
+/// one per core: the mock's event loops, nghttpd's `-n`); then the mock's memory with 1,000 idle TLS connections.
 enum MockAPNsBench {
     struct Result: Codable {
         var server: String
@@ -25,7 +26,11 @@ enum MockAPNsBench {
         if arguments.contains("--help") {
             print(
                 """
-                usage: rouse-bench mock-apns [--requests N] [--tokens N] [--idle N] [--record-limit N] [--certs DIR] [--json]
+                usage: rouse-bench mock-apns [--requests N] [--tokens N] [--idle N] [--record-limit N] [--workers N]
+                                             [--certs DIR] [--json] [--prepare DIR]
+                --prepare DIR: only write the inputs (tokens.json, payload.json, uris.txt with PORT for the port,
+                  headers.txt: h2load's -H arguments, one a line) into DIR and stop, for profiling runs by hand.
+                --workers N: server threads on both sides (the mock's --workers, nghttpd's -n); default: one per core.
                 Needs release builds of rouse and rouse-bench (swift build -c release), h2load and nghttpd.
                 """)
             return
@@ -34,6 +39,9 @@ enum MockAPNsBench {
         let tokenCount = Int(Bench.option(arguments, "--tokens") ?? "") ?? 100_000
         let idleCount = Int(Bench.option(arguments, "--idle") ?? "") ?? 1000
         let recordLimit = Bench.option(arguments, "--record-limit") ?? "100000"
+        let workers = max(
+            1, Int(Bench.option(arguments, "--workers") ?? "") ?? ProcessInfo.processInfo.activeProcessorCount)
+        let loadBefore = loadAverage()
         let certs = Bench.option(arguments, "--certs") ?? "certs"
         let json = arguments.contains("--json")
         let rouse = try Bench.product("rouse")
@@ -44,10 +52,13 @@ enum MockAPNsBench {
                 description: "\(certs)/server.pem not found: run from the repository root or pass --certs")
         }
 
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bench-\(getpid())")
+        let prepare = Bench.option(arguments, "--prepare")
+        let work =
+            prepare.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("rouse-bench-\(getpid())")
         try FileManager.default.createDirectory(
             at: work.appendingPathComponent("docroot/3/device"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
+        defer { if prepare == nil { try? FileManager.default.removeItem(at: work) } }
         // 100k distinct tokens registered for the VoIP topic, and one URI per token.
         var tokensJSON = #"{"unknownTokens":"reject","tokens":["#
         var uris = ""
@@ -69,6 +80,13 @@ enum MockAPNsBench {
             "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: com.example.rouse.voip",
             "-H", "apns-push-type: voip", "-H", "apns-expiration: 0",
         ]
+        if prepare != nil {
+            try uris.write(to: work.appendingPathComponent("uris.txt"), atomically: true, encoding: .utf8)
+            let lines = stride(from: 1, to: headers.count, by: 2).map { headers[$0] }.joined(separator: "\n")
+            try (lines + "\n").write(to: work.appendingPathComponent("headers.txt"), atomically: true, encoding: .utf8)
+            print("inputs written to \(work.path)")
+            return
+        }
 
         var results: [Result] = []
         for (clients, streams) in [(1, 100), (4, 100)] {
@@ -83,7 +101,7 @@ enum MockAPNsBench {
                     "mock-apns", "--listen", "127.0.0.1:\(port)", "--cert", "\(certs)/server.pem", "--key",
                     "\(certs)/server.key", "--keys", "\(certs)/keys.json", "--tokens",
                     work.appendingPathComponent("tokens.json").path, "--log-level", "error", "--record-limit",
-                    recordLimit,
+                    recordLimit, "--workers", String(workers),
                 ], port: port)
             results.append(
                 try measure(
@@ -96,7 +114,8 @@ enum MockAPNsBench {
             let server = try Bench.startServer(
                 nghttpd,
                 [
-                    "--address=127.0.0.1", "-d", work.appendingPathComponent("docroot").path, String(nport),
+                    "--address=127.0.0.1", "-n", String(workers), "-d", work.appendingPathComponent("docroot").path,
+                    String(nport),
                     "\(certs)/server.key", "\(certs)/server.pem",
                 ], port: nport)
             results.append(
@@ -118,6 +137,7 @@ enum MockAPNsBench {
             return
         }
         print("h2load over TLS, \(requests) requests, 256-byte VoIP payload, token auth, \(tokenCount) device tokens")
+        print("server threads: \(workers) on both sides; load average \(loadBefore) before, \(loadAverage()) after")
         print("server            -c -m     req/s   server µs/req  peak RSS      errored")
         for r in results {
             print(
@@ -157,6 +177,12 @@ enum MockAPNsBench {
             errored: errored,
             requestsPerSecond: rate, serverCPUMicrosecondsPerRequest: cpu * 1e6 / Double(max(succeeded, 1)),
             serverPeakRSSKiB: Bench.memoryKiB(pid: pid, field: "VmHWM"))
+    }
+
+    /// The 1-minute load average (/proc/loadavg), as text: every figure is quoted with it.
+    static func loadAverage() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return String(text.split(separator: " ").first ?? "?")
     }
 
     /// The number just before `before` on the line containing `after` (h2load's summary lines).

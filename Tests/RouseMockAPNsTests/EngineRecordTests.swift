@@ -65,6 +65,25 @@ struct EngineRecordTests {
         #expect(!mock.recordsJSON().contains(signature) && !mock.recordsJSON().contains("c2VjcmV0"))
     }
 
+    @Test("a connection's redaction is made once per token and follows a new token (the per-connection cache)")
+    func redactionFollowsTokenChanges() throws {
+        let mock = F.mock()
+        var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
+        let second = "bearer " + F.token(iat: F.t0.adding(milliseconds: 1000))
+        #expect(second != F.bearer)
+        _ = mock.handle(F.request(streamID: 1), connection: &connection, now: F.t0)
+        _ = mock.handle(F.request(streamID: 3), connection: &connection, now: F.t0)
+        _ = mock.handle(
+            F.request(streamID: 5) { $0.set("authorization", second) }, connection: &connection, now: F.t0)
+        _ = mock.handle(F.request(streamID: 7), connection: &connection, now: F.t0)
+        let shown = mock.records().map { $0.header("authorization") ?? "" }
+        func expected(_ bearer: String) -> String {
+            let segments = bearer.split(separator: ".")
+            return "\(segments[0]).\(segments[1]).<redacted>"
+        }
+        #expect(shown == [expected(F.bearer), expected(F.bearer), expected(second), expected(F.bearer)], "\(shown)")
+    }
+
     @Test func recordLimitKeepsNewest() {
         let mock = F.mock { $0.recordLimit = 3 }
         var connection = mock.openConnection(info: MockConnectionInfo(id: 1, remoteAddress: "a"))
