@@ -138,23 +138,12 @@ extension ProcessControl {
         for base in throttleBases { Sys.removeDirectory(base + "/" + handler) }
     }
 
-    /// Removes the agent's v1 cpu/cpuacct/blkio bases (and handler groups left in them). A handler killed at
-    /// shutdown may not have left its group yet (SIGKILL sent, exit or reaping not done, slower under a CPU quota, which
-    /// is lifted first): its group is waited for, at most 100 ms, so that no group outlives the agent.
+    /// Removes the agent's v1 cpu/cpuacct/blkio bases (and handler groups left in them). No waiting here: this
+    /// runs on the agent's actor, and a group still held is removed by the next agent (``removeStaleAgents()``).
     func removeThrottleBases() {
         for base in throttleBases {
             for child in ((try? Sys.directoryEntries(base)) ?? []) where !child.contains(".") {
-                let group = base + "/" + child
-                // A killed handler under a quota exits only as fast as its quota lets it run.
-                if Sys.exists(group + "/cpu.cfs_quota_us") {
-                    _ = try? Sys.writeFile(group + "/cpu.cfs_quota_us", "-1\n")
-                }
-                // A process that died but is not reaped yet still holds the group (rmdir: EBUSY) though
-                // `cgroup.procs` no longer lists it; the agent's waiter threads reap it.
-                for _ in 0..<50 {
-                    if Sys.removeDirectory(group) || !Sys.exists(group) { break }
-                    Sys.pause(milliseconds: 2)
-                }
+                Sys.removeDirectory(base + "/" + child)
             }
             Sys.removeDirectory(base)
         }

@@ -65,14 +65,27 @@ struct AgentThrottleTests {
             ]
         }
         for name in ["front", "call", "busy", "idle"] { try await harness.push(name, type: "voip") }
-        try await eventually(
-            "front active, call in its call, busy in the background, idle frozen", timeout: .seconds(30)
-        ) {
-            let states = await (
-                harness.handlerStatus("front")?.state, harness.handlerStatus("call")?.holdsAudio,
-                harness.handlerStatus("busy")?.state, harness.handlerStatus("idle")?.state
-            )
-            return states == ("active", true, "background", "suspended")
+        do {
+            try await eventually(
+                "front active, call in its call, busy in the background, idle frozen", timeout: .seconds(30)
+            ) {
+                let states = await (
+                    harness.handlerStatus("front")?.state, harness.handlerStatus("call")?.holdsAudio,
+                    harness.handlerStatus("busy")?.state, harness.handlerStatus("idle")?.state
+                )
+                return states == ("active", true, "background", "suspended")
+            }
+        } catch {
+            // Which handler did not get there, and what the agent says of each (a timeout alone tells nothing).
+            var seen: [String] = []
+            for name in ["front", "call", "busy", "idle"] {
+                let status = await harness.handlerStatus(name)
+                seen.append(
+                    "\(name): state \(status?.state ?? "-"), pid \(status?.pid.map(String.init) ?? "-"), "
+                        + "holdsAudio \(status.map { String($0.holdsAudio) } ?? "-")")
+            }
+            Issue.record("states at the timeout: \(seen.joined(separator: "; "))")
+            throw error
         }
         var weights: [String: Int] = [:]
         for name in ["front", "call", "busy", "idle"] {
