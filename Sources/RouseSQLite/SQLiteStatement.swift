@@ -16,13 +16,19 @@ final class SQLiteStatement {
 
     init(connection: OpaquePointer, sql: String) throws(SQLiteError) {
         var statement: OpaquePointer?
-        var tail: UnsafePointer<CChar>?
-        let code = sqlite3_prepare_v2(connection, sql, -1, &statement, &tail)
+        // `tail` points into the C string SQLite was given: it is read inside `withCString`, while that string
+        // lives (a String passed straight to the call is a temporary, freed when the call returns).
+        let (code, trailing) = sql.withCString { text -> (Int32, Bool) in
+            var tail: UnsafePointer<CChar>?
+            let code = sqlite3_prepare_v2(connection, text, -1, &statement, &tail)
+            guard code == SQLITE_OK, let tail, tail.pointee != 0 else { return (code, false) }
+            return (code, !String(cString: tail).allSatisfy { $0.isWhitespace || $0 == ";" })
+        }
         guard code == SQLITE_OK, let statement else {
             sqlite3_finalize(statement)
             throw SQLiteError.last(connection, code: code, statement: sql)
         }
-        if let tail, tail.pointee != 0, !String(cString: tail).allSatisfy({ $0.isWhitespace || $0 == ";" }) {
+        if trailing {
             sqlite3_finalize(statement)
             throw SQLiteError.misuse("one statement at a time (prepare); use execute for a script", statement: sql)
         }
