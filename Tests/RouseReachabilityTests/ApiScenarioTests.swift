@@ -72,7 +72,10 @@ struct ApiScenarioTests {
         try ns.ip("link set veth1 up")
         #expect(recorder.waitFor(target) { $0.path.interface?.name == "veth0" })
         #expect(monitor.sync())
-        #expect(recorder.changes(target).count == 3)
+        // A fourth change was seen once in a full run from a fresh clone (not reproduced): the changes are printed
+        // so that the next one says whether the kernel showed an intermediate path when the carrier came back.
+        let changes = recorder.changes(target)
+        #expect(changes.count == 3, "\(changes.map { "\($0.kind): \($0.reason)" })")
     }
 
     @Test("Unwatching a target stops its notifications; other targets go on")
