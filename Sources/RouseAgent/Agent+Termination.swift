@@ -24,6 +24,7 @@ extension Agent {
         var entry = terminations.entries[name] ?? Terminations.Entry()
         entry.process = process
         entry.peerPidfd = connection?.peer?.pidfd
+        entry.peerPid = connection?.peer?.pid
         let actions = entry.machine.begin(
             reason: reason, lifecycle: lifecycle, connected: connection != nil, grace: grace, now: now)
         terminations.entries[name] = entry
@@ -65,7 +66,12 @@ extension Agent {
         let entry = terminations.entries[name]
         if let process = entry?.process {
             control.kill(cgroup: process.cgroup, pgid: process.pid, pidfd: process.pidfd)
-        } else if let pidfd = entry?.peerPidfd, pidfd >= 0 {
+        } else if let pidfd = entry?.peerPidfd, pidfd >= 0, let pid = entry?.peerPid,
+            // Only while the descriptor still is that peer's pidfd (its connection closes it at its end, and the
+            // number is then reused), and never the agent itself (a client in the agent's own process, as in the
+            // tests: a reused number once SIGKILLed the whole test process).
+            pid != Sys.processID, Sys.pid(ofPidfd: pidfd) == pid
+        {
             Sys.signal(pidfd: pidfd, SIGKILL)
         }
         logger.info("handler killed", metadata: ["handler": "\(name)", "reason": "\(reason)"])

@@ -9,8 +9,11 @@ final class Terminations {
         var machine = HandlerTermination()
         /// The launched process (nil: a handler that connected by itself, killed through its peer pidfd).
         var process: HandlerProcess?
-        /// The connection's peer pidfd (`SO_PEERPIDFD`) when there is no process.
+        /// The connection's peer pidfd (`SO_PEERPIDFD`) when there is no process. Owned by the connection, which
+        /// closes it when it ends: the number may name another file by the time of the kill (``peerPid`` checks).
         var peerPidfd: Int32?
+        /// The peer's pid, checked against the pidfd's before the kill.
+        var peerPid: Int32?
     }
 
     /// By handler name.
