@@ -8,9 +8,9 @@ extension ProcessControl {
     /// Sets ``throttleBases`` (v1) or ``cpuV2`` (v2): the cpu controller enabled for the handlers' cgroups where it
     /// can be, else this process's writable v1 `cpu` and `cpuacct` hierarchies (a group named `tag` made in each).
     mutating func findThrottling(tag: String) {
-        // No v1 blkio group: with one per handler (joined before it runs, weights written), handler launches of
-        // the agent test group stalled past 10 s once per run on this hybrid VM (without it, none in two runs);
-        // I/O weights are written where the v2 io controller reaches the handlers' cgroups only.
+        // No v1 blkio group per handler: one was tried (joined before the handler runs, weights written) and taken
+        // out while launch timeouts of the agent test group were being chased; they went on without it, so it was
+        // not their cause (docs/agent.md). I/O weights are written where the v2 io controller reaches the handlers.
         var controllers = ["cpu", "cpuacct"]
         if mechanism == .cgroupV2, let base {
             if Self.enableControllers(["io"], below: base, moving: Sys.processID) == nil {
