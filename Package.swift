@@ -305,6 +305,7 @@ let package = Package(
                 "RouseEventLoop", "RouseSIPLab", "RouseDBus", "RouseState",
                 "RouseSystem", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import InMemoryLogging
 import Logging
 import RouseAPNs
 import RouseAgent
@@ -86,6 +87,9 @@ final class AgentHarness: Sendable {
     /// The agent's clock when the test gave it a manual one (`configuration.clock = ManualClock(…)`): the test moves
     /// it with ``advance(by:)``.
     let clock: ManualClock?
+    /// The in-process agent's log at debug level, kept in memory: a wait that times out quotes its end (what the
+    /// agent did, or did not do, for the handler waited on).
+    let agentLog = InMemoryLogHandler()
     /// The stop under way (`stop()` runs once, however many callers ask for it).
     private let stopping = Mutex<Task<Void, Never>?>(nil)
 
@@ -155,10 +159,12 @@ final class AgentHarness: Sendable {
             FileManager.default.temporaryDirectory.appendingPathComponent("rouse-agent-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var logger = Logger(label: "rouse.agent.test")
-        logger.logLevel = ProcessInfo.processInfo.environment["ROUSE_TEST_LOG"] == nil ? .critical : .debug
+        var gatewayLogger = Logger(label: "rouse.gateway.test")
+        let verbose = ProcessInfo.processInfo.environment["ROUSE_TEST_LOG"] != nil
+        gatewayLogger.logLevel = verbose ? .debug : .critical
         let gateway = try Gateway(
-            configuration: try Self.gatewayConfiguration(database: directory + "/gateway.sqlite"), logger: logger)
+            configuration: try Self.gatewayConfiguration(database: directory + "/gateway.sqlite"),
+            logger: gatewayLogger)
         self.gateway = gateway
         socketPath = directory + "/agent.sock"
         var configuration = AgentConfiguration(
@@ -174,6 +180,11 @@ final class AgentHarness: Sendable {
         try configure(directory, &configuration)
         let clock = configuration.clock as? ManualClock
         self.clock = clock
+        let agentLog = agentLog
+        var logger = Logger(label: "rouse.agent.test") { label in
+            verbose ? MultiplexLogHandler([agentLog, StreamLogHandler.standardError(label: label)]) : agentLog as any LogHandler
+        }
+        logger.logLevel = .debug
         let agent = try Agent(
             configuration: configuration, store: store(directory + "/state.json"),
             logger: logger)
@@ -248,9 +259,23 @@ final class AgentHarness: Sendable {
 
     /// Waits for a handler log line starting with `prefix` (the `count`-th one).
     func waitForLine(_ name: String, _ prefix: String, count: Int = 1, timeout: Duration = .seconds(10)) async throws {
-        try await eventually("\(name) log line '\(prefix)' ×\(count); log: \(log(name))", timeout: timeout) {
-            self.log(name).filter { $0.hasPrefix(prefix) }.count >= count
+        do {
+            try await eventually("\(name) log line '\(prefix)' ×\(count)", timeout: timeout) {
+                self.log(name).filter { $0.hasPrefix(prefix) }.count >= count
+            }
+        } catch let error as FixtureError {
+            throw FixtureError("\(error); log: \(log(name)); \(await diagnosis(name))")
         }
+    }
+
+    /// What the agent knows of handler `name` and the end of its log, for a failure message.
+    func diagnosis(_ name: String) async -> String {
+        let status = await handlerStatus(name).map { String(describing: $0) } ?? "no status"
+        let lines = agentLog.entries.suffix(40).map { entry in
+            let metadata = entry.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            return "\(entry.level) \(entry.message) \(metadata.joined(separator: " "))"
+        }
+        return "status: \(status); agent log (last \(lines.count)):\n  " + lines.joined(separator: "\n  ")
     }
 
     /// Unacknowledged pushes at the gateway.
