@@ -182,7 +182,9 @@ final class AgentHarness: Sendable {
         self.clock = clock
         let agentLog = agentLog
         var logger = Logger(label: "rouse.agent.test") { label in
-            verbose ? MultiplexLogHandler([agentLog, StreamLogHandler.standardError(label: label)]) : agentLog as any LogHandler
+            verbose
+                ? MultiplexLogHandler([agentLog, StreamLogHandler.standardError(label: label)])
+                : agentLog as any LogHandler
         }
         logger.logLevel = .debug
         let agent = try Agent(
