@@ -75,7 +75,14 @@ struct SIPEndToEndTests {
 
         // S0: the softphone is running and registered.
         let phone = try lab.startBaresip()
-        try await SIPLab.until("baresip registered") { try await lab.registered() }
+        do {
+            try await SIPLab.until("baresip registered") { try await lab.registered() }
+        } catch {
+            let baresip = (try? String(contentsOfFile: lab.directory + "/baresip-s0.log", encoding: .utf8)) ?? ""
+            let kamailio = (try? String(contentsOfFile: lab.kamailioLog, encoding: .utf8)) ?? ""
+            Issue.record("baresip: \(baresip.suffix(1500))\nkamailio: \(kamailio.suffix(1500))")
+            throw error
+        }
         let awake = try await lab.calls("s0", count: Self.calls, period: .milliseconds(100))
         #expect(awake.answeredMilliseconds.count == Self.calls, "S0: \(awake.summary)\n\(awake.sippOutput)")
         #expect(awake.sippStatus == 0, "S0: \(awake.sippOutput)")

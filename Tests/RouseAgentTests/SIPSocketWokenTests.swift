@@ -55,8 +55,13 @@ struct SIPSocketWokenTests {
         }
 
         try await harness.admin(.userControl(.init(handler: "phone", state: "started")))
-        try await SIPLab.until("baresip registered over TCP through the handler", timeout: .seconds(30)) {
-            try await lab.registered()
+        do {
+            try await SIPLab.until("baresip registered over TCP through the handler", timeout: .seconds(30)) {
+                try await lab.registered()
+            }
+        } catch {
+            Issue.record("phone log: \(Self.events(log).suffix(10)); \(await harness.diagnosis("phone"))")
+            throw error
         }
         let firstCSeq = try #require(try await lab.bindingCSeq())
         #expect(count("voipSocketAdded") == 1)
