@@ -18,9 +18,13 @@ struct AgentIPCGuardTests {
     func aHandlerSeesOnlyItselfAndCannotActAsAdmin() async throws {
         let harness = try await AgentHarness { directory in
             [
+                // Not frozen between its steps (a report, a status, two admin tries on two connections): on a
+                // loaded machine they took longer than the harness's 300 ms idle time, and a frozen nosy tries
+                // nothing more.
                 try AgentHarness.handler(
                     "nosy", mode: "report", directory: directory, pushTypes: ["voip"],
-                    arguments: ["--try-admin", "victim"]),
+                    arguments: ["--try-admin", "victim"]
+                ) { $0.suspendAfter = .seconds(3600) },
                 try AgentHarness.handler("victim", mode: "report", directory: directory, pushTypes: ["voip"]) {
                     $0.suspendAfter = .seconds(3600)
                 },
