@@ -248,13 +248,45 @@ struct ProcessControl: Sendable {
         if mechanism == .sigstop { Sys.signalGroup(pgid, SIGCONT) }
     }
 
-    /// Removes a handler's (empty) cgroup, and its v1 `pids` and `memory` groups.
+    /// Removes a handler's cgroup, and its v1 `pids` and `memory` groups, after its process exited. What it left
+    /// running there (a child it started and did not stop) is killed first: a handler is one unit, as an app is, and
+    /// nothing of it may run on untracked, outside the freeze and budget rules (systemd's `KillMode=control-group`
+    /// does the same for a service).
     func remove(cgroup: String?) {
         guard let cgroup else { return }
+        killLeftovers(cgroup)
         Sys.removeDirectory(cgroup)
         let name = cgroup.split(separator: "/").last.map(String.init) ?? ""
         for v1 in v1Bases where !name.isEmpty { Sys.removeDirectory(v1 + "/" + name) }
         if !name.isEmpty { removeThrottleGroups(name) }
+    }
+
+    /// Kills what is left in a handler's cgroup whose leader exited: `cgroup.kill` (v2), else SIGKILL to each process
+    /// `cgroup.procs` lists (the v1 freezer group), thawed so that they die; then waits at most 100 ms until it is
+    /// empty (SIGKILLed processes go in microseconds; one in uninterruptible sleep is left to the rmdir's EBUSY).
+    /// Never a group holding the agent itself: a handler's group is a leaf the agent made, and if it is not (a
+    /// launch that failed to move its child, a group reused by a mistake) the agent is the last thing to kill.
+    private func killLeftovers(_ cgroup: String) {
+        func procs() -> [Int32] {
+            (Sys.readText(cgroup + "/cgroup.procs", maxBytes: 1 << 16) ?? "").split(separator: "\n").compactMap {
+                Int32($0)
+            }
+        }
+        func populated() -> Bool {
+            switch mechanism {
+            case .cgroupV2: return Sys.readText(cgroup + "/cgroup.events")?.contains("populated 1") == true
+            case .cgroupV1: return !procs().isEmpty
+            default: return false
+            }
+        }
+        guard populated(), !procs().contains(Sys.processID) else { return }
+        if mechanism == .cgroupV2 {
+            _ = try? Sys.writeFile(cgroup + "/cgroup.kill", "1")
+        } else {
+            for pid in procs() where pid != Sys.processID { _ = Sys.signal(pid: pid, SIGKILL) }
+            _ = try? Sys.writeFile(cgroup + "/freezer.state", "THAWED")
+        }
+        for _ in 0..<50 where populated() { Sys.pause(milliseconds: 2) }
     }
 
     /// Removes the agent's base directories (at shutdown).

@@ -57,12 +57,20 @@ struct AgentCPUBudgetTests {
         }
         let hog = try #require(await harness.handlerStatus("hog")?.pid)
         let calm = try #require(await harness.handlerStatus("calm")?.pid)
+        // The spinning child the hog started: it goes with the hog (the agent kills what a handler leaves in its
+        // cgroup when it exits).
+        let children = (try? String(contentsOfFile: "/proc/\(hog)/task/\(hog)/children", encoding: .utf8)) ?? ""
+        let spinner = try #require(children.split(separator: " ").compactMap { Int32($0) }.first, "hog has no child")
         #expect(Self.quota(hog) != nil, "hog (pid \(hog)) has no cpu cgroup with a quota file")
         try await eventually("hog throttled at 10 % (10000 µs per 100 ms)", timeout: .seconds(20)) {
             Self.quota(hog) == .some(10_000)
         }
         try await eventually("hog terminated for its budget", timeout: .seconds(30)) {
             await harness.handlerStatus("hog")?.pid != hog
+        }
+        try await eventually("the hog's spinning child (pid \(spinner)) gone with it", timeout: .seconds(10)) {
+            let stat = (try? String(contentsOfFile: "/proc/\(spinner)/stat", encoding: .utf8)) ?? ""
+            return stat.isEmpty || stat.contains(") Z ")
         }
         let memory = try #require(await harness.agent.status().memory)
         #expect(
