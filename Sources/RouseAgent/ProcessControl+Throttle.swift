@@ -3,19 +3,18 @@ import RouseAgentCore
 import RouseSystem
 
 /// Where handlers' CPU and I/O weights go: the cgroup v2 `cpu` and `io` controllers in their cgroups, else groups of
-/// their own in the cgroup v1 `cpu` (and `cpuacct`) hierarchies (CPU weights only), else nowhere (status `throttleNote`).
+/// their own in the cgroup v1 `cpu` (and `cpuacct`) and `blkio` hierarchies, else nowhere (status `throttleNote`).
 extension ProcessControl {
     /// Sets ``throttleBases`` (v1) or ``cpuV2`` (v2): the cpu controller enabled for the handlers' cgroups where it
-    /// can be, else this process's writable v1 `cpu` and `cpuacct` hierarchies (a group named `tag` made in each).
+    /// can be, else this process's writable v1 `cpu` and `cpuacct` hierarchies (a group named `tag` made in each);
+    /// the io controller alike, else the v1 `blkio` hierarchy.
     mutating func findThrottling(tag: String) {
-        // No v1 blkio group per handler: one was tried (joined before the handler runs, weights written) and taken
-        // out while launch timeouts of the agent test group were being chased; they went on without it, so it was
-        // not their cause (docs/agent.md). I/O weights are written where the v2 io controller reaches the handlers.
-        var controllers = ["cpu", "cpuacct"]
+        var controllers = ["cpu", "cpuacct", "blkio"]
         if mechanism == .cgroupV2, let base {
             if Self.enableControllers(["io"], below: base, moving: Sys.processID) == nil {
                 ioV2 = true
                 ioNote = "io.bfq.weight or io.weight in \(base)/HANDLER"
+                controllers.removeAll { $0 == "blkio" }
             }
             if Self.enableControllers(["cpu"], below: base, moving: Sys.processID) == nil {
                 cpuV2 = true

@@ -5,7 +5,8 @@ import Testing
 
 /// CPU weights follow handlers' states in real cgroups (issue 29, throttling): a foreground handler and one in a call
 /// keep the default weight, a running background handler gets half, a suspended one a tenth; v2 `cpu.weight` where
-/// the cpu controller reaches the handlers' cgroups, else `cpu.shares` of their groups in the v1 `cpu` hierarchy.
+/// the cpu controller reaches the handlers' cgroups, else `cpu.shares` of their groups in the v1 `cpu` hierarchy; I/O
+/// weights alike (v2 `io.weight`, else `blkio.bfq.weight` of their groups in the v1 `blkio` hierarchy).
 @Suite(
     "CPU weights by state: background and suspended handlers below foreground ones and calls", .serialized,
     .stopsWhatItStarts)
@@ -27,6 +28,28 @@ struct AgentThrottleTests {
                 return shares * 100 / 1024
             }
             if fields[0] == "0", let weight = read("/sys/fs/cgroup\(fields[2])/cpu.weight") { return weight }
+        }
+        return nil
+    }
+
+    /// The I/O weight of `pid`'s blkio (v1) or io (v2) cgroup: BFQ's weight, else CFQ's `blkio.weight`, else v2
+    /// `io.weight`'s default; nil without one.
+    static func ioWeight(_ pid: Int32) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else { return nil }
+        func read(_ path: String) -> Int? {
+            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+                Int($0.split(separator: "\n").first?.split(separator: " ").last ?? "")
+            }
+        }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            let directory =
+                fields[0] == "0" ? "/sys/fs/cgroup\(fields[2])" : "/sys/fs/cgroup/\(fields[1])\(fields[2])"
+            guard fields[1].split(separator: ",").contains("blkio") || fields[0] == "0" else { continue }
+            for file in ["blkio.bfq.weight", "blkio.weight", "io.bfq.weight", "io.weight"] {
+                if let weight = read(directory + "/" + file) { return weight }
+            }
         }
         return nil
     }
@@ -71,5 +94,13 @@ struct AgentThrottleTests {
             weights[name] = weight
         }
         #expect(weights == ["front": 100, "call": 100, "busy": 50, "idle": 9], "weights \(weights)")
+        // I/O weights follow the same states (v1 `blkio.bfq.weight` or v2 `io.weight`; BFQ's scale is CPU's).
+        var ioWeights: [String: Int] = [:]
+        for name in ["front", "call", "busy", "idle"] {
+            let pid = try #require(await harness.handlerStatus(name)?.pid)
+            let weight = try #require(Self.ioWeight(pid), "\(name) (pid \(pid)) has no blkio or io cgroup")
+            ioWeights[name] = weight
+        }
+        #expect(ioWeights == ["front": 100, "call": 100, "busy": 50, "idle": 10], "I/O weights \(ioWeights)")
     }
 }
