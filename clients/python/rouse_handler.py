@@ -314,6 +314,16 @@ class Agent:
             event = self.next_event(linger)
         return events
 
+    def drain(self, handle, linger=0.0):
+        """Hands every message already there (and those arriving within linger seconds of the last) to handle, one
+        at a time; False when the agent closed the connection (a handler's select loop then ends)."""
+        try:
+            for event in self.pending_events(linger):
+                handle(event)
+        except AgentError:
+            return False
+        return True
+
     @staticmethod
     def payload(push):
         """A push's payload (base64 on the wire) decoded as JSON; None when it is not JSON."""

@@ -136,12 +136,7 @@ def main():
     def drain(linger=0.0):
         """Takes every message already there (and those arriving within linger seconds of the last); False when
         the agent closed the connection."""
-        try:
-            for event in agent.pending_events(linger):
-                take(event)
-        except rouse_handler.AgentError:
-            return False
-        return True
+        return agent.drain(take, linger)
 
     while True:
         phone = state["phone"]
