@@ -75,6 +75,7 @@ extension Agent {
                 handleUnregistered(connection, frame)
                 return true
             }
+            if handlers.connection(of: name) === connection { thawIfWrittenBeforeTheFreeze(name) }
             if case .addVoIPSocket = frame.message {
                 handleVoIP(name, connection, frame, descriptor: descriptor)
                 return true
@@ -274,6 +275,17 @@ extension Agent {
         return nil
     }
 
+    /// A request of handler `name` read while it is suspended was written before the freeze (a frozen process writes
+    /// nothing): it is thawed first (`HandlerMachine.requestReadWhileSuspended`), or the answer would wait in a
+    /// frozen process, and a request that needs it running (setState active, an activation, a socket to watch)
+    /// would leave it frozen. Seen on a loaded machine: a foreground handler left frozen, its `activate` never
+    /// answered; a watched socket's answer unread until the next wake.
+    private func thawIfWrittenBeforeTheFreeze(_ name: String) {
+        guard handlers.machine(of: name)?.lifecycle == .suspended else { return }
+        let current = now
+        apply(name, handlers.step(name) { $0.requestReadWhileSuspended(now: current) })
+    }
+
     /// A message from registered handler `name`.
     private func handleRegistered(_ name: String, _ connection: IPCConnection, _ frame: IPCFrame<AgentRequest>) {
         let requestID = frame.requestID
@@ -284,6 +296,7 @@ extension Agent {
             return
         }
         let current = now
+        thawIfWrittenBeforeTheFreeze(name)
         switch frame.message {
         case .reportCall(let report):
             guard let callID = report.callID else {

@@ -305,23 +305,26 @@ public struct HandlerMachine: Sendable {
         return [.log("transfer events handled", ["session": session])]
     }
 
+    /// A request the handler wrote before it was frozen, read by the agent after (the suspension timer fired in
+    /// between; a frozen process writes nothing, so whatever is read while `suspended` predates the freeze): the
+    /// handler was still busy, so it is thawed into the background and its idle time starts again, before the
+    /// request is handled. Its background budget goes on from where it was, not from now.
+    public mutating func requestReadWhileSuspended(now: Duration) -> [HandlerAction] {
+        guard lifecycle == .suspended else { return [] }
+        lifecycle = .background
+        if backgroundSince == nil { backgroundSince = now }
+        idleSince = now
+        return [.resume, .notify(.lifecycle(.background))] + flushCoalesced()
+    }
+
     /// `beginTask(name)`: a token, or nil (`.invalid`) when the budget is spent.
-    ///
-    /// Asked while ``lifecycle`` is `suspended`, the request was written before the freeze (a frozen process writes
-    /// nothing) and read after it: the handler is thawed into the background and granted the task, as it would
-    /// have been had the agent read it a moment earlier.
     public mutating func beginTask(name: String, now: Duration) -> (id: Int?, actions: [HandlerAction]) {
-        var actions: [HandlerAction] = []
-        if lifecycle == .suspended {
-            enterBackground(now: now)
-            actions = [.resume, .notify(.lifecycle(.background))] + flushCoalesced()
-        }
-        if let remaining = budgetRemaining(now: now), remaining <= 0 { return (nil, actions) }
+        if let remaining = budgetRemaining(now: now), remaining <= 0 { return (nil, []) }
         let id = nextTaskID
         nextTaskID += 1
         tasks[id] = name
         idleSince = nil
-        return (id, actions + [.notify(.taskBegun(id: id, name: name))])
+        return (id, [.notify(.taskBegun(id: id, name: name))])
     }
 
     /// `endTask(id)`.
@@ -332,19 +335,14 @@ public struct HandlerMachine: Sendable {
     }
 
     /// The handler declared `state` (`active`, `inactive`, `background`).
-    ///
-    /// Coming to the foreground from `suspended` also thaws the handler: its request was written before the freeze
-    /// and read after it (the suspension timer fired in between), and a foreground handler left frozen would never
-    /// read another message.
     public mutating func setState(_ state: HandlerLifecycle, now: Duration) -> [HandlerAction] {
         switch state {
         case .active, .inactive:
-            let thaw: [HandlerAction] = lifecycle == .suspended ? [.resume] : []
             lifecycle = state
             backgroundSince = nil
             expiryNoticeSent = false
             idleSince = nil
-            return thaw + [.notify(.lifecycle(state))] + (thaw.isEmpty ? [] : flushCoalesced())
+            return [.notify(.lifecycle(state))]
         case .background:
             guard lifecycle.isForeground else { return [] }
             enterBackground(now: now)
