@@ -104,12 +104,11 @@ extension HandlerMachine {
         var reason: String?
         for (id, deadline) in owedWakes.sorted(by: { $0.key < $1.key }) where deadline <= now {
             owedWakes.removeValue(forKey: id)
-            strikes.append(now)
+            let blocks = strikeRecord.strike(now: now, limit: rules.strikeLimit)
             actions.append(
                 .log("no call reported for socket wake: strike", ["wake-id": id, "strikes": "\(strikes.count)"]))
             reason = "no call reported within the deadline of a socket wake"
-            if strikes.count >= rules.strikeLimit && !voipBlocked {
-                voipBlocked = true
+            if blocks {
                 actions.append(.log("VoIP launches stopped until registered again", ["strikes": "\(strikes.count)"]))
             }
         }
@@ -121,12 +120,11 @@ extension HandlerMachine {
     /// for ``HandlerRules/socketWakeBackoff``.
     mutating func wakesUnansweredAtExit(now: Duration, into actions: inout [HandlerAction]) {
         guard !wakesWaiting.isEmpty || !owedWakes.isEmpty else { return }
-        strikes.removeAll { now - $0 > rules.strikeWindow }
-        strikes.append(now)
+        strikeRecord.expire(now: now, window: rules.strikeWindow)
+        let blocks = strikeRecord.strike(now: now, limit: rules.strikeLimit)
         socketBackoffUntil = now + rules.socketWakeBackoff
         actions.append(.log("exited with socket wakes unanswered: strike", ["strikes": "\(strikes.count)"]))
-        if strikes.count >= rules.strikeLimit && !voipBlocked {
-            voipBlocked = true
+        if blocks {
             actions.append(.log("VoIP launches stopped until registered again", ["strikes": "\(strikes.count)"]))
         }
     }

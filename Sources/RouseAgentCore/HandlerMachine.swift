@@ -1,105 +1,5 @@
 import RouseClock
 
-/// A push as the rules see it.
-public struct AgentPush: Sendable, Equatable, Codable {
-    /// The gateway's delivery id (what is acknowledged).
-    public var id: String
-    /// APNs push type (`voip`, `background`, `alert`…).
-    public var pushType: String
-    /// APNs topic.
-    public var topic: String
-    /// Base64 payload.
-    public var payload: String
-    /// APNs id (de-duplication key across reconnects).
-    public var apnsID: String
-    /// UNIX seconds after which the gateway stops offering it (0 = now or never).
-    public var expiration: Int64
-    /// UNIX milliseconds when the gateway accepted it.
-    public var receivedAt: Int64
-    /// `apns-collapse-id`: an alert shown with the same one replaces the one shown before (absent: none sent).
-    public var collapseID: String?
-
-    /// A push.
-    public init(
-        id: String, pushType: String, topic: String, payload: String, apnsID: String, expiration: Int64,
-        receivedAt: Int64, collapseID: String? = nil
-    ) {
-        self.id = id
-        self.pushType = pushType
-        self.topic = topic
-        self.payload = payload
-        self.apnsID = apnsID
-        self.expiration = expiration
-        self.receivedAt = receivedAt
-        self.collapseID = collapseID
-    }
-
-    /// Whether this is a VoIP push.
-    public var isVoIP: Bool { pushType == "voip" }
-
-    /// What the de-duplication window remembers of a handed push: its topic and its `apns-id`. The id is the
-    /// provider's choice, so it is only unique within a provider's topic: keyed by the id alone, one provider
-    /// could suppress another's push by reusing its id.
-    public var deduplicationKey: String { topic + " " + apnsID }
-}
-
-/// Lifecycle of one handler (iOS app states).
-public enum HandlerLifecycle: String, Sendable, Codable, Equatable {
-    /// Not launched (or terminated).
-    case notRunning
-    /// Launched, not yet registered over IPC.
-    case launching
-    /// Running in the background (budget clock ticking).
-    case background
-    /// Frozen: no code runs.
-    case suspended
-    /// Foreground, receiving events.
-    case active
-    /// Foreground, not receiving events.
-    case inactive
-
-    var isForeground: Bool { self == .active || self == .inactive }
-    var isRunning: Bool { self != .notRunning }
-}
-
-/// What the I/O shell must do for a handler, in order.
-public enum HandlerAction: Sendable, Equatable {
-    /// Launch the handler process into the background (`reason`: `voipPush`, `backgroundPush`, `user`).
-    case launch(reason: String)
-    /// Hand the push over IPC; `mustReport` and the deadline in seconds (0 = none).
-    case deliver(AgentPush, mustReport: Bool, deadlineSeconds: Double)
-    /// Acknowledge the push to the gateway (the handler accepted it, or the rules consumed it).
-    case ack(pushID: String)
-    /// Stop the handler: a `willTerminate` notice and a grace when it runs, else a kill now (``HandlerTermination``).
-    case kill(reason: TerminationReason)
-    /// Freeze the handler.
-    case suspend
-    /// Thaw the handler.
-    case resume
-    /// Send a message to the handler.
-    case notify(AgentMessageKind)
-    /// Record a rule event (constant message, values in metadata).
-    case log(String, [String: String])
-}
-
-/// Notifications the rules send to a handler.
-public enum AgentMessageKind: Sendable, Equatable {
-    /// Background task `id` expires in `seconds`.
-    case taskExpiring(id: Int, name: String, seconds: Double)
-    /// Task token for a `beginTask`.
-    case taskBegun(id: Int, name: String)
-    /// Lifecycle changed.
-    case lifecycle(HandlerLifecycle)
-    /// Gateway reachability (coalesced while suspended).
-    case reachability(Bool)
-    /// Data on watched sockets woke the handler (`wake`: its id); a report is owed within `seconds` when `mustReport`.
-    case voipSocketWake(wake: String, mustReport: Bool, seconds: Double)
-    /// The keep-alive time: `seconds` of budget.
-    case keepAlive(id: String, seconds: Double)
-    /// The wall clock stepped and/or the time zone changed (coalesced while suspended: HandlerMachine+Time).
-    case timeChanged(clockStep: Bool, timeZone: Bool)
-}
-
 /// The rules of one handler as a value-type state machine: inputs are events with the current monotonic
 /// time (`now`, from an injected clock) and, for staleness, the wall time; outputs are ``HandlerAction``s.
 /// Nothing here touches a process, a socket or a clock.
@@ -109,13 +9,15 @@ public struct HandlerMachine: Sendable {
     /// Lifecycle state.
     public internal(set) var lifecycle: HandlerLifecycle = .notRunning
     /// The user stopped the handler: no background launches until started again.
-    public private(set) var userStopped = false
-    /// Times of recent strikes (missed VoIP reports).
-    public internal(set) var strikes: [Duration] = []
+    public internal(set) var userStopped = false
+    /// Strikes and the VoIP block (``StrikeRecord``).
+    var strikeRecord = StrikeRecord()
+    /// Times of recent strikes (missed VoIP reports and socket wakes, launches not registered in time).
+    public var strikes: [Duration] { strikeRecord.times }
     /// VoIP launches stopped after too many strikes (until ``reregister()``).
-    public internal(set) var voipBlocked = false
+    public var voipBlocked: Bool { strikeRecord.blocked }
     /// Active calls reported by the handler.
-    public private(set) var activeCalls: Set<String> = []
+    public internal(set) var activeCalls: Set<String> = []
     /// VoIP pushes owing a report: id → deadline.
     public private(set) var owedReports: [String: Duration] = [:]
     /// The pushes behind ``owedReports``: a clean exit hands them to a new launch (HandlerMachine+Exit).
@@ -125,7 +27,7 @@ public struct HandlerMachine: Sendable {
     /// Background pushes being processed: id → deadline.
     public private(set) var openBackground: [String: Duration] = [:]
     /// The newest background push held while throttled.
-    public private(set) var held: AgentPush?
+    public internal(set) var held: AgentPush?
     /// Background-transfer sessions whose events the handler must acknowledge (`transfersHandled`): session →
     /// deadline.
     public private(set) var openTransferSessions: [String: Duration] = [:]
@@ -142,7 +44,7 @@ public struct HandlerMachine: Sendable {
     /// Pushes waiting for the launched handler to register.
     public internal(set) var waiting: [AgentPush] = []
     /// Open background tasks: token → name.
-    public private(set) var tasks: [Int: String] = [:]
+    public internal(set) var tasks: [Int: String] = [:]
     /// When the handler entered the background (task budget start).
     public private(set) var backgroundSince: Duration?
     /// The handler holds an activation that keeps it running in the background (an active playback, record
@@ -151,19 +53,19 @@ public struct HandlerMachine: Sendable {
     private var expiryNoticeSent = false
     private var launchedAt: Duration?
     var idleSince: Duration?
-    private var tokens: Double
-    private var tokensAt: Duration?
-    private var nextTaskID = 1
+    /// The background-push token bucket (``BackgroundPushBucket``).
+    var bucket: BackgroundPushBucket
+    var nextTaskID = 1
     private var coalescedReachability: Bool?
     /// Time changes while suspended or launching, told as one notice at the wake (HandlerMachine+Time).
     var coalescedTime: (clockStep: Bool, timeZone: Bool)?
     /// Budget a re-attached handler had used before the agent restarted (applied when it registers again).
-    private var restoredBudgetUsed: Duration?
+    var restoredBudgetUsed: Duration?
 
     /// A handler that is not running.
     public init(rules: HandlerRules) {
         self.rules = rules
-        self.tokens = Double(rules.backgroundBurst)
+        bucket = BackgroundPushBucket(burst: rules.backgroundBurst)
     }
 
     /// Strikes still inside the window.
@@ -444,16 +346,14 @@ public struct HandlerMachine: Sendable {
 
     /// Registered again: strikes cleared, VoIP launches allowed.
     public mutating func reregister() -> [HandlerAction] {
-        let had = strikes.count
-        strikes = []
-        voipBlocked = false
+        let had = strikeRecord.clear()
         return [.log("handler registered again, strikes cleared", ["strikes": String(had)])]
     }
 
     /// Timers: call at ``nextDeadline(now:)`` (or any time); enforces deadlines.
     public mutating func tick(now: Duration) -> [HandlerAction] {
         var actions: [HandlerAction] = []
-        strikes.removeAll { now - $0 > rules.strikeWindow }
+        strikeRecord.expire(now: now, window: rules.strikeWindow)
         var killReason: String?
         if let until = socketBackoffUntil, until <= now {
             socketBackoffUntil = nil
@@ -462,13 +362,12 @@ public struct HandlerMachine: Sendable {
         for (id, deadline) in owedReports.sorted(by: { $0.key < $1.key }) where deadline <= now {
             owedReports.removeValue(forKey: id)
             settleOwed(id)
-            strikes.append(now)
+            let blocks = strikeRecord.strike(now: now, limit: rules.strikeLimit)
             actions.append(.ack(pushID: id))
             actions.append(
                 .log("no call reported for VoIP push: strike", ["push-id": id, "strikes": "\(strikes.count)"]))
             killReason = "no call reported within the deadline"
-            if strikes.count >= rules.strikeLimit && !voipBlocked {
-                voipBlocked = true
+            if blocks {
                 actions.append(.log("VoIP launches stopped until registered again", ["strikes": "\(strikes.count)"]))
             }
         }
@@ -506,8 +405,7 @@ public struct HandlerMachine: Sendable {
         }
         if lifecycle == .launching, let at = launchedAt, now - at >= rules.launchDeadline {
             if waiting.contains(where: \.isVoIP) || !wakesWaiting.isEmpty {
-                strikes.append(now)
-                if strikes.count >= rules.strikeLimit { voipBlocked = true }
+                _ = strikeRecord.strike(now: now, limit: rules.strikeLimit)
             }
             if !wakesWaiting.isEmpty {
                 // Struck here: its exit after the kill is no second strike, but its sockets wait the backoff.
@@ -685,92 +583,13 @@ public struct HandlerMachine: Sendable {
         if canSuspend { idleSince = now }
     }
 
-    private func refilled(now: Duration) -> Double {
-        guard let at = tokensAt else { return tokens }
-        let gained = seconds(now - at) * rules.backgroundPerHour / 3600
-        return min(Double(rules.backgroundBurst), tokens + gained)
+    func refilled(now: Duration) -> Double {
+        bucket.available(now: now, burst: rules.backgroundBurst, perHour: rules.backgroundPerHour)
     }
 
     private mutating func consumeToken(now: Duration) {
-        tokens = refilled(now: now) - 1
-        tokensAt = now
+        bucket.take(now: now, burst: rules.backgroundBurst, perHour: rules.backgroundPerHour)
     }
 
-    private func seconds(_ duration: Duration) -> Double { duration.inSeconds }
-}
-
-extension HandlerMachine {
-    /// Restores what was persisted. `wallEpochMilliseconds` is the UNIX time (milliseconds) at which this
-    /// machine's monotonic clock reads zero: persisted strike times are mapped onto it, so a strike window
-    /// keeps running across a restart (strikes expired meanwhile are dropped; times in the future, after a
-    /// wall-clock step backwards, count as now). State without strike times restarts the window at `now`.
-    public mutating func restore(_ persisted: PersistedHandler, now: Duration, wallEpochMilliseconds: Int64) {
-        if let times = persisted.strikeTimes {
-            strikes = times.sorted().map { time in
-                let (offset, overflow) = time.subtractingReportingOverflow(wallEpochMilliseconds)
-                return overflow ? .zero : min(now, .milliseconds(offset))
-            }
-            strikes.removeAll { now - $0 > rules.strikeWindow }
-        } else {
-            strikes = Array(repeating: now, count: min(max(0, persisted.strikes), rules.strikeLimit))
-        }
-        voipBlocked = persisted.voipBlocked
-        userStopped = persisted.userStopped
-    }
-
-    /// What to persist; strike times as UNIX milliseconds given the wall time at monotonic zero.
-    public func persisted(wallEpochMilliseconds: Int64) -> PersistedHandler {
-        PersistedHandler(
-            strikes: strikes.count, voipBlocked: voipBlocked, userStopped: userStopped,
-            strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) })
-    }
-
-    private func milliseconds(_ duration: Duration) -> Int64 { duration.wholeMilliseconds }
-}
-
-extension HandlerMachine {
-    /// What the agent preserves of a handler's rules and lifecycle (purgeable: strikes live in the durable
-    /// store too). Restored at the agent's next launch.
-    public struct Snapshot: Codable, Sendable, Equatable {
-        /// Lifecycle state at preservation.
-        public var lifecycle: HandlerLifecycle
-        /// The held (throttled) background push.
-        public var held: AgentPush?
-        /// Background-push tokens left.
-        public var tokens: Double
-        /// Strike times (UNIX milliseconds).
-        public var strikeTimes: [Int64]
-        /// Open background tasks by token.
-        public var tasks: [Int: String]
-        /// Background-task budget used so far (seconds), nil when not in the background.
-        public var budgetUsedSeconds: Double?
-        /// Calls in progress.
-        public var activeCalls: [String]
-    }
-
-    /// The snapshot to preserve.
-    public func snapshot(now: Duration, wallEpochMilliseconds: Int64) -> Snapshot {
-        Snapshot(
-            lifecycle: lifecycle, held: held, tokens: refilled(now: now),
-            strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) },
-            tasks: tasks, budgetUsedSeconds: backgroundSince.map { seconds(now - $0) },
-            activeCalls: activeCalls.sorted())
-    }
-
-    /// Restores a snapshot: the held push and the token bucket always; calls, tasks and the budget used
-    /// only when the handler process is still running (re-attached), as they belong to that process.
-    public mutating func restore(_ snapshot: Snapshot, now: Duration, running: Bool) {
-        if held == nil { held = snapshot.held }
-        tokens = min(Double(rules.backgroundBurst), max(0, snapshot.tokens))
-        tokensAt = now
-        guard running else { return }
-        activeCalls = Set(snapshot.activeCalls)
-        tasks = snapshot.tasks
-        nextTaskID = (tasks.keys.max() ?? 0) + 1
-        restoredBudgetUsed = snapshot.budgetUsedSeconds.map { used in
-            // Nothing read back from a file may trap: a non-finite or out-of-range value counts as the whole budget.
-            guard used.isFinite, used >= 0, used <= seconds(rules.taskBudget) else { return rules.taskBudget }
-            return .milliseconds(Int64(used * 1000))
-        }
-    }
+    func seconds(_ duration: Duration) -> Double { duration.inSeconds }
 }
