@@ -22,7 +22,7 @@ final class AgentNetwork: Sendable {
         guard getuid() == 0 else {
             throw FixtureError("network-namespace tests need root (uid \(getuid())); CI runs them as root")
         }
-        let n = Int.random(in: 2...250)
+        let n = Self.nextNumber()
         name = "ra-\(TestRun.name)-\(getpid())-\(n)"
         outside = "rav\(n)o\(getpid() % 1000)"
         inside = "rav\(n)i\(getpid() % 1000)"
@@ -42,6 +42,12 @@ final class AgentNetwork: Sendable {
     }
 
     deinit { delete() }
+
+    /// Numbers given out in this process, 2…250 in turn: two networks alive at once never share one. (They were
+    /// random: two tests that drew the same number collided, the second's `netns add` failed with "File exists",
+    /// and its clean-up deleted the first's veth pair and namespace under it.)
+    private static let counter = Atomic<Int>(0)
+    static func nextNumber() -> Int { 2 + (counter.add(1, ordering: .relaxed).oldValue % 249) }
 
     static func ip(_ arguments: [String]) async throws {
         let output = try await ChildProcess.run("/usr/sbin/ip", arguments, timeout: .seconds(20))
