@@ -13,24 +13,27 @@ import RouseTestSupport
 import Synchronization
 import Testing
 
-/// A failure of the test plumbing, with its reason.
-struct FixtureError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes (then fails with `what`).
-func eventually(
-    _ what: String, timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
+extension InMemoryLogHandler {
+    /// A logger at debug level into this handler (and to standard error too with `ROUSE_TEST_LOG` set): an
+    /// in-process agent's log, kept for a failure message.
+    func debugLogger(label: String = "rouse.agent.test") -> Logger {
+        let verbose = ProcessInfo.processInfo.environment["ROUSE_TEST_LOG"] != nil
+        var logger = Logger(label: label) { label in
+            verbose
+                ? MultiplexLogHandler([self, StreamLogHandler.standardError(label: label)]) : self as any LogHandler
+        }
+        logger.logLevel = .debug
+        return logger
     }
-    // Once more at the deadline: a test process starved past it (a loaded machine) still sees what happened.
-    if try await condition() { return }
-    throw FixtureError("timed out after \(timeout) waiting for: \(what)")
+
+    /// The log's last `count` entries, one per line, for a failure message.
+    func tail(_ count: Int = 40) -> String {
+        let lines = entries.suffix(count).map { entry in
+            let metadata = entry.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            return "\(entry.level) \(entry.message) \(metadata.joined(separator: " "))"
+        }
+        return "agent log (last \(lines.count)):\n  " + lines.joined(separator: "\n  ")
+    }
 }
 
 /// One shared client event loop for provider connections.
@@ -180,13 +183,7 @@ final class AgentHarness: Sendable {
         try configure(directory, &configuration)
         let clock = configuration.clock as? ManualClock
         self.clock = clock
-        let agentLog = agentLog
-        var logger = Logger(label: "rouse.agent.test") { label in
-            verbose
-                ? MultiplexLogHandler([agentLog, StreamLogHandler.standardError(label: label)])
-                : agentLog as any LogHandler
-        }
-        logger.logLevel = .debug
+        let logger = agentLog.debugLogger()
         let agent = try Agent(
             configuration: configuration, store: store(directory + "/state.json"),
             logger: logger)
@@ -273,11 +270,7 @@ final class AgentHarness: Sendable {
     /// What the agent knows of handler `name` and the end of its log, for a failure message.
     func diagnosis(_ name: String) async -> String {
         let status = await handlerStatus(name).map { String(describing: $0) } ?? "no status"
-        let lines = agentLog.entries.suffix(40).map { entry in
-            let metadata = entry.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            return "\(entry.level) \(entry.message) \(metadata.joined(separator: " "))"
-        }
-        return "status: \(status); agent log (last \(lines.count)):\n  " + lines.joined(separator: "\n  ")
+        return "status: \(status); \(agentLog.tail())"
     }
 
     /// Unacknowledged pushes at the gateway.

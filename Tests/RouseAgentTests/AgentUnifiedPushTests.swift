@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import InMemoryLogging
 import Logging
 import RouseAgent
 import RouseChildProcess
@@ -41,7 +42,12 @@ struct AgentUnifiedPushTests {
             #expect(try await lab.decrypt(received["message"] as? String ?? "") == sent["plaintext"] as? String)
             #expect(received["token"] as? String == "tok-a")
         }
-        try await eventually("acknowledged by the app's reply") { try lab.pending() == 0 }
+        do {
+            try await eventually("acknowledged by the app's reply") { try lab.pending() == 0 }
+        } catch {
+            Issue.record("\(String(describing: await lab.agent.status().unifiedPush)); \(lab.agentLog.tail())")
+            throw error
+        }
         #expect(try await lab.send(endpoint, size: 3994, seed: 3)["status"] as? Int == 413)
 
         // Registering the known token again (every app start) gives the same endpoint.
@@ -259,6 +265,8 @@ final class UnifiedPushLab: Sendable {
     private let configuration: AgentConfiguration
     private let current: Mutex<Agent?>
     private let logger: Logger
+    /// The agent's log at debug level, quoted by ``diagnosis()``.
+    let agentLog = InMemoryLogHandler()
 
     /// The running agent (one is always running between `start` and `stop`).
     var agent: Agent {
@@ -343,7 +351,7 @@ final class UnifiedPushLab: Sendable {
     func startAgent() async throws {
         let agent = try Agent(
             configuration: configuration, store: JSONFileAgentStateStore(path: directory + "/state.json"),
-            logger: logger)
+            logger: agentLog.debugLogger())
         current.withLock { $0 = agent }
         try await agent.start()
         let clock = configuration.clock as? ManualClock

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RouseSystem
+import RouseTestSupport
 import RouseWire
 import Synchronization
 import Testing

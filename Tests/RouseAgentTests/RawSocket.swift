@@ -1,4 +1,5 @@
 import Glibc
+import RouseTestSupport
 
 /// A raw Unix stream socket for sending bytes the client library would never send.
 final class RawSocket: Sendable {

@@ -1,4 +1,5 @@
 import Glibc
+import RouseTestSupport
 
 /// The far end of a handler's signalling connection in the tests (a SIP proxy's place): a TCP listener on loopback
 /// and the one connection the handler makes to it.

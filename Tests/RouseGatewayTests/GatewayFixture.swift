@@ -16,12 +16,6 @@ extension ManualClock {
     static func fromNow() -> ManualClock { ManualClock(wallMilliseconds: Gateway.systemMilliseconds()) }
 }
 
-/// A failure of the test plumbing, with its reason.
-struct FixtureError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// A temporary directory removed when the value is released.
 final class TemporaryDirectory: Sendable {
     let path: String

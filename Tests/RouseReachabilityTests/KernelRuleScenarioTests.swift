@@ -3,6 +3,7 @@ import RouseClock
 import RouseNetlink
 import RouseReachability
 import RouseSystem
+import RouseTestSupport
 import Testing
 
 /// One scenario per class of routing configuration where a plain `ip route get DST` is not what a new

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import RouseNetlink
+import RouseTestSupport
 import Synchronization
 import Testing
 

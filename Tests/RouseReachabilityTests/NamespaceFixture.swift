@@ -8,11 +8,6 @@ import RouseTestSupport
 import Synchronization
 import Testing
 
-/// Why an integration test could not run. Thrown, never skipped: CI runs as root with iproute2.
-struct FixtureError: Error, CustomStringConvertible {
-    let description: String
-}
-
 /// A uniquely named network namespace for one test, driven with `ip -n NAME …`, deleted by `delete()`
 /// (call it in a `defer`, so it runs even when the test fails), or at the latest when the fixture goes away.
 final class NetworkNamespaceFixture: Sendable {
