@@ -66,12 +66,11 @@ extension HandlerMachine {
         bucket.restore(tokens: snapshot.tokens, now: now, burst: rules.backgroundBurst)
         guard running else { return }
         activeCalls = Set(snapshot.activeCalls)
-        tasks = snapshot.tasks
-        nextTaskID = (tasks.keys.max() ?? 0) + 1
-        restoredBudgetUsed = snapshot.budgetUsedSeconds.map { used in
+        let used = snapshot.budgetUsedSeconds.map { used in
             // Nothing read back from a file may trap: a non-finite or out-of-range value counts as the whole budget.
             guard used.isFinite, used >= 0, used <= seconds(rules.taskBudget) else { return rules.taskBudget }
-            return .milliseconds(Int64(used * 1000))
+            return Duration.milliseconds(Int64(used * 1000))
         }
+        backgroundTime.restore(tasks: snapshot.tasks, used: used)
     }
 }

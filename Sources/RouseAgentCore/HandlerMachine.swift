@@ -43,24 +43,22 @@ public struct HandlerMachine: Sendable {
     public internal(set) var keepAlive: (id: String, deadline: Duration)?
     /// Pushes waiting for the launched handler to register.
     public internal(set) var waiting: [AgentPush] = []
+    /// Its background time: budget start, open tasks, expiry notice (``BackgroundTasks``).
+    var backgroundTime = BackgroundTasks()
     /// Open background tasks: token → name.
-    public internal(set) var tasks: [Int: String] = [:]
+    public var tasks: [Int: String] { backgroundTime.open }
     /// When the handler entered the background (task budget start).
-    public private(set) var backgroundSince: Duration?
+    public var backgroundSince: Duration? { backgroundTime.since }
     /// The handler holds an activation that keeps it running in the background (an active playback, record
     /// or call session: iOS's audio background mode); it is not suspended while this holds.
     public private(set) var holdsAudio = false
-    private var expiryNoticeSent = false
     private var launchedAt: Duration?
     var idleSince: Duration?
     /// The background-push token bucket (``BackgroundPushBucket``).
     var bucket: BackgroundPushBucket
-    var nextTaskID = 1
     private var coalescedReachability: Bool?
     /// Time changes while suspended or launching, told as one notice at the wake (HandlerMachine+Time).
     var coalescedTime: (clockStep: Bool, timeZone: Bool)?
-    /// Budget a re-attached handler had used before the agent restarted (applied when it registers again).
-    var restoredBudgetUsed: Duration?
 
     /// A handler that is not running.
     public init(rules: HandlerRules) {
@@ -76,8 +74,8 @@ public struct HandlerMachine: Sendable {
 
     /// Seconds of the background-task budget left at `now` (nil in the foreground or not running).
     public func budgetRemaining(now: Duration) -> Double? {
-        guard let since = backgroundSince, !lifecycle.isForeground else { return nil }
-        return max(0, seconds(rules.taskBudget - (now - since)))
+        guard !lifecycle.isForeground else { return nil }
+        return backgroundTime.remaining(now: now, budget: rules.taskBudget)
     }
 
     // MARK: Inputs
@@ -92,12 +90,12 @@ public struct HandlerMachine: Sendable {
     public mutating func registered(now: Duration) -> [HandlerAction] {
         var actions: [HandlerAction] = []
         launchedAt = nil
-        if lifecycle == .notRunning || lifecycle == .launching || lifecycle == .suspended {
+        let entering = lifecycle == .notRunning || lifecycle == .launching || lifecycle == .suspended
+        if entering {
             if lifecycle == .suspended { actions.append(.resume) }
             enterBackground(now: now)
-            if let used = restoredBudgetUsed { backgroundSince = now - used }
         }
-        restoredBudgetUsed = nil
+        backgroundTime.registered(now: now, enteredBackground: entering)
         let queued = waiting
         waiting = []
         for push in queued { actions += handOver(push, now: now) }
@@ -214,7 +212,7 @@ public struct HandlerMachine: Sendable {
     public mutating func requestReadWhileSuspended(now: Duration) -> [HandlerAction] {
         guard lifecycle == .suspended else { return [] }
         lifecycle = .background
-        if backgroundSince == nil { backgroundSince = now }
+        backgroundTime.continueBudget(now: now)
         idleSince = now
         return [.resume, .notify(.lifecycle(.background))] + flushCoalesced()
     }
@@ -222,16 +220,14 @@ public struct HandlerMachine: Sendable {
     /// `beginTask(name)`: a token, or nil (`.invalid`) when the budget is spent.
     public mutating func beginTask(name: String, now: Duration) -> (id: Int?, actions: [HandlerAction]) {
         if let remaining = budgetRemaining(now: now), remaining <= 0 { return (nil, []) }
-        let id = nextTaskID
-        nextTaskID += 1
-        tasks[id] = name
+        let id = backgroundTime.begin(name: name)
         idleSince = nil
         return (id, [.notify(.taskBegun(id: id, name: name))])
     }
 
     /// `endTask(id)`.
     public mutating func endTask(id: Int, now: Duration) -> [HandlerAction] {
-        tasks.removeValue(forKey: id)
+        backgroundTime.end(id: id)
         markIdle(now: now)
         return []
     }
@@ -241,8 +237,7 @@ public struct HandlerMachine: Sendable {
         switch state {
         case .active, .inactive:
             lifecycle = state
-            backgroundSince = nil
-            expiryNoticeSent = false
+            backgroundTime.enterForeground()
             idleSince = nil
             return [.notify(.lifecycle(state))]
         case .background:
@@ -299,12 +294,10 @@ public struct HandlerMachine: Sendable {
         owedWakes = [:]
         wakesWaiting = []
         keepAlive = nil
-        tasks = [:]
+        backgroundTime.reset()
         activeCalls = []
         holdsAudio = false
-        backgroundSince = nil
         idleSince = nil
-        expiryNoticeSent = false
         coalescedReachability = nil
         coalescedTime = nil
         pendingWall = [:]
@@ -388,17 +381,10 @@ public struct HandlerMachine: Sendable {
             killReason = killReason ?? "transfer events not handled in time"
         }
         if let reason = expireWakes(now: now, into: &actions) { killReason = killReason ?? reason }
-        if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
-            let end = since + rules.taskBudget
-            if !expiryNoticeSent && now >= end - rules.taskExpiryNotice {
-                expiryNoticeSent = true
-                let left = max(0, seconds(end - now))
-                for (id, name) in tasks.sorted(by: { $0.key < $1.key }) {
-                    actions.append(.notify(.taskExpiring(id: id, name: name, seconds: left)))
-                }
-            }
-            if now >= end + rules.taskGrace {
-                let names = tasks.values.sorted().joined(separator: ",")
+        if !lifecycle.isForeground {
+            let (expiring, overrun) = backgroundTime.due(now: now, rules: rules)
+            actions += expiring.map { .notify($0) }
+            if let names = overrun {
                 actions.append(.log("background task never ended: terminating", ["tasks": names]))
                 killReason = killReason ?? "background task never ended: \(names)"
             }
@@ -439,10 +425,7 @@ public struct HandlerMachine: Sendable {
             Array(owedReports.values) + Array(openBackground.values) + Array(openTransferSessions.values)
             + Array(openFetches.values) + Array(owedWakes.values)
         if let keepAlive { candidates.append(keepAlive.deadline) }
-        if let since = backgroundSince, !tasks.isEmpty, !lifecycle.isForeground {
-            let end = since + rules.taskBudget
-            candidates.append(expiryNoticeSent ? end + rules.taskGrace : end - rules.taskExpiryNotice)
-        }
+        if !lifecycle.isForeground, let next = backgroundTime.nextDeadline(rules: rules) { candidates.append(next) }
         if held != nil, !userStopped {
             let missing = 1 - refilled(now: now)
             candidates.append(missing <= 0 ? now : now + .seconds(missing * 3600 / max(rules.backgroundPerHour, 1e-9)))
@@ -574,8 +557,7 @@ public struct HandlerMachine: Sendable {
 
     mutating func enterBackground(now: Duration) {
         lifecycle = .background
-        backgroundSince = now
-        expiryNoticeSent = false
+        backgroundTime.enterBackground(now: now)
         idleSince = now
     }
 
