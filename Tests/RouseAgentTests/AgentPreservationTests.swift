@@ -142,8 +142,16 @@ final class PreservationRig: Sendable {
     }
 
     func waitForHandler(_ prefix: String, count: Int = 1) async throws {
-        try await eventually("handler line '\(prefix)' ×\(count)", timeout: .seconds(30)) {
-            self.handlerLines(prefix).count >= count
+        do {
+            try await eventually("handler line '\(prefix)' ×\(count)", timeout: .seconds(30)) {
+                self.handlerLines(prefix).count >= count
+            }
+        } catch let error as FixtureError {
+            // What the handler and the agents said (a timeout alone tells nothing).
+            let handler = handlerLines("").suffix(15).joined(separator: "\n  ")
+            let agents = (1...3).flatMap { n in agentLog(n).suffix(20).map { "agent\(n): \($0)" } }
+            throw FixtureError(
+                "\(error)\nhandler:\n  \(handler)\nagents:\n  \(agents.joined(separator: "\n  "))")
         }
     }
 

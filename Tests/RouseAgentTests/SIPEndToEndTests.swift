@@ -84,7 +84,10 @@ struct SIPEndToEndTests {
             throw error
         }
         let awake = try await lab.calls("s0", count: Self.calls, period: .milliseconds(100))
-        #expect(awake.answeredMilliseconds.count == Self.calls, "S0: \(awake.summary)\n\(awake.sippOutput)")
+        let baresipLog = { (try? String(contentsOfFile: lab.directory + "/baresip-s0.log", encoding: .utf8)) ?? "" }
+        #expect(
+            awake.answeredMilliseconds.count == Self.calls,
+            "S0: \(awake.summary)\n\(awake.sippOutput)\nbaresip: \(baresipLog().suffix(3000))")
         #expect(awake.sippStatus == 0, "S0: \(awake.sippOutput)")
         phone.terminate()
         _ = try await phone.wait(timeout: .seconds(10))
