@@ -55,16 +55,16 @@ final class ActivationCoordinator {
     /// carrying the request id, or an `error` frame for a malformed request.
     func activate(
         _ name: String, _ connection: IPCConnection, _ message: AgentRequest.Activate, requestID: Int?
-    ) -> Bool {
+    ) {
         guard let session = message.session, !session.isEmpty else {
             connection.sendError("badRequest", "activate needs session", requestID: requestID)
-            return false
+            return
         }
         guard Self.isValidSessionName(session) else {
             connection.sendError(
                 "badRequest", "session names are 1–\(Self.maxSessionNameLength) of A-Z a-z 0-9 . _ -",
                 requestID: requestID)
-            return false
+            return
         }
         let held = arbiter.snapshot.sessions.filter { $0.session.handler.rawValue == name }
         if held.count >= Self.maxSessionsPerHandler && !held.contains(where: { $0.session.name == session }) {
@@ -72,31 +72,31 @@ final class ActivationCoordinator {
                 "tooManySessions",
                 "a handler holds at most \(Self.maxSessionsPerHandler) sessions; deactivate one first",
                 requestID: requestID)
-            return false
+            return
         }
         let configuration: SessionConfiguration
         let priority: ActivationPriority
         do {
             guard let parsed = try message.sessionConfiguration() else {
                 connection.sendError("badRequest", "activate needs category", requestID: requestID)
-                return false
+                return
             }
             configuration = parsed
             let role = message.role ?? ActivationPriority.media.rawValue
             guard let parsedRole = ActivationPriority(rawValue: role) else {
                 let known = ActivationPriority.allCases.map(\.rawValue).joined(separator: ", ")
                 connection.sendError("badRequest", "unknown role \(role) (\(known))", requestID: requestID)
-                return false
+                return
             }
             priority = parsedRole
         } catch {
             connection.sendError(error.code, error.detail, requestID: requestID)
-            return false
+            return
         }
         let request = ActivationRequest(
             session: SessionID(handler: HandlerID(name), name: session), configuration: configuration,
             priority: priority, acceptsDelay: message.acceptsDelay ?? false)
-        return perform(
+        perform(
             arbiter.activate(request, now: time.seconds), answering: request.session, requestID: requestID)
     }
 
@@ -104,105 +104,110 @@ final class ActivationCoordinator {
     /// `callEnded`.
     func deactivate(
         _ name: String, _ connection: IPCConnection, _ message: AgentRequest.Deactivate, requestID: Int?
-    ) -> Bool {
+    ) {
         guard let session = message.session, !session.isEmpty else {
             connection.sendError("badRequest", "deactivate needs session", requestID: requestID)
-            return false
+            return
         }
         guard session != SessionID.callName else {
             connection.sendError("callPathRequired", "the call session ends with callEnded", requestID: requestID)
-            return false
+            return
         }
         connection.send(.ok(.init(session: session)), requestID: requestID)
         let id = SessionID(handler: HandlerID(name), name: session)
-        return perform(arbiter.deactivate(id, notifyOthers: message.notifyOthers ?? false, now: time.seconds))
+        perform(arbiter.deactivate(id, notifyOthers: message.notifyOthers ?? false, now: time.seconds))
     }
 
     /// The handler reported a call: its call session is activated (CallKit's `didActivate`). A configuration
     /// the handler gave that is invalid gets an `error` frame; the call is still taken, with the default one.
-    func callStarted(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.ReportCall) -> Bool {
+    func callStarted(_ name: String, _ connection: IPCConnection, _ message: AgentRequest.ReportCall) {
         var configuration = SessionConfiguration.voiceCall
         do {
             if let given = try message.sessionConfiguration() { configuration = given }
         } catch {
             connection.sendError(error.code, error.detail + " (the call uses playAndRecord/voiceChat)")
         }
-        return perform(arbiter.callStarted(HandlerID(name), configuration: configuration, now: time.seconds))
+        perform(arbiter.callStarted(HandlerID(name), configuration: configuration, now: time.seconds))
     }
 
     /// The handler's last call ended: its call session ends.
-    func callEnded(_ name: String, notifyOthers: Bool) -> Bool {
+    func callEnded(_ name: String, notifyOthers: Bool) {
         perform(arbiter.callEnded(HandlerID(name), notifyOthers: notifyOthers, now: time.seconds))
     }
 
     /// The handler's connection closed, its process exited, or the agent terminates it: every session it
     /// holds ends as a deactivation with notify. Idempotent.
-    func holderGone(_ name: String, reason: HolderGoneReason) -> Bool {
+    func holderGone(_ name: String, reason: HolderGoneReason) {
         states[name] = nil
         outbox[name] = nil
         silenced.remove(name)
-        return perform(arbiter.holderGone(HandlerID(name), reason: reason, now: time.seconds))
+        perform(arbiter.holderGone(HandlerID(name), reason: reason, now: time.seconds))
     }
 
     /// Asks the arbiter before freezing handler `name`: `may` false while it holds a call or background-capable
     /// audio (it is then not frozen); otherwise its sessions are interrupted (`appSuspended`) first.
-    func mayFreeze(_ name: String) -> (may: Bool, holdChanged: Bool) {
+    func mayFreeze(_ name: String) -> Bool {
         let decision = arbiter.handlerSuspended(
             HandlerID(name), now: time.seconds, silentPlayback: silenced.contains(name))
         guard decision.mayBeSuspended else {
             logger.notice("handler holds audio: not suspended", metadata: ["handler": "\(name)"])
-            return (false, false)
+            return false
         }
         states[name] = .suspended
         silenced.remove(name)
-        return (true, perform(decision.effects))
+        perform(decision.effects)
+        return true
+    }
+
+    /// Whether `name`'s sessions keep it from being frozen now (a call, or background-capable audio not found
+    /// silent): what the agent writes into its rules (`HandlerMachine.setHoldsAudio`) after each step here.
+    func holdsAudio(_ name: String) -> Bool {
+        !arbiter.mayBeSuspended(HandlerID(name)) && !silenced.contains(name)
     }
 
     /// Whether only active playback sessions keep `name` from being frozen (the protection that must be audible).
     func protectedOnlyByPlayback(_ name: String) -> Bool { arbiter.protectedOnlyByPlayback(HandlerID(name)) }
 
     /// `name`'s playback was found silent past its grace: its sessions stop keeping it from being frozen (its next
-    /// suspension interrupts them). True when its "holds audio" changed.
-    func silence(_ name: String) -> Bool {
+    /// suspension interrupts them).
+    func silence(_ name: String) {
         silenced.insert(name)
-        return perform([])
     }
 
     /// `name` is no longer watched (foreground, session ended): its sessions protect it again if it holds any.
-    func unsilence(_ name: String) -> Bool {
-        guard silenced.remove(name) != nil else { return false }
-        return perform([])
+    func unsilence(_ name: String) {
+        silenced.remove(name)
     }
 
     /// An external route source reported a route change: forwarded to every active session.
-    func routeChanged(_ reason: String) -> Bool {
+    func routeChanged(_ reason: String) {
         perform(arbiter.routeChanged(RouteChangeReason(rawValue: reason), now: time.seconds))
     }
 
     /// Tells the arbiter the handler's run state when its lifecycle moved (foreground: active or inactive;
     /// background: background or launching). Suspension goes through ``mayFreeze(_:)``, death through
     /// ``holderGone(_:reason:)``.
-    func sync(_ name: String) -> Bool {
-        guard let lifecycle = handlers.machine(of: name)?.lifecycle else { return false }
+    func sync(_ name: String) {
+        guard let lifecycle = handlers.machine(of: name)?.lifecycle else { return }
         let desired: HandlerState
         switch lifecycle {
         case .active, .inactive: desired = .foreground
         case .background, .launching: desired = .background
-        case .suspended, .notRunning: return false
+        case .suspended, .notRunning: return
         }
         let previous = states[name]
-        guard previous != desired else { return false }
+        guard previous != desired else { return }
         states[name] = desired
         // The arbiter counts a handler it was never told about as in the background.
-        if previous == nil && desired == .background { return false }
-        return perform(
+        if previous == nil && desired == .background { return }
+        perform(
             arbiter.handlerStateChanged(
                 HandlerID(name), to: desired == .foreground ? .foreground : .background, now: time.seconds))
     }
 
     /// Performs arbiter effects in order: messages to holders (the first answer for `answering` carries
-    /// `requestID`), hook runs. Then keeps each handler's "holds audio" (no suspension) in step: true when one changed.
-    private func perform(_ effects: [ActivationEffect], answering: SessionID? = nil, requestID: Int? = nil) -> Bool {
+    /// `requestID`), hook runs. Each handler's "holds audio" is the agent's to write (``holdsAudio(_:)``).
+    private func perform(_ effects: [ActivationEffect], answering: SessionID? = nil, requestID: Int? = nil) {
         var answered = false
         for effect in effects {
             switch effect {
@@ -233,37 +238,25 @@ final class ActivationCoordinator {
                 hooks?.run(event)
             }
         }
-        var holdChanged = false
-        let current = time.now
-        for name in handlers.names
-        where handlers.setHoldsAudio(
-            name, !arbiter.mayBeSuspended(HandlerID(name)) && !silenced.contains(name), now: current)
-        {
-            holdChanged = true
-        }
-        return holdChanged
     }
 
     /// At start, from the agent's preserved state: the arbiter as it was. Handlers whose process did not
     /// survive the restart (not re-attached) release their sessions now, with notify; the others' messages wait
     /// in the outbox until they reconnect.
-    func restore(_ snapshot: ActivationSnapshot) -> Bool {
+    func restore(_ snapshot: ActivationSnapshot) {
         arbiter = ActivationArbiter(restoring: snapshot)
         for holder in snapshot.handlers { states[holder.handler.rawValue] = holder.state }
         var known = Set(snapshot.handlers.map(\.handler))
         known.formUnion(snapshot.sessions.map(\.session.handler))
-        var holdChanged = false
         for handler in known.sorted() where handlers.process(of: handler.rawValue) == nil {
-            if holderGone(handler.rawValue, reason: .processExited) { holdChanged = true }
+            holderGone(handler.rawValue, reason: .processExited)
         }
-        if perform([]) { holdChanged = true }  // each handler's "holds audio" from the restored sessions
         logger.info(
             "activations restored",
             metadata: [
                 "sessions": "\(arbiter.snapshot.sessions.count)",
                 "released": "\(snapshot.sessions.count - arbiter.snapshot.sessions.count)",
             ])
-        return holdChanged
     }
 
     /// Sends what waited for `name`'s registration.

@@ -1,49 +1,69 @@
 import RouseActivation
 import RouseWire
 
-/// The agent's activation steps: each is the coordinator's (``ActivationCoordinator``), then the rules' timer is
-/// rescheduled when a handler's "holds audio" changed.
+/// The agent's activation steps: each is the coordinator's (``ActivationCoordinator``), then each handler's
+/// "holds audio" is brought in step with the sessions (``applyAudioHolds()``) and the rules' timer rescheduled when
+/// one changed. The coordinator reads the handler table; only the agent writes it.
 extension Agent {
     func activate(_ name: String, _ connection: IPCConnection, _ request: AgentRequest.Activate, requestID: Int?) {
-        holdChanged(activations.activate(name, connection, request, requestID: requestID))
+        activations.activate(name, connection, request, requestID: requestID)
+        holdsMayHaveChanged()
     }
 
     func deactivate(_ name: String, _ connection: IPCConnection, _ request: AgentRequest.Deactivate, requestID: Int?) {
-        holdChanged(activations.deactivate(name, connection, request, requestID: requestID))
+        activations.deactivate(name, connection, request, requestID: requestID)
+        holdsMayHaveChanged()
     }
 
     func callStarted(_ name: String, _ connection: IPCConnection, _ report: AgentRequest.ReportCall) {
-        holdChanged(activations.callStarted(name, connection, report))
+        activations.callStarted(name, connection, report)
+        holdsMayHaveChanged()
     }
 
     func callEnded(_ name: String, notifyOthers: Bool) {
-        holdChanged(activations.callEnded(name, notifyOthers: notifyOthers))
+        activations.callEnded(name, notifyOthers: notifyOthers)
+        holdsMayHaveChanged()
     }
 
     func holderGone(_ name: String, reason: HolderGoneReason) {
-        holdChanged(activations.holderGone(name, reason: reason))
+        activations.holderGone(name, reason: reason)
+        holdsMayHaveChanged()
     }
 
     func mayFreeze(_ name: String) -> Bool {
-        let (may, changed) = activations.mayFreeze(name)
-        holdChanged(changed)
+        let may = activations.mayFreeze(name)
+        holdsMayHaveChanged()
         return may
     }
 
     func routeChanged(_ reason: String) {
-        holdChanged(activations.routeChanged(reason))
+        activations.routeChanged(reason)
+        holdsMayHaveChanged()
     }
 
     func syncActivation(_ name: String) {
-        holdChanged(activations.sync(name))
+        activations.sync(name)
+        holdsMayHaveChanged()
     }
 
     func restoreActivations(_ snapshot: ActivationSnapshot) {
-        holdChanged(activations.restore(snapshot))
+        activations.restore(snapshot)
+        holdsMayHaveChanged()
     }
 
-    private func holdChanged(_ changed: Bool) {
-        if changed { rescheduleTimer() }
+    /// Writes each handler's "holds audio" (no suspension while it holds a call or background-capable audio) from
+    /// the sessions; true when one changed.
+    func applyAudioHolds() -> Bool {
+        var changed = false
+        let current = now
+        for name in handlers.names where handlers.setHoldsAudio(name, activations.holdsAudio(name), now: current) {
+            changed = true
+        }
+        return changed
+    }
+
+    private func holdsMayHaveChanged() {
+        if applyAudioHolds() { rescheduleTimer() }
     }
 
     /// The arbiter's snapshot: who holds what and who waits.

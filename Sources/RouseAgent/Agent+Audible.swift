@@ -25,7 +25,10 @@ extension Agent {
             var watch = audible.watches[name] ?? AudibleAudioWatch()
             let wasSilenced = watch.silenced
             watch.protected(protected, now: current, firstCheckAfter: machine.rules.suspendAfter)
-            if wasSilenced && !watch.silenced { _ = activations.unsilence(name) }
+            if wasSilenced && !watch.silenced {
+                activations.unsilence(name)
+                _ = applyAudioHolds()  // the rules' timer is being rescheduled (this runs before it)
+            }
             audible.watches[name] = watch.watching ? watch : nil
         }
         guard let next = audible.nextCheck else {
@@ -70,7 +73,8 @@ extension Agent {
             freezeChecks.counters.silentAudio += 1
             metadata["grace"] = "\(configuration.freeze.silentAudioGrace)"
             logger.notice("background playback silent past its grace: the handler may be frozen", metadata: metadata)
-            _ = activations.silence(name)
+            activations.silence(name)
+            _ = applyAudioHolds()
         }
         rescheduleTimer()
     }
