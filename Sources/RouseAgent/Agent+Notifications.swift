@@ -62,6 +62,8 @@ extension Agent {
             return false
         }
         let collapseKey = push.collapseID.map { "push:" + $0 }
+        await notifications.beginShowing(collapseKey, of: name)
+        defer { notifications.endShowing(collapseKey, of: name) }
         let notification = content.notification(
             appName: name, replacesID: notifications.replacing(collapseKey, of: name))
         let metadata: Logger.Metadata = ["push-id": "\(push.id)", "handler": "\(name)"]
@@ -211,6 +213,8 @@ extension Agent {
             sound: notification.sound, threadID: notification.threadID,
             interruptionLevel: notification.interruptionLevel)
         let collapseKey = "local:" + notification.identifier
+        await notifications.beginShowing(collapseKey, of: name)
+        defer { notifications.endShowing(collapseKey, of: name) }
         let shown = content.notification(appName: name, replacesID: notifications.replacing(collapseKey, of: name))
         var failure = "no notification server"
         if let server = notifications.server {

@@ -42,6 +42,8 @@ final class NotificationLink {
     /// `handler NUL collapseKey` → the id showing it.
     private var collapsed: [String: UInt32] = [:]
     private var responses: [String: [AgentEvent.NotificationResponse]] = [:]
+    /// `handler NUL collapseKey` → who waits for the `Notify` under way with that key (see ``beginShowing``).
+    private var underWay: [String: [CheckedContinuation<Void, Never>]] = [:]
 
     /// Notifications shown (alert pushes and local ones).
     private(set) var shownTotal = 0
@@ -51,6 +53,33 @@ final class NotificationLink {
     private(set) var responsesDropped = 0
     /// Alert pushes handed to their handler because the server could not show them.
     var fallbacks = 0
+
+    /// Waits until no `Notify` for `collapseKey` of `handler` is under way, then marks one under way until
+    /// ``endShowing(_:of:)``: a second notification with the same key (two alert pushes with one collapse id back to
+    /// back, a repeating local one due again) takes the first's id from its answer and replaces it, instead of asking
+    /// while that answer is still on its way and showing beside it. No key, no waiting.
+    func beginShowing(_ collapseKey: String?, of handler: String, isolation: isolated (any Actor)? = #isolation) async {
+        guard let collapseKey else { return }
+        let key = handler + "\u{0}" + collapseKey
+        guard underWay[key] != nil else {
+            underWay[key] = []
+            return
+        }
+        await withCheckedContinuation { underWay[key, default: []].append($0) }
+    }
+
+    /// The `Notify` for `collapseKey` of `handler` answered (or failed): the next one waiting goes.
+    func endShowing(_ collapseKey: String?, of handler: String) {
+        guard let collapseKey else { return }
+        let key = handler + "\u{0}" + collapseKey
+        guard var waiting = underWay[key], !waiting.isEmpty else {
+            underWay[key] = nil
+            return
+        }
+        let next = waiting.removeFirst()
+        underWay[key] = waiting
+        next.resume()
+    }
 
     init(timer: AgentTimer, book: LocalNotificationBook) {
         self.timer = timer
