@@ -240,6 +240,8 @@ package struct SIPLab: Sendable {
         _ tag: String, count: Int, period: Duration, hold: Duration = .milliseconds(200), callee: String? = nil
     ) async throws -> SIPCallRun {
         let log = "\(directory)/sipp-\(tag).log"
+        // SIPp's unexpected messages, whole: what a failed call got instead of its answer (quoted with the output).
+        let errors = "\(directory)/sipp-\(tag)-errors.log"
         let periodMs = max(
             1, Int(period.components.seconds * 1000 + period.components.attoseconds / 1_000_000_000_000_000))
         let holdMs = Int(hold.components.seconds * 1000 + hold.components.attoseconds / 1_000_000_000_000_000)
@@ -248,7 +250,8 @@ package struct SIPLab: Sendable {
             [
                 "-sf", files + "/sipp-uac.xml", "-s", callee ?? user, "-i", "127.0.0.1", "-p", "\(callerPort)",
                 "-m", "\(count)", "-l", "1", "-r", "1", "-rp", "\(periodMs)", "-d", "\(holdMs)", "-trace_logs",
-                "-log_file", log, "-recv_timeout", "20000", "-timeout", "\(count * (periodMs / 1000 + 25))",
+                "-log_file", log, "-trace_err", "-error_file", errors, "-recv_timeout", "20000", "-timeout",
+                "\(count * (periodMs / 1000 + 25))",
                 "-nostdin", "127.0.0.1:\(proxyPort)",
             ], timeout: .seconds(Int64(count * (periodMs / 1000 + 30))))
         let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
@@ -259,7 +262,8 @@ package struct SIPLab: Sendable {
         }
         return SIPCallRun(
             tag: tag, attempted: count, answeredMilliseconds: answered, sippStatus: output.status,
-            sippOutput: String(output.stdout.suffix(3000)))
+            sippOutput: String(output.stdout.suffix(3000))
+                + (output.status == 0 ? "" : "\nSIPp errors:\n" + String(((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").suffix(4000))))
     }
 }
 
