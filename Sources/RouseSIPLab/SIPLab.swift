@@ -263,7 +263,10 @@ package struct SIPLab: Sendable {
         return SIPCallRun(
             tag: tag, attempted: count, answeredMilliseconds: answered, sippStatus: output.status,
             sippOutput: String(output.stdout.suffix(3000))
-                + (output.status == 0 ? "" : "\nSIPp errors:\n" + String(((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").suffix(4000))))
+                + (output.status == 0
+                    ? ""
+                    : "\nSIPp errors:\n"
+                        + String(((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").suffix(4000))))
     }
 }
 
