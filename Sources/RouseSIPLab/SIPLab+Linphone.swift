@@ -71,7 +71,10 @@ extension SIPLab {
         let directory = self.directory + "/linphone"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var sipPort = try Sys.freeLoopbackPort()
-        while [proxyPort, phonePort, controlPort, callerPort, tcpPhonePort, bridgePort].contains(sipPort) {
+        let taken = [
+            proxyPort, phonePort, phonePort + 1, controlPort, callerPort, tcpPhonePort, tcpPhonePort + 1, bridgePort,
+        ]
+        while taken.contains(sipPort) {
             sipPort = try Sys.freeLoopbackPort()
         }
         let phone = LinphonePhone(

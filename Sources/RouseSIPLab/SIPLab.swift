@@ -61,11 +61,23 @@ package struct SIPLab: Sendable {
                 if ports.insert(candidate).inserted { return candidate }
             }
         }
+        // baresip 1.0 also listens for SIP over TLS on its port + 1 (it has no setting to turn that off): a phone's
+        // port comes with the next one free too, else baresip fails to start ("SIP/TLS transport failed: Address
+        // already in use", seen when another test held that port).
+        func phonePortPair() throws -> UInt16 {
+            while true {
+                let candidate = try port()
+                guard candidate < UInt16.max, !ports.contains(candidate + 1), Sys.loopbackPortIsFree(candidate + 1)
+                else { continue }
+                ports.insert(candidate + 1)
+                return candidate
+            }
+        }
         proxyPort = try port()
-        phonePort = try port()
+        phonePort = try phonePortPair()
         controlPort = try port()
         callerPort = try port()
-        tcpPhonePort = try port()
+        tcpPhonePort = try phonePortPair()
         bridgePort = try port()
         try FileManager.default.createDirectory(atPath: baresipDirectory, withIntermediateDirectories: true)
         let kamailio = """
@@ -214,10 +226,13 @@ package struct SIPLab: Sendable {
             """
     }
 
-    /// Starts baresip on the lab's configuration (the awake softphone of S0).
+    /// Starts baresip on the lab's configuration (the awake softphone of S0), its log (stdout, line-buffered by
+    /// `stdbuf`: a failing test quotes it while baresip still runs) in `baresip-s0.log`, its stderr beside it.
     package func startBaresip() throws -> RunningChild {
-        try ChildProcess.start(
-            Self.baresip, ["-f", baresipDirectory], stderr: .file(directory + "/baresip-s0.log"))
+        try ChildProcess.require(Self.baresip)
+        return try ChildProcess.start(
+            "/usr/bin/stdbuf", ["-oL", "-eL", Self.baresip, "-f", baresipDirectory],
+            stdout: .file(directory + "/baresip-s0.log"), stderr: .file(directory + "/baresip-s0.stderr"))
     }
 
     /// Waits until `condition` holds, polling every 20 ms, at most `timeout`.

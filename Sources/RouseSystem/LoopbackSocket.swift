@@ -22,4 +22,17 @@ extension Sys {
         close(fd)
         return port
     }
+
+    /// Whether `port` on 127.0.0.1 was free for both TCP and UDP a moment ago (for a server that takes a second port
+    /// next to the one it is given, as baresip's TLS transport takes the SIP port + 1).
+    package static func loopbackPortIsFree(_ port: UInt16) -> Bool {
+        for type in [SOCK_STREAM, SOCK_DGRAM] {
+            guard let fd = try? socket(family: AF_INET, type: Int32(type.rawValue)) else { return false }
+            defer { close(fd) }
+            guard let address = SocketAddress(ip: "127.0.0.1", port: port), (try? bind(fd, address)) != nil else {
+                return false
+            }
+        }
+        return true
+    }
 }
