@@ -150,11 +150,26 @@ echo "== 4. SIPp calls a softphone that is asleep (not running): Kamailio → pu
 # and the SIPp scenario, as the SIP end-to-end test runs them; docs/softphone.md explains each.
 sip=$work/sip
 mkdir -p "$sip/baresip"
+# baresip also listens for SIP over TLS on its port + 1: the phone's port comes with the next one free too.
 read -r proxy_port phone_port ctrl_port caller_port < <(python3 -c '
 import socket
-sockets = [socket.socket() for _ in range(4)]
-for s in sockets: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in sockets])')
+held = []
+def bound(port, kind=socket.SOCK_STREAM):
+    s = socket.socket(socket.AF_INET, kind)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        return None
+    held.append(s)
+    return s.getsockname()[1]
+def phone():
+    while True:
+        port = bound(0)
+        if port < 65535 and bound(port + 1) and bound(port + 1, socket.SOCK_DGRAM):
+            return port
+proxy = bound(0); phone_port = phone(); ctrl = bound(0); caller = bound(0)
+print(proxy, phone_port, ctrl, caller)')
 cat >"$sip/kamailio.cfg" <<CFG
 #!KAMAILIO
 debug=1
