@@ -50,6 +50,9 @@ let package = Package(
         // MARK: Pure Swift models (no C module)
         // The two protocols our programs speak to each other: the device channel, the agent IPC.
         .target(name: "RouseWire"),
+        // Text and JSON helpers that Foundation's full module gave (trimming, percent-encoding, fixed decimals, a JSON
+        // value), on the standard library and FoundationEssentials, so that no shipped binary links ICU.
+        .target(name: "RouseText"),
         .target(
             name: "RouseAPNs",
             dependencies: [
@@ -61,10 +64,10 @@ let package = Package(
         .target(name: "RouseActivation"),
         // The bounded HTTP/1.1 request parser (RFC 9112 subset): rouse-pushd's API and the HTTP/2 kernel's HTTP/1.1
         // connections (the gateway's WebPush listener) share it; no I/O.
-        .target(name: "RouseHTTP1"),
+        .target(name: "RouseHTTP1", dependencies: ["RouseText"]),
         // rouse-pushd's models: its configuration, the API's routes, requests and outcomes, and the per-app rate
         // limit (the gateway's WebPush ingest uses it too); no I/O.
-        .target(name: "RousePushCore", dependencies: ["RouseAPNs", "RouseHTTP1"]),
+        .target(name: "RousePushCore", dependencies: ["RouseAPNs", "RouseHTTP1", "RouseText"]),
         // The agent's rules as value-type machines (handler lifecycle, device channel, transfers, fetch, de-duplication):
         // state in, actions out, no I/O; RouseAgent is the shell that performs what they return.
         .target(name: "RouseAgentCore", dependencies: ["RouseClock"]),
@@ -122,8 +125,8 @@ let package = Package(
         .target(
             name: "RouseGateway",
             dependencies: [
-                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RousePushCore", "RouseSystem", "RouseWire",
-                "CLibPQ", "RouseSQLite",
+                "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RousePushCore", "RouseSystem", "RouseText",
+                "RouseWire", "CLibPQ", "RouseSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -143,7 +146,7 @@ let package = Package(
             name: "RousePush",
             dependencies: [
                 "CRouseSys", "RousePushCore", "RouseSender", "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2",
-                "RouseSystem",
+                "RouseSystem", "RouseText",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
@@ -171,7 +174,7 @@ let package = Package(
             name: "RouseAgent",
             dependencies: [
                 "RouseAgentClient", "RouseAgentCore", "RouseActivation", "RouseClock", "RouseCurl", "RouseDBus",
-                "RouseReachability", "RouseState", "RouseSystem", "RouseWire",
+                "RouseReachability", "RouseState", "RouseSystem", "RouseText", "RouseWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -181,7 +184,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-agent",
             dependencies: [
-                "RouseAgent", "RouseDaemon", "RouseDBus", "RouseState", "RouseSystem", "RouseBuildInfo",
+                "RouseAgent", "RouseDaemon", "RouseDBus", "RouseState", "RouseSystem", "RouseBuildInfo", "RouseText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -196,7 +199,7 @@ let package = Package(
             dependencies: [
                 "RouseAPNs", "RouseMockAPNs", "RouseReachability", "RouseNetlink", "RouseGateway", "RouseSender",
                 "RouseAgentClient", "RouseActivation", "RouseAgent", "RouseAgentCore", "RouseState", "RouseBuildInfo",
-                "RouseDaemon", "RouseClock", "RouseSystem", "RousePush", "RousePushCore",
+                "RouseDaemon", "RouseClock", "RouseSystem", "RousePush", "RousePushCore", "RouseText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -210,7 +213,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-gateway",
             dependencies: [
-                "RouseGateway", "RouseDaemon", "RouseBuildInfo",
+                "RouseGateway", "RouseDaemon", "RouseBuildInfo", "RouseSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -221,7 +224,7 @@ let package = Package(
         .executableTarget(
             name: "rouse-pushd",
             dependencies: [
-                "RousePush", "RousePushCore", "RouseDaemon", "RouseBuildInfo",
+                "RousePush", "RousePushCore", "RouseDaemon", "RouseBuildInfo", "RouseSystem", "RouseText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -252,9 +255,10 @@ let package = Package(
             name: "RouseAPNsTests",
             dependencies: ["RouseAPNs", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "RouseWireTests", dependencies: ["RouseWire"]),
+        .testTarget(name: "RouseTextTests", dependencies: ["RouseText"]),
         .testTarget(
             name: "RousePushTests",
-            dependencies: ["RousePush", "RousePushCore", "RouseAPNs", "RouseSystem", "RouseTestSupport"]
+            dependencies: ["RousePush", "RousePushCore", "RouseAPNs", "RouseSystem", "RouseTestSupport", "RouseText"]
         ),
         .testTarget(name: "RouseClockTests", dependencies: ["RouseClock"]),
         // The errno policy of the one syscall layer, each rule on a real call.

@@ -12,7 +12,11 @@
 #   public   `public` only in the targets of library products and the targets they expose (everything else says
 #            `package` or nothing);
 #   import   a target imports only modules it declares (its targets and products in Package.swift) and the
-#            toolchain's own (Glibc, Foundation, Dispatch, Synchronization, Testing, …).
+#            toolchain's own (Glibc, Foundation, Dispatch, Synchronization, Testing, …);
+#   foundation  no target linked into a shipped program (rouse, rouse-gateway, rouse-agent, rouse-pushd,
+#            rouse-reach, rouse-example-handler) imports Foundation's full module (`Foundation`, which brings its
+#            internationalisation and ICU's data, ~40 MB of the binary), only `FoundationEssentials`; RouseText
+#            has what the full module gave them (trimming, percent-encoding, fixed decimals, JSONValue).
 # Each finding is printed as file:line: rule: what; the exit status is 1 when there is any.
 # Calls are found by name: a bare name (`close(`, `pthread_create(`), or `Glibc.name(`. A bare call with no argument
 # or a labelled first one (`close()`, `read(into:`) is Swift's, as is one of a name the module itself declares with an
@@ -98,6 +102,18 @@ while stack:
     exposed.add(name)
     stack.extend(targets[name].get("target_dependencies", []))
 
+# The targets linked into the programs the packages ship.
+SHIPPED_PROGRAMS = {"rouse", "rouse-gateway", "rouse-agent", "rouse-pushd", "rouse-reach", "rouse-example-handler"}
+FULL_FOUNDATION = {"Foundation", "FoundationNetworking", "FoundationXML", "FoundationInternationalization"}
+shipped = set()
+stack = [n for p in d["products"] if p["name"] in SHIPPED_PROGRAMS for n in p["targets"]]
+while stack:
+    name = stack.pop()
+    if name in shipped or name not in targets:
+        continue
+    shipped.add(name)
+    stack.extend(targets[name].get("target_dependencies", []))
+
 problems = []
 for name, t in sorted(targets.items()):
     if t["type"] == "system-target":
@@ -131,6 +147,11 @@ for name, t in sorted(targets.items()):
             m = import_line.match(line)
             if m and m.group(1) not in declared and m.group(1) not in TOOLCHAIN_MODULES:
                 problems.append(f"{rel}:{number}: import: {m.group(1)} is not a dependency of {name} in Package.swift")
+            if m and m.group(1) in FULL_FOUNDATION and name in shipped:
+                problems.append(
+                    f"{rel}:{number}: foundation: {name} is linked into a shipped program; import FoundationEssentials"
+                    f" (and RouseText), not {m.group(1)}"
+                )
             if not is_source:
                 continue
             if public_decl.match(line) and name not in exposed:

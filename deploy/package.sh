@@ -5,7 +5,7 @@
 # they are installed on need no Swift toolchain; their dependencies are Debian 12's libraries, computed by
 # dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store). rouse, rouse-gateway, rouse-agent and rouse-pushd
 # are one multi-call binary, /usr/bin/rouse in the rouse package (the others are symlinks to it in their packages,
-# which depend on rouse of the same version): the runtime, Foundation's ICU data and the shared modules are
+# which depend on rouse of the same version): the runtime, FoundationEssentials and the shared modules are
 # installed once instead of four times (deploy/debian/multicall.c; the measurements behind the choice:
 # docs/benchmarks.md, "Footprint").
 # Units under /lib/systemd/system (enabled at installation, started once `rouse gateway init` / `rouse agent enroll`

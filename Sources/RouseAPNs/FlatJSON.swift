@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The members of one flat JSON object that a JWT header or claims set, or an APNs error body, carries: strings and
 /// integers and other numbers by name; any other value (a boolean, null, a nested array or object) is `.other`.

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 
 /// An APNs provider authentication token: an ES256 JWT with header `{alg, kid}` and claims `{iss, iat}`.
 ///

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAgentCore
 import RouseDBus
+import RouseText
 import RouseWire
 
 /// Notifications (docs/agent.md, "Notifications"): alert pushes shown through the desktop's notification server
@@ -272,7 +273,7 @@ extension Agent {
         }
         if let userInfo = request.userInfo {
             guard userInfo.utf8.count <= notificationUserInfoLimit,
-                (try? JSONSerialization.jsonObject(with: Data(userInfo.utf8), options: [.fragmentsAllowed])) != nil
+                JSONValue(parsing: userInfo) != nil
             else {
                 return .failure(
                     .init(detail: "userInfo must be JSON text of at most \(notificationUserInfoLimit) bytes"))

@@ -1,9 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAgentCore
 import RouseClock
 import RouseDBus
 import RouseState
+import RouseText
 import RouseWire
 
 /// Session integration (docs/agent.md, "Session integration"): logind's lock state drives the key ring and tells
@@ -159,7 +160,7 @@ extension Agent {
                 requestID: requestID)
             return
         }
-        let root = (persistence.archives.directory as NSString).deletingLastPathComponent
+        let root = PathText.parent(persistence.archives.directory)
         let kind = Self.protectedKind
         // The parent, as the agent's other state directories: 0700 (the store makes its own directory 0700).
         try? FileManager.default.createDirectory(

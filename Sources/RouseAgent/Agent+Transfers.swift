@@ -1,8 +1,9 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAgentCore
 import RouseCurl
 import RouseSystem
+import RouseText
 import RouseWire
 import Synchronization
 
@@ -12,7 +13,7 @@ extension Agent {
     /// The spool: `<transferSpool>/<handler>/<task>.download|upload`, 0700 directories and 0600 files of the agent's.
     var spoolDirectory: String {
         configuration.transferSpool
-            ?? (configuration.socketPath as NSString).deletingLastPathComponent + "/rouse-transfers"
+            ?? PathText.parent(configuration.socketPath) + "/rouse-transfers"
     }
 
     /// At start: the persisted tasks come back (running ones resume when the network allows), spool files no task
@@ -455,7 +456,7 @@ extension Agent {
         let download = record.kind == .download
         let fd: Int32
         do {
-            try AgentError.wrapping(try Sys.makeDirectories((record.spoolFile as NSString).deletingLastPathComponent))
+            try AgentError.wrapping(try Sys.makeDirectories(PathText.parent(record.spoolFile)))
             fd = try AgentError.wrapping(try Sys.openSpool(record.spoolFile))
         } catch {
             perform(
@@ -467,7 +468,7 @@ extension Agent {
         let resume = download ? (Sys.fileSize(fd)?.size ?? 0) : 0
         var headers: [(name: String, value: String)] = record.headers.compactMap { line in
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingBlanks())
         }
         if download && resume > 0 {
             headers.append(("Range", "bytes=\(resume)-"))

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAgentCore
 import RouseDBus
+import RouseText
 import RouseWire
 
 /// The UnifiedPush distributor (docs/unifiedpush.md): on the session bus, `org.unifiedpush.Distributor.rouse`
@@ -194,7 +195,7 @@ extension Agent {
 
     /// The device's label for a subscription: 16 random bytes, hex (the connector's token never leaves the device).
     private static func registrationLabel() -> String {
-        (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
     }
 
     /// Whether `sender` may register `service`: it owns the name, or the bus can start it (a `.service` file).

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAgentCore
 import RouseState
+import RouseText
 import Synchronization
 
 /// The agent's data at rest: the data key (systemd credential or 0600 key file), two sealed
@@ -35,7 +36,7 @@ public final class AgentPersistence: Sendable {
     ) throws(StateError) {
         self.logger = logger
         // Parents created here; a failure shows up, precisely, as the store's own mkdir error below.
-        for directory in [stateDirectory, (keyDirectory as NSString).deletingLastPathComponent] {
+        for directory in [stateDirectory, PathText.parent(keyDirectory)] {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         keyStore = KeyStore(

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import RouseDBus
+import RouseText
 
 /// What an alert push shows, read from its payload's `aps` dictionary (docs/agent.md, "Notifications"): the
 /// alert's title, subtitle and body (a string alert is the body), the sound, the thread and the interruption level.
@@ -19,25 +20,22 @@ package struct AlertContent: Equatable {
     /// Reads the base64 `payload`; nil when it is not JSON with an `aps.alert` (nothing to show).
     package init?(payload: String) {
         guard let data = Data(base64Encoded: payload),
-            let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let aps = root["aps"] as? [String: Any], let alert = aps["alert"]
+            let root = try? JSONValue.parse(data), let aps = root["aps"], aps.object != nil, let alert = aps["alert"]
         else { return nil }
-        if let text = alert as? String {
+        if let text = alert.string {
             body = text
-        } else if let fields = alert as? [String: Any] {
+        } else if let fields = alert.object {
             title = Self.text(fields, "title", localized: "title-loc-key", arguments: "title-loc-args")
             subtitle = Self.text(fields, "subtitle", localized: "subtitle-loc-key", arguments: "subtitle-loc-args")
             body = Self.text(fields, "body", localized: "loc-key", arguments: "loc-args")
         } else {
             return nil
         }
-        if let name = aps["sound"] as? String {
-            sound = Self.soundName(name)
-        } else if let critical = aps["sound"] as? [String: Any], let name = critical["name"] as? String {
+        if let name = aps["sound"]?.string ?? aps["sound"]?["name"]?.string {
             sound = Self.soundName(name)
         }
-        threadID = (aps["thread-id"] as? String).map { String($0.prefix(Self.fieldLimit)) }
-        if let level = aps["interruption-level"] as? String { interruptionLevel = level }
+        threadID = aps["thread-id"]?.string.map { String($0.prefix(Self.fieldLimit)) }
+        if let level = aps["interruption-level"]?.string { interruptionLevel = level }
         title = String(title.prefix(Self.fieldLimit))
         subtitle = String(subtitle.prefix(Self.fieldLimit))
         body = String(body.prefix(Self.fieldLimit))
@@ -83,17 +81,16 @@ package struct AlertContent: Equatable {
     /// name: `default` becomes `message-new-instant`, a file name loses its extension.
     package static func soundName(_ name: String) -> String {
         if name == "default" { return "message-new-instant" }
-        let base = (name as NSString).deletingPathExtension
+        let base = PathText.removingExtension(name)
         return String((base.isEmpty ? name : base).prefix(128))
     }
 
-    private static func text(_ fields: [String: Any], _ plain: String, localized: String, arguments: String)
+    private static func text(_ fields: [String: JSONValue], _ plain: String, localized: String, arguments: String)
         -> String
     {
-        if let text = fields[plain] as? String { return text }
-        guard let key = fields[localized] as? String else { return "" }
-        let values = (fields[arguments] as? [Any] ?? []).map { "\($0)" }
-        return format(key, values)
+        if let text = fields[plain]?.string { return text }
+        guard let key = fields[localized]?.string else { return "" }
+        return format(key, (fields[arguments]?.array ?? []).map(\.plainText))
     }
 
     /// `format` with `%@` taking the arguments in turn and `%n$@` the n-th; `%%` is a percent sign.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RouseCurl
 import RouseWire
 import Synchronization
@@ -30,7 +30,7 @@ public struct GatewayEndpoint: Sendable {
     /// The host part of the URL (the reachability target).
     public var host: String {
         var rest = Substring(baseURL)
-        if let range = rest.range(of: "://") { rest = rest[range.upperBound...] }
+        if let range = rest.firstRange(of: "://") { rest = rest[range.upperBound...] }
         rest = rest.prefix { $0 != "/" }
         if rest.hasPrefix("[") { return String(rest.dropFirst().prefix { $0 != "]" }) }
         return String(rest.prefix { $0 != ":" })

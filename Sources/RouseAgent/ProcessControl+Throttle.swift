@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import RouseAgentCore
 import RouseSystem
+import RouseText
 
 /// Where handlers' CPU and I/O weights go: the cgroup v2 `cpu` and `io` controllers in their cgroups, else groups of
 /// their own in the cgroup v1 `cpu` (and `cpuacct`) and `blkio` hierarchies, else nowhere (status `throttleNote`).
@@ -110,7 +111,7 @@ extension ProcessControl {
         guard let cgroup else { return nil }
         if let group = throttleGroup(cgroup, holding: "cpuacct.usage") {
             let text = Sys.readText(group + "/cpuacct.usage", maxBytes: 64) ?? ""
-            return Int64(text.trimmingCharacters(in: .whitespacesAndNewlines)).map { $0 / 1_000 }
+            return Int64(text.trimmingWhitespace()).map { $0 / 1_000 }
         }
         guard mechanism == .cgroupV2, let text = Sys.readText(cgroup + "/cpu.stat", maxBytes: 4096) else { return nil }
         for line in text.split(separator: "\n") {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RouseSystem
 
 /// The epoll set of the watched VoIP sockets and the one thread that sleeps in `epoll_wait` on it: it wakes only when

@@ -120,7 +120,7 @@ enum TOMLSubset {
             let word = String(decoding: bytes[start..<index], as: UTF8.self)
             if word == "true" { return .bool(true) }
             if word == "false" { return .bool(false) }
-            let digits = word.replacingOccurrences(of: "_", with: "")
+            let digits = word.replacing("_", with: "")
             if let integer = Int(digits) { return .integer(integer) }
             if let float = Double(digits), float.isFinite { return .float(float) }
             throw ParseFailure(message: "unsupported value '\(word)'")
@@ -148,11 +148,5 @@ enum TOMLSubset {
             }
             throw ParseFailure(message: "unterminated string")
         }
-    }
-}
-
-extension String {
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RouseWire
 
 /// Protected files (docs/agent.md, "Session integration"): small files the agent seals for the handler under the

@@ -1,6 +1,6 @@
-import Foundation
 import Logging
 import RouseClock
+import RouseSystem
 import RouseWire
 
 /// One JSON object per log line on stderr: `{"time":…,"level":…,"label":…,"message":…,<metadata>}`.
@@ -31,9 +31,8 @@ package struct JSONLogHandler: LogHandler {
             line += ",\(quoted(key)):\(quoted(value.description))"
         }
         line += "}\n"
-        // Never the trapping `write(_:)`: a full disk, a closed pipe or a journal stream shut down loses the line,
-        // not the process.
-        try? FileHandle.standardError.write(contentsOf: Data(line.utf8))
+        // A full disk, a closed pipe or a journal stream shut down loses the line, not the process.
+        Sys.writeStandardError(line)
     }
 
     private func quoted(_ text: String) -> String { JSONString.quoted(text) }

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RouseHTTP2
 import RouseSystem
+import RouseText
 import Synchronization
 
 /// Read-only admin views over the store and the metrics.
@@ -128,14 +129,13 @@ struct AdminView: Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(parts[0])
             let value = parts.count > 1 ? String(parts[1]) : ""
-            query[key] = value.removingPercentEncoding ?? value
+            query[key] = PercentEncoding.decode(value) ?? value
         }
         return (String(fullPath[..<mark]), query)
     }
 
     static func percentEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
-            ?? text
+        PercentEncoding.encode(text)
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RouseWire
 
 /// The records the gateway writes on a device channel, as bytes: ``ChannelRecord`` (the model the agent reads

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import RouseAPNs
 
 /// Everything `rouse-gateway` needs to run, read from a JSON file (see `deploy/rouse-gateway.json`).

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import RouseAPNs
+import RouseText
 import RouseWire
 
 extension GatewayConfiguration {
@@ -107,7 +108,7 @@ extension GatewayConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .badConfiguration("\(path): cannot read")
         }
-        return try parse(data: data, baseDirectory: (path as NSString).deletingLastPathComponent, source: path)
+        return try parse(data: data, baseDirectory: PathText.parent(path), source: path)
     }
 
     /// Parses configuration JSON; relative file names resolve against `baseDirectory`.
@@ -311,9 +312,9 @@ extension GatewayConfiguration {
 
     /// The first member the schema does not know, as a JSON path.
     private static func unknownMember(_ data: Data) -> String? {
-        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        func check(_ object: Any?, kind: String, path: String) -> String? {
-            guard let object = object as? [String: Any], let known = knownMembers[kind] else { return nil }
+        guard let root = try? JSONValue.parse(data), root.object != nil else { return nil }
+        func check(_ object: JSONValue?, kind: String, path: String) -> String? {
+            guard let object = object?.object, let known = knownMembers[kind] else { return nil }
             for key in object.keys.sorted() where !known.contains(key) { return "\(path).\(key)" }
             return nil
         }
@@ -325,7 +326,7 @@ extension GatewayConfiguration {
         if let found = check(root["limits"], kind: "limits", path: "$.limits") { return found }
         if let found = check(root["webpush"], kind: "webpush", path: "$.webpush") { return found }
         if let found = check(root["postgres"], kind: "postgres", path: "$.postgres") { return found }
-        for (index, key) in ((root["keys"] as? [Any]) ?? []).enumerated() {
+        for (index, key) in (root["keys"]?.array ?? []).enumerated() {
             if let found = check(key, kind: "key", path: "$.keys[\(index)]") { return found }
         }
         return nil

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Prometheus
 import RouseHTTP2
 import Synchronization
@@ -163,8 +163,7 @@ public final class GatewayMetrics: Sendable {
             key: "\(name)|\(type)|\(outcome)", descriptor: Self.name(base, "total", Self.help[base] ?? base),
             labels: [("type", type), (label, outcome)]
         ).increment()
-        let short = name.replacingOccurrences(of: "rouse_gateway_", with: "").replacingOccurrences(
-            of: "_total", with: "")
+        let short = name.replacing("rouse_gateway_", with: "").replacing("_total", with: "")
         add("\(short)/\(outcome)", 1)
         add("\(short)/\(type)/\(outcome)", 1)
     }

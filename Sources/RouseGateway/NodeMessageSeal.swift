@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Node messages sealed with AES-256-GCM under the cluster key, so that no other PostgreSQL role can read or forge

@@ -1,6 +1,8 @@
 import CLibPQ
-import Foundation
+import FoundationEssentials
+import Glibc
 import RouseSystem
+import RouseText
 
 /// One PostgreSQL connection through libpq: the only file that calls libpq.
 ///
@@ -129,7 +131,7 @@ final class PostgresConnection {
 
     static func message(_ pointer: UnsafePointer<CChar>?) -> String {
         guard let pointer else { return "unknown error" }
-        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
-            .replacingOccurrences(of: "\n", with: "; ")
+        return String(cString: pointer).trimmingWhitespace()
+            .replacing("\n", with: "; ")
     }
 }

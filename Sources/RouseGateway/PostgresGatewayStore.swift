@@ -1,5 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import RouseClock
+import Synchronization
 
 /// The PostgreSQL store, through libpq: one connection for writes (the store thread's batches, and the few writes
 /// made elsewhere, serialized by a lock) and up to `poolSize - 1` for reads.
@@ -22,8 +24,8 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     let clusterKey: [UInt8]
     /// Seals what this process's transactions tell other nodes.
     let seal: NodeMessageSeal
-    private let lock = NSLock()
-    private let writeLock = NSLock()
+    private let lock = Mutex(())
+    private let writeLock = Mutex(())
     private var writer: PostgresConnection?
     private var lastWriterAttempt: RouseInstant?
     private var idleReaders: [PostgresConnection] = []
@@ -120,7 +122,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     }
 
     public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
-        try writeLock.withLock {
+        try writeLock.withLock { _ in
             var connection = try readyWriter()
             do {
                 try connection.execute("BEGIN")
@@ -141,11 +143,11 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
             throw GatewayError.unavailable("postgres: \(displayName): every read connection is busy")
         }
         defer { readerPermits.signal() }
-        var connection = lock.withLock { idleReaders.popLast() }
+        var connection = lock.withLock { _ in idleReaders.popLast() }
         if connection?.isHealthy != true { connection = try Self.connect(settings) }
         guard let connection else { throw GatewayError.unavailable("postgres: \(displayName): no connection") }
         let value = try transaction(connection, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
-        if connection.isHealthy { lock.withLock { idleReaders.append(connection) } }
+        if connection.isHealthy { lock.withLock { _ in idleReaders.append(connection) } }
         return value
     }
 
@@ -165,6 +167,6 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
 
     /// `synchronous_commit` as the writer connection sees it (`on`), for checks.
     public func synchronousCommit() throws -> String {
-        try writeLock.withLock { try readyWriter().query("SHOW synchronous_commit").string(0, 0) ?? "" }
+        try writeLock.withLock { _ in try readyWriter().query("SHOW synchronous_commit").string(0, 0) ?? "" }
     }
 }

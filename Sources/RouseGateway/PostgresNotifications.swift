@@ -1,8 +1,9 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseClock
 import RouseEventLoop
+import RouseText
 import Synchronization
 
 /// How a gateway node hears from the others sharing its PostgreSQL store: `LISTEN` on a channel of its own
@@ -143,7 +144,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     /// other role.
     static func lockTable(_ node: String) -> String {
         "gateway_node_lock_"
-            + SHA256.hash(data: Array(node.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+            + Hex.encode(SHA256.hash(data: Array(node.utf8)).prefix(16))
     }
 
     /// Connections that listen on `node`'s channel and hold its id's lock; `GatewayError.isNodeInUse` when a live

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How the gateway reaches PostgreSQL: `"database": "postgresql://…"` (a libpq URL) or a `"postgres"` object in
 /// the configuration. Each member that can be wrong at start has a name, used in the errors that blame it.
@@ -100,7 +100,7 @@ public struct PostgresSettings: Sendable, Equatable {
 
     /// `url` without its secrets (see ``displayName``).
     static func redacted(_ url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url.contains("password") ? "<redacted>" : url }
+        guard let scheme = url.firstRange(of: "://") else { return url.contains("password") ? "<redacted>" : url }
         let rest = url[scheme.upperBound...]
         // The authority ends at the first `/` or `?` after the user info; the user info at the authority's last `@`.
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
@@ -137,7 +137,7 @@ public struct PostgresSettings: Sendable, Equatable {
 
     /// The host of a `postgresql://` URL (empty: the local socket).
     static func urlHost(_ url: String) -> String? {
-        guard let scheme = url.range(of: "://") else { return nil }
+        guard let scheme = url.firstRange(of: "://") else { return nil }
         let rest = url[scheme.upperBound...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
         var authority = rest[..<authorityEnd]

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+
 /// A value bound to a statement parameter: text, or bytes (sent in binary, as `bytea`).
 enum PostgresValue {
     case text(String)
@@ -13,7 +14,7 @@ enum PostgresValue {
     /// A `text[]` parameter in PostgreSQL's array literal form (`{"a","b"}`, each element quoted and escaped).
     init(textArray values: [String]) {
         let elements = values.map { value in
-            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            "\"" + value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
                 + "\""
         }
         self = .text("{" + elements.joined(separator: ",") + "}")

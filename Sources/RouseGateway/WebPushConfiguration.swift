@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The WebPush ingest listener (`"webpush"` in the configuration file; docs/webpush.md): where application servers
 /// `POST /wp/<id>`, over HTTP/1.1 or HTTP/2 on TLS, and the built-in Matrix push gateway on the same origin.

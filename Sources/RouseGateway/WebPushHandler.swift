@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RouseClock
 import RouseHTTP2
+import RouseText
 import RouseWire
 
 /// One connection of the WebPush listener (HTTP/1.1 or HTTP/2; docs/webpush.md): `POST /wp/<id>` (RFC 8030
@@ -144,9 +145,8 @@ final class WebPushHandler: HTTP2ConnectionHandler {
         if request.bodyTruncated {
             return respond(.error(413, "too-large", "the notification is too large"), stream)
         }
-        guard let root = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-            var notification = root["notification"] as? [String: Any],
-            let devices = notification["devices"] as? [[String: Any]]
+        guard let root = try? JSONValue.parse(request.body), var notification = root["notification"]?.object,
+            let devices = notification["devices"]?.array, devices.allSatisfy({ $0.object != nil })
         else {
             return respond(
                 .error(400, "bad-request", "expected {\"notification\":{\"devices\":[{\"pushkey\":…}],…}}"), stream)
@@ -154,21 +154,18 @@ final class WebPushHandler: HTTP2ConnectionHandler {
         let prefix = configuration.normalizedOrigin + "/wp/"
         var pushkeys: [(pushkey: String, id: String?)] = []
         for device in devices.prefix(64) {
-            guard let pushkey = device["pushkey"] as? String else { continue }
+            guard let pushkey = device["pushkey"]?.string else { continue }
             let id = pushkey.hasPrefix(prefix) ? String(pushkey.dropFirst(prefix.count)) : nil
             pushkeys.append((pushkey, id.flatMap { DeviceAPI.isSubscriptionID($0) ? $0 : nil }))
         }
-        let urgency: WebPushUrgency = (notification["prio"] as? String) == "low" ? .normal : .high
+        let urgency: WebPushUrgency = notification["prio"]?.string == "low" ? .normal : .high
         notification["devices"] = nil
-        guard
-            let body = try? JSONSerialization.data(
-                withJSONObject: ["notification": notification], options: [.sortedKeys, .withoutEscapingSlashes]),
-            body.count <= WebPushConfiguration.maxBodyBytes
-        else {
+        let body = Array(JSONValue.object(["notification": .object(notification)]).text.utf8)
+        guard body.count <= WebPushConfiguration.maxBodyBytes else {
             return respond(.error(413, "too-large", "the notification exceeds 4096 bytes as a message"), stream)
         }
         let metrics = core.metrics
-        core.submitMatrix(Array(body), pushkeys: pushkeys, urgency: urgency, receivedAt: clock.wallMilliseconds) {
+        core.submitMatrix(body, pushkeys: pushkeys, urgency: urgency, receivedAt: clock.wallMilliseconds) {
             reply in
             metrics.pushIn(type: WebPushSubscriptionRecord.pushType, outcome: reply.outcome)
             WebPushHandler.respond(reply, stream)

@@ -1,6 +1,7 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import RouseAPNs
+import RouseText
 
 /// RFC 8292 VAPID: `Authorization: vapid t=<JWT>, k=<public key>`. The JWT is ES256 over the application server's
 /// key `k` (an uncompressed P-256 point, base64url); its claims name the push service's origin (`aud`) and a
@@ -22,10 +23,10 @@ struct WebPushVAPID: Sendable, Equatable {
         var token: String?
         var key: String?
         for part in trimmed[trimmed.index(after: space)...].split(separator: ",") {
-            let item = part.trimmingCharacters(in: .whitespaces)
+            let item = part.trimmingBlanks()
             guard let equals = item.firstIndex(of: "=") else { return nil }
-            let name = item[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = item[item.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let name = item[..<equals].trimmingBlanks().lowercased()
+            let value = item[item.index(after: equals)...].trimmingBlanks()
             switch name {
             case "t": token = value
             case "k": key = value
@@ -58,19 +59,19 @@ struct WebPushVAPID: Sendable, Equatable {
             let claimBytes = Base64URL.decode(Array(parts[1].utf8)),
             let signatureBytes = Base64URL.decode(Array(parts[2].utf8))
         else { return "t is not a JWT (three base64url segments)" }
-        guard let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            header["alg"] as? String == "ES256"
-        else { return "the JWT's alg is not ES256" }
+        guard let header = try? JSONValue.parse(headerBytes), header["alg"]?.string == "ES256" else {
+            return "the JWT's alg is not ES256"
+        }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
             publicKey.isValidSignature(signature, for: Array("\(parts[0]).\(parts[1])".utf8))
         else { return "the JWT's signature does not verify with k" }
-        guard let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any] else {
+        guard let claims = try? JSONValue.parse(claimBytes), claims.object != nil else {
             return "the JWT's claims are not a JSON object"
         }
-        guard let aud = claims["aud"] as? String, Self.sameOrigin(aud, audience) else {
+        guard let aud = claims["aud"]?.string, Self.sameOrigin(aud, audience) else {
             return "aud is not \(audience)"
         }
-        guard let exp = (claims["exp"] as? NSNumber)?.int64Value else { return "exp is missing" }
+        guard let exp = claims["exp"]?.int64 else { return "exp is missing" }
         guard exp > now else { return "the JWT expired (exp \(exp))" }
         guard exp <= now + Self.maxLifetimeSeconds else { return "exp is more than 24 hours ahead" }
         return nil

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import RouseText
 
 /// One HTTP/1.1 request as the push API reads it: method, target, the headers it needs, the body.
 package struct HTTP1Request: Sendable, Equatable {
@@ -20,7 +21,7 @@ package struct HTTP1Request: Sendable, Equatable {
     /// `Connection: keep-alive`).
     package var keepAlive: Bool {
         let tokens = (header("connection") ?? "").lowercased().split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
+            $0.trimmingBlanks()
         }
         return version == "HTTP/1.1" ? !tokens.contains("close") : tokens.contains("keep-alive")
     }
@@ -337,7 +338,7 @@ package struct HTTP1RequestParser: Sendable {
                 status: 400, "both Transfer-Encoding and Content-Length: the framing is ambiguous (RFC 9112 §6.3)")
         }
         let codings = values.flatMap { $0.split(separator: ",") }.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+            $0.trimmingBlanks().lowercased()
         }.filter { !$0.isEmpty }
         guard codings.last == "chunked" else {
             return HTTP1ParseError(

@@ -1,5 +1,5 @@
 import CNghttp2
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
 import RouseEventLoop

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Decodes a configuration file (off the hot path) and turns `DecodingError` into one precise line:
 /// the JSON path of the problem and what was wrong there.

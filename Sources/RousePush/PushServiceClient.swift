@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import RousePushCore
 import RouseSystem
+import RouseText
 
 /// A blocking HTTP/1.1 client of rouse-pushd's API over its Unix socket, one keep-alive connection: what `rouse send
 /// --via`, rouse-bench and the tests use.
@@ -95,7 +96,7 @@ package final class PushServiceClient {
             for line in lines {
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
-                    .trimmingCharacters(in: .whitespaces)
+                    .trimmingBlanks()
             }
             buffer.removeFirst(end + 4)
             if status == 100 { continue }
@@ -124,14 +125,10 @@ package final class PushServiceClient {
         let body = "{\"pushes\":[" + requests.map(\.json).joined(separator: ",") + "]}"
         let response = try request("POST", "/v1/batch", body: Array(body.utf8))
         guard response.status == 200 else {
-            let message =
-                ((try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any])?["error"] as? String
-                ?? response.text
+            let message = JSONValue(parsing: response.text)?["error"]?.string ?? response.text
             return .failure(ClientError(description: "\(response.status): \(message)"))
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any],
-            let results = object["results"] as? [[String: Any]]
-        else {
+        guard let results = (try? JSONValue.parse(response.body))?["results"]?.array else {
             throw ClientError(description: "the service's answer is not a batch result")
         }
         let outcomes = results.compactMap(PushAPIOutcome.parse)

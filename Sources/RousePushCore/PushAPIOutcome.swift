@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import RouseAPNs
+import RouseText
 
 /// A push's outcome as the API answers it: the same fields, names and values as a `rouse send --json` line, so a
 /// script reads either the same way.
@@ -79,17 +80,15 @@ package struct PushAPIOutcome: Sendable, Equatable {
     }
 
     /// Reads an outcome object (as `json` writes it).
-    package static func parse(_ object: [String: Any]) -> PushAPIOutcome? {
-        guard let token = object["token"] as? String, let kindName = object["outcome"] as? String,
-            let kind = Kind(rawValue: kindName)
+    package static func parse(_ object: JSONValue) -> PushAPIOutcome? {
+        guard let token = object["token"]?.string, let kind = object["outcome"]?.string.flatMap(Kind.init(rawValue:))
         else { return nil }
-        func int(_ key: String) -> Int64? { (object[key] as? NSNumber).flatMap { Int64(exactly: $0.doubleValue) } }
         return PushAPIOutcome(
-            token: token, apnsID: object["apnsID"] as? String, kind: kind, reason: object["reason"] as? String,
-            timestamp: int("timestamp"), preflight: (object["preflight"] as? Bool) ?? false,
-            error: object["error"] as? String, processed: object["processed"] as? String,
-            attempts: Int(int("attempts") ?? 0), retries: Int(int("retries") ?? 0),
-            latencyMs: (object["latencyMs"] as? NSNumber)?.doubleValue ?? 0)
+            token: token, apnsID: object["apnsID"]?.string, kind: kind, reason: object["reason"]?.string,
+            timestamp: object["timestamp"]?.int64, preflight: object["preflight"]?.bool ?? false,
+            error: object["error"]?.string, processed: object["processed"]?.string,
+            attempts: object["attempts"]?.int ?? 0, retries: object["retries"]?.int ?? 0,
+            latencyMs: object["latencyMs"]?.double ?? 0)
     }
 
     /// The HTTP status of a single-push answer: 200 delivered, 422 rejected, 502 failed (the body tells which and

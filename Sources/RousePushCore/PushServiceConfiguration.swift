@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// rouse-pushd's configuration file (JSON): where the API listens, who may use it, the budgets, and the apps with
 /// their credentials and endpoints. Apps that share a credential and an endpoint share one pool of connections.

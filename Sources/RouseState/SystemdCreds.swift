@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Wraps and unwraps a data key with `systemd-creds` (AES-256-GCM under the host key
 /// `/var/lib/systemd/credential.secret` and/or a TPM2 key; the credential name is embedded and checked).

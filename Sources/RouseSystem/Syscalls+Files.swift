@@ -189,6 +189,11 @@ extension Sys {
             throw SystemError(call: "open", code: .current, path: path)
         }
         defer { close(fd) }
+        return try readToEnd(fd, path: path)
+    }
+
+    /// Everything left to read on `fd` (standard input, a pipe), until its end.
+    package static func readToEnd(_ fd: Int32, path: String? = nil) throws(SystemError) -> [UInt8] {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {

@@ -28,3 +28,10 @@ extension Sys {
             "setsockopt", setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size)))
     }
 }
+
+extension Sys {
+    /// `chown(2)`: `uid` and `gid` (nil: left as they are).
+    package static func changeOwner(path: String, uid: UInt32?, gid: UInt32?) throws(SystemError) {
+        _ = try check("chown", chown(path, uid ?? UInt32.max, gid ?? UInt32.max), path: path)
+    }
+}

@@ -45,10 +45,20 @@ extension Sys {
 
     /// Writes `text` to standard error, unbuffered (a message before an exit; a failure has nowhere to go).
     package static func writeStandardError(_ text: String) {
+        writeBestEffort(2, text)
+    }
+
+    /// Writes `text` to standard output, unbuffered, as a daemon's one-off line (`… ready …`): a closed or full
+    /// stdout loses the line and never ends the process.
+    package static func writeStandardOutput(_ text: String) {
+        writeBestEffort(1, text)
+    }
+
+    private static func writeBestEffort(_ fd: Int32, _ text: String) {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { raw in retrying { Glibc.write(2, raw.baseAddress, raw.count) } }
+            let n = bytes[offset...].withUnsafeBytes { raw in retrying { Glibc.write(fd, raw.baseAddress, raw.count) } }
             if n <= 0 { return }
             offset += n
         }

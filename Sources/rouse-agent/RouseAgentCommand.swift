@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import RouseAgent
 import RouseBuildInfo
@@ -7,6 +8,7 @@ import RouseDBus
 import RouseDaemon
 import RouseState
 import RouseSystem
+import RouseText
 import ServiceLifecycle
 
 /// `rouse-agent`: the device-side service (see docs/agent.md); started by `main.swift`.
@@ -124,7 +126,7 @@ struct RouseAgentCommand: AsyncParsableCommand {
         let json = self.json
         RouseLogging.bootstrap(level: level, json: json)
         let logger = Logger(label: "rouse.agent")
-        let urls = gateway.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let urls = gateway.split(separator: ",").map { $0.trimmingBlanks() }.filter { !$0.isEmpty }
         guard let first = urls.first else { throw ValidationError("--gateway: no URL") }
         var endpoint = GatewayEndpoint(baseURL: first, caFile: ca)
         endpoint.otherBaseURLs = Array(urls.dropFirst())
@@ -133,17 +135,16 @@ struct RouseAgentCommand: AsyncParsableCommand {
         if let enrollSecretFile {
             let data =
                 enrollSecretFile == "-"
-                ? FileHandle.standardInput.readDataToEndOfFile()
+                ? Data((try? Sys.readToEnd(0)) ?? [])
                 : try Data(contentsOf: URL(fileURLWithPath: enrollSecretFile))
-            secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            secret = String(decoding: data, as: UTF8.self).trimmingWhitespace()
         }
         let paths = try AgentPaths(user: user, environment: ProcessInfo.processInfo.environment)
         let handlers = self.handlers ?? paths.handlers
         let stateDir = self.stateDir ?? paths.state
         let socket = self.socket ?? paths.socket
         let keyBackend = self.keyBackend ?? (user ? "key-file" : "auto")
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: handlers, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard ((try? Sys.status(handlers)) ?? nil)?.isDirectory == true else {
             throw ValidationError("handler directory \(handlers) does not exist")
         }
         let handlerConfigurations = try HandlerConfiguration.load(directory: handlers)
@@ -237,8 +238,8 @@ struct AgentRunner: Service {
     func run() async throws {
         try await agent.start()
         SystemdNotifier.notify("READY=1")
-        // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a running agent.
-        try? FileHandle.standardOutput.write(contentsOf: Data("rouse-agent ready socket=\(socket)\n".utf8))
+        // Best effort: a closed stdout (EPIPE) must not end a running agent.
+        Sys.writeStandardOutput("rouse-agent ready socket=\(socket)\n")
         DaemonSignals.on(SIGHUP) { [agent, handlersDirectory, sessionEnvironment, logger] in
             Task {
                 if let sessionEnvironment { await agent.reload(sessionEnvironment: await sessionEnvironment()) }

@@ -1,11 +1,13 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Metrics
 import Prometheus
 import RouseBuildInfo
 import RouseDaemon
 import RouseGateway
+import RouseSystem
 import ServiceLifecycle
 
 /// `rouse-gateway --config FILE`: runs the gateway in the foreground until SIGTERM or SIGINT, then drains; started
@@ -52,8 +54,8 @@ struct RouseGatewayCommand: AsyncParsableCommand {
                 "rouse-gateway ready provider=\(gateway.providerAddress) device=\(gateway.deviceAddress) "
                 + "admin=\(gateway.adminAddress.map { "\($0)" } ?? "none")"
                 + (gateway.webPushAddress.map { " webpush=\($0)" } ?? "") + "\n"
-            // Not the trapping `write(_:)`: a closed stdout (EPIPE) must not end a gateway that is serving.
-            try? FileHandle.standardOutput.write(contentsOf: Data(line.utf8))
+            // Best effort: a closed stdout (EPIPE) must not end a gateway that is serving.
+            Sys.writeStandardOutput(line)
         }
         // No signals for ServiceLifecycle to trap: it would do so with libdispatch sources. main.swift takes them.
         let group = ServiceGroup(

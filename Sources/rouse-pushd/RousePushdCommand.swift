@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Metrics
 import Prometheus
@@ -7,6 +8,8 @@ import RouseBuildInfo
 import RouseDaemon
 import RousePush
 import RousePushCore
+import RouseSystem
+import RouseText
 import Synchronization
 
 /// `rouse-pushd --config FILE`: the push service in the foreground. SIGHUP reloads the configuration (apps, pools,
@@ -96,7 +99,7 @@ struct RousePushdCommand: AsyncParsableCommand {
             "rouse-pushd ready unix=\(configuration.unix.path) tcp=\(server.tcpAddress.map { "\($0)" } ?? "none") "
             + "h2c=\(h2c?.address ?? "none") "
             + "apps=\(configuration.apps.count) pools=\(service.poolCount)\n"
-        try? FileHandle.standardOutput.write(contentsOf: Data(line.utf8))
+        Sys.writeStandardOutput(line)
         logger.notice(
             "serving", metadata: ["unix": "\(configuration.unix.path)", "apps": "\(configuration.apps.count)"])
         await stop.wait()
@@ -113,7 +116,7 @@ struct RousePushdCommand: AsyncParsableCommand {
         guard let text = try? String(contentsOfFile: tcp.bearerTokenFile, encoding: .utf8) else {
             throw PushServiceError.configuration("cannot read tcp.bearerTokenFile \(tcp.bearerTokenFile)")
         }
-        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = text.trimmingWhitespace()
         guard token.utf8.count >= 32, token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
             throw PushServiceError.configuration("the bearer token must be ≥ 32 visible ASCII characters")
         }

@@ -1,9 +1,10 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import RouseActivation
 import RouseAgent
 import RouseAgentClient
 import RouseAgentCore
+import RouseText
 
 /// `rouse agent …`: set up a device (`enroll`, `handlers`) and talk to a running `rouse-agent` over its IPC socket.
 struct AgentCommand: AsyncParsableCommand {
@@ -49,11 +50,11 @@ struct AgentCommand: AsyncParsableCommand {
 
     /// Asks the agent for a document (`status`, `transfers`): with `json`, or when it is no JSON object, prints it as
     /// it came and returns nil; otherwise returns the object for the command to render.
-    static func document(_ message: AgentRequest, socket: String, json: Bool) async throws -> [String: Any]? {
+    static func document(_ message: AgentRequest, socket: String, json: Bool) async throws -> JSONValue? {
         let answer = try await request(message, socket: socket)
         guard case .statusReply(let reply) = answer else { throw unexpected(answer) }
         let text = reply.detail
-        guard !json, let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+        guard !json, let object = JSONValue(parsing: text), object.object != nil else {
             print(text)
             return nil
         }
@@ -93,7 +94,7 @@ struct AgentCommand: AsyncParsableCommand {
                     + "  limits: \(status.limits ?? "-")")
             if let session = status.session {
                 let battery = session.onBattery.map { $0 ? "battery" : "AC" } ?? "-"
-                let level = session.batteryPercentage.map { String(format: " %.0f%%", $0) } ?? ""
+                let level = session.batteryPercentage.map { " " + NumberText.fixed($0, digits: 0) + "%" } ?? ""
                 lines.append(
                     "session: \(session.lock ?? "-")  power: \(battery)\(level)  expensive: "
                         + "\(session.expensive ? "yes" : "no")  held pushes: \(session.heldPushes)"
@@ -116,21 +117,23 @@ struct AgentCommand: AsyncParsableCommand {
                 line += " strikes=\(handler.strikes)"
                 if handler.voipBlocked { line += " VOIP-BLOCKED" }
                 if handler.userStopped { line += " user-stopped" }
-                if let budget = handler.budgetRemainingSeconds { line += " budget=" + String(format: "%.1fs", budget) }
+                if let budget = handler.budgetRemainingSeconds {
+                    line += " budget=" + NumberText.fixed(budget, digits: 1) + "s"
+                }
                 line += " tokens=\(number(handler.backgroundTokens))"
                 if let bytes = handler.memoryBytes {
-                    line += " memory=" + String(format: "%.1fMiB", Double(bytes) / 1_048_576)
+                    line += " memory=" + NumberText.fixed(Double(bytes) / 1_048_576, digits: 1) + "MiB"
                 }
                 if let held = handler.heldPush { line += " held=\(held)" }
                 if handler.holdsAudio { line += " holds-audio" }
                 if let sockets = handler.listeningSockets, !sockets.isEmpty {
                     line +=
                         " listening="
-                        + sockets.map { $0.replacingOccurrences(of: " ", with: ":") }.joined(separator: ",")
+                        + sockets.map { $0.replacing(" ", with: ":") }.joined(separator: ",")
                 }
                 if !handler.tasks.isEmpty { line += " tasks=\(handler.tasks.joined(separator: ","))" }
                 if let fetch = handler.fetch {
-                    let next = fetch.nextInSeconds.map { String(format: "%.0fs", $0) } ?? "offline"
+                    let next = fetch.nextInSeconds.map { NumberText.fixed($0, digits: 0) + "s" } ?? "offline"
                     let history = fetch.history.map(\.outcome.rawValue)
                     line += " fetch-next=\(next) factor=\(number(fetch.factor))"
                     if !history.isEmpty { line += " fetch-history=\(history.joined(separator: ","))" }
@@ -159,22 +162,23 @@ struct AgentCommand: AsyncParsableCommand {
             guard let object = try await AgentCommand.document(.transfers, socket: options.socket, json: json) else {
                 return
             }
-            let usable = (object["networkUsable"] as? Bool).map { $0 ? "yes" : "no" } ?? "-"
-            print("network usable: \(usable)  running: \(object["running"] ?? 0)")
-            for case let task as [String: Any] in object["tasks"] as? [Any] ?? [] {
-                var line = "\(task["handler"] ?? "-")/\(task["session"] ?? "-") task \(task["id"] ?? "-"): "
-                line += "\(task["kind"] ?? "-") \(task["state"] ?? "-") \(task["bytes"] ?? 0)"
-                if let total = task["total"] { line += "/\(total)" }
+            func text(_ value: JSONValue?, _ absent: String) -> String { value?.plainText ?? absent }
+            let usable = object["networkUsable"]?.bool.map { $0 ? "yes" : "no" } ?? "-"
+            print("network usable: \(usable)  running: \(text(object["running"], "0"))")
+            for task in object["tasks"]?.array ?? [] where task.object != nil {
+                var line = "\(text(task["handler"], "-"))/\(text(task["session"], "-")) task \(text(task["id"], "-")): "
+                line += "\(text(task["kind"], "-")) \(text(task["state"], "-")) \(text(task["bytes"], "0"))"
+                if let total = task["total"] { line += "/\(total.plainText)" }
                 line += " bytes"
-                if let status = task["status"] { line += " status=\(status)" }
-                if let error = task["error"] { line += " error=\(error)" }
-                print(line + " \(task["url"] ?? "")")
+                if let status = task["status"] { line += " status=\(status.plainText)" }
+                if let error = task["error"] { line += " error=\(error.plainText)" }
+                print(line + " \(text(task["url"], ""))")
             }
-            for (handler, bytes) in (object["spoolBytes"] as? [String: Any] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                print("spool \(handler): \(bytes) bytes")
+            for (handler, bytes) in (object["spoolBytes"]?.object ?? [:]).sorted(by: { $0.key < $1.key }) {
+                print("spool \(handler): \(bytes.plainText) bytes")
             }
-            for (name, count) in (object["metrics"] as? [String: Any] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                print("counter \(name): \(count)")
+            for (name, count) in (object["metrics"]?.object ?? [:]).sorted(by: { $0.key < $1.key }) {
+                print("counter \(name): \(count.plainText)")
             }
         }
     }

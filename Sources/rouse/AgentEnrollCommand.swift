@@ -1,9 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAgent
 import RouseAgentCore
 import RouseState
+import RouseSystem
+import RouseText
 
 extension AgentCommand {
     /// `rouse agent enroll --gateway URL --ca FILE --secret-file FILE`: the first-run command of a device. Creates
@@ -260,11 +262,7 @@ extension AgentCommand {
             if let manager, FileManager.default.fileExists(atPath: manager),
                 let systemctl = ExecutableSearch.find("systemctl")
             {
-                let reload = Process()
-                reload.executableURL = URL(fileURLWithPath: systemctl)
-                reload.arguments = user ? ["--user", "daemon-reload"] : ["daemon-reload"]
-                try reload.run()
-                reload.waitUntilExit()
+                _ = try ShortChild.run(systemctl, user ? ["--user", "daemon-reload"] : ["daemon-reload"], input: [])
             }
             return path
         }
@@ -278,13 +276,13 @@ extension AgentCommand {
 
         static func readSecret(_ path: String) throws -> String {
             if path == "-" {
-                let data = FileHandle.standardInput.readDataToEndOfFile()
-                return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                let data = (try? Sys.readToEnd(0)) ?? []
+                return String(decoding: data, as: UTF8.self).trimmingWhitespace()
             }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ValidationError("--secret-file: cannot read \(path)")
             }
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return String(decoding: data, as: UTF8.self).trimmingWhitespace()
         }
 
         static func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }

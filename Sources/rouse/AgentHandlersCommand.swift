@@ -1,6 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import RouseAgent
+import RouseSystem
 
 extension AgentCommand {
     /// `rouse agent handlers add|check`: handler files (`/etc/rouse/handlers.d/NAME.toml`) written and checked with
@@ -52,8 +53,7 @@ extension AgentCommand {
                     throw ValidationError(error.detail)
                 }
                 if !FileManager.default.isExecutableFile(atPath: command[0]) {
-                    FileHandle.standardError.write(
-                        Data("warning: \(command[0]) is not an executable file (yet)\n".utf8))
+                    Sys.writeStandardError("warning: \(command[0]) is not an executable file (yet)\n")
                 }
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -98,11 +98,10 @@ extension AgentCommand {
             static func files(_ paths: [String]) throws -> [String] {
                 var result: [String] = []
                 for path in paths {
-                    var isDirectory: ObjCBool = false
-                    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                    guard let status = (try? Sys.status(path)) ?? nil else {
                         throw ValidationError("\(path): no such file or directory")
                     }
-                    if isDirectory.boolValue {
+                    if status.isDirectory {
                         result += try FileManager.default.contentsOfDirectory(atPath: path)
                             .filter { $0.hasSuffix(".toml") }.sorted().map { path + "/" + $0 }
                     } else {

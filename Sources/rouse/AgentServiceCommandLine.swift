@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import RouseText
 
 /// The agent unit's command line (`ExecStart=` of `rouse-agent.service`), as `rouse agent enroll` reads it and
 /// writes it back into a drop-in with the gateway it enrolled with. Pure: text in, text out.
@@ -13,13 +14,13 @@ struct AgentServiceCommandLine: Equatable {
         var section = ""
         var found: String?
         for raw in unit.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = raw.trimmingBlanks()
             if line.hasPrefix("[") {
                 section = line
                 continue
             }
             guard section == "[Service]", line.hasPrefix("ExecStart=") else { continue }
-            let value = String(line.dropFirst("ExecStart=".count)).trimmingCharacters(in: .whitespaces)
+            let value = String(line.dropFirst("ExecStart=".count)).trimmingBlanks()
             found = value.isEmpty ? nil : value
         }
         guard let found else { return nil }
@@ -113,9 +114,9 @@ struct AgentServiceCommandLine: Equatable {
             + words.map { word in
                 let plain = !word.isEmpty && !word.contains { $0.isWhitespace || "\"\\'$%;".contains($0) }
                 if plain { return word }
-                let escaped = word.replacingOccurrences(of: "\\", with: "\\\\")
-                    .replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "%", with: "%%")
-                    .replacingOccurrences(of: "$", with: "$$")
+                let escaped = word.replacing("\\", with: "\\\\")
+                    .replacing("\"", with: "\\\"").replacing("%", with: "%%")
+                    .replacing("$", with: "$$")
                 return "\"" + escaped + "\""
             }.joined(separator: " ")
     }

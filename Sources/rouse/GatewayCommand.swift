@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RouseGateway
 
@@ -33,7 +33,7 @@ struct GatewayCommand: AsyncParsableCommand {
     static func time(_ milliseconds: Int64?) -> String {
         guard let milliseconds else { return "-" }
         let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-        return ISO8601DateFormatter().string(from: date)
+        return Date.ISO8601FormatStyle().format(date)
     }
 
     // MARK: keys

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RouseGateway
 import RouseSystem
@@ -102,7 +102,7 @@ extension GatewayCommand {
                 atPath: configURL.deletingLastPathComponent().path, withIntermediateDirectories: true)
             try Data(text.utf8).write(to: configURL, options: .atomic)
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: configURL.path)
-            for warning in warnings { FileHandle.standardError.write(Data((warning + "\n").utf8)) }
+            for warning in warnings { Sys.writeStandardError(warning + "\n") }
             print(nextSteps(configPath: configURL.path, databasePath: databasePath, certificate: certificate))
         }
 
@@ -170,8 +170,8 @@ extension GatewayCommand {
 /// The system user a service runs as (from the package's maintainer scripts), when it exists.
 struct ServiceUser {
     let name: String
-    let uid: uid_t
-    let gid: gid_t
+    let uid: UInt32
+    let gid: UInt32
 
     init?(name: String) {
         guard let account = (try? Sys.account(named: name)) ?? nil else { return nil }
@@ -183,25 +183,20 @@ struct ServiceUser {
     /// Hands `paths` to the user (owner and group).
     func own(_ paths: [String]) throws {
         for path in paths where FileManager.default.fileExists(atPath: path) {
-            try FileManager.default.setAttributes(
-                [.ownerAccountID: NSNumber(value: uid), .groupOwnerAccountID: NSNumber(value: gid)],
-                ofItemAtPath: path)
+            try Sys.changeOwner(path: path, uid: uid, gid: gid)
         }
     }
 
     /// Whether the file's mode lets the user read it (its directories are not checked).
     func mayRead(_ path: String) -> Bool {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return false }
-        let owner = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value
-        let group = (attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value
-        let mode = (attributes[.posixPermissions] as? NSNumber)?.uint16Value ?? 0
+        guard let status = (try? Sys.status(path)) ?? nil else { return false }
+        let (owner, group, mode) = (status.uid, status.gid, status.mode)
         return (owner == uid && mode & 0o400 != 0) || (group == gid && mode & 0o040 != 0) || mode & 0o004 != 0
     }
 
     /// Lets the user's group read a private key that this command created (root's, mode 0640).
     func shareKey(_ path: String) throws {
-        try FileManager.default.setAttributes(
-            [.groupOwnerAccountID: NSNumber(value: gid), .posixPermissions: NSNumber(value: 0o640)],
-            ofItemAtPath: path)
+        try Sys.changeOwner(path: path, uid: nil, gid: gid)
+        try Sys.changeMode(path: path, 0o640)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RouseSystem
 import Synchronization
 
@@ -19,24 +19,13 @@ final class LinePrinter: Sendable {
 /// disk) is reported on stderr and ends the process with EX_IOERR.
 enum StandardOutput {
     static func write(_ text: String) {
-        do {
-            try FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
+        do throws(SystemError) {
+            try Sys.writeAll(1, text.utf8, path: nil)
         } catch {
-            if isBrokenPipe(error) { readerGone() }
-            FileHandle.standardError.write(Data("rouse: cannot write to standard output: \(error)\n".utf8))
+            if error.code == .brokenPipe { readerGone() }
+            Sys.writeStandardError("rouse: cannot write to standard output: \(error)\n")
             Sys.exit(74)  // EX_IOERR
         }
-    }
-
-    /// EPIPE, however Foundation wraps it (a POSIX error, or an NSError in the POSIX domain).
-    static func isBrokenPipe(_ error: any Error) -> Bool {
-        if let posix = error as? POSIXError { return posix.code == .EPIPE }
-        let bridged = error as NSError
-        if bridged.domain == NSPOSIXErrorDomain { return bridged.code == Int(EPIPE) }
-        if let underlying = bridged.userInfo[NSUnderlyingErrorKey] as? NSError {
-            return underlying.domain == NSPOSIXErrorDomain && underlying.code == Int(EPIPE)
-        }
-        return false
     }
 
     /// Ends the process by SIGPIPE (its default action: no core, no message; a shell with `pipefail` sees

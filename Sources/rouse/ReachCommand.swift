@@ -1,9 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
 import RouseNetlink
 import RouseReachability
+import RouseSystem
+import RouseText
 
 /// `rouse reach`: watch and print network reachability.
 struct ReachCommand: AsyncParsableCommand {
@@ -122,15 +124,8 @@ private func startMonitor(
 /// Text and JSON renderings for `rouse reach`.
 enum ReachOutput {
     /// A result as `rouse reach watch` writes it (one writer: `ReachabilityLines.resultObject`), for embedding.
-    static func resultObject(_ result: ReachabilityResult) -> Any {
-        (try? JSONSerialization.jsonObject(with: Data(ReachabilityLines.resultObject(result).utf8))) ?? [:]
-    }
-
-    static func encode(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-            return "{}"
-        }
-        return String(decoding: data, as: UTF8.self)
+    static func resultObject(_ result: ReachabilityResult) -> JSONValue {
+        JSONValue(parsing: ReachabilityLines.resultObject(result)) ?? [:]
     }
 
     /// Default routes (all tables), dumped from the kernel in the monitor's namespace.
@@ -185,23 +180,26 @@ enum ReachOutput {
         -> String
     {
         let model = monitor.model
-        let interfaces: [[String: Any]] = model.links.keys.sorted().compactMap { index in
+        let interfaces: [JSONValue] = model.links.keys.sorted().compactMap { index in
             guard let link = model.links[index] else { return nil }
             let interface = model.interface(index)
+            let addresses = (model.addresses[index] ?? []).sorted(by: { $0.address < $1.address })
             return [
-                "name": interface.name, "index": Int(index), "type": interface.type.rawValue, "up": link.isUp,
-                "carrier": link.hasCarrier, "kind": link.kind ?? "",
-                "addresses": (model.addresses[index] ?? []).sorted(by: { $0.address < $1.address }).map {
-                    "\($0.address)/\($0.prefixLength)"
-                },
+                "name": .string(interface.name), "index": .integer(Int64(index)),
+                "type": .string(interface.type.rawValue), "up": .bool(link.isUp), "carrier": .bool(link.hasCarrier),
+                "kind": .string(link.kind ?? ""),
+                "addresses": .array(addresses.map { .string("\($0.address)/\($0.prefixLength)") }),
             ]
         }
-        let defaults = routes.map { routeText($0, model) }
-        let results: [[String: Any]] = targets.map { target in
-            var object: [String: Any] = ["target": target.description]
+        let defaults = routes.map { JSONValue.string(routeText($0, model)) }
+        let results: [JSONValue] = targets.map { target in
+            var object: [String: JSONValue] = ["target": .string(target.description)]
             if let result = monitor.result(for: target) { object["result"] = resultObject(result) }
-            return object
+            return .object(object)
         }
-        return encode(["interfaces": interfaces, "defaultRoutes": defaults, "targets": results])
+        return JSONValue.object([
+            "interfaces": .array(interfaces), "defaultRoutes": .array(defaults), "targets": .array(results),
+        ])
+        .text
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import RouseNetlink
+import RouseState
+import RouseSystem
 
 /// A self-signed TLS certificate for a private gateway (`rouse gateway init --self-signed`), made by the
 /// `openssl` command: a P-256 key, 825 days, the host name as subject and as subjectAltName (DNS or IP),
@@ -20,22 +22,15 @@ enum SelfSignedCertificate {
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let subjectAltName = isIPAddress(hostname) ? "IP:\(hostname)" : "DNS:\(hostname)"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: openssl)
-        process.arguments = [
+        let arguments = [
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", key + ".new", "-out", certificate + ".new", "-days", "825", "-subj", "/CN=\(hostname)",
             "-addext", "subjectAltName=\(subjectAltName)", "-addext", "extendedKeyUsage=serverAuth",
         ]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let run = try ShortChild.run(openssl, arguments, input: [])
+        guard run.status == 0 else {
             throw ValidationError(
-                "openssl req failed (exit \(process.terminationStatus)): \(String(decoding: message, as: UTF8.self))")
+                "openssl req failed (exit \(run.status)): \(String(decoding: run.errors, as: UTF8.self))")
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key + ".new")
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: certificate + ".new")

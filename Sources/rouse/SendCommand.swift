@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
 import RouseAPNs
 import RouseDaemon
@@ -90,7 +90,7 @@ struct SendCommand: AsyncParsableCommand {
         do {
             try await send()
         } catch let error as SendUsageError {
-            FileHandle.standardError.write(Data("rouse send: \(error.message)\n".utf8))
+            Sys.writeStandardError("rouse send: \(error.message)\n")
             throw ExitCode(64)
         }
     }

@@ -1,7 +1,9 @@
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RouseClock
 import RouseSender
+import RouseSystem
+import RouseText
 import Synchronization
 
 /// What `rouse send` learned: counters for the progress bar and summary, latencies, prune list, JSON lines.
@@ -61,7 +63,7 @@ final class SendReport: Sendable {
 
     static func textLine(_ r: PushResult, milliseconds: Double) -> String {
         let token = r.push.deviceToken
-        let ms = String(format: "%.1f ms", milliseconds)
+        let ms = NumberText.fixed(milliseconds, digits: 1) + " ms"
         switch r.outcome {
         case .delivered(let id): return "delivered  \(token)  apns-id \(id)  \(ms)"
         case .rejected(let reason, let timestamp):
@@ -87,7 +89,7 @@ final class SendReport: Sendable {
             s += ",\"processed\":\"\(processed.rawValue)\""
         }
         s += ",\"attempts\":\(r.attempts),\"retries\":\(r.retries)"
-        s += String(format: ",\"latencyMs\":%.3f}", milliseconds)
+        s += ",\"latencyMs\":" + NumberText.fixed(milliseconds, digits: 3) + "}"
         return s
     }
 
@@ -110,19 +112,23 @@ final class SendReport: Sendable {
             s += c.rejected.sorted { $0.key < $1.key }.map { JSONText.quoted($0.key) + ":\($0.value)" }
                 .joined(separator: ",")
             s += "},\"failed\":\(c.failed),\"failedUnknown\":\(c.failedUnknown),\"retries\":\(c.retries)"
-            s += String(
-                format: ",\"elapsedS\":%.3f,\"rate\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f}}", elapsed, rate, p50, p99)
+            s +=
+                ",\"elapsedS\":" + NumberText.fixed(elapsed, digits: 3) + ",\"rate\":"
+                + NumberText.fixed(rate, digits: 1)
+            s +=
+                ",\"p50Ms\":" + NumberText.fixed(p50, digits: 3) + ",\"p99Ms\":" + NumberText.fixed(p99, digits: 3)
+                + "}}"
             printer.print(s)
             return
         }
         var lines = [
-            String(
-                format: "%d pushes in %.2f s (%.0f/s): %d delivered, %d rejected, %d failed, %d retries", c.done,
-                elapsed, rate, c.delivered, rejectedTotal, c.failed, c.retries)
+            "\(c.done) pushes in \(NumberText.fixed(elapsed, digits: 2)) s (\(NumberText.fixed(rate, digits: 0))/s): "
+                + "\(c.delivered) delivered, \(rejectedTotal) rejected, \(c.failed) failed, \(c.retries) retries"
         ]
         for (reason, n) in c.rejected.sorted(by: { $0.key < $1.key }) { lines.append("  rejected \(reason): \(n)") }
         if c.failedUnknown > 0 { lines.append("  failed with processing unknown: \(c.failedUnknown)") }
-        lines.append(String(format: "latency p50 %.2f ms, p99 %.2f ms", p50, p99))
+        lines.append(
+            "latency p50 \(NumberText.fixed(p50, digits: 2)) ms, p99 \(NumberText.fixed(p99, digits: 2)) ms")
         for line in lines { printer.print(line) }
     }
 
@@ -161,7 +167,7 @@ final class ProgressBar: Sendable {
     func stop() {
         task.withLock { $0?.cancel() }
         ProgressBar.draw(report)
-        FileHandle.standardError.write(Data("\n".utf8))
+        Sys.writeStandardError("\n")
     }
 
     static func draw(_ report: SendReport) {
@@ -172,9 +178,9 @@ final class ProgressBar: Sendable {
         let filled = report.total > 0 ? min(width, c.done * width / report.total) : width
         let eta = rate > 0 ? Double(report.total - c.done) / rate : 0
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let line = String(
-            format: "\r[%@] %d/%d %.0f/s  delivered %d  rejected %d  failed %d  ETA %.0fs ", bar, c.done, report.total,
-            rate, c.delivered, c.rejected.values.reduce(0, +), c.failed, eta)
-        FileHandle.standardError.write(Data(line.utf8))
+        let line =
+            "\r[\(bar)] \(c.done)/\(report.total) \(NumberText.fixed(rate, digits: 0))/s  delivered \(c.delivered)  "
+            + "rejected \(c.rejected.values.reduce(0, +))  failed \(c.failed)  ETA \(NumberText.fixed(eta, digits: 0))s "
+        Sys.writeStandardError(line)
     }
 }

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RouseSender
+import RouseText
 
 /// `rouse send`'s options merged with the environment and the config file, checked, turned into a sender
 /// configuration and a push template.
@@ -16,7 +17,7 @@ struct SendSettings {
         let environment = ProcessInfo.processInfo.environment
         func value(_ option: String?, _ name: String) -> String? {
             if let option { return option }
-            let variable = "ROUSE_APNS_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+            let variable = "ROUSE_APNS_" + name.uppercased().replacing("-", with: "_")
             if let fromEnvironment = environment[variable], !fromEnvironment.isEmpty { return fromEnvironment }
             return file[name]
         }
@@ -161,13 +162,13 @@ struct SendSettings {
         }
         var values: [String: String] = [:]
         for line in text.split(whereSeparator: \.isNewline) {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingBlanks()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             guard let equals = trimmed.firstIndex(of: "=") else {
                 throw SendUsageError(message: "\(file): expected name = value, got '\(trimmed)'")
             }
-            let name = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
-            values[name] = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let name = trimmed[..<equals].trimmingBlanks()
+            values[name] = trimmed[trimmed.index(after: equals)...].trimmingBlanks()
         }
         return values
     }

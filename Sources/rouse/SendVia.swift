@@ -1,9 +1,10 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import RouseAPNs
 import RousePush
 import RousePushCore
 import RouseSender
+import RouseSystem
 
 /// `rouse send --via SOCKET`: the same pushes, options and output as `rouse send`, sent through rouse-pushd's API
 /// (its warm connections and credentials) in batches of at most 500.
@@ -33,12 +34,12 @@ struct SendVia {
                 switch try client.send(requests) {
                 case .success(let o): outcomes = o
                 case .failure(let refusal):
-                    FileHandle.standardError.write(Data("rouse send: rouse-pushd refused: \(refusal)\n".utf8))
+                    Sys.writeStandardError("rouse send: rouse-pushd refused: \(refusal)\n")
                     throw ExitCode(
                         refusal.description.hasPrefix("429") || refusal.description.hasPrefix("503") ? 2 : 64)
                 }
             } catch let error as PushServiceClient.ClientError {
-                FileHandle.standardError.write(Data("rouse send: \(error)\n".utf8))
+                Sys.writeStandardError("rouse send: \(error)\n")
                 throw ExitCode(2)
             }
             for (request, outcome) in zip(requests, outcomes) {
@@ -72,7 +73,7 @@ struct SendVia {
         case .failed:
             let text = o.error ?? ""
             let kind = text.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-            let detail = text.range(of: ": ").map { String(text[$0.upperBound...]) } ?? ""
+            let detail = text.firstRange(of: ": ").map { String(text[$0.upperBound...]) } ?? ""
             let error: SendError =
                 switch kind {
                 case "connect": .connect(detail)

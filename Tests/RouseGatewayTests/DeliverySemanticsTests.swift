@@ -165,7 +165,7 @@ struct DeliverySemanticsTests {
         let channel = try await h.channel()
         channel.close()
         // Expiration 0 is the probe: dropped once the gateway saw the close.
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while h.gateway.metrics.total("dropped/expiration-zero-offline") == 0 {
             await h.push(0, expiration: 0)
             #expect(ContinuousClock.now < deadline, "the gateway never noticed the closed channel")

@@ -1,6 +1,7 @@
 import Foundation
 import RouseAPNs
 import RousePushCore
+import RouseText
 import Testing
 
 /// The bounded HTTP/1.1 parser without sockets: complete requests, byte-by-byte feeding, pipelining, 100-continue,
@@ -226,7 +227,7 @@ struct PushAPIModelTests {
             outcome.json
                 == #"{"token":"ab","apnsID":"id","outcome":"rejected","reason":"Unregistered","timestamp":17,"attempts":1,"retries":0,"latencyMs":1.500}"#
         )
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(outcome.json.utf8)) as? [String: Any])
+        let object = try JSONValue.parse(outcome.json.utf8)
         #expect(PushAPIOutcome.parse(object) == outcome)
         #expect(outcome.httpStatus == 422)
     }

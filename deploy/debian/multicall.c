@@ -1,6 +1,6 @@
 /*
  * The packages' one program: rouse, rouse-gateway, rouse-agent and rouse-pushd linked into one binary
- * (/usr/bin/rouse; the other three are symlinks to it), so the Swift runtime, Foundation with its ICU data and
+ * (/usr/bin/rouse; the other three are symlinks to it), so the Swift runtime, FoundationEssentials and
  * every library module they share are installed and mapped once instead of four times (docs/benchmarks.md,
  * "Footprint"). deploy/package.sh links it from the object files SwiftPM compiled for the four products: SwiftPM
  * names each executable module's entry point <module>_main (it does so on Linux so that tests can link
