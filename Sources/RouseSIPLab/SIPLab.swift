@@ -55,9 +55,19 @@ package struct SIPLab: Sendable {
         self.directory = directory
         self.files = files
         var ports: Set<UInt16> = []
+        // Ports below the kernel's ephemeral range (`ip_local_port_range`, 32768-60999 by default) when it leaves
+        // room: a port from that range can become any outgoing connection's source port, or another test's
+        // `bind(0)`, between this check and the program's own bind (seen: baresip's "SIP Transport failed: Address
+        // already in use" while other tests ran). Below it only an explicit bind can take it.
+        let ephemeralLow =
+            Sys.readText("/proc/sys/net/ipv4/ip_local_port_range")?.split(whereSeparator: \.isWhitespace).first
+            .flatMap { Int($0) } ?? 0
         func port() throws -> UInt16 {
             while true {
-                let candidate = try Sys.freeLoopbackPort()
+                let candidate =
+                    ephemeralLow > 12_000
+                    ? UInt16(Int.random(in: 10_000..<(ephemeralLow - 1))) : try Sys.freeLoopbackPort()
+                guard ephemeralLow <= 12_000 || Sys.loopbackPortIsFree(candidate) else { continue }
                 if ports.insert(candidate).inserted { return candidate }
             }
         }
