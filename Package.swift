@@ -154,7 +154,7 @@ let package = Package(
         .target(
             name: "RouseState",
             dependencies: [
-                "RouseSystem",
+                "RouseSystem", "RouseText",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

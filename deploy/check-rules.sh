@@ -92,27 +92,25 @@ def code(line):
     return line.split("//", 1)[0] + " " + kept
 
 
+def linked(products):
+    """The targets of `products` and, transitively, the targets they depend on."""
+    found, stack = set(), [n for p in products for n in p["targets"]]
+    while stack:
+        name = stack.pop()
+        if name in found or name not in targets:
+            continue
+        found.add(name)
+        stack.extend(targets[name].get("target_dependencies", []))
+    return found
+
+
 # The targets whose `public` reaches users: the library products' targets and, transitively, their targets.
-exposed = set()
-stack = [n for p in d["products"] if "library" in p["type"] for n in p["targets"]]
-while stack:
-    name = stack.pop()
-    if name in exposed or name not in targets:
-        continue
-    exposed.add(name)
-    stack.extend(targets[name].get("target_dependencies", []))
+exposed = linked(p for p in d["products"] if "library" in p["type"])
 
 # The targets linked into the programs the packages ship.
 SHIPPED_PROGRAMS = {"rouse", "rouse-gateway", "rouse-agent", "rouse-pushd", "rouse-reach", "rouse-example-handler"}
 FULL_FOUNDATION = {"Foundation", "FoundationNetworking", "FoundationXML", "FoundationInternationalization"}
-shipped = set()
-stack = [n for p in d["products"] if p["name"] in SHIPPED_PROGRAMS for n in p["targets"]]
-while stack:
-    name = stack.pop()
-    if name in shipped or name not in targets:
-        continue
-    shipped.add(name)
-    stack.extend(targets[name].get("target_dependencies", []))
+shipped = linked(p for p in d["products"] if p["name"] in SHIPPED_PROGRAMS)
 
 problems = []
 for name, t in sorted(targets.items()):

@@ -1,3 +1,5 @@
+import RouseText
+
 extension Gateway {
     /// Enrolls devices directly in `store`, without enrollment secrets (operators pre-provisioning a fleet, the
     /// benchmark): one transaction; returns each device's credential (`<id>.<secret>`) in `ids` order.
@@ -12,7 +14,7 @@ extension Gateway {
                     DeviceRecord(
                         id: id, authentication: .secret, credentialHash: DeviceSecrets.hash(secret), createdAt: now,
                         revokedAt: nil))
-                credentials.append(id + "." + DeviceAPI.hex(secret))
+                credentials.append(id + "." + Hex.encode(secret))
             }
             return credentials
         }
@@ -25,7 +27,7 @@ extension Gateway {
         try store.write { transaction in
             try deviceIDs.map { id in
                 let token = TokenRecord(
-                    token: DeviceAPI.hex(DeviceAPI.randomBytes(32)), deviceID: id, topic: topic, createdAt: now,
+                    token: Hex.encode(DeviceAPI.randomBytes(32)), deviceID: id, topic: topic, createdAt: now,
                     revokedAt: nil)
                 try transaction.insertToken(token)
                 return token.token

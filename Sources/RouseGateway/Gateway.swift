@@ -5,6 +5,7 @@ import RouseAPNs
 import RouseClock
 import RouseHTTP2
 import RouseSystem
+import RouseText
 import Synchronization
 
 /// `rouse-gateway`: the APNs-compatible provider API, the device API with its channels, the admin endpoint,
@@ -199,7 +200,7 @@ public final class Gateway: Sendable {
             try transaction.insertEnrollmentSecret(
                 hash: DeviceSecrets.hash(secret), createdAt: now, expiresAt: expiresAt)
         }
-        return DeviceAPI.hex(secret)
+        return Hex.encode(secret)
     }
 
     /// Start-up warnings about provider keys: a configured key that was revoked stays revoked (the configuration

@@ -1,6 +1,7 @@
 import Crypto
 import RouseAPNs
 import RouseHTTP2
+import RouseText
 import RouseWire
 
 extension GatewayCore {
@@ -77,7 +78,7 @@ extension CoreContext {
 
     /// One-time secret → new device with a credential.
     mutating func enroll(secret: [UInt8]) throws -> DeviceReply {
-        let deviceID = "d" + DeviceAPI.hex(DeviceAPI.randomBytes(10))
+        let deviceID = "d" + Hex.encode(DeviceAPI.randomBytes(10))
         guard try transaction.consumeEnrollmentSecret(hash: DeviceSecrets.hash(secret), deviceID: deviceID, now: now)
         else { return .error(403, "badEnrollmentSecret", "the enrollment secret is unknown, used or expired") }
         let credential = DeviceAPI.randomBytes(32)
@@ -85,7 +86,7 @@ extension CoreContext {
             DeviceRecord(
                 id: deviceID, authentication: .secret, credentialHash: DeviceSecrets.hash(credential), createdAt: now,
                 revokedAt: nil))
-        let text = deviceID + "." + DeviceAPI.hex(credential)
+        let text = deviceID + "." + Hex.encode(credential)
         return .created(DeviceEnrollReply(deviceID: deviceID, credential: text))
     }
 
@@ -115,7 +116,7 @@ extension CoreContext {
             return .error(429, "tooManyTokens", "at most \(core.limits.maxTokensPerDevice) tokens per device")
         }
         let token = TokenRecord(
-            token: DeviceAPI.hex(DeviceAPI.randomBytes(32)), deviceID: device.id, topic: topic, createdAt: now,
+            token: Hex.encode(DeviceAPI.randomBytes(32)), deviceID: device.id, topic: topic, createdAt: now,
             revokedAt: nil)
         try transaction.insertToken(token)
         return .created(Self.model(token))

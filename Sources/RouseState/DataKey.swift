@@ -1,4 +1,5 @@
 import Crypto
+import RouseText
 
 /// A 256-bit data key, with a short public identifier stored in every file it seals (so a reader can tell
 /// "sealed under another key" from "tampered", and pick the right key during a rotation).
@@ -31,7 +32,7 @@ public struct DataKey: Sendable {
     var bytes: [UInt8] { key.withUnsafeBytes { Array($0) } }
 
     /// The identifier as hex, for logs.
-    public var idHex: String { id.map { String($0, radix: 16).leftPadded(2) }.joined() }
+    public var idHex: String { Hex.encode(id) }
 
     /// The per-class key: HKDF-SHA256 of the data key with the class name as info, so the files of different
     /// classes are sealed under different keys and a class key can be dropped on its own.
@@ -39,11 +40,5 @@ public struct DataKey: Sendable {
         HKDF<SHA256>.deriveKey(
             inputKeyMaterial: key, salt: Array("rouse-state/v1".utf8),
             info: Array("class/\(protection.rawValue)".utf8), outputByteCount: 32)
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

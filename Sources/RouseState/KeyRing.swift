@@ -1,4 +1,5 @@
 import Crypto
+import RouseText
 import Synchronization
 
 /// The data keys the process holds, and the protection-class keys derived from them that the session's
@@ -126,5 +127,5 @@ public final class KeyRing: Sendable {
 }
 
 extension [UInt8] {
-    var hex: String { map { String($0, radix: 16).leftPadded(2) }.joined() }
+    var hex: String { Hex.encode(self) }
 }
