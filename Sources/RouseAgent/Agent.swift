@@ -364,6 +364,11 @@ public actor Agent: Service {
         guard rulesTimer.fired(generation) else { return }
         let current = now
         for name in handlers.names {
+            // A report (or completion) the handler wrote before its deadline is handled before the deadline is.
+            if handlers.waitsForInput(name, now: current) {
+                logger.debug("a due deadline waits for the handler's input", metadata: ["handler": "\(name)"])
+                continue
+            }
             let actions = handlers.step(name) { $0.tick(now: current) }
             if !actions.isEmpty { apply(name, actions) }
         }

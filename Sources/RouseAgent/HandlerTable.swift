@@ -17,6 +17,8 @@ final class HandlerTable {
         var launchRefused: String?
         /// Launches that failed for a shortage since the last one that worked.
         var launchAttempts = 0
+        /// Whether its rules wait for input it wrote before a due deadline.
+        var inputHold = InputBeforeDeadline()
 
         /// Runs `body` on the machine in place (through optional chaining on the dictionary: no copy).
         mutating func step<Result>(_ body: (inout HandlerMachine) -> Result) -> Result { body(&machine) }
@@ -90,9 +92,19 @@ final class HandlerTable {
         entries[name]?.step(body)
     }
 
-    /// The earliest deadline of any handler's rules.
+    /// The earliest deadline of any handler's rules (a handler whose rules wait for its input: when they look again).
     func nextDeadline(now: Duration) -> Duration? {
-        entries.values.compactMap { $0.machine.nextDeadline(now: now) }.min()
+        entries.values.compactMap { $0.inputHold.nextDeadline($0.machine.nextDeadline(now: now), now: now) }.min()
+    }
+
+    /// Whether `name`'s rules wait at `now` for input its handler wrote before a due deadline
+    /// (``InputBeforeDeadline``): its connection has bytes or frames the agent has not handled yet.
+    func waitsForInput(_ name: String, now: Duration) -> Bool {
+        guard let entry = entries[name] else { return false }
+        let deadline = entry.machine.nextDeadline(now: now)
+        // The connection is asked only when a deadline is due (a peek at its socket).
+        let waiting = deadline.map { $0 <= now } == true && entry.connection?.inputWaiting == true
+        return entries[name]?.inputHold.holds(deadline: deadline, inputWaiting: waiting, now: now) ?? false
     }
 
     /// The handler a push goes to: the first, by name, that takes its topic and push type.

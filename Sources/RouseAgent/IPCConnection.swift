@@ -52,6 +52,8 @@ final class IPCConnection: Sendable {
     private let room = DispatchSemaphore(value: 0)
     /// Frames yielded that the agent has not taken from ``inbound`` yet.
     private let ready = Mutex(0)
+    /// The reader is taking bytes from the socket or holds bytes it took and has not yielded all the frames of yet.
+    private let decoding = Mutex(false)
 
     /// Most frames the reader queues for the agent before it stops reading.
     static let inboundFrames = 16
@@ -88,6 +90,14 @@ final class IPCConnection: Sendable {
 
     /// Frames the reader yielded that the agent has not taken yet: 0 when it has handled the run the peer wrote.
     var framesReady: Int { ready.withLock { $0 } }
+
+    /// Whether what the peer wrote has not all reached the agent: bytes in the socket, bytes the reader is decoding,
+    /// or frames yielded and not taken (a frame being handled is not counted: it is on the agent already).
+    var inputWaiting: Bool {
+        if framesReady > 0 || decoding.withLock({ $0 }) { return true }
+        // Under the write lock: the reader closes the descriptor under it, so the number is still this socket's.
+        return writeLock.withLock { closed in !closed && Sys.inputQueued(fd) }
+    }
 
     /// One more descriptor of this peer's is on the connection's budget: yielded to the agent (counted by the
     /// reader) or queued to be closed.
@@ -147,6 +157,11 @@ final class IPCConnection: Sendable {
             while true {
                 self.waitForCloses()
                 if self.stopping.withLock({ $0 }) { break }
+                // Bytes are marked in hand before they leave the socket (a peek waits for them): at every moment what
+                // the peer wrote is in the socket, in hand here, or yielded (``inputWaiting``).
+                Sys.awaitInput(self.fd)
+                self.decoding.withLock { $0 = true }
+                defer { self.decoding.withLock { $0 = false } }
                 guard let read = try? Sys.receiveWithDescriptors(self.fd) else { break }
                 descriptors += read.descriptors
                 guard !read.bytes.isEmpty else { break }

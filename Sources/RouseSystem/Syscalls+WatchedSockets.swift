@@ -48,6 +48,26 @@ extension Sys {
         case idle
     }
 
+    /// Whether bytes wait to be read on socket `fd` (one byte peeked, `MSG_PEEK | MSG_DONTWAIT`: nothing is taken).
+    package static func inputQueued(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let peeked = withUnsafeMutableBytes(of: &byte) { buffer in
+            retrying { Glibc.recv(fd, buffer.baseAddress, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+        }
+        return peeked > 0
+    }
+
+    /// Blocks until bytes wait on socket `fd`, its peer closed, or it failed (one byte peeked, `MSG_PEEK`: nothing is
+    /// taken, descriptors passed with the bytes included); true when bytes wait.
+    @discardableResult
+    package static func awaitInput(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let peeked = withUnsafeMutableBytes(of: &byte) { buffer in
+            retrying { Glibc.recv(fd, buffer.baseAddress, 1, Int32(MSG_PEEK)) }
+        }
+        return peeked > 0
+    }
+
     /// The state of watched socket `fd` of `type` after epoll reported `events`: a pending error first (`SO_ERROR`),
     /// then one byte peeked (`MSG_PEEK | MSG_DONTWAIT`, the data stays for the handler), then a hang-up.
     package static func watchedSocketState(_ fd: Int32, type: Int32, events: UInt32) -> WatchedSocketState {

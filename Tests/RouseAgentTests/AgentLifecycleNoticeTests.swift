@@ -65,14 +65,17 @@ struct AgentLifecycleNoticeTests {
     @Test func aHandlerThatIgnoresWillTerminateIsKilledAfterTheGrace() async throws {
         let harness = try await AgentHarness { try [Self.voip($0, grace: 3, ["--ignore-terminate"])] }
         let pid = try await Self.launched(harness)
+        // Read before the stop is asked: the notice comes after it, the kill a whole grace after the notice, so the
+        // kill is seen at least the grace after this (when the log line was seen is no bound: a loaded machine sees
+        // it late).
+        let asked = ContinuousClock.now
         try await harness.admin(.userControl(.init(handler: "voip", state: "stopped")))
         try await harness.waitForLine("voip", "willTerminate reason=user stopped seconds=3.0")
-        let told = ContinuousClock.now
-        // Told, not killed: it still runs during the grace.
-        #expect(Glibc.kill(pid, 0) == 0)
+        // Told, not killed: it still runs during the grace (looked at only when the line was seen well inside it).
+        if ContinuousClock.now - asked < .seconds(2) { #expect(Glibc.kill(pid, 0) == 0) }
         try await eventually("killed after the grace") { await harness.agent.lastExitStatus("voip") != nil }
         #expect(await harness.agent.lastExitStatus("voip") == 128 + SIGKILL)
-        #expect(ContinuousClock.now - told >= .seconds(2))
+        #expect(ContinuousClock.now - asked >= .seconds(3))
         let counts = await harness.agent.terminationCounts
         #expect(counts.notices == 1)
         #expect(counts.killedAfterGrace == 1)
