@@ -49,7 +49,7 @@ let package = Package(
 
         // MARK: Pure Swift models (no C module)
         // The two protocols our programs speak to each other: the device channel, the agent IPC.
-        .target(name: "RouseWire"),
+        .target(name: "RouseWire", dependencies: ["RouseText"]),
         // Text and JSON helpers that Foundation's full module gave (trimming, percent-encoding, fixed decimals, a JSON
         // value), on the standard library and FoundationEssentials, so that no shipped binary links ICU.
         .target(name: "RouseText"),
@@ -61,7 +61,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        .target(name: "RouseActivation"),
+        .target(name: "RouseActivation", dependencies: ["RouseText"]),
         // The bounded HTTP/1.1 request parser (RFC 9112 subset): rouse-pushd's API and the HTTP/2 kernel's HTTP/1.1
         // connections (the gateway's WebPush listener) share it; no I/O.
         .target(name: "RouseHTTP1", dependencies: ["RouseText"]),
@@ -168,7 +168,7 @@ let package = Package(
         ),
         .target(
             name: "RouseAgentClient",
-            dependencies: ["RouseActivation", "RouseClock", "RouseSystem", "RouseWire"]
+            dependencies: ["RouseActivation", "RouseClock", "RouseSystem", "RouseText", "RouseWire"]
         ),
         .target(
             name: "RouseAgent",
@@ -192,7 +192,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "rouse-example-handler",
-            dependencies: ["RouseAgentClient", "RouseActivation", "RouseWire"]
+            dependencies: ["RouseAgentClient", "RouseActivation", "RouseText", "RouseWire"]
         ),
         .executableTarget(
             name: "rouse",

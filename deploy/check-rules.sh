@@ -16,7 +16,9 @@
 #   foundation  no target linked into a shipped program (rouse, rouse-gateway, rouse-agent, rouse-pushd,
 #            rouse-reach, rouse-example-handler) imports Foundation's full module (`Foundation`, which brings its
 #            internationalisation and ICU's data, ~40 MB of the binary), only `FoundationEssentials`; RouseText
-#            has what the full module gave them (trimming, percent-encoding, fixed decimals, JSONValue).
+#            has what the full module gave them (trimming, percent-encoding, fixed decimals, JSONValue); and the
+#            targets of the example handler and of the agent client library (what a handler links) import no
+#            Foundation module at all, not even `FoundationEssentials` (RouseText's JSONCoding and Base64 instead).
 # Each finding is printed as file:line: rule: what; the exit status is 1 when there is any.
 # Calls are found by name: a bare name (`close(`, `pthread_create(`), or `Glibc.name(`. A bare call with no argument
 # or a labelled first one (`close()`, `read(into:`) is Swift's, as is one of a name the module itself declares with an
@@ -111,6 +113,9 @@ exposed = linked(p for p in d["products"] if "library" in p["type"])
 SHIPPED_PROGRAMS = {"rouse", "rouse-gateway", "rouse-agent", "rouse-pushd", "rouse-reach", "rouse-example-handler"}
 FULL_FOUNDATION = {"Foundation", "FoundationNetworking", "FoundationXML", "FoundationInternationalization"}
 shipped = linked(p for p in d["products"] if p["name"] in SHIPPED_PROGRAMS)
+# What a handler links: no Foundation module at all.
+ANY_FOUNDATION = FULL_FOUNDATION | {"FoundationEssentials"}
+handler_side = linked(p for p in d["products"] if p["name"] in {"rouse-example-handler", "RouseAgentClient"})
 
 problems = []
 for name, t in sorted(targets.items()):
@@ -145,7 +150,12 @@ for name, t in sorted(targets.items()):
             m = import_line.match(line)
             if m and m.group(1) not in declared and m.group(1) not in TOOLCHAIN_MODULES:
                 problems.append(f"{rel}:{number}: import: {m.group(1)} is not a dependency of {name} in Package.swift")
-            if m and m.group(1) in FULL_FOUNDATION and name in shipped:
+            if m and m.group(1) in ANY_FOUNDATION and name in handler_side:
+                problems.append(
+                    f"{rel}:{number}: foundation: {name} is linked into the example handler or the agent client"
+                    f" library, which link no Foundation; use RouseText (JSONCoding, Base64), not {m.group(1)}"
+                )
+            elif m and m.group(1) in FULL_FOUNDATION and name in shipped:
                 problems.append(
                     f"{rel}:{number}: foundation: {name} is linked into a shipped program; import FoundationEssentials"
                     f" (and RouseText), not {m.group(1)}"

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import RouseText
 
 /// Who holds what and who waits, for `rouse agent sessions [--json]`.
 public struct ActivationSnapshot: Sendable, Hashable, Codable {
@@ -9,11 +9,8 @@ public struct ActivationSnapshot: Sendable, Hashable, Codable {
 
     /// The JSON rendering (sorted keys, pretty-printed), as `--json` prints it.
     public func json() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         // Every member is a plain string, number, bool, array or optional: encoding cannot fail.
-        let data = (try? encoder.encode(self)) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: (try? JSONCoding.encodePretty(self)) ?? Array("{}".utf8), as: UTF8.self)
     }
 
     /// The human rendering: one line per session, then one per handler.

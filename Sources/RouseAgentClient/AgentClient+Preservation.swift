@@ -1,4 +1,4 @@
-import FoundationEssentials
+import RouseText
 import RouseWire
 
 /// State the agent offers back at launch (the `restoration` message): the pieces a previous run of the
@@ -16,7 +16,7 @@ public struct OfferedRestoration: Sendable {
     public init?(_ message: AgentEvent.Restoration) {
         var pieces: [(path: String, data: [UInt8])] = []
         for (path, text) in message.pieces {
-            guard let data = Data(base64Encoded: text) else { return nil }
+            guard let data = Base64.decode(text) else { return nil }
             pieces.append((path, Array(data)))
         }
         // Parents first: a path sorts after every one of its prefixes.
@@ -49,7 +49,7 @@ extension AgentClient {
     /// stays). Throws `tooLarge` when the state does not fit in one frame.
     public func preserve(pieces: [String: [UInt8]], version: String) throws {
         let message = AgentRequest.preserve(
-            .init(pieces: pieces.mapValues { Data($0).base64EncodedString() }, version: version))
+            .init(pieces: pieces.mapValues { Base64.encode($0) }, version: version))
         let size = FrameCodec.encode(message).count - 4
         guard size <= Self.maxPreservedBytes else {
             throw AgentClientError(

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import RouseText
 import RouseWire
 
 /// Protected files (docs/agent.md, "Session integration"): small files the agent seals for the handler under the
@@ -12,13 +12,13 @@ extension AgentClient {
     public func writeProtected(_ name: String, _ data: [UInt8], protection: String) async throws {
         try await expectReply(
             .protectedFile(
-                .init(op: .write, name: name, protection: protection, data: Data(data).base64EncodedString())))
+                .init(op: .write, name: name, protection: protection, data: Base64.encode(data))))
     }
 
     /// The content of the protected file `name` (``AgentRequestError`` `notFound` when there is none).
     public func readProtected(_ name: String) async throws -> [UInt8] {
         let reply = try await expectReply(.protectedFile(.init(op: .read, name: name)))
-        guard let text = reply.data, let data = Data(base64Encoded: text) else {
+        guard let text = reply.data, let data = Base64.decode(text) else {
             throw AgentRequestError(code: "badAnswer", detail: "protectedFileReply without data")
         }
         return Array(data)
@@ -49,13 +49,13 @@ extension AgentClient {
     /// Replaces the content of the open file `name` through its `handle`.
     public func writeProtected(_ name: String, handle: Int, _ data: [UInt8]) async throws {
         try await expectReply(
-            .protectedFile(.init(op: .write, name: name, data: Data(data).base64EncodedString(), handle: handle)))
+            .protectedFile(.init(op: .write, name: name, data: Base64.encode(data), handle: handle)))
     }
 
     /// The content of the open file `name`, through its `handle`.
     public func readProtected(_ name: String, handle: Int) async throws -> [UInt8] {
         let reply = try await expectReply(.protectedFile(.init(op: .read, name: name, handle: handle)))
-        guard let text = reply.data, let data = Data(base64Encoded: text) else {
+        guard let text = reply.data, let data = Base64.decode(text) else {
             throw AgentRequestError(code: "badAnswer", detail: "protectedFileReply without data")
         }
         return Array(data)

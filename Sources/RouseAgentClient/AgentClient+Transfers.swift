@@ -1,5 +1,5 @@
-import FoundationEssentials
 import RouseSystem
+import RouseText
 import RouseWire
 import Synchronization
 
@@ -51,7 +51,7 @@ extension AgentClient {
             .addTransfer(
                 .init(
                     session: session, kind: "upload", url: url, method: method, headers: headers,
-                    body: Data(bytes).base64EncodedString())))
+                    body: Base64.encode(bytes))))
     }
 
     /// Cancels task `taskID` (`URLSessionTask.cancel()`): its state, `cancelled` (or its result if it had ended).

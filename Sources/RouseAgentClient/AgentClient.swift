@@ -1,4 +1,3 @@
-import FoundationEssentials
 import RouseActivation
 import RouseClock
 import RouseSystem
@@ -40,15 +39,14 @@ public final class AgentClient: Sendable {
     /// `socketPath` (or `ROUSE_AGENT_SOCKET`). A launched handler whose inherited connection closes (the agent
     /// was restarted and re-attached to it) reconnects to `ROUSE_AGENT_SOCKET` and registers again.
     public init(socketPath: String? = nil) throws {
-        let environment = ProcessInfo.processInfo.environment
-        if socketPath == nil, let text = environment["ROUSE_AGENT_FD"], let fd = Int32(text), fd >= 0 {
+        if socketPath == nil, let text = Sys.environment("ROUSE_AGENT_FD"), let fd = Int32(text), fd >= 0 {
             connection = Mutex(
-                Connection(socket: ClientSocket.inherit(fd), reconnectPath: environment["ROUSE_AGENT_SOCKET"]))
+                Connection(socket: ClientSocket.inherit(fd), reconnectPath: Sys.environment("ROUSE_AGENT_SOCKET")))
         } else {
             connection = Mutex(
                 Connection(
                     socket: try ClientSocket.connect(
-                        path: socketPath ?? environment["ROUSE_AGENT_SOCKET"] ?? Self.defaultSocketPath)))
+                        path: socketPath ?? Sys.environment("ROUSE_AGENT_SOCKET") ?? Self.defaultSocketPath)))
         }
         (messages, continuation) = AsyncStream.makeStream(of: AgentEvent.self)
         try Sys.startThread(name: "rouse-agent-client") { [self] in

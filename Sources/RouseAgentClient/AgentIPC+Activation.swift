@@ -1,12 +1,12 @@
-import FoundationEssentials
 import RouseActivation
+import RouseText
 import RouseWire
 
 extension AgentEvent.Activation {
     /// The `activation` message telling a holder `event` for its session `session`.
     public init(_ event: ActivationMessage, session: String) {
         // One wire shape for events (ActivationMessage's Codable): its members are ours, by name.
-        let wire = (try? JSONEncoder().encode(event)).flatMap { try? JSONDecoder().decode(EventWire.self, from: $0) }
+        let wire = (try? JSONCoding.value(of: event)).flatMap { try? JSONCoding.decode(EventWire.self, from: $0) }
         self.init(
             session: session, event: wire?.event ?? event.event, reason: wire?.reason, shouldResume: wire?.shouldResume)
     }
@@ -15,7 +15,7 @@ extension AgentEvent.Activation {
     /// lacks its reason.
     public var activationMessage: ActivationMessage? {
         let wire = EventWire(event: event, reason: reason, shouldResume: shouldResume)
-        return (try? JSONEncoder().encode(wire)).flatMap { try? JSONDecoder().decode(ActivationMessage.self, from: $0) }
+        return (try? JSONCoding.value(of: wire)).flatMap { try? JSONCoding.decode(ActivationMessage.self, from: $0) }
     }
 
     private struct EventWire: Codable {

@@ -1,15 +1,14 @@
-import FoundationEssentials
-
 /// Any JSON value, for the few places that read JSON whose shape is not a type of ours (a push payload's `aps`, a
 /// JWT's header and claims, a Matrix notification passed on, a configuration file's unknown members) or build one
-/// (`rouse reach --json`). Read and written by FoundationEssentials' `JSONDecoder`/`JSONEncoder` (the strict
-/// RFC 8259 parser with its nesting limit), instead of `JSONSerialization`, which is only in Foundation's full module
-/// and answers with `NSNumber`s and `[String: Any]`.
+/// (`rouse reach --json`). Read and written by ``JSONText`` (RFC 8259, nesting bounded), instead of
+/// `JSONSerialization`, which is only in Foundation's full module and answers with `NSNumber`s and `[String: Any]`.
 package enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
-    /// A number written without a fraction or exponent that fits in 64 bits.
+    /// A whole number that fits in 64 bits, signed.
     case integer(Int64)
+    /// A whole number above `Int64.max` that fits in 64 bits unsigned (a channel id: 1…2⁶⁴−1).
+    case unsigned(UInt64)
     case double(Double)
     case string(String)
     case array([JSONValue])
@@ -22,7 +21,7 @@ package enum JSONValue: Sendable, Hashable {
     /// The value `bytes` hold (any JSON text, a scalar at the top too); throws when they are not JSON.
     package static func parse(_ bytes: some Sequence<UInt8>) throws(ParseError) -> JSONValue {
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+            return try JSONText.parse(Array(bytes))
         } catch {
             throw ParseError(description: "not JSON: \(error)")
         }
@@ -35,13 +34,7 @@ package enum JSONValue: Sendable, Hashable {
     }
 
     /// Compact JSON text, members in key order, `/` not escaped.
-    package var text: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // A JSONValue always encodes: its doubles are finite (see `init(from:)` and `number(_:)`).
-        guard let data = try? encoder.encode(self) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    package var text: String { String(decoding: JSONText.bytes(self), as: UTF8.self) }
 
     /// A JSON number: an integer when `value` is whole and fits, a double otherwise; `null` when not finite (JSON
     /// has no NaN or infinity).
@@ -71,6 +64,7 @@ package enum JSONValue: Sendable, Hashable {
     package var int64: Int64? {
         switch self {
         case .integer(let value): value
+        case .unsigned: nil
         case .double(let value) where value == value.rounded() && abs(value) < 9.2e18: Int64(value)
         default: nil
         }
@@ -82,6 +76,7 @@ package enum JSONValue: Sendable, Hashable {
     package var double: Double? {
         switch self {
         case .integer(let value): Double(value)
+        case .unsigned(let value): Double(value)
         case .double(let value): value
         default: nil
         }
@@ -110,6 +105,8 @@ extension JSONValue: Codable {
             self = .bool(value)
         } else if let value = try? container.decode(Int64.self) {
             self = .integer(value)
+        } else if let value = try? container.decode(UInt64.self) {
+            self = .unsigned(value)
         } else if let value = try? container.decode(Double.self) {
             self = .double(value)
         } else if let value = try? container.decode(String.self) {
@@ -127,6 +124,7 @@ extension JSONValue: Codable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .integer(let value): try container.encode(value)
+        case .unsigned(let value): try container.encode(value)
         case .double(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)

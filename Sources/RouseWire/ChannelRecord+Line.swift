@@ -1,4 +1,4 @@
-import FoundationEssentials
+import RouseText
 
 extension ChannelRecord {
     /// The record as the gateway writes it: one JSON object and `\n`, members in a fixed order, no newline
@@ -32,7 +32,7 @@ extension ChannelRecord {
     /// Reads one line (without its `\n`).
     package init(line: some Collection<UInt8>) throws(ChannelRecordError) {
         do {
-            self = try JSONDecoder().decode(ChannelRecord.self, from: Data(line))
+            self = try JSONCoding.decode(ChannelRecord.self, from: line)
         } catch let error as ChannelRecordError {
             throw error
         } catch let error as DecodingError {

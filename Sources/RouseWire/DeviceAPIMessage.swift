@@ -1,9 +1,9 @@
-import FoundationEssentials
+import RouseText
 
 /// A body of the device REST API (`/device/v1/…`, docs/gateway.md), the third protocol two of our programs speak:
 /// the agent writes the requests and reads the replies, the gateway reads the requests and writes the replies, the
 /// tests do both. Each message writes itself with ``json`` (members in a fixed order, byte for byte what earlier
-/// versions wrote) and is read with ``decode(_:)`` (Foundation's decoder: a missing member or one of the wrong kind
+/// versions wrote) and is read with ``decode(_:)`` (``JSONCoding``, as Foundation's decoder reads: a missing member or one of the wrong kind
 /// is an error naming its path; members this version does not know are ignored, as in channel records).
 package protocol DeviceAPIMessage: Codable, Sendable, Equatable {
     /// The message as written on the wire: one JSON object, members in a fixed order, no newline.
@@ -14,7 +14,7 @@ extension DeviceAPIMessage {
     /// Reads a body.
     package static func decode(_ body: some Collection<UInt8>) throws(DeviceAPIDecodingError) -> Self {
         do {
-            return try JSONDecoder().decode(Self.self, from: Data(body))
+            return try JSONCoding.decode(Self.self, from: body)
         } catch let error as DecodingError {
             throw DeviceAPIDecodingError(error)
         } catch {

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import RouseText
 
 /// A message of the agent's IPC protocol: ``AgentRequest`` (to the agent) or ``AgentEvent`` (from it). It
 /// encodes its `type` and its members into the frame's one flat JSON object.
@@ -61,11 +61,9 @@ package enum FrameCodec {
 
     /// The bytes of one frame.
     package static func encode<Message: IPCMessage>(_ frame: IPCFrame<Message>) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         // Only a non-finite number fails to encode; none is ever sent.
         let body =
-            (try? encoder.encode(frame)).map { Array($0) }
+            (try? JSONCoding.encode(frame))
             ?? Array(#"{"detail":"message not encodable","error":"internal","type":"error","v":1}"#.utf8)
         let length = UInt32(body.count)
         return [UInt8(length >> 24), UInt8((length >> 16) & 0xFF), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF)]
@@ -90,11 +88,11 @@ package struct FrameDecoder<Message: IPCMessage>: Sendable {
         let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
         guard length > 0, length <= FrameCodec.maxFrameBytes else { throw .badLength(length) }
         guard buffer.count >= 4 + length else { return nil }
-        let body = Data(buffer[4..<(4 + length)])
-        buffer.removeFirst(4 + length)
+        let body = buffer[4..<(4 + length)]
+        defer { buffer.removeFirst(4 + length) }
         let frame: IPCFrame<Message>
         do {
-            frame = try JSONDecoder().decode(IPCFrame<Message>.self, from: body)
+            frame = try JSONCoding.decode(IPCFrame<Message>.self, from: body)
         } catch {
             throw .badJSON(String(describing: error).prefix(200).description)
         }

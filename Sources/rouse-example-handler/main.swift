@@ -1,7 +1,7 @@
-import FoundationEssentials
 import Glibc
 import RouseActivation
 import RouseAgentClient
+import RouseText
 import RouseWire
 
 // An example handler: registers, reports a call for every VoIP push that must be reported, completes
@@ -84,7 +84,36 @@ func option(_ name: String) -> String? {
 }
 let mode = option("--mode") ?? "report"
 let logPath = option("--log")
-let name = option("--handler") ?? ProcessInfo.processInfo.environment["ROUSE_HANDLER"] ?? "example"
+/// The environment variable `key`, if set.
+func environment(_ key: String) -> String? { getenv(key).map { String(cString: $0) } }
+
+/// The names of every environment variable.
+func environmentNames() -> [String] {
+    var names: [String] = []
+    var entry = environ
+    while let pointer = entry.pointee {
+        names.append(String(String(cString: pointer).prefix { $0 != "=" }))
+        entry += 1
+    }
+    return names
+}
+
+/// Creates (or empties) the file `path` with `bytes` in it.
+func createFile(_ path: String, _ bytes: [UInt8] = []) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return }
+    writeAll(fd, bytes)
+    close(fd)
+}
+
+/// Milliseconds since 1970 (`CLOCK_REALTIME`).
+func wallMilliseconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
+}
+
+let name = option("--handler") ?? environment("ROUSE_HANDLER") ?? "example"
 let socketPath = option("--socket")
 let commandsPath = option("--commands")
 let quiet = arguments.contains("--quiet")
@@ -107,8 +136,8 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
     }
 }
 
-/// The members of a push payload or a status reply this handler reads (FoundationEssentials' JSONDecoder: the
-/// handler links no Foundation, so no ICU; docs/benchmarks.md, "Footprint").
+/// The members of a push payload or a status reply this handler reads (RouseText's JSONCoding: the handler links no
+/// Foundation at all; docs/benchmarks.md, "Footprint").
 struct PayloadFields: Decodable {
     var sentAt: Double?
     var download: String?
@@ -206,7 +235,7 @@ do {
             emit("registered launchReason=\(registered.launchReason) uid=\(getuid()) gid=\(getgid())")
             if arguments.contains("--describe") {
                 emit("fds " + startDescriptors.map(String.init).joined(separator: " "))
-                emit("environment " + ProcessInfo.processInfo.environment.keys.sorted().joined(separator: " "))
+                emit("environment " + environmentNames().sorted().joined(separator: " "))
             }
             if let other = option("--try-admin") { Task { await tryAdmin(client, other: other) } }
             if let target = option("--voip-connect"), !["voipSocket", "keepAlive"].contains(registered.launchReason) {
@@ -225,10 +254,10 @@ do {
         case .credentials(let credentials):
             emit("credentials topic=\(credentials.topic) token=\(credentials.token)")
         case .push(let push):
-            let payload = Data(base64Encoded: push.payload).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            let payload = Base64.decode(push.payload).map { String(decoding: $0, as: UTF8.self) } ?? ""
             var latency = ""
-            if let sent = (try? JSONDecoder().decode(PayloadFields.self, from: Data(payload.utf8)))?.sentAt {
-                latency = " latencyMs=" + threeDecimals(Date().timeIntervalSince1970 * 1000 - sent)
+            if let sent = (try? JSONCoding.decode(PayloadFields.self, from: Array(payload.utf8)))?.sentAt {
+                latency = " latencyMs=" + threeDecimals(wallMilliseconds() - sent)
             }
             let id = push.pushID
             emit(
@@ -237,9 +266,9 @@ do {
             // `--exit-unanswered-once FILE`: the launch that finds no FILE creates it and exits (status
             // `--exit-status`, 0 by default) on its first VoIP push owed a report, without answering it.
             if push.pushType == "voip", push.mustReport == true, let marker = option("--exit-unanswered-once"),
-                !FileManager.default.fileExists(atPath: marker)
+                access(marker, F_OK) != 0
             {
-                _ = FileManager.default.createFile(atPath: marker, contents: nil)
+                createFile(marker)
                 let status = option("--exit-status").flatMap { Int32($0) } ?? 0
                 emit("exiting unanswered id=\(id) status=\(status)")
                 exit(status)
@@ -262,7 +291,7 @@ do {
                 // A push-initiated download: `"download": URL` in the payload is added to the transfer session
                 // (reattached first: the push may come before the session opened at start is answered).
                 if let session = option("--transfer-session"),
-                    let url = (try? JSONDecoder().decode(PayloadFields.self, from: Data(payload.utf8)))?.download
+                    let url = (try? JSONCoding.decode(PayloadFields.self, from: Array(payload.utf8)))?.download
                 {
                     do {
                         _ = try await client.openTransferSession(session)
@@ -417,8 +446,7 @@ do {
             // notice is ignored (the agent kills it after the grace).
             if !arguments.contains("--ignore-terminate") {
                 if let marker = option("--terminate-marker") {
-                    _ = FileManager.default.createFile(
-                        atPath: marker, contents: Data("terminated \(notice.reason)\n".utf8))
+                    createFile(marker, Array("terminated \(notice.reason)\n".utf8))
                 }
                 emit("exiting on willTerminate")
                 exit(0)
@@ -583,13 +611,13 @@ func tryAdmin(_ client: AgentClient, other: String) async {
         }
     }
     if case (.statusReply(let reply)?, _) = await answer(client, .status) {
-        let status = try? JSONDecoder().decode(StatusFields.self, from: Data(reply.detail.utf8))
+        let status = try? JSONCoding.decode(StatusFields.self, from: Array(reply.detail.utf8))
         let names = (status?.handlers ?? []).compactMap(\.name)
         emit("askedStatus handlers=\(names.joined(separator: ",")) device=\(status?.deviceID ?? "-")")
     }
     let stop = AgentRequest.userControl(.init(handler: other, state: "stopped"))
     emit("admin own=" + (await answer(client, stop)).1)
-    let path = ProcessInfo.processInfo.environment["ROUSE_AGENT_SOCKET"] ?? AgentClient.defaultSocketPath
+    let path = environment("ROUSE_AGENT_SOCKET") ?? AgentClient.defaultSocketPath
     guard let second = try? AgentClient(socketPath: path) else {
         emit("admin socket=connectFailed")
         return

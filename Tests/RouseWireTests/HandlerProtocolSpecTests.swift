@@ -86,6 +86,22 @@ struct HandlerProtocolSpecTests {
         #expect(missing.isEmpty, "AgentEvent types without an example in docs/handler-protocol.md: \(missing)")
     }
 
+    /// The codec is RouseText's JSONCoding (no Foundation in the handler's libraries): every example frame is written
+    /// byte for byte as Foundation's `JSONEncoder` (`.sortedKeys`) writes it, and read as `JSONDecoder` reads it.
+    @Test func framesAreWhatFoundationsCodersMake() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        func compare<Message: IPCMessage>(_ line: String, _: Message.Type) throws {
+            let theirs = try JSONDecoder().decode(IPCFrame<Message>.self, from: Data(line.utf8))
+            var decoder = FrameDecoder<Message>()
+            decoder.append(FrameCodec.encode(theirs))
+            #expect(try decoder.next() == theirs, "\(line)")
+            #expect(Array(FrameCodec.encode(theirs).dropFirst(4)) == Array(try encoder.encode(theirs)), "\(line)")
+        }
+        for line in Self.requests { try compare(line, AgentRequest.self) }
+        for line in Self.events { try compare(line, AgentEvent.self) }
+    }
+
     @Test func everyTypeHasItsHeadingOrTableRow() {
         // Each type is named in code font in the prose too, not only in an example.
         for type in AgentRequest.Kind.allCases.map(\.rawValue) + AgentEvent.Kind.allCases.map(\.rawValue) {

@@ -1,0 +1,372 @@
+/// JSON text read and written on the standard library alone (RFC 8259), so that the programs that must stay small (the
+/// example handler, the agent client library) need no Foundation at all. Hand-written because no JSON library without
+/// Foundation is among the packages this project may use; it is kept to what RFC 8259 says, is tested against
+/// Foundation's `JSONDecoder`/`JSONEncoder` (Tests/RouseTextTests), and bounds what hostile text can cost: one pass,
+/// nesting at most ``JSONText/maxDepth``.
+package enum JSONText {
+    /// The deepest nesting of arrays and objects read (what Foundation's parser allows too).
+    package static let maxDepth = 512
+
+    /// Why text is not JSON: what was found, at which byte.
+    package struct SyntaxError: Error, CustomStringConvertible, Equatable {
+        /// What is wrong.
+        package let reason: String
+        /// The byte offset where it was found.
+        package let offset: Int
+
+        package var description: String { "\(reason) at byte \(offset)" }
+
+        package init(reason: String, offset: Int) {
+            self.reason = reason
+            self.offset = offset
+        }
+    }
+
+    /// The value `bytes` hold: one JSON value (a scalar at the top too) with only whitespace around it.
+    package static func parse(_ bytes: some Collection<UInt8>) throws(SyntaxError) -> JSONValue {
+        let array = Array(bytes)
+        return try array.withUnsafeBufferPointer { buffer throws(SyntaxError) -> JSONValue in
+            var reader = Reader(bytes: buffer)
+            // A UTF-8 byte order mark may be ignored (RFC 8259 §8.1), as Foundation's parser does.
+            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { reader.at = 3 }
+            reader.skipWhitespace()
+            let value = try reader.value(depth: 0)
+            reader.skipWhitespace()
+            guard reader.at == buffer.count else { throw reader.error("unexpected text after the value") }
+            return value
+        }
+    }
+
+    /// Compact JSON text of `value`: members in the byte order of their names (as Foundation's `.sortedKeys`), `/`
+    /// escaped as `\/` when `escapingSlashes` (Foundation's default), numbers as Foundation writes them.
+    package static func bytes(_ value: JSONValue, escapingSlashes: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        write(value, into: &out, escapingSlashes: escapingSlashes)
+        return out
+    }
+
+    /// Indented JSON text of `value` as Foundation's `.prettyPrinted` writes it (two spaces, `"name" : value`, an
+    /// empty array or object with an empty line inside), members sorted, `/` escaped when `escapingSlashes`.
+    package static func prettyBytes(_ value: JSONValue, escapingSlashes: Bool = true) -> [UInt8] {
+        var out: [UInt8] = []
+        writePretty(value, indent: 0, into: &out, escapingSlashes: escapingSlashes)
+        return out
+    }
+
+    private static func newline(_ indent: Int, into out: inout [UInt8]) {
+        out.append(0x0A)
+        out += repeatElement(UInt8(ascii: " "), count: indent * 2)
+    }
+
+    private static func writePretty(_ value: JSONValue, indent: Int, into out: inout [UInt8], escapingSlashes: Bool) {
+        switch value {
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            if elements.isEmpty { out.append(0x0A) }
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                newline(indent + 1, into: &out)
+                writePretty(element, indent: indent + 1, into: &out, escapingSlashes: escapingSlashes)
+            }
+            newline(indent, into: &out)
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            if members.isEmpty { out.append(0x0A) }
+            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                newline(indent + 1, into: &out)
+                writeString(key, into: &out, escapingSlashes: escapingSlashes)
+                out += " : ".utf8
+                writePretty(members[key] ?? .null, indent: indent + 1, into: &out, escapingSlashes: escapingSlashes)
+            }
+            newline(indent, into: &out)
+            out.append(UInt8(ascii: "}"))
+        default:
+            write(value, into: &out, escapingSlashes: escapingSlashes)
+        }
+    }
+
+    private static func write(_ value: JSONValue, into out: inout [UInt8], escapingSlashes: Bool) {
+        switch value {
+        case .null: out += "null".utf8
+        case .bool(let value): out += (value ? "true" : "false").utf8
+        case .integer(let value): out += String(value).utf8
+        case .unsigned(let value): out += String(value).utf8
+        case .double(let value): out += number(value).utf8
+        case .string(let value): writeString(value, into: &out, escapingSlashes: escapingSlashes)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                write(element, into: &out, escapingSlashes: escapingSlashes)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(key, into: &out, escapingSlashes: escapingSlashes)
+                out.append(UInt8(ascii: ":"))
+                write(members[key] ?? .null, into: &out, escapingSlashes: escapingSlashes)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A finite double as Foundation's encoder writes it: Swift's shortest round-trip text without a trailing `.0`
+    /// (`5`, `0.1`, `1e+20`, `1e-07`); JSON has no NaN or infinity, which are written `null`.
+    package static func number(_ value: Double) -> String {
+        guard value.isFinite else { return "null" }
+        let text = value.description
+        return text.hasSuffix(".0") ? String(text.dropLast(2)) : text
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func writeString(_ text: String, into out: inout [UInt8], escapingSlashes: Bool) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += #"\""#.utf8
+            case UInt8(ascii: "\\"): out += #"\\"#.utf8
+            case UInt8(ascii: "/") where escapingSlashes: out += #"\/"#.utf8
+            case 0x0A: out += #"\n"#.utf8
+            case 0x0D: out += #"\r"#.utf8
+            case 0x09: out += #"\t"#.utf8
+            case 0x08: out += #"\b"#.utf8
+            case 0x0C: out += #"\f"#.utf8
+            case 0..<0x20:
+                out += #"\u00"#.utf8
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// One pass over the bytes.
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var at = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        func error(_ reason: String) -> SyntaxError { SyntaxError(reason: reason, offset: at) }
+
+        mutating func skipWhitespace() {
+            while at < bytes.count {
+                switch bytes[at] {
+                case 0x20, 0x0A, 0x0D, 0x09: at += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func value(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard at < bytes.count else { throw error("unexpected end of text") }
+            switch bytes[at] {
+            case UInt8(ascii: "{"): return try object(depth: depth + 1)
+            case UInt8(ascii: "["): return try array(depth: depth + 1)
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): return try literal("true", .bool(true))
+            case UInt8(ascii: "f"): return try literal("false", .bool(false))
+            case UInt8(ascii: "n"): return try literal("null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+            default: throw error("unexpected character '\(Self.shown(bytes[at]))'")
+            }
+        }
+
+        static func shown(_ byte: UInt8) -> String {
+            byte >= 0x20 && byte < 0x7F ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
+        }
+
+        mutating func literal(_ word: StaticString, _ value: JSONValue) throws(SyntaxError) -> JSONValue {
+            let count = word.utf8CodeUnitCount
+            guard at + count <= bytes.count else { throw error("unexpected end of text") }
+            for index in 0..<count where bytes[at + index] != word.utf8Start[index] {
+                throw error("invalid literal (expected \(word))")
+            }
+            at += count
+            return value
+        }
+
+        mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard depth <= JSONText.maxDepth else { throw error("nested deeper than \(JSONText.maxDepth)") }
+            at += 1
+            var members: [String: JSONValue] = [:]
+            skipWhitespace()
+            if at < bytes.count, bytes[at] == UInt8(ascii: "}") {
+                at += 1
+                return .object(members)
+            }
+            while true {
+                skipWhitespace()
+                guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+                let key = try string()
+                skipWhitespace()
+                guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                at += 1
+                skipWhitespace()
+                let element = try value(depth: depth)
+                // A repeated name: the first one counts, as in Foundation's parser.
+                if members[key] == nil { members[key] = element }
+                skipWhitespace()
+                guard at < bytes.count else { throw error("unexpected end of text in an object") }
+                if bytes[at] == UInt8(ascii: ",") {
+                    at += 1
+                    continue
+                }
+                guard bytes[at] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
+                at += 1
+                return .object(members)
+            }
+        }
+
+        mutating func array(depth: Int) throws(SyntaxError) -> JSONValue {
+            guard depth <= JSONText.maxDepth else { throw error("nested deeper than \(JSONText.maxDepth)") }
+            at += 1
+            var elements: [JSONValue] = []
+            skipWhitespace()
+            if at < bytes.count, bytes[at] == UInt8(ascii: "]") {
+                at += 1
+                return .array(elements)
+            }
+            while true {
+                skipWhitespace()
+                elements.append(try value(depth: depth))
+                skipWhitespace()
+                guard at < bytes.count else { throw error("unexpected end of text in an array") }
+                if bytes[at] == UInt8(ascii: ",") {
+                    at += 1
+                    continue
+                }
+                guard bytes[at] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
+                at += 1
+                return .array(elements)
+            }
+        }
+
+        mutating func hex4() throws(SyntaxError) -> UInt32 {
+            guard at + 4 <= bytes.count else { throw error("unexpected end of text in a \\u escape") }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let byte = bytes[at]
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                default: throw error("invalid hex digit in a \\u escape")
+                }
+                value = value << 4 | UInt32(digit)
+                at += 1
+            }
+            return value
+        }
+
+        mutating func string() throws(SyntaxError) -> String {
+            let start = at
+            at += 1
+            var out: [UInt8] = []
+            var run = at  // the start of the bytes copied as they are
+            while true {
+                guard at < bytes.count else {
+                    at = start
+                    throw error("unterminated string")
+                }
+                let byte = bytes[at]
+                if byte == UInt8(ascii: "\"") {
+                    out += bytes[run..<at]
+                    at += 1
+                    break
+                }
+                if byte < 0x20 { throw error("unescaped control character in a string") }
+                guard byte == UInt8(ascii: "\\") else {
+                    at += 1
+                    continue
+                }
+                out += bytes[run..<at]
+                at += 1
+                guard at < bytes.count else { throw error("unexpected end of text in an escape") }
+                let escaped = bytes[at]
+                at += 1
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escaped)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard at + 2 <= bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u")
+                        else { throw error("a high surrogate without its low surrogate") }
+                        at += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else {
+                            throw error("a high surrogate without its low surrogate")
+                        }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw error("a low surrogate without its high surrogate")
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
+                    out += String(Character(unicode)).utf8
+                default:
+                    at -= 1
+                    throw error("invalid escape '\\\(Self.shown(escaped))'")
+                }
+                run = at
+            }
+            // Invalid UTF-8 is refused, not repaired: what was sent is not what would be read.
+            guard let text = String(validating: out, as: UTF8.self) else {
+                at = start
+                throw error("a string that is not UTF-8")
+            }
+            return text
+        }
+
+        mutating func number() throws(SyntaxError) -> JSONValue {
+            let start = at
+            if bytes[at] == UInt8(ascii: "-") { at += 1 }
+            guard at < bytes.count, isDigit(bytes[at]) else { throw error("a number without digits") }
+            if bytes[at] == UInt8(ascii: "0") {
+                at += 1
+                if at < bytes.count, isDigit(bytes[at]) { throw error("a number with a leading zero") }
+            } else {
+                while at < bytes.count, isDigit(bytes[at]) { at += 1 }
+            }
+            var integral = true
+            if at < bytes.count, bytes[at] == UInt8(ascii: ".") {
+                integral = false
+                at += 1
+                guard at < bytes.count, isDigit(bytes[at]) else { throw error("a fraction without digits") }
+                while at < bytes.count, isDigit(bytes[at]) { at += 1 }
+            }
+            if at < bytes.count, bytes[at] == UInt8(ascii: "e") || bytes[at] == UInt8(ascii: "E") {
+                integral = false
+                at += 1
+                if at < bytes.count, bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: "-") { at += 1 }
+                guard at < bytes.count, isDigit(bytes[at]) else { throw error("an exponent without digits") }
+                while at < bytes.count, isDigit(bytes[at]) { at += 1 }
+            }
+            let text = String(decoding: bytes[start..<at], as: UTF8.self)
+            if integral, let value = Int64(text) { return .integer(value) }
+            if integral, let value = UInt64(text) { return .unsigned(value) }
+            guard let value = Double(text), value.isFinite else {
+                at = start
+                throw error("a number out of range")
+            }
+            // A whole number written with a fraction or an exponent (`1E5`, `0.0`) is an integer, as Foundation's
+            // decoder reads one (it tries Int64 first).
+            if let whole = Int64(exactly: value) { return .integer(whole) }
+            return .double(value)
+        }
+
+        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+    }
+}
