@@ -111,7 +111,7 @@ let package = Package(
         .target(
             name: "RouseMockAPNs",
             dependencies: [
-                "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseSystem",
+                "RouseAPNs", "RouseClock", "RouseHTTP2", "RouseSystem", "RouseText",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

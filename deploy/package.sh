@@ -103,6 +103,18 @@ for product in "${products[@]}"; do
     fi
 done
 bin=$("${build[@]}" --show-bin-path)
+# No shipped object refers to _StringProcessing: one call to its `contains(_: String)`, `firstRange(of:)` or
+# `replacing(_:with:)` links the regex engine (1.4 MB) into a program that uses no regular expression. RouseText has
+# `includes`, `firstRange(ofText:)` and `replacingAll` instead.
+regex_users=$(for product in "${products[@]}"; do cat "$bin/$product.product/Objects.LinkFileList"; done | sort -u |
+    while read -r object; do
+        if nm -u "$object" 2>/dev/null | grep -q 17_StringProcessing; then echo "  $object"; fi
+    done)
+if [ -n "$regex_users" ]; then
+    printf 'package.sh: these objects call _StringProcessing (use RouseText'"'"'s includes, firstRange(ofText:),\n' >&2
+    printf 'replacingAll):\n%s\n' "$regex_users" >&2
+    exit 1
+fi
 # The C client library of the handler protocol (libc only), with the system cc, hardened like Debian's builds.
 clients="$cache/clients-c"
 rm -rf "$clients" && mkdir -p "$clients"

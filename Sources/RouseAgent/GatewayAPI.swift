@@ -1,5 +1,6 @@
 import FoundationEssentials
 import RouseCurl
+import RouseText
 import RouseWire
 import Synchronization
 
@@ -30,7 +31,7 @@ public struct GatewayEndpoint: Sendable {
     /// The host part of the URL (the reachability target).
     public var host: String {
         var rest = Substring(baseURL)
-        if let range = rest.firstRange(of: "://") { rest = rest[range.upperBound...] }
+        if let range = rest.firstRange(ofText: "://") { rest = rest[range.upperBound...] }
         rest = rest.prefix { $0 != "/" }
         if rest.hasPrefix("[") { return String(rest.dropFirst().prefix { $0 != "]" }) }
         return String(rest.prefix { $0 != ":" })

@@ -33,12 +33,12 @@ extension ProcessControl {
         throttleBases = bases
         if !cpuV2 {
             throttleNote =
-                bases.first { !$0.contains("/blkio") }.map { "cpu.shares in \($0)/HANDLER" }
+                bases.first { !$0.includes("/blkio") }.map { "cpu.shares in \($0)/HANDLER" }
                 ?? "no cpu controller reachable: no CPU weights"
         }
         if !ioV2 {
             ioNote =
-                bases.first { $0.contains("/blkio") }.map { "blkio.bfq.weight or blkio.weight in \($0)/HANDLER" }
+                bases.first { $0.includes("/blkio") }.map { "blkio.bfq.weight or blkio.weight in \($0)/HANDLER" }
                 ?? "no io controller reachable: no I/O weights"
         }
     }
@@ -144,7 +144,7 @@ extension ProcessControl {
     /// runs on the agent's actor, and a group still held is removed by the next agent (``removeStaleAgents()``).
     func removeThrottleBases() {
         for base in throttleBases {
-            for child in ((try? Sys.directoryEntries(base)) ?? []) where !child.contains(".") {
+            for child in ((try? Sys.directoryEntries(base)) ?? []) where !child.includes(".") {
                 Sys.removeDirectory(base + "/" + child)
             }
             Sys.removeDirectory(base)

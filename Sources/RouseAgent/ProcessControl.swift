@@ -1,5 +1,6 @@
 import Glibc
 import RouseSystem
+import RouseText
 
 /// How handlers are grouped and frozen: a cgroup v2 child of the agent's own cgroup when writable (freeze
 /// with `cgroup.freeze`, kill with `cgroup.kill`), else the v1 freezer hierarchy (`freezer.state`), else
@@ -94,12 +95,12 @@ struct ProcessControl: Sendable {
             let pidText = entry.dropFirst("rouse-agent-".count).prefix { $0 != "-" }
             guard let pid = Int32(pidText), !Sys.processExists(pid) else { continue }
             let directory = parent + "/" + entry
-            for child in ((try? Sys.directoryEntries(directory)) ?? []) where !child.contains(".") {
+            for child in ((try? Sys.directoryEntries(directory)) ?? []) where !child.includes(".") {
                 let cgroup = directory + "/" + child
-                if Sys.readText(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                if Sys.readText(cgroup + "/cgroup.events")?.includes("populated 1") == true {
                     _ = try? Sys.writeFile(cgroup + "/cgroup.kill", "1")
                     for _ in 0..<50
-                    where Sys.readText(cgroup + "/cgroup.events")?.contains("populated 1") == true {
+                    where Sys.readText(cgroup + "/cgroup.events")?.includes("populated 1") == true {
                         Sys.pause(milliseconds: 2)
                     }
                 }
@@ -274,7 +275,7 @@ struct ProcessControl: Sendable {
         }
         func populated() -> Bool {
             switch mechanism {
-            case .cgroupV2: return Sys.readText(cgroup + "/cgroup.events")?.contains("populated 1") == true
+            case .cgroupV2: return Sys.readText(cgroup + "/cgroup.events")?.includes("populated 1") == true
             case .cgroupV1: return !procs().isEmpty
             default: return false
             }
@@ -294,7 +295,7 @@ struct ProcessControl: Sendable {
         if let base { Sys.removeDirectory(base) }
         // A handler whose exit was not seen yet (it died with the others at shutdown) leaves its (empty) v1 groups.
         for v1 in v1Bases {
-            for child in ((try? Sys.directoryEntries(v1)) ?? []) where !child.contains(".") {
+            for child in ((try? Sys.directoryEntries(v1)) ?? []) where !child.includes(".") {
                 Sys.removeDirectory(v1 + "/" + child)
             }
             Sys.removeDirectory(v1)

@@ -1,3 +1,5 @@
+import RouseText
+
 /// A strict parser for the small TOML subset handler files use: `key = value` lines, `[table]` headers,
 /// `#` comments; values are basic strings (`"…"` with `\"`, `\\`, `\n`, `\t` escapes), integers, floats,
 /// booleans and one-line arrays of those. Anything else is an error naming the line and column.
@@ -120,7 +122,7 @@ enum TOMLSubset {
             let word = String(decoding: bytes[start..<index], as: UTF8.self)
             if word == "true" { return .bool(true) }
             if word == "false" { return .bool(false) }
-            let digits = word.replacing("_", with: "")
+            let digits = word.replacingAll("_", with: "")
             if let integer = Int(digits) { return .integer(integer) }
             if let float = Double(digits), float.isFinite { return .float(float) }
             throw ParseFailure(message: "unsupported value '\(word)'")

@@ -172,7 +172,7 @@ extension GatewayConfiguration {
         }
         for (index, key) in (file.keys ?? []).enumerated() {
             var pem = key.publicKey
-            if !pem.contains("-----BEGIN") {
+            if !pem.includes("-----BEGIN") {
                 guard let path = resolve(pem), let data = FileManager.default.contents(atPath: path) else {
                     throw .badConfiguration("\(source): keys[\(index)].publicKey: cannot read '\(key.publicKey)'")
                 }

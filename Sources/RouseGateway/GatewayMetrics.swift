@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Prometheus
 import RouseHTTP2
+import RouseText
 import Synchronization
 
 /// The gateway's Prometheus metrics, in its own registry (so several gateways can live in one test process):
@@ -163,7 +164,7 @@ public final class GatewayMetrics: Sendable {
             key: "\(name)|\(type)|\(outcome)", descriptor: Self.name(base, "total", Self.help[base] ?? base),
             labels: [("type", type), (label, outcome)]
         ).increment()
-        let short = name.replacing("rouse_gateway_", with: "").replacing("_total", with: "")
+        let short = name.replacingAll("rouse_gateway_", with: "").replacingAll("_total", with: "")
         add("\(short)/\(outcome)", 1)
         add("\(short)/\(type)/\(outcome)", 1)
     }

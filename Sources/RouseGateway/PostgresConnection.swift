@@ -132,6 +132,6 @@ final class PostgresConnection {
     static func message(_ pointer: UnsafePointer<CChar>?) -> String {
         guard let pointer else { return "unknown error" }
         return String(cString: pointer).trimmingWhitespace()
-            .replacing("\n", with: "; ")
+            .replacingAll("\n", with: "; ")
     }
 }

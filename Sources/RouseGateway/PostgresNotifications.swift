@@ -184,7 +184,7 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
             try lock.execute("LOCK TABLE \(table) IN SHARE UPDATE EXCLUSIVE MODE NOWAIT")
         } catch {
             // 55P03 lock_not_available: a live node holds it.
-            guard !error.isUnavailable, error.detail.contains("SQLSTATE 55P03") else { throw error }
+            guard !error.isUnavailable, error.detail.includes("SQLSTATE 55P03") else { throw error }
             throw GatewayError.nodeInUse(node)
         }
         let listen = try PostgresConnection(settings: settings)

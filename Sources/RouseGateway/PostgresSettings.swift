@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RouseText
 
 /// How the gateway reaches PostgreSQL: `"database": "postgresql://…"` (a libpq URL) or a `"postgres"` object in
 /// the configuration. Each member that can be wrong at start has a name, used in the errors that blame it.
@@ -100,7 +101,7 @@ public struct PostgresSettings: Sendable, Equatable {
 
     /// `url` without its secrets (see ``displayName``).
     static func redacted(_ url: String) -> String {
-        guard let scheme = url.firstRange(of: "://") else { return url.contains("password") ? "<redacted>" : url }
+        guard let scheme = url.firstRange(ofText: "://") else { return url.includes("password") ? "<redacted>" : url }
         let rest = url[scheme.upperBound...]
         // The authority ends at the first `/` or `?` after the user info; the user info at the authority's last `@`.
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
@@ -126,7 +127,7 @@ public struct PostgresSettings: Sendable, Equatable {
     /// default, `prefer`, falls back to plain text silently) for a host that is not local. The gateway warns.
     public var sslmodeUnsetForRemoteHost: Bool {
         if sslmode != nil { return false }
-        if let url, url.contains("sslmode=") { return false }
+        if let url, url.includes("sslmode=") { return false }
         let target = host ?? url.flatMap(Self.urlHost) ?? ""
         // Local: the Unix socket (no host, or a directory), the loopback names and 127.0.0.0/8.
         let local =
@@ -137,7 +138,7 @@ public struct PostgresSettings: Sendable, Equatable {
 
     /// The host of a `postgresql://` URL (empty: the local socket).
     static func urlHost(_ url: String) -> String? {
-        guard let scheme = url.firstRange(of: "://") else { return nil }
+        guard let scheme = url.firstRange(ofText: "://") else { return nil }
         let rest = url[scheme.upperBound...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
         var authority = rest[..<authorityEnd]
@@ -163,15 +164,15 @@ public struct PostgresSettings: Sendable, Equatable {
 
     private func blamedMember(_ message: String) -> String {
         let lower = message.lowercased()
-        if lower.contains("password authentication failed") || lower.contains("no password supplied")
-            || lower.contains("password") && lower.contains("authentication")
+        if lower.includes("password authentication failed") || lower.includes("no password supplied")
+            || lower.includes("password") && lower.includes("authentication")
         {
             return passwordFile != nil ? "user/passwordFile" : "user/password"
         }
-        if lower.contains("role") && lower.contains("does not exist") { return "user" }
-        if lower.contains("database") && lower.contains("does not exist") { return "database" }
-        if lower.contains("could not translate host name") || lower.contains("unknown host") { return "host" }
-        if lower.contains("ssl") { return "sslmode" }
+        if lower.includes("role") && lower.includes("does not exist") { return "user" }
+        if lower.includes("database") && lower.includes("does not exist") { return "database" }
+        if lower.includes("could not translate host name") || lower.includes("unknown host") { return "host" }
+        if lower.includes("ssl") { return "sslmode" }
         // Connection refused, a timeout, anything else: where the server should be.
         return "host/port"
     }

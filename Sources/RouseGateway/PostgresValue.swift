@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RouseText
 
 /// A value bound to a statement parameter: text, or bytes (sent in binary, as `bytea`).
 enum PostgresValue {
@@ -14,7 +15,7 @@ enum PostgresValue {
     /// A `text[]` parameter in PostgreSQL's array literal form (`{"a","b"}`, each element quoted and escaped).
     init(textArray values: [String]) {
         let elements = values.map { value in
-            "\"" + value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+            "\"" + value.replacingAll("\\", with: "\\\\").replacing("\"", with: "\\\"")
                 + "\""
         }
         self = .text("{" + elements.joined(separator: ",") + "}")

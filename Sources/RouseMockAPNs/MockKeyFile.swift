@@ -1,4 +1,5 @@
 import RouseAPNs
+import RouseText
 
 /// The key table the mock accepts for token authentication (`certs/keys.json` is one):
 ///
@@ -41,7 +42,7 @@ public enum MockKeyFile {
         for (index, key) in file.keys.enumerated() {
             let at = "$.keys[\(index)]"
             let pem: String
-            if key.publicKey.contains("-----BEGIN") {
+            if key.publicKey.includes("-----BEGIN") {
                 pem = key.publicKey
             } else {
                 guard let text = readPEM(key.publicKey) else {

@@ -1,4 +1,5 @@
 import RouseSystem
+import RouseText
 
 /// A step of the atomic write sequence. A fault hook is called before each; a crash there leaves the disk as
 /// the previous steps left it.
@@ -40,7 +41,7 @@ package struct AtomicWriter: Sendable {
 
     /// Whether `name` is a temp file left by an interrupted write.
     static func isTemp(_ name: String) -> Bool {
-        name.hasPrefix(".") && name.contains(tempMarker)
+        name.hasPrefix(".") && name.includes(tempMarker)
     }
 
     private func step(_ step: WriteStep, _ path: String) throws(StateError) {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RouseText
 
 /// Wraps and unwraps a data key with `systemd-creds` (AES-256-GCM under the host key
 /// `/var/lib/systemd/credential.secret` and/or a TPM2 key; the credential name is embedded and checked).
@@ -43,7 +44,7 @@ struct SystemdCreds: Sendable {
         }
         guard result.status == 0 else {
             let message = String(decoding: result.errors, as: UTF8.self)
-                .split(separator: "\n").filter { !$0.contains("not located on encrypted media") }
+                .split(separator: "\n").filter { !$0.includes("not located on encrypted media") }
                 .joined(separator: "; ")
             throw StateError(
                 .credentialsUnavailable("systemd-creds \(arguments[0]) exited \(result.status): \(message)"),

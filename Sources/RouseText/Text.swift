@@ -18,6 +18,49 @@ extension StringProtocol {
         trimming { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
     }
 
+    // `contains(_: String)`, `firstRange(of:)` and `replacing(_:with:)` are `_StringProcessing`'s: one call to any of
+    // them links the regex engine (1.4 MB of a static binary) into programs that use no regular expression. These
+    // three, on the standard library alone, compare character by character as those do (`deploy/package.sh` fails
+    // when a shipped module refers to `_StringProcessing`).
+
+    /// Whether `part` (not empty) occurs in the text (`contains(_: String)`, which also finds a part that starts inside
+    /// a character: "\n" in "\r\n"; this one compares whole characters).
+    package func includes(_ part: some StringProtocol) -> Bool { !part.isEmpty && firstRange(ofText: part) != nil }
+
+    /// Where `part` first occurs in the text (`firstRange(of:)`); an empty `part` occurs at the start.
+    package func firstRange(ofText part: some StringProtocol) -> Range<Index>? {
+        var start = startIndex
+        while true {
+            var here = start
+            var matched = true
+            for character in part {
+                guard here < endIndex, self[here] == character else {
+                    matched = false
+                    break
+                }
+                here = index(after: here)
+            }
+            if matched { return start..<here }
+            guard start < endIndex else { return nil }
+            start = index(after: start)
+        }
+    }
+
+    /// The text with every occurrence of `target` (not empty) replaced by `replacement`, left to right
+    /// (`replacing(_:with:)`).
+    package func replacingAll(_ target: some StringProtocol, with replacement: some StringProtocol) -> String {
+        precondition(!target.isEmpty, "replacingAll: an empty target")
+        var result = ""
+        var rest = self[...]
+        while let found = rest.firstRange(ofText: target) {
+            result += rest[..<found.lowerBound]
+            result += replacement
+            rest = rest[found.upperBound...]
+        }
+        result += rest
+        return result
+    }
+
     private func trimming(where isTrimmed: (Unicode.Scalar) -> Bool) -> String {
         let text = Substring(self)
         let scalars = text.unicodeScalars

@@ -273,7 +273,7 @@ do {
                 emit("exiting unanswered id=\(id) status=\(status)")
                 exit(status)
             }
-            let ignored = option("--ignore-payload").map { payload.contains($0) } ?? false
+            let ignored = option("--ignore-payload").map { payload.includes($0) } ?? false
             if push.pushType == "voip", push.mustReport == true, mode != "ignore", !ignored {
                 try client.reportCall(pushID: id, callID: "call-\(id)")
                 emit("reported id=\(id) call=call-\(id)")
@@ -414,7 +414,7 @@ do {
             let data = wake.socketIDs.compactMap { VoIPState.sockets[$0] }.map(readAvailable).joined()
             emit(
                 "wake id=\(wake.wakeID) sockets=\(wake.socketIDs.count) mustReport=\(wake.mustReport) "
-                    + "data=\(trimmedSpaces(data.replacing("\r\n", with: " ")))")
+                    + "data=\(trimmedSpaces(String(data.map { $0 == "\r\n" ? " " : $0 })))")
             if mode != "ignore" {
                 if data.hasPrefix("INVITE") {
                     try client.reportCall(pushID: wake.wakeID, callID: "call-\(wake.wakeID)")

@@ -129,7 +129,7 @@ struct AgentCommand: AsyncParsableCommand {
                 if let sockets = handler.listeningSockets, !sockets.isEmpty {
                     line +=
                         " listening="
-                        + sockets.map { $0.replacing(" ", with: ":") }.joined(separator: ",")
+                        + sockets.map { $0.replacingAll(" ", with: ":") }.joined(separator: ",")
                 }
                 if !handler.tasks.isEmpty { line += " tasks=\(handler.tasks.joined(separator: ","))" }
                 if let fetch = handler.fetch {

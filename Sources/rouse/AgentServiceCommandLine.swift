@@ -114,9 +114,9 @@ struct AgentServiceCommandLine: Equatable {
             + words.map { word in
                 let plain = !word.isEmpty && !word.contains { $0.isWhitespace || "\"\\'$%;".contains($0) }
                 if plain { return word }
-                let escaped = word.replacing("\\", with: "\\\\")
-                    .replacing("\"", with: "\\\"").replacing("%", with: "%%")
-                    .replacing("$", with: "$$")
+                let escaped = word.replacingAll("\\", with: "\\\\")
+                    .replacing("\"", with: "\\\"").replacingAll("%", with: "%%")
+                    .replacingAll("$", with: "$$")
                 return "\"" + escaped + "\""
             }.joined(separator: " ")
     }

@@ -17,7 +17,7 @@ struct SendSettings {
         let environment = ProcessInfo.processInfo.environment
         func value(_ option: String?, _ name: String) -> String? {
             if let option { return option }
-            let variable = "ROUSE_APNS_" + name.uppercased().replacing("-", with: "_")
+            let variable = "ROUSE_APNS_" + name.uppercased().replacingAll("-", with: "_")
             if let fromEnvironment = environment[variable], !fromEnvironment.isEmpty { return fromEnvironment }
             return file[name]
         }

@@ -5,6 +5,7 @@ import RousePush
 import RousePushCore
 import RouseSender
 import RouseSystem
+import RouseText
 
 /// `rouse send --via SOCKET`: the same pushes, options and output as `rouse send`, sent through rouse-pushd's API
 /// (its warm connections and credentials) in batches of at most 500.
@@ -73,7 +74,7 @@ struct SendVia {
         case .failed:
             let text = o.error ?? ""
             let kind = text.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-            let detail = text.firstRange(of: ": ").map { String(text[$0.upperBound...]) } ?? ""
+            let detail = text.firstRange(ofText: ": ").map { String(text[$0.upperBound...]) } ?? ""
             let error: SendError =
                 switch kind {
                 case "connect": .connect(detail)

@@ -20,6 +20,35 @@ import Testing
 
     /// U+200B ZERO WIDTH SPACE left Unicode's space separators in 4.0.1; Foundation on Linux still trims it, RouseText
     /// follows Unicode's White_Space property.
+    @Test(arguments: [
+        ("INVITE sip:a", "sip"), ("abc", ""), ("", "a"), ("ab", "abc"), ("café", "e\u{301}"),
+    ])
+    func includesIsContains(_ text: String, _ part: String) {
+        #expect(text.includes(part) == text.contains(part), "\(text.debugDescription) \(part.debugDescription)")
+        #expect(text.firstRange(ofText: part) == text.firstRange(of: part), "\(text.debugDescription)")
+        if !part.isEmpty {
+            #expect(text.replacingAll(part, with: "<\(part)>") == text.replacing(part, with: "<\(part)>"))
+        }
+    }
+
+    /// `contains(_: String)` finds a part that starts inside a character; `includes` compares whole characters, as
+    /// `firstRange(of:)` does.
+    @Test func includesComparesWholeCharacters() {
+        #expect("x\r\ny".contains("\n"))
+        #expect(!"x\r\ny".includes("\n"))
+        #expect("x\r\ny".firstRange(of: "\n") == nil)
+    }
+
+    @Test func replacingAllIsReplacing() {
+        for (text, target, replacement) in [
+            ("a\\b\"c", "\\", "\\\\"), ("aaa", "aa", "b"), ("rouse_gateway_x_total", "_total", ""), ("", "x", "y"),
+            ("x\ny\n", "\n", "; "),
+        ] {
+            #expect(
+                text.replacingAll(target, with: replacement) == text.replacing(target, with: replacement), "\(text)")
+        }
+    }
+
     @Test func zeroWidthSpaceIsNotWhiteSpace() {
         #expect(" \u{200B}zw\u{200B} ".trimmingWhitespace() == "\u{200B}zw\u{200B}")
     }
