@@ -15,7 +15,7 @@ enum PostgresValue {
     /// A `text[]` parameter in PostgreSQL's array literal form (`{"a","b"}`, each element quoted and escaped).
     init(textArray values: [String]) {
         let elements = values.map { value in
-            "\"" + value.replacingAll("\\", with: "\\\\").replacing("\"", with: "\\\"")
+            "\"" + value.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"")
                 + "\""
         }
         self = .text("{" + elements.joined(separator: ",") + "}")

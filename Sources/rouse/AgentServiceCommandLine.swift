@@ -115,7 +115,7 @@ struct AgentServiceCommandLine: Equatable {
                 let plain = !word.isEmpty && !word.contains { $0.isWhitespace || "\"\\'$%;".contains($0) }
                 if plain { return word }
                 let escaped = word.replacingAll("\\", with: "\\\\")
-                    .replacing("\"", with: "\\\"").replacingAll("%", with: "%%")
+                    .replacingAll("\"", with: "\\\"").replacingAll("%", with: "%%")
                     .replacingAll("$", with: "$$")
                 return "\"" + escaped + "\""
             }.joined(separator: " ")
