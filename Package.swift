@@ -237,7 +237,7 @@ let package = Package(
                 "RouseAPNs", "RouseHTTP2", "RouseReachability", "RouseNetlink", "RouseSystem", "RouseGateway",
                 "RouseCurl", "RouseState", "RouseActivation", "RouseSender", "RouseAgent", "RouseAgentClient",
                 "RouseAgentCore", "RouseChildProcess", "RouseDaemon", "RouseClock", "RouseEventLoop", "RousePush",
-                "RousePushCore", "RouseSIPLab", "RouseWire", "RouseDBus",
+                "RousePushCore", "RouseSIPLab", "RouseText", "RouseWire", "RouseDBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -20,9 +20,11 @@ import Foundation
 //   rouse-bench sip [--calls N] [--rounds N] [--json]  INVITE → 200 OK: awake baresip vs woken by a push (Kamailio)
 //   rouse-bench chaos [--seconds N] [--json]        (root) 3 gateway nodes under kills, PostgreSQL restarts and
 //                     link drops: pushes lost, delivered twice
+//   rouse-bench json [--frames N] [--json]          IPC frames and channel records: RouseText's JSONCoding vs
+//                     Foundation's JSONEncoder/JSONDecoder, same messages, same run
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage =
-    "usage: rouse-bench send|mock-apns|reach|gateway|webpush|state|activation|agent|push-service|transfers|sip|chaos [options] (--help lists them)"
+    "usage: rouse-bench send|mock-apns|reach|gateway|webpush|state|activation|agent|push-service|transfers|sip|chaos|json [options] (--help lists them)"
 do {
     switch arguments.first {
     case "send":
@@ -49,6 +51,8 @@ do {
         try await SIPBench.run(arguments: Array(arguments.dropFirst()))
     case "chaos":
         try await ChaosBench.run(arguments: Array(arguments.dropFirst()))
+    case "json":
+        try await JSONBench.run(arguments: Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(2)
