@@ -30,7 +30,7 @@ package enum JSONText {
             // A UTF-8 byte order mark may be ignored (RFC 8259 §8.1), as Foundation's parser does.
             if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { reader.at = 3 }
             reader.skipWhitespace()
-            let value = try reader.value(depth: 0)
+            let value = try reader.value()
             reader.skipWhitespace()
             guard reader.at == buffer.count else { throw reader.error("unexpected text after the value") }
             return value
@@ -165,17 +165,90 @@ package enum JSONText {
             }
         }
 
-        mutating func value(depth: Int) throws(SyntaxError) -> JSONValue {
-            guard at < bytes.count else { throw error("unexpected end of text") }
-            switch bytes[at] {
-            case UInt8(ascii: "{"): return try object(depth: depth + 1)
-            case UInt8(ascii: "["): return try array(depth: depth + 1)
-            case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): return try literal("true", .bool(true))
-            case UInt8(ascii: "f"): return try literal("false", .bool(false))
-            case UInt8(ascii: "n"): return try literal("null", .null)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
-            default: throw error("unexpected character '\(Self.shown(bytes[at]))'")
+        /// One value and everything nested in it, without recursion: the open arrays and objects are kept on a stack
+        /// of their own, so hostile nesting costs heap (bounded by ``JSONText/maxDepth``), never the thread's stack
+        /// (an event loop's is 1 MiB; a debug build's recursive parser needed more than that for 512 levels).
+        mutating func value() throws(SyntaxError) -> JSONValue {
+            // The open containers, innermost last (`inObject`: whether it is an object), each kind on a stack of its
+            // own so that it grows in place: arrays' elements so far; objects' members so far and the name being read.
+            var inObject: [Bool] = []
+            var arrays: [[JSONValue]] = []
+            var objects: [[String: JSONValue]] = []
+            var keys: [String] = []
+            while true {
+                // The start of a value.
+                guard at < bytes.count else { throw error("unexpected end of text") }
+                var done: JSONValue
+                switch bytes[at] {
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    guard inObject.count < JSONText.maxDepth else {
+                        throw error("nested deeper than \(JSONText.maxDepth)")
+                    }
+                    let isObject = bytes[at] == UInt8(ascii: "{")
+                    at += 1
+                    skipWhitespace()
+                    if isObject {
+                        if at < bytes.count, bytes[at] == UInt8(ascii: "}") {
+                            at += 1
+                            done = .object([:])
+                        } else {
+                            keys.append(try memberName())
+                            objects.append([:])
+                            inObject.append(true)
+                            continue
+                        }
+                    } else {
+                        if at < bytes.count, bytes[at] == UInt8(ascii: "]") {
+                            at += 1
+                            done = .array([])
+                        } else {
+                            arrays.append([])
+                            inObject.append(false)
+                            continue
+                        }
+                    }
+                case UInt8(ascii: "\""): done = .string(try string())
+                case UInt8(ascii: "t"): done = try literal("true", .bool(true))
+                case UInt8(ascii: "f"): done = try literal("false", .bool(false))
+                case UInt8(ascii: "n"): done = try literal("null", .null)
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): done = try number()
+                default: throw error("unexpected character '\(Self.shown(bytes[at]))'")
+                }
+                // A value is complete: it goes into the innermost open container, which may complete in turn.
+                var next = false
+                while let isObject = inObject.last, !next {
+                    skipWhitespace()
+                    if isObject {
+                        let key = keys.removeLast()
+                        // A repeated name: the first one counts, as in Foundation's parser.
+                        if objects[objects.count - 1][key] == nil { objects[objects.count - 1][key] = done }
+                        guard at < bytes.count else { throw error("unexpected end of text in an object") }
+                        if bytes[at] == UInt8(ascii: ",") {
+                            at += 1
+                            skipWhitespace()
+                            keys.append(try memberName())
+                            next = true
+                            continue
+                        }
+                        guard bytes[at] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
+                        at += 1
+                        done = .object(objects.removeLast())
+                    } else {
+                        arrays[arrays.count - 1].append(done)
+                        guard at < bytes.count else { throw error("unexpected end of text in an array") }
+                        if bytes[at] == UInt8(ascii: ",") {
+                            at += 1
+                            skipWhitespace()
+                            next = true
+                            continue
+                        }
+                        guard bytes[at] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
+                        at += 1
+                        done = .array(arrays.removeLast())
+                    }
+                    inObject.removeLast()
+                }
+                if inObject.isEmpty { return done }
             }
         }
 
@@ -193,60 +266,15 @@ package enum JSONText {
             return value
         }
 
-        mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
-            guard depth <= JSONText.maxDepth else { throw error("nested deeper than \(JSONText.maxDepth)") }
-            at += 1
-            var members: [String: JSONValue] = [:]
+        /// A member's name and its `:`, the value after it next.
+        mutating func memberName() throws(SyntaxError) -> String {
+            guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try string()
             skipWhitespace()
-            if at < bytes.count, bytes[at] == UInt8(ascii: "}") {
-                at += 1
-                return .object(members)
-            }
-            while true {
-                skipWhitespace()
-                guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-                let key = try string()
-                skipWhitespace()
-                guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw error("expected ':'") }
-                at += 1
-                skipWhitespace()
-                let element = try value(depth: depth)
-                // A repeated name: the first one counts, as in Foundation's parser.
-                if members[key] == nil { members[key] = element }
-                skipWhitespace()
-                guard at < bytes.count else { throw error("unexpected end of text in an object") }
-                if bytes[at] == UInt8(ascii: ",") {
-                    at += 1
-                    continue
-                }
-                guard bytes[at] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
-                at += 1
-                return .object(members)
-            }
-        }
-
-        mutating func array(depth: Int) throws(SyntaxError) -> JSONValue {
-            guard depth <= JSONText.maxDepth else { throw error("nested deeper than \(JSONText.maxDepth)") }
+            guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw error("expected ':'") }
             at += 1
-            var elements: [JSONValue] = []
             skipWhitespace()
-            if at < bytes.count, bytes[at] == UInt8(ascii: "]") {
-                at += 1
-                return .array(elements)
-            }
-            while true {
-                skipWhitespace()
-                elements.append(try value(depth: depth))
-                skipWhitespace()
-                guard at < bytes.count else { throw error("unexpected end of text in an array") }
-                if bytes[at] == UInt8(ascii: ",") {
-                    at += 1
-                    continue
-                }
-                guard bytes[at] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
-                at += 1
-                return .array(elements)
-            }
+            return key
         }
 
         mutating func hex4() throws(SyntaxError) -> UInt32 {

@@ -42,6 +42,32 @@ import Testing
         }
     }
 
+    /// The deepest text read (512 levels) is read, decoded and written again on the stack of an event-loop thread
+    /// (1 MiB), in this debug build too: the reader keeps its open containers on the heap (a recursive one overflowed
+    /// it); the writer recurses, needing under 128 KiB in a release build and under 768 KiB in a debug one. Deeper
+    /// is refused at 513, never a stack overflow.
+    @Test func theDeepestTextFitsInASmallStack() async {
+        let depth = JSONText.maxDepth
+        let arrays = Array((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8)
+        let objects = Array(
+            (String(repeating: #"{"a":"#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)).utf8)
+        let deeper = Array((String(repeating: "[", count: depth + 1) + String(repeating: "]", count: depth + 1)).utf8)
+        let results = await withCheckedContinuation { (continuation: CheckedContinuation<[Bool], Never>) in
+            let thread = Thread {
+                continuation.resume(returning: [
+                    (try? JSONText.parse(arrays)) != nil,
+                    (try? JSONCoding.decode(JSONValue.self, from: objects)).map { JSONText.bytes($0) == objects }
+                        == true,
+                    (try? JSONText.parse(deeper)) == nil,
+                    (try? JSONText.parse(arrays)).map { JSONText.bytes($0) == arrays } == true,
+                ])
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        #expect(results == [true, true, true, true])
+    }
+
     struct Sample: Codable, Equatable {
         enum Kind: String, Codable { case one, two }
         struct Inner: Codable, Equatable {
