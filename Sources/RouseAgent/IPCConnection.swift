@@ -93,10 +93,13 @@ final class IPCConnection: Sendable {
 
     /// Whether what the peer wrote has not all reached the agent: bytes in the socket, bytes the reader is decoding,
     /// or frames yielded and not taken (a frame being handled is not counted: it is on the agent already).
+    /// Looked at upstream first (the socket, then the reader's hands, then the frames yielded): bytes move only
+    /// downstream, and each step is marked before the last one is cleared, so bytes written before the look are seen
+    /// in one of the three.
     var inputWaiting: Bool {
-        if framesReady > 0 || decoding.withLock({ $0 }) { return true }
         // Under the write lock: the reader closes the descriptor under it, so the number is still this socket's.
-        return writeLock.withLock { closed in !closed && Sys.inputQueued(fd) }
+        if writeLock.withLock({ closed in !closed && Sys.inputQueued(fd) }) { return true }
+        return decoding.withLock { $0 } || framesReady > 0
     }
 
     /// One more descriptor of this peer's is on the connection's budget: yielded to the agent (counted by the

@@ -11,36 +11,38 @@ public struct InputBeforeDeadline: Sendable, Equatable {
     /// How soon a held handler's rules look again.
     public static let recheck: Duration = .milliseconds(20)
 
-    /// The due deadline the rules wait at and when they started waiting; nil while they do not wait. A different
-    /// deadline (the first was answered, another came due) starts its own grace.
-    public private(set) var held: (deadline: Duration, since: Duration)?
+    /// When the rules started waiting; nil while they do not wait. The wait lasts while every look finds a deadline
+    /// due and input on its way; a look that finds neither ends it, and the next wait has a grace of its own. (Not
+    /// tied to one deadline's value: a deadline the rules compute from "now", such as a refilled background budget's,
+    /// would start a new grace at every look.)
+    public private(set) var heldSince: Duration?
 
     /// No wait.
     public init() {}
 
     /// Whether the handler's rules wait at `now`, with its earliest deadline `deadline` and its input `inputWaiting`:
-    /// true while a due deadline has input to wait for and its grace is not spent.
+    /// true while a due deadline has input to wait for and the wait's grace is not spent.
     public mutating func holds(deadline: Duration?, inputWaiting: Bool, now: Duration) -> Bool {
         guard let deadline, deadline <= now, inputWaiting else {
-            held = nil
+            heldSince = nil
             return false
         }
-        guard let held, held.deadline == deadline else {
-            held = (deadline, now)
+        guard let since = heldSince else {
+            heldSince = now
             return true
         }
-        if now - held.since < Self.grace { return true }
-        self.held = nil
+        if now - since < Self.grace { return true }
+        heldSince = nil
         return false
     }
 
-    /// When the rules' timer should look at the handler again, its earliest deadline being `deadline`.
+    /// When the rules' timer should look at the handler again, its earliest deadline being `deadline`: while the rules
+    /// wait, within ``recheck`` (and at the grace's end at the latest), whatever the deadline, so that a look ends
+    /// the wait once the input has arrived.
     public func nextDeadline(_ deadline: Duration?, now: Duration) -> Duration? {
-        guard let deadline, let held, held.deadline == deadline else { return deadline }
-        return max(deadline, min(now + Self.recheck, held.since + Self.grace))
-    }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.held?.deadline == rhs.held?.deadline && lhs.held?.since == rhs.held?.since
+        guard let since = heldSince else { return deadline }
+        let look = min(now + Self.recheck, since + Self.grace)
+        guard let deadline, deadline > now else { return look }
+        return min(deadline, look)
     }
 }

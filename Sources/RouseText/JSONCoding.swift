@@ -78,65 +78,68 @@ struct NamedKey: CodingKey {
 /// What an encoder writes into: shared by every container taken from one encoder (a frame's members and its
 /// message's go into the same object).
 final class EncodedNode {
-    enum Content {
-        case unset
-        case value(JSONValue)
-        case object([String: EncodedNode])
-        case array([EncodedNode])
+    enum Kind {
+        case unset, value, object, array
     }
-    var content = Content.unset
+    /// What the node is; only the matching storage below is used. (Separate stored properties, not an enum with
+    /// payloads: a member or an element is added in place, where taking an enum's payload out to add to it copies
+    /// the whole dictionary or array at every addition.)
+    var kind = Kind.unset
+    var scalar = JSONValue.null
+    var members: [String: EncodedNode] = [:]
+    var elements: [EncodedNode] = []
 
     /// A value encoding nothing is an empty object, as with `JSONEncoder`.
     var value: JSONValue {
-        switch content {
+        switch kind {
         case .unset: .object([:])
-        case .value(let value): value
-        case .object(let members): .object(members.mapValues(\.value))
-        case .array(let elements): .array(elements.map(\.value))
+        case .value: scalar
+        case .object: .object(members.mapValues(\.value))
+        case .array: .array(elements.map(\.value))
         }
+    }
+
+    /// Sets the node to a value.
+    func set(_ value: JSONValue) {
+        kind = .value
+        scalar = value
+        members = [:]
+        elements = []
     }
 
     /// The member `key`, made when missing (a second container for the same key writes into the first's).
     func member(_ key: String) -> EncodedNode {
-        if case .object(var members) = content {
-            if let node = members[key] { return node }
-            let node = EncodedNode()
-            members[key] = node
-            content = .object(members)
-            return node
-        }
+        makeObject()
+        if let node = members[key] { return node }
         let node = EncodedNode()
-        content = .object([key: node])
+        members[key] = node
         return node
     }
 
-    func set(_ key: String, _ value: JSONValue) { member(key).content = .value(value) }
+    func set(_ key: String, _ value: JSONValue) { member(key).set(value) }
 
     func makeObject() {
-        if case .object = content { return }
-        content = .object([:])
+        guard kind != .object else { return }
+        kind = .object
+        members = [:]
+        elements = []
     }
 
     func makeArray() {
-        if case .array = content { return }
-        content = .array([])
+        guard kind != .array else { return }
+        kind = .array
+        members = [:]
+        elements = []
     }
 
     func append() -> EncodedNode {
+        makeArray()
         let node = EncodedNode()
-        if case .array(var elements) = content {
-            elements.append(node)
-            content = .array(elements)
-        } else {
-            content = .array([node])
-        }
+        elements.append(node)
         return node
     }
 
-    var count: Int {
-        if case .array(let elements) = content { return elements.count }
-        return 0
-    }
+    var count: Int { kind == .array ? elements.count : 0 }
 }
 
 enum Scalar {
@@ -166,7 +169,7 @@ enum Scalar {
     /// Encodes `value` into `node`: a JSON value as it is, anything else through its own `encode(to:)`.
     static func encode(_ value: some Encodable, into node: EncodedNode, _ path: [any CodingKey]) throws {
         if let json = value as? JSONValue {
-            node.content = .value(json)
+            node.set(json)
             return
         }
         try value.encode(to: ValueEncoder(node: node, codingPath: path))
@@ -250,27 +253,27 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
 
     private var next: [any CodingKey] { codingPath + [IndexKey(count)] }
 
-    mutating func encodeNil() throws { node.append().content = .value(.null) }
-    mutating func encode(_ value: Bool) throws { node.append().content = .value(.bool(value)) }
-    mutating func encode(_ value: String) throws { node.append().content = .value(.string(value)) }
+    mutating func encodeNil() throws { node.append().set(.null) }
+    mutating func encode(_ value: Bool) throws { node.append().set(.bool(value)) }
+    mutating func encode(_ value: String) throws { node.append().set(.string(value)) }
     mutating func encode(_ value: Double) throws {
         let json = try Scalar.double(value, next)
-        node.append().content = .value(json)
+        node.append().set(json)
     }
     mutating func encode(_ value: Float) throws {
         let json = try Scalar.float(value, next)
-        node.append().content = .value(json)
+        node.append().set(json)
     }
-    mutating func encode(_ value: Int) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int8) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int16) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int32) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int64) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt8) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt16) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt32) throws { node.append().content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt64) throws { node.append().content = .value(Scalar.integer(value)) }
+    mutating func encode(_ value: Int) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int8) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int16) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int32) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int64) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt8) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt16) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt32) throws { node.append().set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt64) throws { node.append().set(Scalar.integer(value)) }
     mutating func encode(_ value: some Encodable) throws {
         let path = next
         try Scalar.encode(value, into: node.append(), path)
@@ -302,21 +305,21 @@ struct SingleEncoder: SingleValueEncodingContainer {
     let node: EncodedNode
     let codingPath: [any CodingKey]
 
-    mutating func encodeNil() throws { node.content = .value(.null) }
-    mutating func encode(_ value: Bool) throws { node.content = .value(.bool(value)) }
-    mutating func encode(_ value: String) throws { node.content = .value(.string(value)) }
-    mutating func encode(_ value: Double) throws { node.content = .value(try Scalar.double(value, codingPath)) }
-    mutating func encode(_ value: Float) throws { node.content = .value(try Scalar.float(value, codingPath)) }
-    mutating func encode(_ value: Int) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int8) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int16) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int32) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: Int64) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt8) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt16) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt32) throws { node.content = .value(Scalar.integer(value)) }
-    mutating func encode(_ value: UInt64) throws { node.content = .value(Scalar.integer(value)) }
+    mutating func encodeNil() throws { node.set(.null) }
+    mutating func encode(_ value: Bool) throws { node.set(.bool(value)) }
+    mutating func encode(_ value: String) throws { node.set(.string(value)) }
+    mutating func encode(_ value: Double) throws { node.set(try Scalar.double(value, codingPath)) }
+    mutating func encode(_ value: Float) throws { node.set(try Scalar.float(value, codingPath)) }
+    mutating func encode(_ value: Int) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int8) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int16) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int32) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: Int64) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt8) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt16) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt32) throws { node.set(Scalar.integer(value)) }
+    mutating func encode(_ value: UInt64) throws { node.set(Scalar.integer(value)) }
     mutating func encode(_ value: some Encodable) throws { try Scalar.encode(value, into: node, codingPath) }
 }
 
@@ -382,7 +385,8 @@ enum Unbox {
         switch value {
         case .integer(let integer): fitted = T(exactly: integer)
         case .unsigned(let integer): fitted = T(exactly: integer)
-        case .double(let double): fitted = T(exactly: double)
+        // Not at 2⁶³ and beyond: such a double may be the rounding of an integer that fits in no 64 bits.
+        case .double(let double): fitted = double.magnitude < 0x1p63 ? T(exactly: double) : nil
         default: throw mismatch(T.self, value, path)
         }
         guard let fitted else {

@@ -390,8 +390,9 @@ package enum JSONText {
                 throw error("a number out of range")
             }
             // A whole number written with a fraction or an exponent (`1E5`, `0.0`) is an integer, as Foundation's
-            // decoder reads one (it tries Int64 first).
-            if let whole = Int64(exactly: value) { return .integer(whole) }
+            // decoder reads one (it tries Int64 first); not at ±2⁶³ and beyond, where the double may be the rounding
+            // of a number that does not fit (`-9223372036854775809` is the double −2⁶³).
+            if !integral, value.magnitude < 0x1p63, let whole = Int64(exactly: value) { return .integer(whole) }
             return .double(value)
         }
 

@@ -46,19 +46,25 @@ extension StringProtocol {
         }
     }
 
-    /// The text with every occurrence of `target` (not empty) replaced by `replacement`, left to right
-    /// (`replacing(_:with:)`).
+    /// The text with every occurrence of `target` (not empty) replaced by `replacement`, left to right, compared
+    /// scalar by scalar: what an escape needs (`replacing(_:with:)` compares whole characters, so a quote followed
+    /// by a combining mark, one character, is not a quote to it and would go through unescaped).
     package func replacingAll(_ target: some StringProtocol, with replacement: some StringProtocol) -> String {
         precondition(!target.isEmpty, "replacingAll: an empty target")
-        var result = ""
-        var rest = self[...]
-        while let found = rest.firstRange(ofText: target) {
-            result += rest[..<found.lowerBound]
-            result += replacement
-            rest = rest[found.upperBound...]
+        let scalars = Array(unicodeScalars)
+        let wanted = Array(target.unicodeScalars)
+        var result = String.UnicodeScalarView()
+        var index = 0
+        while index < scalars.count {
+            if index + wanted.count <= scalars.count, scalars[index..<(index + wanted.count)].elementsEqual(wanted) {
+                result.append(contentsOf: replacement.unicodeScalars)
+                index += wanted.count
+            } else {
+                result.append(scalars[index])
+                index += 1
+            }
         }
-        result += rest
-        return result
+        return String(result)
     }
 
     private func trimming(where isTrimmed: (Unicode.Scalar) -> Bool) -> String {

@@ -159,6 +159,24 @@ import Testing
         }
     }
 
+    /// An integer just beyond Int64's range is not read as Int64.min (its double rounds to −2⁶³).
+    @Test(arguments: ["-9223372036854775809", "-9223372036854775809.0", "18446744073709551616", "-1e19"])
+    func integersBeyondSixtyFourBitsFitNoInteger(_ number: String) {
+        let text = Array(#"{"n":\#(number)}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONCoding.decode(Small.self, from: text) }
+        struct Unsigned: Decodable { var n: UInt64 }
+        #expect(throws: DecodingError.self) { try JSONCoding.decode(Unsigned.self, from: text) }
+    }
+
+    /// Encoding is linear: 20,000 members and elements.
+    @Test func manyMembersAndElements() throws {
+        let many = Dictionary(uniqueKeysWithValues: (0..<20_000).map { ("k\($0)", $0) })
+        let bytes = try JSONCoding.encode(many)
+        #expect(try JSONCoding.decode([String: Int].self, from: bytes) == many)
+        let list = Array(0..<20_000)
+        #expect(try JSONCoding.decode([Int].self, from: JSONCoding.encode(list)) == list)
+    }
+
     @Test func theWholeUnsignedRangeIsKept() throws {
         struct Channel: Codable, Equatable { var channel: UInt64 }
         let text = #"{"channel":18446744073709551615}"#
