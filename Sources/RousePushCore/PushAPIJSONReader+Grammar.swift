@@ -1,4 +1,5 @@
 import RouseAPNs
+import RouseText
 
 /// The JSON grammar under ``PushAPIJSONReader`` (RFC 8259): whitespace, objects, arrays, strings with their escapes
 /// and UTF-8, numbers and literals, each error with what is wrong and the byte offset where.
@@ -11,16 +12,10 @@ extension PushAPIJSONReader {
         .request("body is not valid JSON: \(what) at byte \(index)")
     }
 
-    func describe(_ byte: UInt8?) -> String {
-        guard let byte else { return "unexpected end" }
-        return "unexpected " + Self.name(byte)
-    }
+    func describe(_ byte: UInt8?) -> String { JSONText.describe(byte) }
 
     /// `'x'` for a visible ASCII byte, `byte 0xNN` for others.
-    static func name(_ byte: UInt8) -> String {
-        if byte >= 0x21 && byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
-        return "byte 0x" + String(byte, radix: 16, uppercase: true)
-    }
+    static func name(_ byte: UInt8) -> String { JSONText.name(byte) }
 
     mutating func skipSpace() {
         while index < bytes.count {
@@ -180,96 +175,14 @@ extension PushAPIJSONReader {
         return Int64(exactly: value)
     }
 
-    /// A string (the cursor on its opening quote), its escapes decoded; control characters and invalid UTF-8 refused.
+    /// A string (the cursor on its opening quote), its escapes decoded; control characters and invalid UTF-8 refused
+    /// (RouseText's scanner, the one JSONText reads with).
     mutating func string() throws(PushServiceError) -> String {
-        index += 1
-        let start = index
-        // The common case: no escape, the bytes are the string.
-        while index < bytes.count {
-            let b = bytes[index]
-            if b == UInt8(ascii: "\"") {
-                let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                guard let s = String(validating: raw, as: UTF8.self) else {
-                    throw syntax("invalid UTF-8 in the string that ends")
-                }
-                index += 1
-                return s
-            }
-            if b == UInt8(ascii: "\\") { break }
-            if b < 0x20 { throw syntax("control character 0x\(String(b, radix: 16, uppercase: true)) in a string") }
-            index += 1
+        do {
+            return try JSONText.scanString(bytes, at: &index)
+        } catch {
+            index = error.offset
+            throw syntax(error.reason)
         }
-        var decoded = Array(UnsafeBufferPointer(rebasing: bytes[start..<index]))
-        while index < bytes.count {
-            let b = bytes[index]
-            switch b {
-            case UInt8(ascii: "\""):
-                guard let s = String(validating: decoded, as: UTF8.self) else {
-                    throw syntax("invalid UTF-8 in the string that ends")
-                }
-                index += 1
-                return s
-            case UInt8(ascii: "\\"):
-                index += 1
-                try escape(into: &decoded)
-            case 0..<0x20:
-                throw syntax("control character 0x\(String(b, radix: 16, uppercase: true)) in a string")
-            default:
-                decoded.append(b)
-                index += 1
-            }
-        }
-        throw syntax("unterminated string")
-    }
-
-    /// One escape after its backslash.
-    mutating func escape(into decoded: inout [UInt8]) throws(PushServiceError) {
-        guard let b = peek else { throw syntax("unterminated string") }
-        index += 1
-        switch b {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(b)
-        case UInt8(ascii: "b"): decoded.append(0x08)
-        case UInt8(ascii: "f"): decoded.append(0x0C)
-        case UInt8(ascii: "n"): decoded.append(0x0A)
-        case UInt8(ascii: "r"): decoded.append(0x0D)
-        case UInt8(ascii: "t"): decoded.append(0x09)
-        case UInt8(ascii: "u"):
-            var scalar = try hex4()
-            if (0xD800..<0xDC00).contains(scalar) {
-                guard bytes.count - index >= 2, bytes[index] == UInt8(ascii: "\\"),
-                    bytes[index + 1] == UInt8(ascii: "u")
-                else { throw syntax("a high surrogate escape without its low surrogate") }
-                index += 2
-                let low = try hex4()
-                guard (0xDC00..<0xE000).contains(low) else {
-                    throw syntax("a high surrogate escape without its low surrogate")
-                }
-                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-            } else if (0xDC00..<0xE000).contains(scalar) {
-                throw syntax("a low surrogate escape without its high surrogate")
-            }
-            guard let unicode = Unicode.Scalar(scalar) else { throw syntax("an escape of no Unicode scalar") }
-            decoded.append(contentsOf: String(Character(unicode)).utf8)
-        default:
-            index -= 1
-            throw syntax("invalid escape: a backslash before \(Self.name(b))")
-        }
-    }
-
-    mutating func hex4() throws(PushServiceError) -> UInt32 {
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            guard let b = peek else { throw syntax("unterminated \\u escape") }
-            let digit: UInt8
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = b - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = b - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = b - UInt8(ascii: "A") + 10
-            default: throw syntax("\(describe(b)) in a \\u escape")
-            }
-            value = value << 4 | UInt32(digit)
-            index += 1
-        }
-        return value
     }
 }

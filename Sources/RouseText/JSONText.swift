@@ -212,7 +212,7 @@ package enum JSONText {
                 case UInt8(ascii: "f"): done = try literal("false", .bool(false))
                 case UInt8(ascii: "n"): done = try literal("null", .null)
                 case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): done = try number()
-                default: throw error("unexpected character '\(Self.shown(bytes[at]))'")
+                default: throw error(JSONText.describe(bytes[at]))
                 }
                 // A value is complete: it goes into the innermost open container, which may complete in turn.
                 var next = false
@@ -252,10 +252,6 @@ package enum JSONText {
             }
         }
 
-        static func shown(_ byte: UInt8) -> String {
-            byte >= 0x20 && byte < 0x7F ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
-        }
-
         mutating func literal(_ word: StaticString, _ value: JSONValue) throws(SyntaxError) -> JSONValue {
             let count = word.utf8CodeUnitCount
             guard at + count <= bytes.count else { throw error("unexpected end of text") }
@@ -277,86 +273,7 @@ package enum JSONText {
             return key
         }
 
-        mutating func hex4() throws(SyntaxError) -> UInt32 {
-            guard at + 4 <= bytes.count else { throw error("unexpected end of text in a \\u escape") }
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                let byte = bytes[at]
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: throw error("invalid hex digit in a \\u escape")
-                }
-                value = value << 4 | UInt32(digit)
-                at += 1
-            }
-            return value
-        }
-
-        mutating func string() throws(SyntaxError) -> String {
-            let start = at
-            at += 1
-            var out: [UInt8] = []
-            var run = at  // the start of the bytes copied as they are
-            while true {
-                guard at < bytes.count else {
-                    at = start
-                    throw error("unterminated string")
-                }
-                let byte = bytes[at]
-                if byte == UInt8(ascii: "\"") {
-                    out += bytes[run..<at]
-                    at += 1
-                    break
-                }
-                if byte < 0x20 { throw error("unescaped control character in a string") }
-                guard byte == UInt8(ascii: "\\") else {
-                    at += 1
-                    continue
-                }
-                out += bytes[run..<at]
-                at += 1
-                guard at < bytes.count else { throw error("unexpected end of text in an escape") }
-                let escaped = bytes[at]
-                at += 1
-                switch escaped {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escaped)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard at + 2 <= bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u")
-                        else { throw error("a high surrogate without its low surrogate") }
-                        at += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else {
-                            throw error("a high surrogate without its low surrogate")
-                        }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00..<0xE000).contains(scalar) {
-                        throw error("a low surrogate without its high surrogate")
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
-                    out += String(Character(unicode)).utf8
-                default:
-                    at -= 1
-                    throw error("invalid escape '\\\(Self.shown(escaped))'")
-                }
-                run = at
-            }
-            // Invalid UTF-8 is refused, not repaired: what was sent is not what would be read.
-            guard let text = String(validating: out, as: UTF8.self) else {
-                at = start
-                throw error("a string that is not UTF-8")
-            }
-            return text
-        }
+        mutating func string() throws(SyntaxError) -> String { try JSONText.scanString(bytes, at: &at) }
 
         mutating func number() throws(SyntaxError) -> JSONValue {
             let start = at
