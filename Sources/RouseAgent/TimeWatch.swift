@@ -9,6 +9,13 @@ final class TimeWatch: Sendable {
     /// The changes, in order.
     let changes: AsyncStream<(clockStep: Bool, timeZone: Bool)>
     private let continuation: AsyncStream<(clockStep: Bool, timeZone: Bool)>.Continuation
+    /// The clock-step timer, the time-zone directory's inotify descriptor (-1: none) and the stop eventfd: owned by
+    /// this object and closed in `deinit`, which runs only after the thread (which holds the object) has gone. A
+    /// thread that closed them itself when it ended (on a read error) left ``stop()`` writing 8 bytes into whatever
+    /// descriptor took the number next: a full test run saw an admin client's frame arrive as `01 00 00 00 …`.
+    private let step: Int32
+    private let zone: Int32
+    private let zoneName: String
     private let stopFD: Int32
 
     /// Starts watching (`timeZonePath` nil: clock steps only). Nil when the descriptors cannot be made (logged).
@@ -17,8 +24,14 @@ final class TimeWatch: Sendable {
         let stop: Int32
         do {
             step = try Sys.clockStepDescriptor()
+        } catch {
+            logger.warning("clock steps not watched", metadata: ["error": "\(error)"])
+            return nil
+        }
+        do {
             stop = try Sys.eventFD()
         } catch {
+            Sys.close(step)
             logger.warning("clock steps not watched", metadata: ["error": "\(error)"])
             return nil
         }
@@ -34,26 +47,16 @@ final class TimeWatch: Sendable {
             }
         }
         (changes, continuation) = AsyncStream.makeStream()
+        self.step = step
+        self.zone = zone
+        self.zoneName = zoneName
         stopFD = stop
-        let continuation = continuation
-        let name = zoneName
-        let zoneFD = zone
-        Sys.detachedThread(name: "rouse-agent-time") {
-            Self.loop(step: step, zone: zoneFD, zoneName: name, stop: stop, continuation)
-        }
+        Sys.detachedThread(name: "rouse-agent-time") { [self] in loop() }
     }
 
-    private static func loop(
-        step: Int32, zone: Int32, zoneName: String, stop: Int32,
-        _ continuation: AsyncStream<(clockStep: Bool, timeZone: Bool)>.Continuation
-    ) {
-        defer {
-            Sys.close(step)
-            if zone >= 0 { Sys.close(zone) }
-            Sys.close(stop)
-            continuation.finish()
-        }
-        let descriptors = zone >= 0 ? [step, stop, zone] : [step, stop]
+    private func loop() {
+        defer { continuation.finish() }
+        let descriptors = zone >= 0 ? [step, stopFD, zone] : [step, stopFD]
         while true {
             guard let ready = try? Sys.poll(descriptors, timeoutMilliseconds: -1) else { return }
             if ready[1] { return }
@@ -67,6 +70,12 @@ final class TimeWatch: Sendable {
         }
     }
 
-    /// Ends the thread (it closes the descriptors).
+    /// Ends the thread (the descriptors are closed with this object, after the thread has gone).
     func stop() { Sys.eventFDSignal(stopFD) }
+
+    deinit {
+        Sys.close(step)
+        if zone >= 0 { Sys.close(zone) }
+        Sys.close(stopFD)
+    }
 }
