@@ -33,7 +33,8 @@ let package = Package(
     ],
     targets: [
         // MARK: C at the edge
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's headers only: CRouseCurl loads the library itself, so programs that make no transfer never do.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -42,7 +43,8 @@ let package = Package(
         // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus").
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
-        // curl's variadic calls (libcurl only), OpenSSL's macros (OpenSSL only).
+        // libcurl (loaded with dlopen on first use, its variadic calls typed; CCurl gives only its headers), OpenSSL's
+        // macros (OpenSSL only).
         .target(name: "CRouseSys"),
         .target(name: "CRouseCurl", dependencies: ["CCurl"]),
         .target(name: "CRouseOpenSSL", dependencies: ["COpenSSL"]),

@@ -3,7 +3,8 @@
 # the example handler, the handler protocol's specification and its C and Python client libraries: clients/) and
 # rouse-pushd. Release binaries with the Swift runtime linked statically (--static-swift-stdlib), so the machines
 # they are installed on need no Swift toolchain; their dependencies are Debian 12's libraries, computed by
-# dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store). rouse, rouse-gateway, rouse-agent and rouse-pushd
+# dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store), except libcurl4, which the binaries load with dlopen
+# when they make a transfer (the agent's device channel, `--transport curl`) and which is named here by hand. rouse, rouse-gateway, rouse-agent and rouse-pushd
 # are one multi-call binary, /usr/bin/rouse in the rouse package (the others are symlinks to it in their packages,
 # which depend on rouse of the same version): the runtime, FoundationEssentials and the shared modules are
 # installed once instead of four times (deploy/debian/multicall.c; the measurements behind the choice:
@@ -136,7 +137,7 @@ for program in "${multi_programs[@]}"; do cat "$bin/$program.product/Objects.Lin
 cc -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -c deploy/debian/multicall.c -o "$multi/multicall.o"
 # shellcheck disable=SC2046 # pkg-config's flags are words
 if ! swiftc -static-stdlib -emit-executable -module-name rouse_multicall -L "$bin" \
-    $(pkg-config --libs libcurl libnghttp2 openssl libpq) -lstdc++ -Xlinker --gc-sections -Xlinker -z -Xlinker now \
+    $(pkg-config --libs libnghttp2 openssl libpq) -lstdc++ -Xlinker --gc-sections -Xlinker -z -Xlinker now \
     -Xlinker --icf=safe "$multi/multicall.o" @"$multi/objects" -o "$multi/rouse" >"$cache/link-multicall.log" 2>&1; then
     grep -v "the use of .mktemp. is dangerous" "$cache/link-multicall.log" | tail -n 40 >&2
     echo "package.sh: linking the multi-call binary failed (log: $cache/link-multicall.log)" >&2
@@ -368,7 +369,10 @@ rouse_depends=$(shlibs_depends rouse)
 gateway_depends=$(shlibs_depends rouse-gateway)
 agent_depends=$(shlibs_depends rouse-agent)
 debs=()
-debs+=("$(build_deb rouse "$rouse_depends" "openssl, curl" \
+# libcurl4: loaded with dlopen (Sources/CRouseCurl), so dpkg-shlibdeps cannot see it; 7.68 for curl_multi_wakeup. The
+# agent needs it for its device channel; rouse only for `rouse send --transport curl`.
+libcurl="libcurl4 (>= 7.68.0)"
+debs+=("$(build_deb rouse "$rouse_depends" "$libcurl, openssl, curl" \
     "VoIP push tools for Linux: APNs sender, mock APNs, reachability" \
     "rouse sends VoIP, background and alert pushes to Apple's APNs or anything speaking its provider API (token or certificate authentication, HTTP/2), runs a mock APNs endpoint that checks what Apple checks (rouse mock-apns), watches network reachability with SCNetworkReachability semantics (rouse reach), and sets up and administers rouse-gateway (rouse gateway init, keys, devices, tokens) and rouse-agent (rouse agent enroll, handlers, status).")")
 debs+=("$(build_deb rouse-gateway "$(depends "$gateway_depends" "adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)")" "openssl" \
@@ -377,7 +381,7 @@ debs+=("$(build_deb rouse-gateway "$(depends "$gateway_depends" "adduser, debcon
 # procps: the agent unit's ExecReload= is /bin/kill -HUP (handler files reloaded on SIGHUP).
 # systemd | systemd-sysusers: the postinst creates the handler user from sysusers.d (as debhelper's
 # dh_installsysusers does).
-debs+=("$(build_deb rouse-agent "$(depends "$agent_depends" "debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)")" "" \
+debs+=("$(build_deb rouse-agent "$(depends "$agent_depends" "$libcurl, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)")" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
     "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler, the handler protocol's specification, its client libraries for C (librouse-handler.so.0, rouse-handler.h) and Python (rouse_handler), and a Kamailio recipe for push-woken SIP softphones. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
 pushd_depends=$(shlibs_depends rouse-pushd)

@@ -1,39 +1,166 @@
 #include "CRouseCurl.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+// libcurl is loaded with dlopen on first use rather than linked. Hand-written because no library does this for
+// libcurl: the multi-call binary holds programs that never make a curl transfer (`rouse send` on its native engine,
+// the mock, the gateway, rouse-pushd), and linking libcurl made each of them load its dependency tree at start-up
+// (27 shared libraries: GnuTLS, Kerberos, LDAP, SASL, libssh2, librtmp, brotli…; docs/benchmarks.md, "Start-up").
+// The table below is every libcurl function Rouse calls; it is filled once (pthread_once) and read-only after.
+static struct {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *handle);
+    CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
+    CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
+    const char *(*easy_strerror)(CURLcode code);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_cleanup)(CURLM *multi);
+    CURLMcode (*multi_setopt)(CURLM *multi, CURLMoption option, ...);
+    CURLMcode (*multi_add_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_perform)(CURLM *multi, int *running);
+    CURLMcode (*multi_poll)(CURLM *multi, struct curl_waitfd *extra, unsigned count, int timeout_ms, int *numfds);
+    CURLMcode (*multi_timeout)(CURLM *multi, long *milliseconds);
+    CURLMcode (*multi_wakeup)(CURLM *multi);
+    CURLMsg *(*multi_info_read)(CURLM *multi, int *queued);
+    const char *(*multi_strerror)(CURLMcode code);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *text);
+    void (*slist_free_all)(struct curl_slist *list);
+} curl;
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_loaded;
+static char curl_load_error[512];
+
+#define ROUSE_CURL_LIBRARY "libcurl.so.4"
+
+static void rouse_curl_resolve(void) {
+    // RTLD_LOCAL: libcurl's symbols stay out of the global scope; RTLD_NOW: a missing symbol fails here, not mid-call.
+    void *library = dlopen(ROUSE_CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        const char *why = dlerror();
+        snprintf(curl_load_error, sizeof curl_load_error, "%s (Debian package libcurl4)", why ? why : ROUSE_CURL_LIBRARY);
+        return;
+    }
+#define ROUSE_CURL_SYMBOL(field, name)                                                                   \
+    do {                                                                                                  \
+        *(void **)&curl.field = dlsym(library, name);                                                     \
+        if (curl.field == NULL) {                                                                         \
+            snprintf(curl_load_error, sizeof curl_load_error, "%s has no %s", ROUSE_CURL_LIBRARY, name);  \
+            return;                                                                                       \
+        }                                                                                                 \
+    } while (0)
+    ROUSE_CURL_SYMBOL(global_init, "curl_global_init");
+    ROUSE_CURL_SYMBOL(easy_init, "curl_easy_init");
+    ROUSE_CURL_SYMBOL(easy_cleanup, "curl_easy_cleanup");
+    ROUSE_CURL_SYMBOL(easy_setopt, "curl_easy_setopt");
+    ROUSE_CURL_SYMBOL(easy_getinfo, "curl_easy_getinfo");
+    ROUSE_CURL_SYMBOL(easy_strerror, "curl_easy_strerror");
+    ROUSE_CURL_SYMBOL(multi_init, "curl_multi_init");
+    ROUSE_CURL_SYMBOL(multi_cleanup, "curl_multi_cleanup");
+    ROUSE_CURL_SYMBOL(multi_setopt, "curl_multi_setopt");
+    ROUSE_CURL_SYMBOL(multi_add_handle, "curl_multi_add_handle");
+    ROUSE_CURL_SYMBOL(multi_remove_handle, "curl_multi_remove_handle");
+    ROUSE_CURL_SYMBOL(multi_perform, "curl_multi_perform");
+    ROUSE_CURL_SYMBOL(multi_poll, "curl_multi_poll");
+    ROUSE_CURL_SYMBOL(multi_timeout, "curl_multi_timeout");
+    ROUSE_CURL_SYMBOL(multi_wakeup, "curl_multi_wakeup");
+    ROUSE_CURL_SYMBOL(multi_info_read, "curl_multi_info_read");
+    ROUSE_CURL_SYMBOL(multi_strerror, "curl_multi_strerror");
+    ROUSE_CURL_SYMBOL(slist_append, "curl_slist_append");
+    ROUSE_CURL_SYMBOL(slist_free_all, "curl_slist_free_all");
+#undef ROUSE_CURL_SYMBOL
+    curl_loaded = 1;
+}
+
+const char *rouse_curl_load(void) {
+    pthread_once(&curl_once, rouse_curl_resolve);
+    return curl_loaded ? NULL : curl_load_error;
+}
+
+static int rouse_curl_ready(void) {
+    return rouse_curl_load() == NULL;
+}
+
+CURL *rouse_curl_easy_init(void) {
+    return rouse_curl_ready() ? curl.easy_init() : NULL;
+}
+void rouse_curl_easy_cleanup(CURL *handle) {
+    curl.easy_cleanup(handle);
+}
+const char *rouse_curl_easy_strerror(CURLcode code) {
+    return rouse_curl_ready() ? curl.easy_strerror(code) : "libcurl is not loaded";
+}
+CURLM *rouse_curl_multi_init(void) {
+    return rouse_curl_ready() ? curl.multi_init() : NULL;
+}
+void rouse_curl_multi_cleanup(CURLM *multi) {
+    (void)curl.multi_cleanup(multi);
+}
+CURLMcode rouse_curl_multi_add_handle(CURLM *multi, CURL *handle) {
+    return curl.multi_add_handle(multi, handle);
+}
+CURLMcode rouse_curl_multi_remove_handle(CURLM *multi, CURL *handle) {
+    return curl.multi_remove_handle(multi, handle);
+}
+CURLMcode rouse_curl_multi_perform(CURLM *multi, int *running) {
+    return curl.multi_perform(multi, running);
+}
+CURLMcode rouse_curl_multi_poll(CURLM *multi, int timeout_ms) {
+    return curl.multi_poll(multi, NULL, 0, timeout_ms, NULL);
+}
+CURLMcode rouse_curl_multi_timeout(CURLM *multi, long *milliseconds) {
+    return curl.multi_timeout(multi, milliseconds);
+}
+CURLMcode rouse_curl_multi_wakeup(CURLM *multi) {
+    return curl.multi_wakeup(multi);
+}
+const char *rouse_curl_multi_strerror(CURLMcode code) {
+    return rouse_curl_ready() ? curl.multi_strerror(code) : "libcurl is not loaded";
+}
+struct curl_slist *rouse_curl_slist_append(struct curl_slist *list, const char *text) {
+    return rouse_curl_ready() ? curl.slist_append(list, text) : NULL;
+}
+void rouse_curl_slist_free_all(struct curl_slist *list) {
+    if (list != NULL) curl.slist_free_all(list);
+}
+
 CURLcode rouse_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 CURLcode rouse_curl_easy_setopt_ptr(CURL *handle, CURLoption option, const void *value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 CURLcode rouse_curl_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 CURLcode rouse_curl_easy_setopt_data_cb(CURL *handle, CURLoption option, rouse_curl_data_cb cb) {
-    return curl_easy_setopt(handle, option, cb);
+    return curl.easy_setopt(handle, option, cb);
 }
 CURLcode rouse_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *out) {
-    return curl_easy_getinfo(handle, info, out);
+    return curl.easy_getinfo(handle, info, out);
 }
 CURLcode rouse_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *out) {
-    return curl_easy_getinfo(handle, info, out);
+    return curl.easy_getinfo(handle, info, out);
 }
 CURLcode rouse_curl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **out) {
-    return curl_easy_getinfo(handle, info, out);
+    return curl.easy_getinfo(handle, info, out);
 }
 CURLMcode rouse_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
-    return curl_multi_setopt(multi, option, value);
+    return curl.multi_setopt(multi, option, value);
 }
 CURLcode rouse_curl_easy_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *out) {
-    return curl_easy_getinfo(handle, info, out);
+    return curl.easy_getinfo(handle, info, out);
 }
 CURLcode rouse_curl_global_init_default(void) {
-    return curl_global_init(CURL_GLOBAL_DEFAULT);
+    return rouse_curl_ready() ? curl.global_init(CURL_GLOBAL_DEFAULT) : CURLE_FAILED_INIT;
 }
 int rouse_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
     int queued = 0;
     CURLMsg *msg;
-    while ((msg = curl_multi_info_read(multi, &queued)) != NULL) {
+    while ((msg = curl.multi_info_read(multi, &queued)) != NULL) {
         if (msg->msg == CURLMSG_DONE) {
             *easy = msg->easy_handle;
             *result = msg->data.result;
@@ -47,7 +174,7 @@ CURLcode rouse_curl_easy_setopt_blob(CURL *handle, CURLoption option, const void
     blob.data = (void *)data;
     blob.len = length;
     blob.flags = CURL_BLOB_COPY;
-    return curl_easy_setopt(handle, option, &blob);
+    return curl.easy_setopt(handle, option, &blob);
 }
 
 #include <fcntl.h>
@@ -66,7 +193,7 @@ static curl_socket_t rouse_curl_open_cloexec(void *clientp, curlsocktype purpose
 }
 
 CURLcode rouse_curl_easy_cloexec_sockets(CURL *handle) {
-    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, rouse_curl_open_cloexec);
+    return curl.easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, rouse_curl_open_cloexec);
 }
 
 static int rouse_ipv4_is_internal(uint32_t a) {  // host order
@@ -112,5 +239,5 @@ static curl_socket_t rouse_curl_open_public(void *clientp, curlsocktype purpose,
 }
 
 CURLcode rouse_curl_easy_public_sockets(CURL *handle) {
-    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, rouse_curl_open_public);
+    return curl.easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, rouse_curl_open_public);
 }

@@ -1,4 +1,5 @@
 import CCurl
+import CRouseCurl
 
 /// A libcurl easy result code (`CURLcode`), kept open so that codes this file does not name survive verbatim.
 package struct CurlCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -16,7 +17,7 @@ package struct CurlCode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// libcurl's own text for the code (`curl_easy_strerror`).
     package var description: String {
-        String(cString: curl_easy_strerror(CURLcode(rawValue: rawValue)))
+        String(cString: rouse_curl_easy_strerror(CURLcode(rawValue: rawValue)))
     }
 
     /// `CURLE_OK`.
@@ -89,7 +90,7 @@ package struct CurlMultiCode: RawRepresentable, Hashable, Sendable, CustomString
 
     /// libcurl's own text for the code (`curl_multi_strerror`).
     package var description: String {
-        String(cString: curl_multi_strerror(CURLMcode(rawValue: rawValue)))
+        String(cString: rouse_curl_multi_strerror(CURLMcode(rawValue: rawValue)))
     }
 
     /// `CURLM_OK`.

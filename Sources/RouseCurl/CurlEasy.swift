@@ -13,7 +13,7 @@ package final class CurlEasy {
     /// Creates a handle with an error buffer attached.
     package init() throws {
         try ensureCurlGlobalInit()
-        guard let handle = curl_easy_init() else {
+        guard let handle = rouse_curl_easy_init() else {
             throw CurlError(code: .failedInit, operation: "curl_easy_init")
         }
         self.handle = handle
@@ -24,7 +24,7 @@ package final class CurlEasy {
     }
 
     deinit {
-        curl_easy_cleanup(handle)
+        rouse_curl_easy_cleanup(handle)
         errorBuffer.deallocate()
         // headerList is released after the handle that borrowed it.
     }
@@ -120,7 +120,7 @@ package final class CurlStringList {
     /// Builds the list; libcurl copies each string.
     package init(_ lines: [String]) throws {
         for line in lines {
-            guard let next = curl_slist_append(head, line) else {
+            guard let next = rouse_curl_slist_append(head, line) else {
                 throw CurlError(code: .outOfMemory, operation: "curl_slist_append")
             }
             head = next
@@ -128,6 +128,6 @@ package final class CurlStringList {
     }
 
     deinit {
-        curl_slist_free_all(head)
+        rouse_curl_slist_free_all(head)
     }
 }

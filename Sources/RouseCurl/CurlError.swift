@@ -19,6 +19,7 @@ package struct CurlError: Error, Sendable, CustomStringConvertible {
         case invalidRequest
         case clientShutdown
         case threadStart(Int32)
+        case libraryLoad
     }
 
     private let kind: Kind
@@ -66,6 +67,11 @@ package struct CurlError: Error, Sendable, CustomStringConvertible {
         )
     }
 
+    /// libcurl could not be loaded (`dlopen`) or lacks a function Rouse calls; `detail` is the loader's text.
+    static func libraryLoad(_ detail: String) -> CurlError {
+        CurlError(kind: .libraryLoad, operation: "load libcurl", detail: detail, processing: .notProcessed)
+    }
+
     static func threadStart(_ errno: Int32) -> CurlError {
         CurlError(
             kind: .threadStart(errno), operation: "pthread_create", detail: "errno \(errno)", processing: .notProcessed)
@@ -101,6 +107,7 @@ package struct CurlError: Error, Sendable, CustomStringConvertible {
         case .invalidRequest: text = "\(operation): invalid request"
         case .clientShutdown: text = "\(operation): client shut down"
         case .threadStart: text = "\(operation): could not start the transfer thread"
+        case .libraryLoad: text = "\(operation): unavailable"
         }
         if !detail.isEmpty { text += ": \(detail)" }
         return text + " [processing: \(processing)]"

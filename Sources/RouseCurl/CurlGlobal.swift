@@ -1,13 +1,17 @@
 import CCurl
 import CRouseCurl
 
-/// `curl_global_init`, run exactly once per process (Swift initialises globals lazily and atomically).
-private let curlGlobalInitResult: CURLcode = rouse_curl_global_init_default()
-
-/// Makes sure libcurl's global state is initialised; throws if that failed.
-func ensureCurlGlobalInit() throws {
-    let result = curlGlobalInitResult
-    guard result == CURLE_OK else {
-        throw CurlError(code: CurlCode(result), operation: "curl_global_init")
+/// libcurl loaded (`dlopen`, on first use: programs that make no transfer never load it) and `curl_global_init` run,
+/// exactly once per process (Swift initialises globals lazily and atomically); nil when both succeeded.
+private let curlGlobalInitFailure: CurlError? = {
+    if let why = rouse_curl_load() {
+        return CurlError.libraryLoad(String(cString: why))
     }
+    let result = rouse_curl_global_init_default()
+    return result == CURLE_OK ? nil : CurlError(code: CurlCode(result), operation: "curl_global_init")
+}()
+
+/// Makes sure libcurl is loaded and its global state initialised; throws if either failed.
+func ensureCurlGlobalInit() throws {
+    if let failure = curlGlobalInitFailure { throw failure }
 }

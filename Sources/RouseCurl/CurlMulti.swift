@@ -10,14 +10,14 @@ package final class CurlMulti {
     /// Creates a multi handle.
     package init() throws {
         try ensureCurlGlobalInit()
-        guard let handle = curl_multi_init() else {
+        guard let handle = rouse_curl_multi_init() else {
             throw CurlError(code: .failedInit, operation: "curl_multi_init")
         }
         self.handle = handle
     }
 
     deinit {
-        curl_multi_cleanup(handle)
+        rouse_curl_multi_cleanup(handle)
     }
 
     /// Sets a `long` multi option.
@@ -30,7 +30,7 @@ package final class CurlMulti {
 
     /// Attaches an easy handle; the caller keeps `easy` alive until ``remove(_:)``.
     package func add(_ easy: CurlEasy) throws {
-        let result = curl_multi_add_handle(handle, easy.handle)
+        let result = rouse_curl_multi_add_handle(handle, easy.handle)
         guard result == CURLM_OK else {
             throw CurlError(multiCode: CurlMultiCode(result), operation: "curl_multi_add_handle")
         }
@@ -38,13 +38,13 @@ package final class CurlMulti {
 
     /// Detaches an easy handle (harmless if it is not attached).
     package func remove(_ easy: CurlEasy) {
-        _ = curl_multi_remove_handle(handle, easy.handle)
+        _ = rouse_curl_multi_remove_handle(handle, easy.handle)
     }
 
     /// Drives every transfer as far as it can go without blocking; returns the number still running.
     package func perform() throws -> Int {
         var running: Int32 = 0
-        let result = curl_multi_perform(handle, &running)
+        let result = rouse_curl_multi_perform(handle, &running)
         guard result == CURLM_OK else {
             throw CurlError(multiCode: CurlMultiCode(result), operation: "curl_multi_perform")
         }
@@ -53,7 +53,7 @@ package final class CurlMulti {
 
     /// Waits for socket activity, libcurl's own timers, a ``wakeup()`` or `timeoutMilliseconds`.
     package func poll(timeoutMilliseconds: Int32) throws {
-        let result = curl_multi_poll(handle, nil, 0, timeoutMilliseconds, nil)
+        let result = rouse_curl_multi_poll(handle, timeoutMilliseconds)
         guard result == CURLM_OK else {
             throw CurlError(multiCode: CurlMultiCode(result), operation: "curl_multi_poll")
         }
@@ -62,13 +62,13 @@ package final class CurlMulti {
     /// libcurl's next timer (`curl_multi_timeout`), capped at `limit`; `limit` when libcurl has none.
     package func timeoutMilliseconds(atMost limit: Int32) -> Int32 {
         var timeout = -1
-        guard curl_multi_timeout(handle, &timeout) == CURLM_OK, timeout >= 0 else { return limit }
+        guard rouse_curl_multi_timeout(handle, &timeout) == CURLM_OK, timeout >= 0 else { return limit }
         return Int32(min(timeout, Int(limit)))
     }
 
     /// Interrupts a ``poll(timeoutMilliseconds:)`` in progress (or the next one). Thread-safe.
     package func wakeup() {
-        _ = curl_multi_wakeup(handle)
+        _ = rouse_curl_multi_wakeup(handle)
     }
 
     /// The next finished transfer: its `CURL*` and result, or nil when none is queued.

@@ -1,7 +1,32 @@
-// The curl binding's shim (links libcurl only): typed wrappers for libcurl's variadic setopt/getinfo calls.
+// The curl binding's shim: libcurl loaded with dlopen on first use (rouse_curl_load), and every libcurl call Rouse
+// makes, as a function of this file (typed wrappers for the variadic setopt/getinfo calls among them). Nothing else
+// calls libcurl: the programs that never make a transfer do not load it.
 #ifndef ROUSE_CURL_SHIM_H
 #define ROUSE_CURL_SHIM_H
 #include <curl/curl.h>
+
+/// Loads libcurl (libcurl.so.4) and resolves the functions below, once per process; NULL when done, else why not
+/// (dlerror's text). Every other function here except the two strerror calls and the cleanups requires it to have
+/// succeeded; easy_init, multi_init and slist_append return NULL and global_init CURLE_FAILED_INIT otherwise.
+const char *rouse_curl_load(void);
+CURL *rouse_curl_easy_init(void);
+void rouse_curl_easy_cleanup(CURL *handle);
+/// libcurl's text for a code, or "libcurl is not loaded".
+const char *rouse_curl_easy_strerror(CURLcode code);
+CURLM *rouse_curl_multi_init(void);
+void rouse_curl_multi_cleanup(CURLM *multi);
+CURLMcode rouse_curl_multi_add_handle(CURLM *multi, CURL *handle);
+CURLMcode rouse_curl_multi_remove_handle(CURLM *multi, CURL *handle);
+CURLMcode rouse_curl_multi_perform(CURLM *multi, int *running);
+/// curl_multi_poll with no extra descriptors.
+CURLMcode rouse_curl_multi_poll(CURLM *multi, int timeout_ms);
+CURLMcode rouse_curl_multi_timeout(CURLM *multi, long *milliseconds);
+CURLMcode rouse_curl_multi_wakeup(CURLM *multi);
+/// libcurl's text for a multi code, or "libcurl is not loaded".
+const char *rouse_curl_multi_strerror(CURLMcode code);
+struct curl_slist *rouse_curl_slist_append(struct curl_slist *list, const char *text);
+/// curl_slist_free_all; NULL is nothing to free.
+void rouse_curl_slist_free_all(struct curl_slist *list);
 
 typedef size_t (*rouse_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
