@@ -37,6 +37,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libpq, PostgreSQL's C client, for the gateway's shared store (RousePostgres wraps it).
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // SQLite's C API, for the gateway's one-node store (RouseSQLite wraps it).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -90,6 +91,9 @@ let package = Package(
         .target(name: "RouseEventLoop", dependencies: ["CRouseSys", "RouseClock", "RouseSystem"]),
         // SQLite's C API behind a small typed wrapper (no Foundation): the gateway's one-node store.
         .target(name: "RouseSQLite", dependencies: ["CSQLite"]),
+        // libpq behind a small typed wrapper (connections, results, parameters, LISTEN, connection URLs; no Foundation
+        // types in its interface): the gateway's PostgreSQL store.
+        .target(name: "RousePostgres", dependencies: ["CLibPQ", "RouseSystem", "RouseText"]),
         .target(
             name: "RouseHTTP2",
             dependencies: [
@@ -128,7 +132,7 @@ let package = Package(
             name: "RouseGateway",
             dependencies: [
                 "RouseAPNs", "RouseClock", "RouseEventLoop", "RouseHTTP2", "RousePushCore", "RouseSystem", "RouseText",
-                "RouseWire", "CLibPQ", "RouseSQLite",
+                "RouseWire", "RousePostgres", "RouseSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -298,5 +298,5 @@ extension Agent {
 
 extension Agent {
     /// Whether discretionary transfers see an expensive network now (tests).
-    package var transfersExpensive: Bool { transfers.step { $0.networkExpensive } }
+    package var transfersExpensive: Bool { transfers.networkExpensive }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import RouseClock
+import RousePostgres
 import Synchronization
 
 /// The PostgreSQL store, through libpq: one connection for writes (the store thread's batches, and the few writes
@@ -54,19 +55,23 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     /// The cluster key: made by the first gateway that opens the database (a random 256-bit key), read by every
     /// other. The table is the gateway role's and granted to nobody else (schema version 6).
     private static func clusterKey(_ connection: PostgresConnection, name: String) throws(GatewayError) -> [UInt8] {
-        try connection.query(
-            "INSERT INTO gateway_cluster_key(id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
-            [.bytes(NodeMessageSeal.makeKey())])
-        guard let key = try connection.query("SELECT key FROM gateway_cluster_key WHERE id = 1").bytes(0, 0),
+        try GatewayError.wrapping(
+            try connection.query(
+                "INSERT INTO gateway_cluster_key(id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+                [.bytes(NodeMessageSeal.makeKey())]))
+        guard
+            let key = try GatewayError.wrapping(
+                try connection.query("SELECT key FROM gateway_cluster_key WHERE id = 1")
+            ).bytes(0, 0),
             key.count == NodeMessageSeal.keyBytes
         else { throw .storage("postgres: \(name): gateway_cluster_key holds no \(NodeMessageSeal.keyBytes)-byte key") }
         return key
     }
 
     private static func connect(_ settings: PostgresSettings) throws(GatewayError) -> PostgresConnection {
-        let connection = try PostgresConnection(settings: settings)
+        let connection = try PostgresConnection.connect(settings)
         // 200 means durable: never let a server or role default weaken COMMIT.
-        try connection.execute("SET synchronous_commit = on")
+        try GatewayError.wrapping(try connection.execute("SET synchronous_commit = on"))
         return connection
     }
 
@@ -78,27 +83,32 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         -> GatewaySchema.Migration
     {
         do {
-            try connection.execute("CREATE TABLE IF NOT EXISTS schema_version(version integer NOT NULL)")
+            try GatewayError.wrapping(
+                try connection.execute("CREATE TABLE IF NOT EXISTS schema_version(version integer NOT NULL)"))
         } catch {
             // Nodes starting together on an empty database: one CREATE fails (a unique violation in the catalog),
             // the table is there.
             guard !error.isUnavailable else { throw error }
         }
-        try connection.execute("BEGIN")
+        try GatewayError.wrapping(try connection.execute("BEGIN"))
         do throws(GatewayError) {
-            try connection.execute("LOCK TABLE schema_version IN SHARE UPDATE EXCLUSIVE MODE")
+            try GatewayError.wrapping(
+                try connection.execute("LOCK TABLE schema_version IN SHARE UPDATE EXCLUSIVE MODE"))
             var found = 0
-            if let version = try connection.query("SELECT max(version) FROM schema_version").int(0, 0) {
+            if let version = try GatewayError.wrapping(try connection.query("SELECT max(version) FROM schema_version"))
+                .int(0, 0)
+            {
                 found = version
             } else {
-                try connection.execute("INSERT INTO schema_version VALUES (0)")
+                try GatewayError.wrapping(try connection.execute("INSERT INTO schema_version VALUES (0)"))
             }
             if found > GatewaySchema.version { throw GatewaySchema.tooNew(found, in: name) }
             for migration in GatewaySchema.postgresMigrations where migration.version > found {
-                try connection.execute(migration.sql)
-                try connection.query("UPDATE schema_version SET version = $1", [PostgresValue(migration.version)])
+                try GatewayError.wrapping(try connection.execute(migration.sql))
+                try GatewayError.wrapping(
+                    try connection.query("UPDATE schema_version SET version = $1", [PostgresValue(migration.version)]))
             }
-            try connection.execute("COMMIT")
+            try GatewayError.wrapping(try connection.execute("COMMIT"))
             return GatewaySchema.Migration(from: found, to: max(found, GatewaySchema.version))
         } catch {
             try? connection.execute("ROLLBACK")
@@ -125,14 +135,14 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         try writeLock.withLock { _ in
             var connection = try readyWriter()
             do {
-                try connection.execute("BEGIN")
+                try GatewayError.wrapping(try connection.execute("BEGIN"))
             } catch  where !connection.isHealthy {
                 // The writer broke while idle (the server restarted): nothing was sent but BEGIN, so a fresh
                 // connection may take the batch at once instead of failing it.
                 writer = nil
                 lastWriterAttempt = nil
                 connection = try readyWriter()
-                try connection.execute("BEGIN")
+                try GatewayError.wrapping(try connection.execute("BEGIN"))
             }
             return try transaction(connection, begin: nil, body)
         }
@@ -154,10 +164,10 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     private func transaction<T>(
         _ connection: PostgresConnection, begin: String?, _ body: (any GatewayStoreTransaction) throws -> T
     ) throws -> T {
-        if let begin { try connection.execute(begin) }
+        if let begin { try GatewayError.wrapping(try connection.execute(begin)) }
         do {
             let value = try body(PostgresTransaction(connection: connection, seal: seal))
-            try connection.execute("COMMIT")
+            try GatewayError.wrapping(try connection.execute("COMMIT"))
             return value
         } catch {
             if connection.isHealthy { try? connection.execute("ROLLBACK") }
@@ -167,6 +177,9 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
 
     /// `synchronous_commit` as the writer connection sees it (`on`), for checks.
     public func synchronousCommit() throws -> String {
-        try writeLock.withLock { _ in try readyWriter().query("SHOW synchronous_commit").string(0, 0) ?? "" }
+        try writeLock.withLock { _ in
+            let writer = try readyWriter()
+            return try GatewayError.wrapping(try writer.query("SHOW synchronous_commit")).string(0, 0) ?? ""
+        }
     }
 }

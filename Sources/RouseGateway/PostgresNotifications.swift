@@ -3,6 +3,7 @@ import FoundationEssentials
 import Logging
 import RouseClock
 import RouseEventLoop
+import RousePostgres
 import RouseText
 import Synchronization
 
@@ -161,34 +162,37 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
     static func open(settings: PostgresSettings, node: String) throws(GatewayError) -> PostgresNotifications.Connections
     {
         let table = lockTable(node)
-        let lock = try PostgresConnection(settings: settings)
+        let lock = try PostgresConnection.connect(settings)
         do {
-            try lock.execute("CREATE TABLE IF NOT EXISTS \(table)(); REVOKE ALL ON \(table) FROM PUBLIC")
+            try GatewayError.wrapping(
+                try lock.execute("CREATE TABLE IF NOT EXISTS \(table)(); REVOKE ALL ON \(table) FROM PUBLIC"))
         } catch {
             // Two nodes creating it at once: one fails (a unique violation in the catalog), the table is there.
             guard !error.isUnavailable else { throw error }
         }
-        let owned = try lock.query(
-            """
-            SELECT c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
-            FROM pg_class c WHERE c.oid = to_regclass($1)
-            """, [.init(table)]
+        let owned = try GatewayError.wrapping(
+            try lock.query(
+                """
+                SELECT c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+                FROM pg_class c WHERE c.oid = to_regclass($1)
+                """, [.init(table)]
+            )
         ).bool(0, 0)
         guard owned == true else {
             throw GatewayError.badConfiguration(
                 "postgres: table \(table) (the lock of node id \"\(node)\") is missing or owned by another role: "
                     + "drop it, the gateway's role makes it")
         }
-        try lock.execute("BEGIN")
+        try GatewayError.wrapping(try lock.execute("BEGIN"))
         do {
-            try lock.execute("LOCK TABLE \(table) IN SHARE UPDATE EXCLUSIVE MODE NOWAIT")
+            try GatewayError.wrapping(try lock.execute("LOCK TABLE \(table) IN SHARE UPDATE EXCLUSIVE MODE NOWAIT"))
         } catch {
             // 55P03 lock_not_available: a live node holds it.
             guard !error.isUnavailable, error.detail.includes("SQLSTATE 55P03") else { throw error }
             throw GatewayError.nodeInUse(node)
         }
-        let listen = try PostgresConnection(settings: settings)
-        try listen.execute("LISTEN \"\(PostgresNotifications.channel(node))\"")
+        let listen = try PostgresConnection.connect(settings)
+        try GatewayError.wrapping(try listen.execute("LISTEN \"\(PostgresNotifications.channel(node))\""))
         return PostgresNotifications.Connections(lock: lock, listen: listen)
     }
 
@@ -239,9 +243,9 @@ private final class NotificationListener: EventLoopFDHandler, @unchecked Sendabl
         do throws(GatewayError) {
             // The lock's connection sends nothing unless it ends (the server stopped, or a role with the right
             // terminated it): then the lock is gone, and both are made again.
-            _ = try lock.notifications()
+            _ = try GatewayError.wrapping(try lock.notifications())
             var messages: [NodeMessage] = []
-            for payload in try live.notifications() {
+            for payload in try GatewayError.wrapping(try live.notifications()) {
                 // Anyone who may connect to the database may NOTIFY here: only what the cluster key sealed counts.
                 let opened = opener.open(payload, now: clock.wallMilliseconds)
                 guard case .success(let message) = opened else {

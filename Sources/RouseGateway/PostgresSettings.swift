@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RousePostgres
 import RouseText
 
 /// How the gateway reaches PostgreSQL: `"database": "postgresql://…"` (a libpq URL) or a `"postgres"` object in
@@ -42,9 +43,7 @@ public struct PostgresSettings: Sendable, Equatable {
     }
 
     /// True for a `database` value that names PostgreSQL rather than a SQLite file.
-    public static func isURL(_ database: String) -> Bool {
-        database.hasPrefix("postgresql://") || database.hasPrefix("postgres://")
-    }
+    public static func isURL(_ database: String) -> Bool { PostgresURL.isURL(database) }
 
     /// Checks what can be checked without a server (and, with `readingFiles`, that the password file can be
     /// read); the error names the member (`postgres.port`).
@@ -94,33 +93,9 @@ public struct PostgresSettings: Sendable, Equatable {
     /// Where the settings point, for logs and errors: never a password (one in the URL's user info, which may
     /// itself hold `@`, becomes `***`; so does a `password=` query parameter).
     public var displayName: String {
-        if let url { return Self.redacted(url) }
+        if let url { return PostgresURL.redacted(url) }
         return "postgresql://\(user.map { $0 + "@" } ?? "")\(host ?? "")\(port.map { ":\($0)" } ?? "")/"
             + (database ?? "")
-    }
-
-    /// `url` without its secrets (see ``displayName``).
-    static func redacted(_ url: String) -> String {
-        guard let scheme = url.firstRange(ofText: "://") else { return url.includes("password") ? "<redacted>" : url }
-        let rest = url[scheme.upperBound...]
-        // The authority ends at the first `/` or `?` after the user info; the user info at the authority's last `@`.
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        var authority = String(rest[..<authorityEnd])
-        if let at = authority.lastIndex(of: "@") {
-            let userInfo = authority[..<at]
-            if let colon = userInfo.firstIndex(of: ":") {
-                authority = String(userInfo[..<colon]) + ":***" + String(authority[at...])
-            }
-        }
-        var tail = String(rest[authorityEnd...])
-        if let question = tail.firstIndex(of: "?") {
-            let query = tail[tail.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false)
-                .map { pair -> String in
-                    pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair)
-                }
-            tail = String(tail[...question]) + query.joined(separator: "&")
-        }
-        return String(url[..<scheme.upperBound]) + authority + tail
     }
 
     /// Whether the connection may go over the network without TLS being asked for: `sslmode` set nowhere (libpq's
@@ -128,25 +103,12 @@ public struct PostgresSettings: Sendable, Equatable {
     public var sslmodeUnsetForRemoteHost: Bool {
         if sslmode != nil { return false }
         if let url, url.includes("sslmode=") { return false }
-        let target = host ?? url.flatMap(Self.urlHost) ?? ""
+        let target = host ?? url.flatMap(PostgresURL.host) ?? ""
         // Local: the Unix socket (no host, or a directory), the loopback names and 127.0.0.0/8.
         let local =
             target.isEmpty || target.hasPrefix("/") || ["localhost", "::1", "[::1]"].contains(target)
             || target.hasPrefix("127.")
         return !local
-    }
-
-    /// The host of a `postgresql://` URL (empty: the local socket).
-    static func urlHost(_ url: String) -> String? {
-        guard let scheme = url.firstRange(ofText: "://") else { return nil }
-        let rest = url[scheme.upperBound...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        if authority.hasPrefix("[") {
-            return authority.firstIndex(of: "]").map { String(authority[...$0]) } ?? String(authority)
-        }
-        return String(authority.split(separator: ":", maxSplits: 1).first ?? "")
     }
 
     /// Which member a libpq connection failure blames, from its message: the `postgres` member when it is set,

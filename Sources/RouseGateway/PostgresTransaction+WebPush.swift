@@ -1,3 +1,5 @@
+import RousePostgres
+
 extension PostgresTransaction {
     private static let webPushColumns = "id, device_id, app, token, vapid_key, created_at, revoked_at"
 
@@ -12,7 +14,7 @@ extension PostgresTransaction {
     }
 
     func insertWebPushSubscription(_ subscription: WebPushSubscriptionRecord) throws {
-        try connection.query(
+        try query(
             """
             INSERT INTO webpush_subscriptions(id, device_id, app, token, vapid_key, created_at, revoked_at)
             VALUES ($1,$2,$3,$4,$5,$6,$7)
@@ -26,25 +28,25 @@ extension PostgresTransaction {
 
     func webPushSubscription(_ id: String) throws -> WebPushSubscriptionRecord? {
         Self.webPushSubscriptions(
-            try connection.query(
+            try query(
                 "SELECT \(Self.webPushColumns) FROM webpush_subscriptions WHERE id = $1", [.init(id)])
         ).first
     }
 
     func webPushSubscriptions(deviceID: String) throws -> [WebPushSubscriptionRecord] {
         Self.webPushSubscriptions(
-            try connection.query(
+            try query(
                 "SELECT \(Self.webPushColumns) FROM webpush_subscriptions WHERE device_id = $1 AND revoked_at IS NULL "
                     + "ORDER BY created_at, id", [.init(deviceID)]))
     }
 
     func revokeWebPushSubscription(_ id: String, deviceID: String, at time: Int64) throws -> [Int64]? {
-        let changed = try connection.query(
+        let changed = try query(
             "UPDATE webpush_subscriptions SET revoked_at = $1 WHERE id = $2 AND device_id = $3 AND revoked_at IS NULL",
             [.init(time), .init(id), .init(deviceID)]
         ).affected
         guard changed > 0 else { return nil }
-        let deleted = try connection.query("DELETE FROM pushes WHERE token = $1 RETURNING seq", [.init(id)])
+        let deleted = try query("DELETE FROM pushes WHERE token = $1 RETURNING seq", [.init(id)])
         return (0..<deleted.count).compactMap { deleted.int64($0, 0) }
     }
 }

@@ -1,9 +1,18 @@
+import RousePostgres
+
 /// One PostgreSQL transaction (or read-only snapshot) behind `GatewayStoreTransaction`: the SQLite store's
 /// statements, in PostgreSQL's dialect, each prepared once per connection.
 struct PostgresTransaction: GatewayStoreTransaction {
     let connection: PostgresConnection
     /// Seals the node messages this transaction sends.
     let seal: NodeMessageSeal
+
+    /// Runs `sql` with `parameters` on the transaction's connection (prepared once per connection); libpq's error
+    /// as the gateway's.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(GatewayError) -> PostgresResult {
+        try GatewayError.wrapping(try connection.query(sql, parameters))
+    }
 
     private static let pushColumns =
         "seq, device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration, expires_at, "
@@ -28,7 +37,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func insertPush(_ push: StoredPush) throws -> Int64 {
-        let result = try connection.query(
+        let result = try query(
             """
             INSERT INTO pushes(device_id, token, topic, push_type, priority, apns_id, collapse_id, expiration,
                 expires_at, received_at, is_voip, payload, device_seq)
@@ -46,14 +55,14 @@ struct PostgresTransaction: GatewayStoreTransaction {
 
     func deletePending(deviceID: String, topic: String, collapseID: String) throws -> [Int64] {
         Self.ids(
-            try connection.query(
+            try query(
                 "DELETE FROM pushes WHERE device_id = $1 AND topic = $2 AND collapse_id = $3 RETURNING seq",
                 [.init(deviceID), .init(topic), .init(collapseID)]))
     }
 
     func deletePendingBackground(deviceID: String, topic: String) throws -> [Int64] {
         Self.ids(
-            try connection.query(
+            try query(
                 "DELETE FROM pushes WHERE device_id = $1 AND topic = $2 AND push_type = 'background' RETURNING seq",
                 [.init(deviceID), .init(topic)]))
     }
@@ -63,7 +72,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     {
         guard limit > 0 else { return [] }
         return Self.pushes(
-            try connection.query(
+            try query(
                 "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = $1 AND expires_at > $2 "
                     + "AND (push_type IS DISTINCT FROM 'webpush' OR priority >= $5) "
                     + "AND seq <> ALL($3::bigint[]) ORDER BY is_voip DESC, device_seq NULLS FIRST, seq LIMIT $4",
@@ -75,33 +84,33 @@ struct PostgresTransaction: GatewayStoreTransaction {
 
     func acknowledge(deviceID: String, ids: [Int64]) throws -> Int {
         guard !ids.isEmpty else { return 0 }
-        return try connection.query(
+        return try query(
             "DELETE FROM pushes WHERE device_id = $1 AND seq = ANY($2::bigint[])", [.init(deviceID), .init(array: ids)]
         ).affected
     }
 
     func deleteExpired(now: Int64) throws -> Int {
-        try connection.query("DELETE FROM pushes WHERE expires_at <= $1", [.init(now)]).affected
+        try query("DELETE FROM pushes WHERE expires_at <= $1", [.init(now)]).affected
     }
 
     func pendingList(deviceID: String?, limit: Int) throws -> [StoredPush] {
         if let deviceID {
             return Self.pushes(
-                try connection.query(
+                try query(
                     "SELECT \(Self.pushColumns) FROM pushes WHERE device_id = $1 ORDER BY seq LIMIT $2",
                     [.init(deviceID), .init(limit)]))
         }
         return Self.pushes(
-            try connection.query("SELECT \(Self.pushColumns) FROM pushes ORDER BY seq LIMIT $1", [.init(limit)]))
+            try query("SELECT \(Self.pushColumns) FROM pushes ORDER BY seq LIMIT $1", [.init(limit)]))
     }
 
     func pendingCounts() throws -> [String: Int] {
-        Self.counts(try connection.query("SELECT device_id, pushes FROM device_backlog"))
+        Self.counts(try query("SELECT device_id, pushes FROM device_backlog"))
     }
 
     func pendingCounts(deviceIDs: [String]) throws -> [String: Int] {
         Self.counts(
-            try connection.query(
+            try query(
                 "SELECT device_id, pushes FROM device_backlog WHERE device_id = ANY($1::text[])",
                 [.init(textArray: deviceIDs)]))
     }
@@ -115,7 +124,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func pendingTotal() throws -> Int {
-        try connection.query("SELECT coalesce(sum(pushes), 0) FROM device_backlog").int(0, 0) ?? 0
+        try query("SELECT coalesce(sum(pushes), 0) FROM device_backlog").int(0, 0) ?? 0
     }
 
     func trimBacklog(_ owner: BacklogOwner, pushes maxPushes: Int, bytes maxBytes: Int) throws -> [(
@@ -124,9 +133,9 @@ struct PostgresTransaction: GatewayStoreTransaction {
         let totals =
             switch owner {
             case .token(let token):
-                try connection.query("SELECT pushes, bytes FROM token_backlog WHERE token = $1", [.init(token)])
+                try query("SELECT pushes, bytes FROM token_backlog WHERE token = $1", [.init(token)])
             case .device(let deviceID):
-                try connection.query(
+                try query(
                     "SELECT pushes, bytes FROM device_backlog WHERE device_id = $1", [.init(deviceID)])
             }
         guard totals.count > 0 else { return [] }
@@ -145,7 +154,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
             }
         }
         if !dropped.isEmpty {
-            try connection.query("DELETE FROM pushes WHERE seq = ANY($1::bigint[])", [.init(array: dropped.map(\.id))])
+            try query("DELETE FROM pushes WHERE seq = ANY($1::bigint[])", [.init(array: dropped.map(\.id))])
         }
         return dropped
     }
@@ -159,13 +168,13 @@ struct PostgresTransaction: GatewayStoreTransaction {
         switch owner {
         case .token(let token):
             results.append(
-                try connection.query(
+                try query(
                     "SELECT \(columns) FROM pushes WHERE token = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                     [.init(token), .init(seq), .init(limit)]))
         case .device(let deviceID):
             for isVoIP in [false, true] {
                 results.append(
-                    try connection.query(
+                    try query(
                         "SELECT \(columns) FROM pushes WHERE device_id = $1 AND is_voip = $2 AND seq > $3 "
                             + "ORDER BY seq LIMIT $4",
                         [.init(deviceID), .init(isVoIP), .init(seq), .init(limit)]))
@@ -196,12 +205,12 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func device(_ id: String) throws -> DeviceRecord? {
-        Self.devices(try connection.query("SELECT \(Self.deviceColumns) FROM devices WHERE id = $1", [.init(id)]))
+        Self.devices(try query("SELECT \(Self.deviceColumns) FROM devices WHERE id = $1", [.init(id)]))
             .first
     }
 
     func insertDevice(_ device: DeviceRecord) throws {
-        try connection.query(
+        try query(
             "INSERT INTO devices(id, authentication, credential_hash, created_at, revoked_at) VALUES ($1,$2,$3,$4,$5)",
             [
                 .init(device.id), .init(device.authentication.rawValue), .init(device.credentialHash),
@@ -210,45 +219,45 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func revokeDevice(_ id: String, at time: Int64) throws -> Bool {
-        let changed = try connection.query(
+        let changed = try query(
             "UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING owner_node",
             [.init(time), .init(id)])
         guard changed.count > 0 else { return false }
         // Whoever revokes (a node, the CLI), the node holding the channel closes it when this commits.
         if let owner = changed.string(0, 0) { try notify(node: owner, [.revoked(deviceID: id)], now: time) }
-        try connection.query(
+        try query(
             "UPDATE tokens SET revoked_at = $1 WHERE device_id = $2 AND revoked_at IS NULL", [.init(time), .init(id)])
-        try connection.query(
+        try query(
             "UPDATE webpush_subscriptions SET revoked_at = $1 WHERE device_id = $2 AND revoked_at IS NULL",
             [.init(time), .init(id)])
-        try connection.query("DELETE FROM pushes WHERE device_id = $1", [.init(id)])
+        try query("DELETE FROM pushes WHERE device_id = $1", [.init(id)])
         return true
     }
 
     func devices() throws -> [DeviceRecord] {
-        Self.devices(try connection.query("SELECT \(Self.deviceColumns) FROM devices ORDER BY id"))
+        Self.devices(try query("SELECT \(Self.deviceColumns) FROM devices ORDER BY id"))
     }
 
     func devices(after: String?, limit: Int) throws -> [DeviceRecord] {
         Self.devices(
-            try connection.query(
+            try query(
                 "SELECT \(Self.deviceColumns) FROM devices WHERE id > $1 ORDER BY id LIMIT $2",
                 [.init(after ?? ""), .init(limit)]))
     }
 
     func devicesRevoked(since time: Int64) throws -> [String] {
-        let result = try connection.query("SELECT id FROM devices WHERE revoked_at >= $1", [.init(time)])
+        let result = try query("SELECT id FROM devices WHERE revoked_at >= $1", [.init(time)])
         return (0..<result.count).compactMap { result.string($0, 0) }
     }
 
     func insertEnrollmentSecret(hash: [UInt8], createdAt: Int64, expiresAt: Int64?) throws {
-        try connection.query(
+        try query(
             "INSERT INTO enrollment_secrets(hash, created_at, expires_at) VALUES ($1,$2,$3)",
             [.bytes(hash), .init(createdAt), .init(expiresAt)])
     }
 
     func consumeEnrollmentSecret(hash: [UInt8], deviceID: String, now: Int64) throws -> Bool {
-        try connection.query(
+        try query(
             """
             UPDATE enrollment_secrets SET used_at = $1, device_id = $2
             WHERE hash = $3 AND used_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
@@ -271,12 +280,12 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func token(_ token: String) throws -> TokenRecord? {
-        Self.tokens(try connection.query("SELECT \(Self.tokenColumns) FROM tokens WHERE token = $1", [.init(token)]))
+        Self.tokens(try query("SELECT \(Self.tokenColumns) FROM tokens WHERE token = $1", [.init(token)]))
             .first
     }
 
     func insertToken(_ token: TokenRecord) throws {
-        try connection.query(
+        try query(
             "INSERT INTO tokens(token, device_id, topic, created_at, revoked_at) VALUES ($1,$2,$3,$4,$5)",
             [
                 .init(token.token), .init(token.deviceID), .init(token.topic), .init(token.createdAt),
@@ -288,35 +297,35 @@ struct PostgresTransaction: GatewayStoreTransaction {
     func tokens(deviceID: String?) throws -> [TokenRecord] {
         if let deviceID {
             return Self.tokens(
-                try connection.query(
+                try query(
                     "SELECT \(Self.tokenColumns) FROM tokens WHERE device_id = $1 ORDER BY created_at, token",
                     [.init(deviceID)]))
         }
-        return Self.tokens(try connection.query("SELECT \(Self.tokenColumns) FROM tokens ORDER BY created_at, token"))
+        return Self.tokens(try query("SELECT \(Self.tokenColumns) FROM tokens ORDER BY created_at, token"))
     }
 
     func tokens(offset: Int, limit: Int) throws -> [TokenRecord] {
         Self.tokens(
-            try connection.query(
+            try query(
                 "SELECT \(Self.tokenColumns) FROM tokens ORDER BY token LIMIT $1 OFFSET $2",
                 [.init(limit), .init(offset)]))
     }
 
     func revokeToken(_ token: String, deviceID: String, at time: Int64) throws -> [Int64]? {
-        let changed = try connection.query(
+        let changed = try query(
             "UPDATE tokens SET revoked_at = $1 WHERE token = $2 AND device_id = $3 AND revoked_at IS NULL",
             [.init(time), .init(token), .init(deviceID)]
         ).affected
         guard changed > 0 else { return nil }
-        return Self.ids(try connection.query("DELETE FROM pushes WHERE token = $1 RETURNING seq", [.init(token)]))
+        return Self.ids(try query("DELETE FROM pushes WHERE token = $1 RETURNING seq", [.init(token)]))
     }
 
     // MARK: Handler reports
 
     func replaceHandlerReports(deviceID: String, _ reports: [HandlerReport]) throws {
-        try connection.query("DELETE FROM handler_reports WHERE device_id = $1", [.init(deviceID)])
+        try query("DELETE FROM handler_reports WHERE device_id = $1", [.init(deviceID)])
         for report in reports {
-            try connection.query(
+            try query(
                 """
                 INSERT INTO handler_reports(device_id, topic, strikes, voip_blocked, reported_at)
                 VALUES ($1,$2,$3,$4,$5)
@@ -332,17 +341,17 @@ struct PostgresTransaction: GatewayStoreTransaction {
         let columns = "device_id, topic, strikes, voip_blocked, reported_at"
         let result =
             if let deviceID {
-                try connection.query(
+                try query(
                     "SELECT \(columns) FROM handler_reports WHERE device_id = $1 ORDER BY topic", [.init(deviceID)])
             } else {
-                try connection.query("SELECT \(columns) FROM handler_reports ORDER BY device_id, topic")
+                try query("SELECT \(columns) FROM handler_reports ORDER BY device_id, topic")
             }
         return Self.handlerReports(result)
     }
 
     func handlerReports(deviceIDs: [String]) throws -> [HandlerReport] {
         Self.handlerReports(
-            try connection.query(
+            try query(
                 "SELECT device_id, topic, strikes, voip_blocked, reported_at FROM handler_reports "
                     + "WHERE device_id = ANY($1::text[]) ORDER BY device_id, topic", [.init(textArray: deviceIDs)]))
     }
@@ -360,7 +369,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
 
     func providerKeys(includeRevoked: Bool) throws -> [ProviderKeyRecord] {
         let columns = "key_id, team_id, public_key_pem, topics, created_at, revoked_at"
-        let result = try connection.query(
+        let result = try query(
             includeRevoked
                 ? "SELECT \(columns) FROM provider_keys ORDER BY key_id"
                 : "SELECT \(columns) FROM provider_keys WHERE revoked_at IS NULL ORDER BY key_id")
@@ -374,7 +383,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func upsertProviderKey(_ key: ProviderKeyRecord) throws {
-        try connection.query(
+        try query(
             """
             INSERT INTO provider_keys(key_id, team_id, public_key_pem, topics, created_at, revoked_at)
             VALUES ($1,$2,$3,$4,$5,NULL)
@@ -388,7 +397,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func revokeProviderKey(_ keyID: String, at time: Int64) throws -> Bool {
-        try connection.query(
+        try query(
             "UPDATE provider_keys SET revoked_at = $1 WHERE key_id = $2 AND revoked_at IS NULL",
             [.init(time), .init(keyID)]
         ).affected > 0
@@ -397,7 +406,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     // MARK: Several nodes
 
     func nextDeviceSequence(deviceID: String) throws -> DeviceSequence? {
-        let result = try connection.query(
+        let result = try query(
             "UPDATE devices SET next_seq = next_seq + 1 WHERE id = $1 RETURNING next_seq, owner_node, owner_channel",
             [.init(deviceID)])
         guard let seq = result.int64(0, 0) else {
@@ -407,19 +416,19 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func claimChannel(deviceID: String, owner: ChannelOwner) throws -> (previous: ChannelOwner?, lastSeq: Int64)? {
-        let result = try connection.query(
+        let result = try query(
             "SELECT next_seq, owner_node, owner_channel FROM devices WHERE id = $1 FOR UPDATE", [.init(deviceID)])
         guard let lastSeq = result.int64(0, 0) else {
             throw GatewayError.storage("postgres: no device '\(deviceID)' to claim")
         }
-        try connection.query(
+        try query(
             "UPDATE devices SET owner_node = $2, owner_channel = $3 WHERE id = $1",
             [.init(deviceID), .init(owner.node), .init(String(owner.channelID))])
         return (Self.owner(result, row: 0, column: 1), lastSeq)
     }
 
     func releaseChannel(deviceID: String, owner: ChannelOwner) throws {
-        try connection.query(
+        try query(
             "UPDATE devices SET owner_node = NULL, owner_channel = NULL "
                 + "WHERE id = $1 AND owner_node = $2 AND owner_channel = $3",
             [.init(deviceID), .init(owner.node), .init(String(owner.channelID))])
@@ -428,23 +437,23 @@ struct PostgresTransaction: GatewayStoreTransaction {
     func notify(node: String, _ messages: [NodeMessage], now: Int64) throws {
         for payload in NodeMessage.payloads(messages) {
             let sealed = try seal.seal(payload, to: node, now: now)
-            try connection.query(
+            try query(
                 "SELECT pg_notify($1, $2)", [.init(PostgresNotifications.channel(node)), .init(sealed)])
         }
     }
 
     func renewNode(_ node: String, now: Int64, leaseUntil: Int64, fresh: Bool) throws {
         if fresh {
-            try connection.query(
+            try query(
                 "UPDATE devices SET owner_node = NULL, owner_channel = NULL WHERE owner_node = $1", [.init(node)])
-            try connection.query(
+            try query(
                 """
                 INSERT INTO gateway_nodes(id, started_at, lease_expires_at) VALUES ($1, $2, $3)
                 ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at,
                     lease_expires_at = excluded.lease_expires_at
                 """, [.init(node), .init(now), .init(leaseUntil)])
         } else {
-            try connection.query(
+            try query(
                 """
                 INSERT INTO gateway_nodes(id, started_at, lease_expires_at) VALUES ($1, $2, $3)
                 ON CONFLICT(id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at
@@ -453,13 +462,13 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func removeNode(_ node: String) throws {
-        try connection.query(
+        try query(
             "UPDATE devices SET owner_node = NULL, owner_channel = NULL WHERE owner_node = $1", [.init(node)])
-        try connection.query("DELETE FROM gateway_nodes WHERE id = $1", [.init(node)])
+        try query("DELETE FROM gateway_nodes WHERE id = $1", [.init(node)])
     }
 
     func nodes() throws -> [GatewayNodeRecord] {
-        let result = try connection.query(
+        let result = try query(
             """
             SELECT n.id, n.started_at, n.lease_expires_at,
                 (SELECT count(*) FROM devices d WHERE d.owner_node = n.id)
@@ -478,7 +487,7 @@ struct PostgresTransaction: GatewayStoreTransaction {
     }
 
     func unrevokeProviderKey(_ keyID: String) throws -> Bool {
-        try connection.query(
+        try query(
             "UPDATE provider_keys SET revoked_at = NULL WHERE key_id = $1 AND revoked_at IS NOT NULL", [.init(keyID)]
         ).affected > 0
     }

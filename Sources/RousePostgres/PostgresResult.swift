@@ -1,7 +1,7 @@
 import CLibPQ
 
 /// The rows of one statement (text format), freed with the value.
-final class PostgresResult {
+package final class PostgresResult {
     private let handle: OpaquePointer?
 
     init(_ handle: OpaquePointer?) { self.handle = handle }
@@ -18,31 +18,36 @@ final class PostgresResult {
     }
 
     /// Rows returned.
-    var count: Int { handle.map { Int(PQntuples($0)) } ?? 0 }
+    package var count: Int { handle.map { Int(PQntuples($0)) } ?? 0 }
     /// Rows a command touched (`DELETE`, `UPDATE`).
-    var affected: Int {
+    package var affected: Int {
         guard let handle, let text = PQcmdTuples(handle) else { return 0 }
         return Int(String(cString: text)) ?? 0
     }
 
-    func isNull(_ row: Int, _ column: Int) -> Bool {
+    /// Whether the value at `row`, `column` is NULL (true when there is no result).
+    package func isNull(_ row: Int, _ column: Int) -> Bool {
         guard let handle else { return true }
         return PQgetisnull(handle, Int32(row), Int32(column)) != 0
     }
 
-    func string(_ row: Int, _ column: Int) -> String? {
+    /// The value at `row`, `column` as text (nil for NULL).
+    package func string(_ row: Int, _ column: Int) -> String? {
         guard let handle, !isNull(row, column), let text = PQgetvalue(handle, Int32(row), Int32(column)) else {
             return nil
         }
         return String(cString: text)
     }
 
-    func int64(_ row: Int, _ column: Int) -> Int64? { string(row, column).flatMap { Int64($0) } }
-    func int(_ row: Int, _ column: Int) -> Int? { string(row, column).flatMap { Int($0) } }
-    func bool(_ row: Int, _ column: Int) -> Bool { string(row, column) == "t" }
+    /// The value at `row`, `column` as an integer (nil for NULL or not a number).
+    package func int64(_ row: Int, _ column: Int) -> Int64? { string(row, column).flatMap { Int64($0) } }
+    /// As ``int64(_:_:)``.
+    package func int(_ row: Int, _ column: Int) -> Int? { string(row, column).flatMap { Int($0) } }
+    /// A `boolean` column: true for `t`.
+    package func bool(_ row: Int, _ column: Int) -> Bool { string(row, column) == "t" }
 
     /// A `bytea` column (text format: `\x` and hex digits).
-    func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
+    package func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
         guard let handle, !isNull(row, column), let text = PQgetvalue(handle, Int32(row), Int32(column)) else {
             return nil
         }

@@ -4,19 +4,19 @@ import Glibc
 import RouseSystem
 import RouseText
 
-/// One PostgreSQL connection through libpq: the only file that calls libpq.
+/// One PostgreSQL connection through libpq (with ``PostgresResult``, the only code that calls libpq).
 ///
-/// Synchronous calls, made by one thread at a time (its owner, the store, holds a lock around each use). Statements
-/// are prepared once per connection and then run by name (`PQexecPrepared`): the server parses and plans each
-/// SQL text once. Errors: a connection that broke (`PQstatus` is `CONNECTION_BAD` after a call) is
-/// `GatewayError.unavailable`; anything the server refused is `GatewayError.storage` with its SQLSTATE.
-final class PostgresConnection {
+/// Synchronous calls, made by one thread at a time (its owner holds a lock around each use). Statements are prepared
+/// once per connection and then run by name (`PQexecPrepared`): the server parses and plans each SQL text once.
+/// Errors are ``PostgresError``s: a connection that broke (`PQstatus` is `CONNECTION_BAD` after a call) or a server
+/// that does not serve now is ``PostgresError/isUnavailable``; anything else the server refused carries its SQLSTATE.
+package final class PostgresConnection {
     private let handle: OpaquePointer
     private var prepared: [String: String] = [:]
 
-    /// Connects with libpq keyword/value pairs; a failure says which setting it blames.
-    init(settings: PostgresSettings) throws(GatewayError) {
-        let pairs = try settings.connectionParameters()
+    /// Connects with libpq keyword/value pairs (`host`, `dbname`, `connect_timeout`…; a `dbname` holding a URL is
+    /// expanded); a failure is ``PostgresError/isConnectFailure`` with libpq's message.
+    package init(parameters pairs: [(String, String)]) throws(PostgresError) {
         let keywords = pairs.map { strdup($0.0) } + [nil]
         let values = pairs.map { strdup($0.1) } + [nil]
         defer {
@@ -28,11 +28,11 @@ final class PostgresConnection {
                 PQconnectdbParams(keywordBuffer.baseAddress, valueBuffer.baseAddress, 1)
             }
         }
-        guard let connection else { throw .unavailable("postgres: libpq could not allocate a connection") }
+        guard let connection else { throw .noMemory }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.message(PQerrorMessage(connection))
             PQfinish(connection)
-            throw .unavailable("\(settings.blame(message)): cannot connect to \(settings.displayName): \(message)")
+            throw .connect(message)
         }
         handle = connection
     }
@@ -40,19 +40,17 @@ final class PostgresConnection {
     deinit { PQfinish(handle) }
 
     /// False once the connection broke (the server went away); such a connection is replaced, not reused.
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
-
-    /// The server's version number (150018 for 15.18).
+    package var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// Runs a statement without parameters (`BEGIN`, DDL, several statements separated by `;`).
-    func execute(_ sql: String) throws(GatewayError) {
+    package func execute(_ sql: String) throws(PostgresError) {
         let result = PostgresResult(PQexec(handle, sql))
         try check(result, sql)
     }
 
     /// Runs a prepared statement (prepared on first use) with `parameters`; returns its rows.
     @discardableResult
-    func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(GatewayError) -> PostgresResult {
+    package func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
         let name: String
         if let known = prepared[sql] {
             name = known
@@ -96,13 +94,13 @@ final class PostgresConnection {
     }
 
     /// The connection's socket, to wait on for notifications (`LISTEN`).
-    var socket: Int32 { PQsocket(handle) }
+    package var socket: Int32 { PQsocket(handle) }
 
     /// Reads what the server sent and returns the payloads of the notifications received; a broken connection is
-    /// `GatewayError.unavailable`.
-    func notifications() throws(GatewayError) -> [String] {
+    /// ``PostgresError/isUnavailable``.
+    package func notifications() throws(PostgresError) -> [String] {
         guard PQconsumeInput(handle) == 1, isHealthy else {
-            throw .unavailable("postgres: connection lost: \(Self.message(PQerrorMessage(handle)))")
+            throw .lost(Self.message(PQerrorMessage(handle)))
         }
         var payloads: [String] = []
         while let notification = PQnotifies(handle) {
@@ -112,23 +110,23 @@ final class PostgresConnection {
         return payloads
     }
 
-    private func check(_ result: PostgresResult, _ sql: String) throws(GatewayError) {
+    private func check(_ result: PostgresResult, _ sql: String) throws(PostgresError) {
         let status = result.status
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
         let message = result.errorMessage ?? Self.message(PQerrorMessage(handle))
         if !isHealthy {
             // A lost connection is never used again (the store replaces it): its prepared statements go with it.
-            throw .unavailable("postgres: connection lost: \(message)")
+            throw .lost(message)
         }
         let state = result.sqlState ?? "?????"
         // 57P01..57P03: the server shuts down or cannot take connections now; 08xxx: connection exceptions.
         if state.hasPrefix("57P") || state.hasPrefix("08") {
-            throw .unavailable("postgres: SQLSTATE \(state): \(message)")
+            throw .unavailable(state, message)
         }
-        let statement = sql.split(separator: "\n").first.map { String($0.prefix(80)) } ?? ""
-        throw .storage("postgres: SQLSTATE \(state): \(message) (in: \(statement))")
+        throw .refused(state, message, sql: sql)
     }
 
+    /// libpq's message text on one line ("unknown error" when there is none).
     static func message(_ pointer: UnsafePointer<CChar>?) -> String {
         guard let pointer else { return "unknown error" }
         return String(cString: pointer).trimmingWhitespace()
