@@ -37,8 +37,6 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        // libpq, PostgreSQL's C client, for the gateway's shared store (RousePostgres wraps it).
-        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // SQLite's C API, for the gateway's one-node store (RouseSQLite wraps it).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus").
@@ -48,6 +46,9 @@ let package = Package(
         // macros (OpenSSL only).
         .target(name: "CRouseSys"),
         .target(name: "CRouseCurl", dependencies: ["CCurl"]),
+        // libpq, PostgreSQL's C client, for the gateway's shared store (RousePostgres wraps it): loaded with dlopen when
+        // a PostgreSQL store opens, so no other program or store loads it or its dependencies (libpq-dev's headers).
+        .target(name: "CRousePQ"),
         .target(name: "CRouseOpenSSL", dependencies: ["COpenSSL"]),
 
         // MARK: Pure Swift models (no C module)
@@ -93,7 +94,7 @@ let package = Package(
         .target(name: "RouseSQLite", dependencies: ["CSQLite"]),
         // libpq behind a small typed wrapper (connections, results, parameters, LISTEN, connection URLs; no Foundation
         // types in its interface): the gateway's PostgreSQL store.
-        .target(name: "RousePostgres", dependencies: ["CLibPQ", "RouseSystem", "RouseText"]),
+        .target(name: "RousePostgres", dependencies: ["CRousePQ", "RouseSystem", "RouseText"]),
         .target(
             name: "RouseHTTP2",
             dependencies: [

@@ -42,14 +42,20 @@ for deb in "${debs[@]}"; do
 done
 # The system libraries the programs link, from dpkg-shlibdeps (apt must bring them: the root does not have them).
 # rouse, rouse-gateway, rouse-agent and rouse-pushd are one multi-call binary in the rouse package (the others ship
-# symlinks to it and depend on rouse of the same version), so its package carries the libraries of all four: the
-# gateway's (nghttp2, OpenSSL, SQLite, libpq) and the agent's device channel (libcurl).
+# symlinks to it and depend on rouse of the same version), so its package carries the libraries all four link
+# (nghttp2, OpenSSL, SQLite). libcurl and libpq are loaded with dlopen, when a transfer is made or a PostgreSQL store
+# opens: the package of the program that needs each depends on it by name (the agent's device channel: libcurl; the
+# gateway's PostgreSQL store: libpq), and rouse, whose `send --transport curl` uses libcurl, recommends it.
 rouse_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse_')
 version=$(dpkg-deb -f "$rouse_deb" Version)
-for library in libnghttp2-14 libssl3 libsqlite3-0 libpq5 libcurl4; do
-    dpkg-deb -f "$rouse_deb" Depends | grep -q -E "(^|, )$library( |,|$)" ||
-        fail "rouse does not depend on $library: $(dpkg-deb -f "$rouse_deb" Depends)"
-done
+has_library() { # has_library DEB FIELD LIBRARY: the control field names the package LIBRARY
+    dpkg-deb -f "$1" "$2" | grep -q -E "(^|, )$3( |,|$)" ||
+        fail "$(basename "$1") has no $3 in $2: $(dpkg-deb -f "$1" "$2")"
+}
+for library in libnghttp2-14 libssl3 libsqlite3-0; do has_library "$rouse_deb" Depends "$library"; done
+has_library "$rouse_deb" Recommends libcurl4
+has_library "$(printf '%s\n' "${debs[@]}" | grep '/rouse-agent_')" Depends libcurl4
+has_library "$(printf '%s\n' "${debs[@]}" | grep '/rouse-gateway_')" Depends libpq5
 for package in rouse-gateway rouse-agent rouse-pushd; do
     deb=$(printf '%s\n' "${debs[@]}" | grep "/${package}_")
     dpkg-deb -f "$deb" Depends | grep -q -F "rouse (= $version)" ||

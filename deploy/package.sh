@@ -3,12 +3,12 @@
 # the example handler, the handler protocol's specification and its C and Python client libraries: clients/) and
 # rouse-pushd. Release binaries with the Swift runtime linked statically (--static-swift-stdlib), so the machines
 # they are installed on need no Swift toolchain; their dependencies are Debian 12's libraries, computed by
-# dpkg-shlibdeps (libpq5 comes in with the PostgreSQL store), except libcurl4, which the binaries load with dlopen
-# when they make a transfer (the agent's device channel, `--transport curl`) and which is named here by hand. rouse, rouse-gateway, rouse-agent and rouse-pushd
-# are one multi-call binary, /usr/bin/rouse in the rouse package (the others are symlinks to it in their packages,
-# which depend on rouse of the same version): the runtime, FoundationEssentials and the shared modules are
-# installed once instead of four times (deploy/debian/multicall.c; the measurements behind the choice:
-# docs/benchmarks.md, "Footprint").
+# dpkg-shlibdeps, except libcurl4 and libpq5, which the binaries load with dlopen when they make a transfer (the
+# agent's device channel, `--transport curl`) or open a PostgreSQL store, and which are named here by hand. rouse,
+# rouse-gateway, rouse-agent and rouse-pushd are one multi-call binary, /usr/bin/rouse in the rouse package (the
+# others are symlinks to it in their packages, which depend on rouse of the same version): the runtime,
+# FoundationEssentials and the shared modules are installed once instead of four times (deploy/debian/multicall.c;
+# the measurements behind the choice: docs/benchmarks.md, "Footprint").
 # Units under /lib/systemd/system (enabled at installation, started once `rouse gateway init` / `rouse agent enroll`
 # configured them) and the agent's per-user unit under /usr/lib/systemd/user (started by each user who enrolled
 # with `rouse agent enroll --user`), man pages and bash/zsh/fish completions generated from the argument parsers.
@@ -93,8 +93,12 @@ cmp -s "$cache/BuildStamp.swift" "$src/$stamp_file" || cp "$cache/BuildStamp.swi
 # linker's default here); lintian's hardening-no-bindnow. The static Swift runtime resolves nothing lazily that
 # this would break (the package test runs every binary). --icf=safe: gold folds functions whose code is identical
 # and whose address is never taken (Swift's generic specialisations repeat a lot): 410 KB less of the multi-call
-# binary, 115 KB of the example handler (2026-11-29, docs/benchmarks.md "Footprint").
-build=(swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker --icf=safe
+# binary, 115 KB of the example handler (2026-11-29, docs/benchmarks.md "Footprint"). lld (the Swift toolchain's) with
+# -z pack-relative-relocs: the position-independent binaries' ~110,000 relative relocations as a DT_RELR bitmap (16 KB)
+# instead of RELA entries (1.6 MB the loader read at every start and kept resident); glibc 2.36 (Debian 12) applies it.
+linker=(-use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
+build=(swift build -c release --static-swift-stdlib -Xswiftc "${linker[0]}" "${linker[@]:1}"
+    -Xlinker -z -Xlinker now -Xlinker --icf=safe
     --package-path "$src" --scratch-path "$cache/build")
 products=(rouse rouse-gateway rouse-agent rouse-example-handler rouse-pushd)
 for product in "${products[@]}"; do
@@ -127,8 +131,8 @@ make -s -C clients/c OUT="$clients" CFLAGS="-O2 -g -D_FORTIFY_SOURCE=2 -fstack-p
 # Linked from the object files SwiftPM compiled for the four products (each product's Objects.LinkFileList, in
 # the order SwiftPM gives, each object once) and deploy/debian/multicall.c, which picks the program's
 # <module>_main by the name it was started under; the same link as SwiftPM's (static Swift runtime, the system
-# libraries of the C modules from pkg-config, --gc-sections, -z now). The symlinks beside it are the names the
-# man page tool and the completion scripts run it under.
+# libraries of the C modules from pkg-config, --gc-sections, -z now, lld with relative relocations packed). The
+# symlinks beside it are the names the man page tool and the completion scripts run it under.
 multi="$cache/multi"
 rm -rf "$multi" && mkdir -p "$multi"
 multi_programs=(rouse rouse-gateway rouse-agent rouse-pushd)
@@ -136,8 +140,8 @@ for program in "${multi_programs[@]}"; do cat "$bin/$program.product/Objects.Lin
     awk '!seen[$0]++' >"$multi/objects"
 cc -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -c deploy/debian/multicall.c -o "$multi/multicall.o"
 # shellcheck disable=SC2046 # pkg-config's flags are words
-if ! swiftc -static-stdlib -emit-executable -module-name rouse_multicall -L "$bin" \
-    $(pkg-config --libs libnghttp2 openssl libpq) -lstdc++ -Xlinker --gc-sections -Xlinker -z -Xlinker now \
+if ! swiftc -static-stdlib "${linker[@]}" -emit-executable -module-name rouse_multicall -L "$bin" \
+    $(pkg-config --libs libnghttp2 openssl) -lstdc++ -Xlinker --gc-sections -Xlinker -z -Xlinker now \
     -Xlinker --icf=safe "$multi/multicall.o" @"$multi/objects" -o "$multi/rouse" >"$cache/link-multicall.log" 2>&1; then
     grep -v "the use of .mktemp. is dangerous" "$cache/link-multicall.log" | tail -n 40 >&2
     echo "package.sh: linking the multi-call binary failed (log: $cache/link-multicall.log)" >&2
@@ -369,13 +373,16 @@ rouse_depends=$(shlibs_depends rouse)
 gateway_depends=$(shlibs_depends rouse-gateway)
 agent_depends=$(shlibs_depends rouse-agent)
 debs=()
-# libcurl4: loaded with dlopen (Sources/CRouseCurl), so dpkg-shlibdeps cannot see it; 7.68 for curl_multi_wakeup. The
-# agent needs it for its device channel; rouse only for `rouse send --transport curl`.
+# libcurl4 and libpq5: loaded with dlopen (Sources/CRouseCurl, Sources/CRousePQ), so dpkg-shlibdeps cannot see them;
+# libcurl 7.68 for curl_multi_wakeup. The agent needs libcurl for its device channel, rouse only for `rouse send
+# --transport curl`; the gateway needs libpq for a PostgreSQL store (the default store, SQLite, is linked).
 libcurl="libcurl4 (>= 7.68.0)"
+libpq="libpq5"
 debs+=("$(build_deb rouse "$rouse_depends" "$libcurl, openssl, curl" \
     "VoIP push tools for Linux: APNs sender, mock APNs, reachability" \
     "rouse sends VoIP, background and alert pushes to Apple's APNs or anything speaking its provider API (token or certificate authentication, HTTP/2), runs a mock APNs endpoint that checks what Apple checks (rouse mock-apns), watches network reachability with SCNetworkReachability semantics (rouse reach), and sets up and administers rouse-gateway (rouse gateway init, keys, devices, tokens) and rouse-agent (rouse agent enroll, handlers, status).")")
-debs+=("$(build_deb rouse-gateway "$(depends "$gateway_depends" "adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)")" "openssl" \
+gateway_depends=$(depends "$gateway_depends" "$libpq, adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)")
+debs+=("$(build_deb rouse-gateway "$gateway_depends" "openssl" \
     "APNs-compatible push gateway for Linux devices" \
     "rouse-gateway accepts pushes from VoIP backends with the APNs provider API (same requests, JWT keys or client certificates, same reasons), stores them durably (SQLite, or PostgreSQL shared by several gateways) and delivers them to Linux devices running rouse-agent over one long-lived HTTP/2 device channel. The unit is enabled at installation and starts once 'rouse gateway init' has written /etc/rouse/gateway.json.")")
 # procps: the agent unit's ExecReload= is /bin/kill -HUP (handler files reloaded on SIGHUP).

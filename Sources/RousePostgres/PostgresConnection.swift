@@ -1,4 +1,4 @@
-import CLibPQ
+import CRousePQ
 import FoundationEssentials
 import Glibc
 import RouseSystem
@@ -17,6 +17,9 @@ package final class PostgresConnection {
     /// Connects with libpq keyword/value pairs (`host`, `dbname`, `connect_timeout`…; a `dbname` holding a URL is
     /// expanded); a failure is ``PostgresError/isConnectFailure`` with libpq's message.
     package init(parameters pairs: [(String, String)]) throws(PostgresError) {
+        if let why = rouse_pq_load() {
+            throw .connect("libpq is not available: " + String(cString: why))
+        }
         let keywords = pairs.map { strdup($0.0) } + [nil]
         let values = pairs.map { strdup($0.1) } + [nil]
         defer {
@@ -25,26 +28,26 @@ package final class PostgresConnection {
         }
         let connection = keywords.map { UnsafePointer($0) }.withUnsafeBufferPointer { keywordBuffer in
             values.map { UnsafePointer($0) }.withUnsafeBufferPointer { valueBuffer in
-                PQconnectdbParams(keywordBuffer.baseAddress, valueBuffer.baseAddress, 1)
+                rouse_pq_connectdb_params(keywordBuffer.baseAddress, valueBuffer.baseAddress, 1)
             }
         }
         guard let connection else { throw .noMemory }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Self.message(PQerrorMessage(connection))
-            PQfinish(connection)
+        guard rouse_pq_status(connection) == CONNECTION_OK else {
+            let message = Self.message(rouse_pq_error_message(connection))
+            rouse_pq_finish(connection)
             throw .connect(message)
         }
         handle = connection
     }
 
-    deinit { PQfinish(handle) }
+    deinit { rouse_pq_finish(handle) }
 
     /// False once the connection broke (the server went away); such a connection is replaced, not reused.
-    package var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    package var isHealthy: Bool { rouse_pq_status(handle) == CONNECTION_OK }
 
     /// Runs a statement without parameters (`BEGIN`, DDL, several statements separated by `;`).
     package func execute(_ sql: String) throws(PostgresError) {
-        let result = PostgresResult(PQexec(handle, sql))
+        let result = PostgresResult(rouse_pq_exec(handle, sql))
         try check(result, sql)
     }
 
@@ -56,7 +59,7 @@ package final class PostgresConnection {
             name = known
         } else {
             name = "s\(prepared.count + 1)"
-            let result = PostgresResult(PQprepare(handle, name, sql, Int32(parameters.count), nil))
+            let result = PostgresResult(rouse_pq_prepare(handle, name, sql, Int32(parameters.count), nil))
             try check(result, sql)
             prepared[sql] = name
         }
@@ -88,24 +91,24 @@ package final class PostgresConnection {
         }
         let values = buffers.map { UnsafePointer($0) }
         let result = PostgresResult(
-            PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
+            rouse_pq_exec_prepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
         try check(result, sql)
         return result
     }
 
     /// The connection's socket, to wait on for notifications (`LISTEN`).
-    package var socket: Int32 { PQsocket(handle) }
+    package var socket: Int32 { rouse_pq_socket(handle) }
 
     /// Reads what the server sent and returns the payloads of the notifications received; a broken connection is
     /// ``PostgresError/isUnavailable``.
     package func notifications() throws(PostgresError) -> [String] {
-        guard PQconsumeInput(handle) == 1, isHealthy else {
-            throw .lost(Self.message(PQerrorMessage(handle)))
+        guard rouse_pq_consume_input(handle) == 1, isHealthy else {
+            throw .lost(Self.message(rouse_pq_error_message(handle)))
         }
         var payloads: [String] = []
-        while let notification = PQnotifies(handle) {
+        while let notification = rouse_pq_notifies(handle) {
             payloads.append(String(cString: notification.pointee.extra))
-            PQfreemem(notification)
+            rouse_pq_freemem(notification)
         }
         return payloads
     }
@@ -113,7 +116,7 @@ package final class PostgresConnection {
     private func check(_ result: PostgresResult, _ sql: String) throws(PostgresError) {
         let status = result.status
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
-        let message = result.errorMessage ?? Self.message(PQerrorMessage(handle))
+        let message = result.errorMessage ?? Self.message(rouse_pq_error_message(handle))
         if !isHealthy {
             // A lost connection is never used again (the store replaces it): its prepared statements go with it.
             throw .lost(message)

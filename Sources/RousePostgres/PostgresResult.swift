@@ -1,39 +1,39 @@
-import CLibPQ
+import CRousePQ
 
 /// The rows of one statement (text format), freed with the value.
 package final class PostgresResult {
     private let handle: OpaquePointer?
 
     init(_ handle: OpaquePointer?) { self.handle = handle }
-    deinit { PQclear(handle) }
+    deinit { rouse_pq_clear(handle) }
 
-    var status: ExecStatusType { handle.map { PQresultStatus($0) } ?? PGRES_FATAL_ERROR }
+    var status: ExecStatusType { handle.map { rouse_pq_result_status($0) } ?? PGRES_FATAL_ERROR }
     var errorMessage: String? {
-        guard let handle, let text = PQresultErrorMessage(handle), text.pointee != 0 else { return nil }
+        guard let handle, let text = rouse_pq_result_error_message(handle), text.pointee != 0 else { return nil }
         return PostgresConnection.message(text)
     }
     var sqlState: String? {
-        guard let handle, let text = PQresultErrorField(handle, Int32(UInt8(ascii: "C"))) else { return nil }
+        guard let handle, let text = rouse_pq_result_error_field(handle, Int32(UInt8(ascii: "C"))) else { return nil }
         return String(cString: text)
     }
 
     /// Rows returned.
-    package var count: Int { handle.map { Int(PQntuples($0)) } ?? 0 }
+    package var count: Int { handle.map { Int(rouse_pq_ntuples($0)) } ?? 0 }
     /// Rows a command touched (`DELETE`, `UPDATE`).
     package var affected: Int {
-        guard let handle, let text = PQcmdTuples(handle) else { return 0 }
+        guard let handle, let text = rouse_pq_cmd_tuples(handle) else { return 0 }
         return Int(String(cString: text)) ?? 0
     }
 
     /// Whether the value at `row`, `column` is NULL (true when there is no result).
     package func isNull(_ row: Int, _ column: Int) -> Bool {
         guard let handle else { return true }
-        return PQgetisnull(handle, Int32(row), Int32(column)) != 0
+        return rouse_pq_getisnull(handle, Int32(row), Int32(column)) != 0
     }
 
     /// The value at `row`, `column` as text (nil for NULL).
     package func string(_ row: Int, _ column: Int) -> String? {
-        guard let handle, !isNull(row, column), let text = PQgetvalue(handle, Int32(row), Int32(column)) else {
+        guard let handle, !isNull(row, column), let text = rouse_pq_getvalue(handle, Int32(row), Int32(column)) else {
             return nil
         }
         return String(cString: text)
@@ -48,10 +48,10 @@ package final class PostgresResult {
 
     /// A `bytea` column (text format: `\x` and hex digits).
     package func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
-        guard let handle, !isNull(row, column), let text = PQgetvalue(handle, Int32(row), Int32(column)) else {
+        guard let handle, !isNull(row, column), let text = rouse_pq_getvalue(handle, Int32(row), Int32(column)) else {
             return nil
         }
-        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
+        let length = Int(rouse_pq_getlength(handle, Int32(row), Int32(column)))
         return Self.decodeHex(
             UnsafeBufferPointer(start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: length))
     }
