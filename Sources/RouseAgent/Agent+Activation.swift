@@ -67,5 +67,5 @@ extension Agent {
     }
 
     /// The arbiter's snapshot: who holds what and who waits.
-    public func activationSnapshot() -> ActivationSnapshot { activations.snapshot }
+    package func activationSnapshot() -> ActivationSnapshot { activations.snapshot }
 }

@@ -152,7 +152,7 @@ extension Agent {
     }
 
     /// The public tokens by topic (for tests and status).
-    public func tokens() -> [String: String] { durable.tokens }
+    package func tokens() -> [String: String] { durable.tokens }
 
     /// Sends the handler report to the gateway when it differs from the one the gateway last accepted (after
     /// a channel open: always once). Runs beside push handling, one request at a time; a failure is logged and

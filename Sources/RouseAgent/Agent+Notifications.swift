@@ -347,19 +347,19 @@ extension Agent {
 }
 
 /// The notifications' part of `rouse agent status` (docs/agent.md, "Notifications").
-public struct NotificationStatus: Codable, Sendable, Equatable {
+package struct NotificationStatus: Codable, Sendable, Equatable {
     /// Whether the notification server's bus is connected and its signals followed.
-    public var serverFollowed: Bool
+    package var serverFollowed: Bool
     /// Notifications shown since the start (alert pushes and local ones).
-    public var shown: Int
+    package var shown: Int
     /// Shown notifications remembered now (what a click answers).
-    public var tracked: Int
+    package var tracked: Int
     /// Shown notifications forgotten because their handler had 64 remembered (a click on one launches nothing).
-    public var forgottenOverLimit: Int
+    package var forgottenOverLimit: Int
     /// Responses dropped because 16 waited already for their handler to register.
-    public var responsesDropped: Int
+    package var responsesDropped: Int
     /// Alert pushes handed to their handler because the server could not show them.
-    public var fallbacks: Int
+    package var fallbacks: Int
     /// Pending local notifications, every handler's.
-    public var pendingLocal: Int
+    package var pendingLocal: Int
 }

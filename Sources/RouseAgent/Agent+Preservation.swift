@@ -14,7 +14,7 @@ extension Agent {
     /// Format of the agent's own pieces; an archive with another writer version is discarded.
     static let ownArchiveVersion = "rouse-agent-state/1"
     /// The agent's version, stored in every archive.
-    public static let version = "0.8.0"
+    package static let version = "0.8.0"
 
     // MARK: Handler → agent
 

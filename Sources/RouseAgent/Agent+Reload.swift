@@ -7,7 +7,7 @@ extension Agent {
     /// Applies a new set of handler configurations (SIGHUP): new handlers are added, removed ones are
     /// terminated and dropped, changed ones take the new settings (a changed file counts as registering the
     /// handler again: strikes are cleared).
-    public func reload(handlers configurations: [HandlerConfiguration]) async {
+    package func reload(handlers configurations: [HandlerConfiguration]) async {
         let names = Set(configurations.map(\.name))
         for name in handlers.names where !names.contains(name) {
             holderGone(name, reason: .terminatedByAgent)
@@ -47,7 +47,7 @@ extension Agent {
 
     /// Per-user mode: the session's environment for the launches from now on (read again by the caller, off the
     /// agent, e.g. after the session exported a new display to the user manager and the unit was reloaded).
-    public func reload(sessionEnvironment: [String: String]) {
+    package func reload(sessionEnvironment: [String: String]) {
         self.sessionEnvironment = sessionEnvironment
         if configuration.mode == .user { activations.sessionEnvironmentChanged(sessionEnvironment) }
         logger.info("session environment reloaded", metadata: ["variables": "\(sessionEnvironment.count)"])

@@ -321,14 +321,14 @@ extension Agent {
 
 extension AgentStatus {
     /// A handler's socket-woken VoIP state (docs/voip-sockets.md).
-    public struct VoIP: Codable, Sendable {
+    package struct VoIP: Codable, Sendable {
         /// Watched sockets as `ID:KIND`.
-        public var sockets: [String]
+        package var sockets: [String]
         /// Socket wakes owing a report.
-        public var owedWakes: [String]
+        package var owedWakes: [String]
         /// The keep-alive interval it asked for.
-        public var keepAliveSeconds: Double?
+        package var keepAliveSeconds: Double?
         /// Seconds to the keep-alive timer that serves it.
-        public var nextKeepAliveInSeconds: Double?
+        package var nextKeepAliveInSeconds: Double?
     }
 }

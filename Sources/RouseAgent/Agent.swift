@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// the IPC connections (``IPCRegistry``), activations (``ActivationCoordinator``), preservation
 /// (``Preservations``), background fetch (``Fetches``) and transfers (``Transfers``), and what survives a
 /// restart (``DurableState``). The actor wires them: its steps (in `Agent+*.swift`) read one part and tell another.
-public actor Agent: Service {
+package actor Agent: Service {
     let configuration: AgentConfiguration
     /// Per-user mode: the session's environment launches use (``AgentConfiguration/sessionEnvironment`` until a
     /// reload replaces it).
@@ -79,14 +79,14 @@ public actor Agent: Service {
     package internal(set) var timeChanges = 0
     var background: [Task<Void, Never>] = []
     /// Pushes handed to handlers (for tests and the benchmark).
-    public private(set) var delivered = 0
+    package private(set) var delivered = 0
     /// Handler archives stored (for tests and the benchmark).
     package var preservesStored: Int { preservations.stored }
     /// Restoration answers recorded (for tests and the benchmark).
     package var restorationsAnswered: Int { preservations.answered }
 
     /// An agent; nothing runs until ``start()``.
-    public init(
+    package init(
         configuration: AgentConfiguration, store: any AgentStateStore, persistence: AgentPersistence? = nil,
         logger: Logger
     ) throws {
@@ -145,14 +145,14 @@ public actor Agent: Service {
     var wallMilliseconds: Int64 { time.wallMilliseconds }
 
     /// Runs until graceful shutdown (ServiceLifecycle), then stops.
-    public func run() async throws {
+    package func run() async throws {
         try await start()
         try? await gracefulShutdown()
         await shutdown()
     }
 
     /// Starts: IPC socket, enrollment, reachability, channel.
-    public func start() async throws {
+    package func start() async throws {
         logger.info(
             "suspend mechanism", metadata: ["mechanism": "\(control.mechanism.rawValue)", "detail": "\(control.note)"])
         let limitsMetadata: Logger.Metadata = [
@@ -199,7 +199,7 @@ public actor Agent: Service {
     }
 
     /// Stops the channel, kills launched handlers, closes the socket.
-    public func shutdown() async {
+    package func shutdown() async {
         logger.info("agent stopping")
         terminations.agentStopping = true  // a handler that exits from now on is not launched again
         await preserveAll(reason: "shutdown")

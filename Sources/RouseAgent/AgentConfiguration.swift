@@ -3,7 +3,7 @@ import RouseClock
 import RouseDBus
 
 /// How the agent runs: see docs/agent.md, "Two modes".
-public enum AgentMode: String, Sendable {
+package enum AgentMode: String, Sendable {
     /// A system service (root) for headless devices: handlers run as `handlerUser`, in a clean environment.
     case system
     /// A user service of the logged-in user: handlers are the user's programs, in the session's environment.
@@ -11,79 +11,79 @@ public enum AgentMode: String, Sendable {
 }
 
 /// Everything the agent needs to run.
-public struct AgentConfiguration: Sendable {
+package struct AgentConfiguration: Sendable {
     /// System service or per-user service.
-    public var mode = AgentMode.system
+    package var mode = AgentMode.system
     /// Per-user mode: the session's environment (the user manager's) as read at start; ``Agent/reload(sessionEnvironment:)``
     /// replaces it (rouse-agent reads it again on SIGHUP). Launches use it as it is, without asking anyone.
-    public var sessionEnvironment: [String: String] = [:]
+    package var sessionEnvironment: [String: String] = [:]
     /// The gateway's device API.
-    public var endpoint: GatewayEndpoint
+    package var endpoint: GatewayEndpoint
     /// One-time enrollment secret (used once; the credential is kept in the state store).
-    public var enrollmentSecret: String?
+    package var enrollmentSecret: String?
     /// The IPC socket path.
-    public var socketPath: String
+    package var socketPath: String
     /// Handlers.
-    public var handlers: [HandlerConfiguration]
+    package var handlers: [HandlerConfiguration]
     /// Reachability target (default: the gateway's host).
-    public var reachabilityTarget: String?
+    package var reachabilityTarget: String?
     /// Interface names whose paths count as expensive besides cellular ones (discretionary transfers wait while
     /// the path to the gateway is expensive; iOS: cellular and Low Data Mode).
-    public var expensiveInterfaces: Set<String> = []
+    package var expensiveInterfaces: Set<String> = []
     /// Run the reachability monitor in this network namespace (tests).
-    public var networkNamespacePath: String?
+    package var networkNamespacePath: String?
     /// Don't watch reachability: assume the gateway reachable.
-    public var assumeReachable = false
+    package var assumeReachable = false
     /// Channel reconnect backoff.
-    public var backoff = ChannelStateMachine.Backoff()
+    package var backoff = ChannelStateMachine.Backoff()
     /// Force a suspend mechanism (tests); nil picks the best.
-    public var suspendMechanism: SuspendMechanism?
+    package var suspendMechanism: SuspendMechanism?
     /// The user handlers without `user =` run as when the agent runs as root (never root itself: a handler that
     /// must be root says `allow-root = true`). Unused by an agent that is not root: its handlers run as itself.
-    public var handlerUser = "rouse-handler"
+    package var handlerUser = "rouse-handler"
     /// Members of this group (besides root and the agent's own user) may send admin requests over IPC (status,
     /// sessions, reregister, start/stop, route changes, rotate-key). Never a handler: its connections are refused.
-    public var adminGroup: String?
+    package var adminGroup: String?
     /// Extra environment for launched handlers (beyond the allow-list: see ``HandlerCredentials``).
-    public var handlerEnvironment: [String: String] = [:]
+    package var handlerEnvironment: [String: String] = [:]
     /// Command (argv, no shell) run on every activation grant and revoke (docs/activations.md, "Hook").
-    public var activationHook: [String]?
+    package var activationHook: [String]?
     /// How long one hook run may take before it is killed.
-    public var activationHookTimeout = Duration.seconds(2)
+    package var activationHookTimeout = Duration.seconds(2)
     /// How long the agent waits for a handler's `preserve` answer before suspending or terminating it.
-    public var preserveTimeout = Duration.seconds(1)
+    package var preserveTimeout = Duration.seconds(1)
     /// How long a launched handler (and the agent itself) must stay up before its launch counts as finished
     /// (crash-loop counter cleared, the offered archive deleted).
-    public var restorationGrace = Duration.seconds(10)
+    package var restorationGrace = Duration.seconds(10)
     /// Where background transfers keep their files (nil: `rouse-transfers` beside the socket).
-    public var transferSpool: String?
+    package var transferSpool: String?
     /// CA bundle background transfers verify servers with (nil: the system store).
-    public var transferCAFile: String?
+    package var transferCAFile: String?
     /// Background-transfer budgets per handler and in total.
-    public var transferLimits = TransferBook.Limits()
+    package var transferLimits = TransferBook.Limits()
     /// Budgets of watched VoIP sockets (per handler, in total; docs/voip-sockets.md).
-    public var voipSocketLimits = VoIPSocketBook.Limits()
+    package var voipSocketLimits = VoIPSocketBook.Limits()
     /// Every "now", wall time and timer of the agent: the handler rules' deadlines, the channel's backoff and
     /// heartbeat, retries, grace periods. Tests pass a ``ManualClock`` to prove that something does not happen.
-    public var clock: any RouseClock = SystemClock()
+    package var clock: any RouseClock = SystemClock()
     /// The user's session over D-Bus (logind's lock state, protected data); nil: none (the session counts as
     /// unlocked from start). docs/agent.md, "Session integration".
-    public var session: SessionIntegration?
+    package var session: SessionIntegration?
     /// How long a finished transfer's result (a downloaded file) waits for its handler before it is deleted.
-    public var transferResultLifetime = Duration.seconds(7 * 86400)
+    package var transferResultLifetime = Duration.seconds(7 * 86400)
     /// Without ``session``: the bus on which logind's `PrepareForShutdown` is followed (no termination notices at a
     /// system shutdown); nil: not followed (handlers stopped at a reboot then get their notice).
-    public var shutdownBus: DBusBus?
+    package var shutdownBus: DBusBus?
     /// The time-zone link whose replacement is a `timeChanged` (`timeZone`); its directory is watched (inotify). nil:
     /// only clock steps are watched.
-    public var timeZonePath: String? = "/etc/localtime"
+    package var timeZonePath: String? = "/etc/localtime"
 
     /// Memory pressure: the PSI trigger and how long pressure must last before handlers are terminated (nil: not
     /// watched). docs/agent.md, "Memory pressure".
-    public var memoryPressure: MemoryPressureSettings? = MemoryPressureSettings()
+    package var memoryPressure: MemoryPressureSettings? = MemoryPressureSettings()
 
     /// A configuration.
-    public init(
+    package init(
         endpoint: GatewayEndpoint, enrollmentSecret: String? = nil, socketPath: String,
         handlers: [HandlerConfiguration]
     ) {

@@ -1,16 +1,16 @@
 import RouseSystem
 
 /// A failure of the agent's shells (syscalls, configuration, gateway requests).
-public struct AgentError: Error, Sendable, CustomStringConvertible {
+package struct AgentError: Error, Sendable, CustomStringConvertible {
     private enum Code: String, Sendable {
         case system, configuration, gateway, identity
     }
 
     private let code: Code
     /// The errno of a failed syscall (``system(_:_:)``), nil otherwise.
-    public let errno: Int32?
+    package let errno: Int32?
     /// What failed, with its context (the syscall and errno, the file and line, the HTTP status).
-    public let detail: String
+    package let detail: String
 
     /// A call of RouseSystem's syscall layer failed (the detail is its description: call, path, errno). A socket
     /// path too long for `sun_path` is a configuration error.
@@ -28,16 +28,16 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A configuration file is wrong.
-    public static func configuration(_ detail: String) -> AgentError {
+    package static func configuration(_ detail: String) -> AgentError {
         AgentError(code: .configuration, detail: detail)
     }
     /// The gateway refused or failed a request.
-    public static func gateway(_ detail: String) -> AgentError { AgentError(code: .gateway, detail: detail) }
+    package static func gateway(_ detail: String) -> AgentError { AgentError(code: .gateway, detail: detail) }
     /// A peer is not who it claims to be.
-    public static func identity(_ detail: String) -> AgentError { AgentError(code: .identity, detail: detail) }
+    package static func identity(_ detail: String) -> AgentError { AgentError(code: .identity, detail: detail) }
 
     /// Whether this is a configuration error.
-    public var isConfiguration: Bool { code == .configuration }
+    package var isConfiguration: Bool { code == .configuration }
 
     private init(code: Code, detail: String, errno: Int32? = nil) {
         self.code = code
@@ -46,7 +46,7 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A shortage that passes (descriptors, memory, processes): worth trying again shortly.
-    public var isShortage: Bool { errno.map { Errno(rawValue: $0).isShortage } ?? false }
+    package var isShortage: Bool { errno.map { Errno(rawValue: $0).isShortage } ?? false }
 
-    public var description: String { "\(code.rawValue): \(detail)" }
+    package var description: String { "\(code.rawValue): \(detail)" }
 }

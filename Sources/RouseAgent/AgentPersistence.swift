@@ -10,26 +10,26 @@ import Synchronization
 /// records of the agent and its handlers) — and the preservation rules over `state/`. Opened once at start,
 /// in the order `docs/state.md` prescribes: key loaded (backend logged), stale temps removed, an interrupted
 /// key rotation completed.
-public final class AgentPersistence: Sendable {
+package final class AgentPersistence: Sendable {
     /// Where the data key lives.
-    public let keyStore: KeyStore
+    package let keyStore: KeyStore
     /// The backend the key was loaded from.
-    public let backend: KeyBackend
+    package let backend: KeyBackend
     /// The keys every store seals and opens with.
-    public let ring: KeyRing
+    package let ring: KeyRing
     /// Durable secrets: the device credential and the agent's durable state.
-    public let secrets: SealedStore
+    package let secrets: SealedStore
     /// Preserved state (purgeable) and launch records.
-    public let archives: SealedStore
+    package let archives: SealedStore
     /// The preservation and restoration rules over ``archives``.
-    public let preservation: PreservationStore
+    package let preservation: PreservationStore
     let logger: Logger
 
     /// Opens (creating when missing) `<stateDirectory>/secrets`, `<stateDirectory>/state` and the key in
     /// `keyDirectory`. `credentialsDirectory` and `systemdCreds` are for tests (see ``KeyStore``). `startsUnlocked`
     /// false: the session's lock state will be reported (logind, ``SessionIntegration``), and until then only class
     /// `none` files are available.
-    public init(
+    package init(
         stateDirectory: String, keyDirectory: String, preference: KeyBackendPreference = .auto, logger: Logger,
         systemdCreds: String = "/usr/bin/systemd-creds", credentialsDirectory: String? = nil,
         startsUnlocked: Bool = true
@@ -61,7 +61,7 @@ public final class AgentPersistence: Sendable {
 
     /// Rotates the data key, re-sealing every file (call with no write in flight: the agent is an actor).
     /// Returns the new key's id (hex).
-    public func rotateKey() throws(StateError) -> String {
+    package func rotateKey() throws(StateError) -> String {
         try KeyRotation.rotate(keyStore: keyStore, backend: backend, ring: ring, stores: stores, logger: logger).idHex
     }
 }
@@ -70,7 +70,7 @@ public final class AgentPersistence: Sendable {
 /// of the durable state as `agent.durable`, both AES-GCM under the data key (class `none`: the agent must
 /// reconnect at boot, before anyone unlocks). A plaintext `state.json` left by an older agent is migrated
 /// once, then removed.
-public struct SealedAgentStateStore: AgentStateStore {
+package struct SealedAgentStateStore: AgentStateStore {
     static let credentialName = "device.credential"
     static let stateName = "agent.durable"
     static let stateKind = "agent-state"
@@ -82,7 +82,7 @@ public struct SealedAgentStateStore: AgentStateStore {
     private let credentialOnDisk = CredentialOnDisk()
 
     /// A store over `store`; `legacyPath` is the plaintext JSON file of older agents, migrated at `load`.
-    public init(store: SealedStore, legacyPath: String?, logger: Logger) {
+    package init(store: SealedStore, legacyPath: String?, logger: Logger) {
         self.store = store
         self.legacyPath = legacyPath
         self.logger = logger
@@ -90,7 +90,7 @@ public struct SealedAgentStateStore: AgentStateStore {
 
     /// The stored state; empty when there is none or when it failed its checks (tampered, truncated: the
     /// file is discarded and logged by the store, and the agent starts clean).
-    public func load() throws -> AgentState {
+    package func load() throws -> AgentState {
         if let legacyPath, FileManager.default.fileExists(atPath: legacyPath) {
             let data = try Data(contentsOf: URL(fileURLWithPath: legacyPath))
             let state = try JSONDecoder().decode(AgentState.self, from: data)
@@ -131,7 +131,7 @@ public struct SealedAgentStateStore: AgentStateStore {
     }
 
     /// Writes the credential (when it changed) and the rest, each sealed and atomically replaced.
-    public func save(_ state: AgentState) throws {
+    package func save(_ state: AgentState) throws {
         var rest = state
         rest.credential = nil
         let encoder = JSONEncoder()

@@ -5,7 +5,7 @@ import RouseState
 /// What the agent persists across restarts: its credential, push tokens, the de-duplication window, and
 /// per-handler strikes. Encrypted storage (RouseState) can replace ``JSONFileAgentStateStore``
 /// behind this protocol.
-public protocol AgentStateStore: Sendable {
+package protocol AgentStateStore: Sendable {
     /// The stored state, or an empty one.
     func load() throws -> AgentState
     /// Replaces the stored state durably (atomic: temp file, fsync, rename).
@@ -14,22 +14,22 @@ public protocol AgentStateStore: Sendable {
 
 /// ``AgentStateStore`` as one JSON file, written atomically by RouseState's `AtomicWriter` (temp + fsync + rename +
 /// fsync of the directory).
-public struct JSONFileAgentStateStore: AgentStateStore {
+package struct JSONFileAgentStateStore: AgentStateStore {
     /// The file.
-    public let path: String
+    package let path: String
 
     /// A store at `path` (its directory must exist).
-    public init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
     /// The stored state, or an empty one when the file does not exist.
-    public func load() throws -> AgentState {
+    package func load() throws -> AgentState {
         guard FileManager.default.fileExists(atPath: path) else { return AgentState() }
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         return try JSONDecoder().decode(AgentState.self, from: data)
     }
 
     /// Writes the state atomically (temp file, fsync, rename, fsync of the directory).
-    public func save(_ state: AgentState) throws {
+    package func save(_ state: AgentState) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(state)

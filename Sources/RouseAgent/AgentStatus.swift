@@ -2,104 +2,104 @@ import FoundationEssentials
 import RouseAgentCore
 
 /// The status document (`rouse agent status --json`).
-public struct AgentStatus: Codable, Sendable {
+package struct AgentStatus: Codable, Sendable {
     /// One handler's state.
-    public struct Handler: Codable, Sendable {
+    package struct Handler: Codable, Sendable {
         /// Handler name (its file stem).
-        public var name: String
+        package var name: String
         /// Bundle id.
-        public var topic: String
+        package var topic: String
         /// Lifecycle state (`notRunning`, `launching`, `background`, `suspended`, `active`, `inactive`).
-        public var state: String
+        package var state: String
         /// Process id while running.
-        public var pid: Int32?
+        package var pid: Int32?
         /// Whether it is registered over IPC.
-        public var connected: Bool
+        package var connected: Bool
         /// Missed VoIP reports inside the strike window.
-        public var strikes: Int
+        package var strikes: Int
         /// VoIP launches stopped until registered again.
-        public var voipBlocked: Bool
+        package var voipBlocked: Bool
         /// Stopped by the user: no background launches.
-        public var userStopped: Bool
+        package var userStopped: Bool
         /// VoIP pushes waiting for a call report.
-        public var owedReports: [String]
+        package var owedReports: [String]
         /// Background pushes waiting for completion.
-        public var openBackgroundPushes: [String]
+        package var openBackgroundPushes: [String]
         /// Open background tasks, by name.
-        public var tasks: [String]
+        package var tasks: [String]
         /// Background-task budget left (nil in the foreground or not running).
-        public var budgetRemainingSeconds: Double?
+        package var budgetRemainingSeconds: Double?
         /// Background-push tokens available.
-        public var backgroundTokens: Double
+        package var backgroundTokens: Double
         /// The held (throttled) background push.
-        public var heldPush: String?
+        package var heldPush: String?
         /// It holds a call or background-capable audio session: it is not suspended.
-        public var holdsAudio: Bool
+        package var holdsAudio: Bool
         /// Why its last launch was refused (who it would run as, or an executable others may write), if it was.
-        public var launchRefused: String? = nil
+        package var launchRefused: String? = nil
         /// Background fetch: the next planned one and the history that set it (nil: the handler does not fetch).
-        public var fetch: Fetch? = nil
+        package var fetch: Fetch? = nil
         /// Watched VoIP sockets and keep-alive (nil: neither; docs/voip-sockets.md).
-        public var voip: VoIP? = nil
+        package var voip: VoIP? = nil
         /// While frozen: the listening sockets it kept (`listening-sockets = "report"`; nil: none).
-        public var listeningSockets: [String]? = nil
+        package var listeningSockets: [String]? = nil
         /// Its cgroup's charged memory in bytes (`memory.current`, v1 `memory.usage_in_bytes`); nil when not running
         /// or not known.
-        public var memoryBytes: Int64? = nil
+        package var memoryBytes: Int64? = nil
     }
 
     /// A handler's background-fetch plan.
-    public struct Fetch: Codable, Sendable {
+    package struct Fetch: Codable, Sendable {
         /// Its declared minimum interval.
-        public var minimumSeconds: Double
+        package var minimumSeconds: Double
         /// The multiplier its history set (1 to 16).
-        public var factor: Double
+        package var factor: Double
         /// Seconds to its preferred fetch (nil while the network is unusable: no fetch is planned).
-        public var nextInSeconds: Double?
+        package var nextInSeconds: Double?
         /// The fetch under way.
-        public var running: String?
+        package var running: String?
         /// The last fetches.
-        public var history: [FetchScheduler.Entry]
+        package var history: [FetchScheduler.Entry]
     }
 
     /// Device channel state.
-    public var channel: String
+    package var channel: String
     /// Gateway reachability.
-    public var gatewayReachable: Bool
+    package var gatewayReachable: Bool
     /// Enrolled device id.
-    public var deviceID: String?
+    package var deviceID: String?
     /// `cgroup-v2`, `cgroup-v1-freezer` or `SIGSTOP`.
-    public var suspendMechanism: String
+    package var suspendMechanism: String
     /// Where the handler cgroups are, or why none is used.
-    public var suspendNote: String
+    package var suspendNote: String
     /// Where handlers' `tasks-max` and `memory-max-mib` are enforced: `cgroup-v2`, `cgroup-v1` or `none`
     /// (``LimitMechanism``).
-    public var limits: String? = nil
+    package var limits: String? = nil
     /// Where the limits are written, or why they cannot be.
-    public var limitsNote: String? = nil
+    package var limitsNote: String? = nil
     /// Handlers, by name.
-    public var handlers: [Handler]
+    package var handlers: [Handler]
     /// Push tokens by topic (public values: the gateway hands them to providers).
-    public var tokens: [String: String]? = nil
+    package var tokens: [String: String]? = nil
     /// Watched VoIP sockets' counters (budget refusals, wakes, closes, errors).
-    public var voipSockets: VoIPSocketBook.Counters? = nil
+    package var voipSockets: VoIPSocketBook.Counters? = nil
     /// The IPC budgets: connections now, and how often each budget was hit (nil in a handler's own view).
-    public var ipc: IPCCounters? = nil
+    package var ipc: IPCCounters? = nil
     /// The user's session: lock, power (nil without session integration; docs/agent.md, "Session integration").
-    public var session: SessionStatus? = nil
+    package var session: SessionStatus? = nil
     /// Notifications shown and local ones pending (nil without a notification bus and none pending).
-    public var notifications: NotificationStatus? = nil
+    package var notifications: NotificationStatus? = nil
     /// How often the freeze-time rules terminated a handler or reported what it kept (docs/agent.md).
-    public var freeze: FreezeCounters? = nil
+    package var freeze: FreezeCounters? = nil
     /// The UnifiedPush distributor's counters (nil: no distributor).
-    public var unifiedPush: UnifiedPushStatus? = nil
+    package var unifiedPush: UnifiedPushStatus? = nil
     /// Memory pressure: the trigger, what it did (docs/agent.md, "Memory pressure").
-    public var memory: MemoryStatus? = nil
+    package var memory: MemoryStatus? = nil
 }
 
 extension Agent {
     /// The status now.
-    public func status() -> AgentStatus {
+    package func status() -> AgentStatus {
         let current = now
         let handlers = handlers.names.compactMap { name -> AgentStatus.Handler? in
             guard let configuration = self.handlers.configuration(of: name),

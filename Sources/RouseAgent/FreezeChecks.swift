@@ -1,22 +1,22 @@
 import RouseAgentCore
 
 /// How often the freeze-time rules acted (status `freeze`; docs/agent.md, "Freezing and shared resources").
-public struct FreezeCounters: Codable, Sendable, Equatable {
+package struct FreezeCounters: Codable, Sendable, Equatable {
     /// Handlers terminated where they would have been frozen, for `exits-on-suspend = true`.
-    public var exitsOnSuspend = 0
+    package var exitsOnSuspend = 0
     /// Handlers terminated for holding a lock on a declared exclusive file past their background time.
-    public var exclusiveResource = 0
+    package var exclusiveResource = 0
     /// Handlers terminated for listening past their background time (`listening-sockets = "terminate"`).
-    public var listeningSockets = 0
+    package var listeningSockets = 0
     /// Freezes of handlers that kept listening sockets (`listening-sockets = "report"`).
-    public var listeningSocketsReported = 0
+    package var listeningSocketsReported = 0
     /// Held playback sessions found silent past their grace: they no longer kept the handler from being frozen.
-    public var silentAudio = 0
+    package var silentAudio = 0
     /// Checks of held background playback run against the audio server.
-    public var audibleChecks = 0
+    package var audibleChecks = 0
 
     /// No event yet.
-    public init() {}
+    package init() {}
 }
 
 /// The freeze-time rules' state: counters, the listening sockets each frozen handler kept (for status). Owned by

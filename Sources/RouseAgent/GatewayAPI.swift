@@ -5,31 +5,31 @@ import RouseWire
 import Synchronization
 
 /// How the agent reaches the gateway's device API and proves who it is.
-public struct GatewayEndpoint: Sendable {
+package struct GatewayEndpoint: Sendable {
     /// Base URL, e.g. `https://gateway.example:2198`.
-    public var baseURL: String
+    package var baseURL: String
     /// Other gateway nodes sharing the first one's store (several nodes on PostgreSQL): the channel moves to the
     /// next one, in turn, when its node is unreachable or ends the channel.
-    public var otherBaseURLs: [String] = []
+    package var otherBaseURLs: [String] = []
     /// CA bundle for the gateway's certificate (nil: the system store).
-    public var caFile: String?
+    package var caFile: String?
     /// Device certificate and key (PEM) instead of a bearer credential.
-    public var clientCertificate: (certificate: String, key: String)?
+    package var clientCertificate: (certificate: String, key: String)?
     /// TCP keepalive idle time on the channel connection.
-    public var tcpKeepAlive: Duration = .seconds(60)
+    package var tcpKeepAlive: Duration = .seconds(60)
 
     /// An endpoint.
-    public init(baseURL: String, caFile: String? = nil, clientCertificate: (certificate: String, key: String)? = nil) {
+    package init(baseURL: String, caFile: String? = nil, clientCertificate: (certificate: String, key: String)? = nil) {
         self.baseURL = baseURL
         self.caFile = caFile
         self.clientCertificate = clientCertificate
     }
 
     /// Every node's base URL, the first one first.
-    public var baseURLs: [String] { [baseURL] + otherBaseURLs }
+    package var baseURLs: [String] { [baseURL] + otherBaseURLs }
 
     /// The host part of the URL (the reachability target).
-    public var host: String {
+    package var host: String {
         var rest = Substring(baseURL)
         if let range = rest.firstRange(ofText: "://") { rest = rest[range.upperBound...] }
         rest = rest.prefix { $0 != "/" }
@@ -115,7 +115,7 @@ extension GatewayEndpoint {
     /// Enrolls a device once, outside a running agent (`rouse agent enroll`): the same request as the agent's
     /// first start, with a one-time `secret` or the endpoint's client certificate. Throws ``AgentError`` when the
     /// gateway refused, the transport's error when it could not be reached.
-    public func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
+    package func enroll(secret: String?) async throws -> (deviceID: String, credential: String?) {
         let curl = try CurlHTTPClient()
         do {
             let result = try await GatewayAPI(endpoint: self, curl: curl).enroll(secret: secret)

@@ -37,40 +37,40 @@ import RouseSystem
 ///
 /// `fetch-minimum-seconds = 900` (top level, optional, 1 to 86400) declares background fetch: the agent wakes the
 /// handler at opportunities no closer than that (docs/agent.md, "Background fetch").
-public struct HandlerConfiguration: Sendable, Equatable {
+package struct HandlerConfiguration: Sendable, Equatable {
     /// Name (the file's stem).
-    public var name: String
+    package var name: String
     /// Bundle id.
-    public var topic: String
+    package var topic: String
     /// Executable path and arguments.
-    public var command: [String]
+    package var command: [String]
     /// Push types it takes.
-    public var pushTypes: [String]
+    package var pushTypes: [String]
     /// User it runs as (nil: the agent's); another user than the agent's needs the agent to run as root.
-    public var user: String?
+    package var user: String?
     /// Group it runs as (nil: the user's primary group, or the agent's).
-    public var group: String?
+    package var group: String?
     /// It may run as root (`allow-root = true`): without it, a root agent refuses to launch it as uid or gid 0.
-    public var allowRoot: Bool
+    package var allowRoot: Bool
     /// What its environment gets beyond the allow-list: `NAME` (passed from the agent's) or `NAME=value`.
-    public var environment: [String]
+    package var environment: [String]
     /// Rules.
-    public var rules: HandlerRules
+    package var rules: HandlerRules
     /// Background fetch's minimum interval (`fetch-minimum-seconds`); nil: the handler does not fetch.
-    public var fetchMinimum: Duration?
+    package var fetchMinimum: Duration?
     /// Most processes and threads in its cgroup (`pids.max`; `[limits] tasks-max`).
-    public var tasksMax = 256
+    package var tasksMax = 256
     /// Most memory of its cgroup (`memory.max`; `[limits] memory-max-mib`).
-    public var memoryMaxBytes: Int64 = 1 << 30
+    package var memoryMaxBytes: Int64 = 1 << 30
     /// Its background transfers may reach loopback, link-local, private and unique-local addresses
     /// (`allow-private-destinations = true`); without it only public ones (the agent's sockets are root's).
-    public var allowPrivateDestinations = false
+    package var allowPrivateDestinations = false
     /// What happens where it would be frozen (`exits-on-suspend`, `listening-sockets`, `exclusive-files`,
     /// `silent-audio-grace-seconds`; HandlerConfiguration+Freeze.swift).
-    public var freeze = FreezeRules()
+    package var freeze = FreezeRules()
 
     /// A configuration.
-    public init(
+    package init(
         name: String, topic: String, command: [String], pushTypes: [String] = ["voip", "background"],
         user: String? = nil, group: String? = nil, allowRoot: Bool = false, environment: [String] = [],
         rules: HandlerRules = HandlerRules()
@@ -87,7 +87,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
     }
 
     /// The APNs topics it takes pushes for (and has tokens for).
-    public var topics: [String] {
+    package var topics: [String] {
         var result: [String] = []
         if pushTypes.contains("voip") { result.append(topic + ".voip") }
         if pushTypes.contains(where: { $0 != "voip" }) { result.append(topic) }
@@ -95,7 +95,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
     }
 
     /// Parses one file.
-    public static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
+    package static func parse(_ text: String, name: String, file: String) throws(AgentError) -> HandlerConfiguration {
         let values = try TOMLSubset.parse(text, file: file)
         let known: Set<String> = Set([
             "topic", "command", "push-types", "user", "group", "allow-root", "environment", "fetch-minimum-seconds",
@@ -267,7 +267,7 @@ public struct HandlerConfiguration: Sendable, Equatable {
     /// Every `*.toml` file of `directory`, sorted by name. The directory and each file must be owned by root or
     /// the agent's user (`owner`, default: the agent's uid) and writable by nobody else: a handler file says what runs, as whom, with
     /// `allow-root` (as sshd's `StrictModes` treats `authorized_keys`).
-    public static func load(directory: String, owner: UInt32? = nil) throws -> [HandlerConfiguration] {
+    package static func load(directory: String, owner: UInt32? = nil) throws -> [HandlerConfiguration] {
         let owner = owner ?? Sys.uid
         if let problem = trustProblem(directory, owner: owner) { throw AgentError.configuration(problem) }
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".toml") }

@@ -2,38 +2,38 @@ import Synchronization
 
 /// The IPC budgets' counters, shown by `rouse agent status` (`ipc`): each budget, when hit, counts here. Updated
 /// from the accept thread, the connections' reader threads and the agent.
-public struct IPCCounters: Codable, Sendable, Equatable {
+package struct IPCCounters: Codable, Sendable, Equatable {
     /// Socket-path and launch connections open now.
-    public var connections = 0
+    package var connections = 0
     /// Of those, not registered (admin requests, or peers that have yet to register).
-    public var unregistered = 0
+    package var unregistered = 0
     /// Connections closed at accept: the total or the uid's quota was reached.
-    public var refusedOverQuota = 0
+    package var refusedOverQuota = 0
     /// Connections closed for not registering in time.
-    public var registrationTimeouts = 0
+    package var registrationTimeouts = 0
     /// Times a connection's reader stopped reading because the frames it had queued for the agent reached the
     /// connection's budget (its peer then waits, its socket buffer fills).
-    public var inboundFull = 0
+    package var inboundFull = 0
     /// Connections closed because the agent could not write to them without blocking (a peer that does not read).
-    public var outboundFull = 0
+    package var outboundFull = 0
     /// Descriptors passed by peers, closed off the agent's executor.
-    public var peerDescriptorsClosed = 0
+    package var peerDescriptorsClosed = 0
     /// Times a connection's reader stopped reading because descriptors its peer passed wait to be handled or closed
     /// (``IPCConnection/pendingDescriptors``; a close can block as long as the peer wants).
-    public var closesPending = 0
+    package var closesPending = 0
     /// Connections closed because the agent's queue of descriptor closes was over its limit when they passed one.
-    public var closeQueueFull = 0
+    package var closeQueueFull = 0
     /// Descriptors that came without an `addTransfer` claiming them (closed by the connection's reader).
-    public var strayDescriptors = 0
+    package var strayDescriptors = 0
     /// Blocking jobs (descriptor closes, upload copies) waiting for a thread of their own.
-    public var blockingQueued = 0
+    package var blockingQueued = 0
     /// Blocking jobs running (a number stuck at the threads' count means peers hold them).
-    public var blockingRunning = 0
+    package var blockingRunning = 0
     /// Uploads copied (or refused) from descriptors handlers passed, off the executor.
-    public var uploadCopies = 0
+    package var uploadCopies = 0
 
     /// No counts.
-    public init() {}
+    package init() {}
 }
 
 /// The counters, shared by the threads that count (a `Mutex`).

@@ -1,23 +1,23 @@
 import RouseAgentCore
 
 /// How the agent watches memory pressure (docs/agent.md, "Memory pressure").
-public struct MemoryPressureSettings: Sendable {
+package struct MemoryPressureSettings: Sendable {
     /// The PSI trigger (`some 150000 1000000`).
-    public var trigger = MemoryPressureTrigger.standard
+    package var trigger = MemoryPressureTrigger.standard
     /// How long after a trigger the agent looks again: still above the trigger's rate → the next handler goes.
-    public var persistAfter = Duration.seconds(2)
+    package var persistAfter = Duration.seconds(2)
     /// The PSI files to try, in order (nil: the handlers' cgroup v2 `memory.pressure`, then `/proc/pressure/memory`).
-    public var paths: [String]? = nil
+    package var paths: [String]? = nil
 
     /// The defaults.
-    public init() {}
+    package init() {}
 
     /// The default trigger's text (`--memory-pressure`).
-    public static let defaultTrigger = MemoryPressureTrigger.standard.description
+    package static let defaultTrigger = MemoryPressureTrigger.standard.description
 
     /// Settings from `--memory-pressure TEXT` (`off`: nil) and the persist time; the parser's reason when the trigger
     /// is not one the kernel takes.
-    public static func option(
+    package static func option(
         _ text: String, persistAfter: Duration
     ) -> Result<MemoryPressureSettings?, MemoryPressureTriggerError> {
         if text == "off" { return .success(nil) }
@@ -82,45 +82,45 @@ final class MemoryPressure {
 }
 
 /// The status document's memory section.
-public struct MemoryStatus: Codable, Sendable {
+package struct MemoryStatus: Codable, Sendable {
     /// One termination for memory.
-    public struct Termination: Codable, Sendable, Equatable {
+    package struct Termination: Codable, Sendable, Equatable {
         /// The handler.
-        public var handler: String
+        package var handler: String
         /// `suspended` (killed without notice) or `background` (the stop path).
-        public var state: String
+        package var state: String
         /// Its footprint when chosen.
-        public var memoryBytes: Int64?
+        package var memoryBytes: Int64?
         /// Milliseconds from the episode's first trigger.
-        public var afterMilliseconds: Int64
+        package var afterMilliseconds: Int64
     }
 
     /// The PSI file the trigger is on; nil when memory pressure is not watched.
-    public var source: String?
+    package var source: String?
     /// Where, or why not.
-    public var note: String
+    package var note: String
     /// The trigger.
-    public var trigger: String?
+    package var trigger: String?
     /// An episode is under way.
-    public var underPressure: Bool
+    package var underPressure: Bool
     /// Trigger reports.
-    public var reports: Int
+    package var reports: Int
     /// Episodes begun.
-    public var episodes: Int
+    package var episodes: Int
     /// `memoryWarning` events sent.
-    public var warningsSent: Int
+    package var warningsSent: Int
     /// Suspended handlers terminated.
-    public var terminatedSuspended: Int
+    package var terminatedSuspended: Int
     /// Running background handlers terminated.
-    public var terminatedRunning: Int
+    package var terminatedRunning: Int
     /// Times pressure persisted with nobody left that may be terminated.
-    public var nothingToTerminate: Int
+    package var nothingToTerminate: Int
     /// The last terminations, oldest first.
-    public var recent: [Termination]
+    package var recent: [Termination]
     /// How long the last episode lasted, first trigger to the check that found the pressure gone.
-    public var lastReliefMilliseconds: Int64?
+    package var lastReliefMilliseconds: Int64?
     /// Background handlers throttled for their CPU budget (`cpu.max` / `cpu.cfs_quota_us`).
-    public var cpuThrottled = 0
+    package var cpuThrottled = 0
     /// Background handlers terminated for their CPU budget.
-    public var cpuTerminated = 0
+    package var cpuTerminated = 0
 }

@@ -2,7 +2,7 @@ import Glibc
 import RouseSystem
 
 /// Where a handler's `[limits] tasks-max` and `memory-max-mib` are enforced (status `limits`).
-public enum LimitMechanism: String, Sendable, Codable {
+package enum LimitMechanism: String, Sendable, Codable {
     /// `pids.max`, `memory.max` (and `memory.swap.max` 0) in the handler's cgroup v2 directory: the pids and memory
     /// controllers reach it.
     case cgroupV2 = "cgroup-v2"

@@ -5,7 +5,7 @@ import RouseText
 /// How handlers are grouped and frozen: a cgroup v2 child of the agent's own cgroup when writable (freeze
 /// with `cgroup.freeze`, kill with `cgroup.kill`), else the v1 freezer hierarchy (`freezer.state`), else
 /// `SIGSTOP`/`SIGCONT` to the handler's process group. The mechanism in use is logged and shown in status.
-public enum SuspendMechanism: String, Sendable, Codable {
+package enum SuspendMechanism: String, Sendable, Codable {
     /// cgroup v2 freezer.
     case cgroupV2 = "cgroup-v2"
     /// cgroup v1 freezer.

@@ -1,16 +1,16 @@
 /// A number of seconds given on a command line or in a configuration, checked before it becomes a `Duration` (a
 /// conversion of `1e300`, `inf` or `nan` would trap): finite, within `range`, to the millisecond.
-public enum SecondsOption {
+package enum SecondsOption {
     /// Why a number of seconds was refused: names the option and the accepted range.
-    public struct Invalid: Error, CustomStringConvertible, Sendable {
-        public let description: String
+    package struct Invalid: Error, CustomStringConvertible, Sendable {
+        package let description: String
     }
 
     /// Largest number of seconds any option takes: a year.
-    public static let maximum = 366.0 * 86400
+    package static let maximum = 366.0 * 86400
 
     /// `seconds` as a `Duration`, or ``Invalid`` naming `option` when it is not finite or not within `range`.
-    public static func duration(
+    package static func duration(
         _ seconds: Double, option: String, range: ClosedRange<Double> = 0.001...maximum
     ) throws(Invalid) -> Duration {
         guard seconds.isFinite, range.contains(seconds) else {

@@ -2,25 +2,25 @@ import RouseAgentCore
 import RouseDBus
 
 /// The session's part of `rouse agent status`: the lock as followed from logind, the power as read from UPower.
-public struct SessionStatus: Codable, Sendable, Equatable {
+package struct SessionStatus: Codable, Sendable, Equatable {
     /// `unlocked`, `closing` (locked, within the grace), `locked`; nil until logind answered.
-    public var lock: String?
+    package var lock: String?
     /// Whether the session was unlocked since the agent started.
-    public var unlockedOnce: Bool
+    package var unlockedOnce: Bool
     /// Pushes waiting for the first unlock.
-    public var heldPushes: Int
+    package var heldPushes: Int
     /// UPower's `OnBattery`; nil without UPower.
-    public var onBattery: Bool?
+    package var onBattery: Bool?
     /// The display device's charge (0–100); nil without a battery.
-    public var batteryPercentage: Double?
+    package var batteryPercentage: Double?
     /// Whether discretionary work counts the device as expensive now: the path (reachability) or the battery.
-    public var expensive: Bool
+    package var expensive: Bool
     /// Whether background fetch waits for power: on battery below 20 % (iOS's Low Power Mode).
-    public var lowPower: Bool
+    package var lowPower: Bool
     /// `complete-unless-open` files handlers hold open.
-    public var openProtectedFiles: Int
+    package var openProtectedFiles: Int
     /// Opens refused because a handler held 16 files (the budget's metric).
-    public var openProtectedFilesRefused: Int
+    package var openProtectedFilesRefused: Int
 }
 
 extension Agent {

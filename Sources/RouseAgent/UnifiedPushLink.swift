@@ -59,37 +59,37 @@ final class UnifiedPushLink {
 }
 
 /// The UnifiedPush distributor's part of `rouse-agent status`.
-public struct UnifiedPushStatus: Codable, Sendable, Equatable {
+package struct UnifiedPushStatus: Codable, Sendable, Equatable {
     /// Whether the agent owns `org.unifiedpush.Distributor.rouse`.
-    public var nameOwned: Bool
+    package var nameOwned: Bool
     /// Registrations kept now.
-    public var registrations: Int
+    package var registrations: Int
     /// `Register` calls answered `REGISTRATION_SUCCEEDED` since the start.
-    public var registered: Int
+    package var registered: Int
     /// `Register` calls refused since the start, by reason (`ACTION_REQUIRED` counts the per-app and per-device caps).
-    public var refused: [String: Int]
+    package var refused: [String: Int]
     /// Calls ignored as malformed.
-    public var malformed: Int
+    package var malformed: Int
     /// Messages handed to apps.
-    public var delivered: Int
+    package var delivered: Int
     /// Messages acknowledged to the gateway.
-    public var acknowledged: Int
+    package var acknowledged: Int
     /// Deliveries that failed (error, timeout, reply without the id): the gateway offers them again.
-    public var failed: Int
+    package var failed: Int
     /// Messages for no registration, acknowledged and dropped.
-    public var orphaned: Int
+    package var orphaned: Int
     /// Registrations purged (app gone, or silent for 30 days and not answering a ping).
-    public var purged: Int
+    package var purged: Int
     /// Gateway subscriptions still to delete.
-    public var pendingDeletions: Int
+    package var pendingDeletions: Int
     /// Failed deliveries counted as strikes against their app since the start (``UnifiedPushStrikes``).
-    public var strikes: Int
+    package var strikes: Int
     /// Times an app's deliveries were paused at the strike limit.
-    public var pauses: Int
+    package var pauses: Int
     /// Deliveries left unacknowledged at the gateway because their app was paused.
-    public var withheld: Int
+    package var withheld: Int
     /// The apps (D-Bus names) whose deliveries are paused now.
-    public var paused: [String]
+    package var paused: [String]
 }
 
 /// The UnifiedPush distributor's budgets (docs/unifiedpush.md).

@@ -1,24 +1,24 @@
 /// A push as the rules see it.
-public struct AgentPush: Sendable, Equatable, Codable {
+package struct AgentPush: Sendable, Equatable, Codable {
     /// The gateway's delivery id (what is acknowledged).
-    public var id: String
+    package var id: String
     /// APNs push type (`voip`, `background`, `alert`…).
-    public var pushType: String
+    package var pushType: String
     /// APNs topic.
-    public var topic: String
+    package var topic: String
     /// Base64 payload.
-    public var payload: String
+    package var payload: String
     /// APNs id (de-duplication key across reconnects).
-    public var apnsID: String
+    package var apnsID: String
     /// UNIX seconds after which the gateway stops offering it (0 = now or never).
-    public var expiration: Int64
+    package var expiration: Int64
     /// UNIX milliseconds when the gateway accepted it.
-    public var receivedAt: Int64
+    package var receivedAt: Int64
     /// `apns-collapse-id`: an alert shown with the same one replaces the one shown before (absent: none sent).
-    public var collapseID: String?
+    package var collapseID: String?
 
     /// A push.
-    public init(
+    package init(
         id: String, pushType: String, topic: String, payload: String, apnsID: String, expiration: Int64,
         receivedAt: Int64, collapseID: String? = nil
     ) {
@@ -33,10 +33,10 @@ public struct AgentPush: Sendable, Equatable, Codable {
     }
 
     /// Whether this is a VoIP push.
-    public var isVoIP: Bool { pushType == "voip" }
+    package var isVoIP: Bool { pushType == "voip" }
 
     /// What the de-duplication window remembers of a handed push: its topic and its `apns-id`. The id is the
     /// provider's choice, so it is only unique within a provider's topic: keyed by the id alone, one provider
     /// could suppress another's push by reusing its id.
-    public var deduplicationKey: String { topic + " " + apnsID }
+    package var deduplicationKey: String { topic + " " + apnsID }
 }

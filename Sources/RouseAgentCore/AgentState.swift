@@ -1,46 +1,46 @@
 /// The agent's persistent state.
-public struct AgentState: Codable, Sendable, Equatable {
+package struct AgentState: Codable, Sendable, Equatable {
     /// Device credential from enrollment (`<deviceID>.<hex>`), nil before enrollment or with certificates.
-    public var credential: String?
+    package var credential: String?
     /// Device id.
-    public var deviceID: String?
+    package var deviceID: String?
     /// Push tokens by topic.
-    public var tokens: [String: String] = [:]
+    package var tokens: [String: String] = [:]
     /// Push tokens last handed to each handler (topic → token), to tell "changed".
-    public var handedTokens: [String: [String: String]] = [:]
+    package var handedTokens: [String: [String: String]] = [:]
     /// APNs ids recently handed to handlers.
-    public var handled = DedupWindow()
+    package var handled = DedupWindow()
     /// Per-handler strike state.
-    public var handlers: [String: PersistedHandler] = [:]
+    package var handlers: [String: PersistedHandler] = [:]
     /// The processes the agent launched and that may outlive it (by handler): what a restarted agent needs
     /// to re-attach to them. Absent in state written by older agents.
-    public var processes: [String: HandlerIdentity]?
+    package var processes: [String: HandlerIdentity]?
     /// Background-transfer tasks not yet handed back. Absent in state written by older agents.
-    public var transfers: [TransferRecord]?
+    package var transfers: [TransferRecord]?
     /// Local notifications the handlers scheduled, not yet fired. Absent in state written by older agents.
-    public var localNotifications: LocalNotificationBook?
+    package var localNotifications: LocalNotificationBook?
     /// The UnifiedPush distributor's registrations. Absent in state written by older agents.
-    public var unifiedPush: UnifiedPushBook?
+    package var unifiedPush: UnifiedPushBook?
 
     /// Empty state.
-    public init() {}
+    package init() {}
 }
 
 /// What survives a restart of one handler's rules.
-public struct PersistedHandler: Codable, Sendable, Equatable {
+package struct PersistedHandler: Codable, Sendable, Equatable {
     /// Number of strikes inside the window at save time.
-    public var strikes: Int
+    package var strikes: Int
     /// When each of those strikes happened (UNIX milliseconds, oldest first), so that their window keeps
     /// running across a restart. Absent in state written by older agents: the strikes then restart their
     /// window at load time.
-    public var strikeTimes: [Int64]?
+    package var strikeTimes: [Int64]?
     /// VoIP launches stopped.
-    public var voipBlocked: Bool
+    package var voipBlocked: Bool
     /// The user stopped it.
-    public var userStopped: Bool
+    package var userStopped: Bool
 
     /// A record.
-    public init(strikes: Int, voipBlocked: Bool, userStopped: Bool, strikeTimes: [Int64]? = nil) {
+    package init(strikes: Int, voipBlocked: Bool, userStopped: Bool, strikeTimes: [Int64]? = nil) {
         self.strikes = strikes
         self.strikeTimes = strikeTimes
         self.voipBlocked = voipBlocked
@@ -51,18 +51,18 @@ public struct PersistedHandler: Codable, Sendable, Equatable {
 /// Who a launched handler process is, beyond its pid (which the kernel recycles): its start time (field 22
 /// of `/proc/<pid>/stat`, clock ticks since boot), its executable and its cgroup. A restarted agent adopts
 /// a process only when all of them still match.
-public struct HandlerIdentity: Codable, Sendable, Equatable {
+package struct HandlerIdentity: Codable, Sendable, Equatable {
     /// Process id.
-    public var pid: Int32
+    package var pid: Int32
     /// Start time in clock ticks since boot.
-    public var startTime: UInt64
+    package var startTime: UInt64
     /// `/proc/<pid>/exe` at launch.
-    public var executable: String
+    package var executable: String
     /// Its cgroup directory, if any.
-    public var cgroup: String?
+    package var cgroup: String?
 
     /// An identity.
-    public init(pid: Int32, startTime: UInt64, executable: String, cgroup: String?) {
+    package init(pid: Int32, startTime: UInt64, executable: String, cgroup: String?) {
         self.pid = pid
         self.startTime = startTime
         self.executable = executable

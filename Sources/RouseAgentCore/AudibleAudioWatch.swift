@@ -4,9 +4,9 @@
 /// (no stream, corked, or no sound) for a whole grace period, the sessions stop protecting it and it is frozen like
 /// any other. A value: the agent feeds it what it holds and what each check saw, and runs the checks it asks for.
 /// No check is planned while no session is held in the background (nothing polls).
-public struct AudibleAudioWatch: Sendable, Equatable {
+package struct AudibleAudioWatch: Sendable, Equatable {
     /// What one check of the handler's streams saw.
-    public enum Observation: Sendable, Equatable {
+    package enum Observation: Sendable, Equatable {
         /// A stream of the handler is running and not silent.
         case audible
         /// Nothing audible, and why (`no stream`, `corked`, `no sound`).
@@ -17,21 +17,21 @@ public struct AudibleAudioWatch: Sendable, Equatable {
     }
 
     /// Whether the handler is being watched (in the background, protected by playback only).
-    public private(set) var watching = false
+    package private(set) var watching = false
     /// When the next check is due (nil: none planned, or one is under way).
-    public private(set) var nextCheck: Duration?
+    package private(set) var nextCheck: Duration?
     /// Since when every check found it silent.
-    public private(set) var silentSince: Duration?
+    package private(set) var silentSince: Duration?
     /// Silent past the grace: its sessions no longer keep it from being frozen.
-    public private(set) var silenced = false
+    package private(set) var silenced = false
 
     /// Nothing watched.
-    public init() {}
+    package init() {}
 
     /// Whether the handler is in the background with only playback keeping it from being frozen (`protected`) at
     /// `now`; the first check is `firstCheckAfter` (its suspend-after delay) after it began. Not protected: the watch
     /// ends and is forgotten.
-    public mutating func protected(_ protected: Bool, now: Duration, firstCheckAfter: Duration) {
+    package mutating func protected(_ protected: Bool, now: Duration, firstCheckAfter: Duration) {
         guard protected else {
             self = AudibleAudioWatch()
             return
@@ -42,14 +42,14 @@ public struct AudibleAudioWatch: Sendable, Equatable {
     }
 
     /// Whether a check is due at `now`.
-    public func isDue(now: Duration) -> Bool { nextCheck.map { $0 <= now } ?? false }
+    package func isDue(now: Duration) -> Bool { nextCheck.map { $0 <= now } ?? false }
 
     /// A check started: none other until its observation.
-    public mutating func checkStarted() { nextCheck = nil }
+    package mutating func checkStarted() { nextCheck = nil }
 
     /// The observation of the check that ended at `now`. True when the handler's sessions stop protecting it now
     /// (silent for at least `grace`); otherwise the next check is planned.
-    public mutating func observed(_ observation: Observation, now: Duration, grace: Duration) -> Bool {
+    package mutating func observed(_ observation: Observation, now: Duration, grace: Duration) -> Bool {
         guard watching, !silenced else { return false }
         switch observation {
         case .audible, .unavailable:

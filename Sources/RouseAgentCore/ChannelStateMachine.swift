@@ -8,9 +8,9 @@
 /// open, a record must arrive within the heartbeat deadline (`2 × heartbeat + slack`) or the channel is
 /// deemed dead (libcurl 7.88 cannot send HTTP/2 PINGs on multi handles, so the gateway's `heartbeat`
 /// records plus TCP keepalive are the liveness probes).
-public struct ChannelStateMachine: Sendable {
+package struct ChannelStateMachine: Sendable {
     /// Connection state.
-    public enum State: String, Sendable, Equatable {
+    package enum State: String, Sendable, Equatable {
         /// The gateway is unreachable: no connection, no timers.
         case waitingForNetwork
         /// A channel request is in flight.
@@ -24,7 +24,7 @@ public struct ChannelStateMachine: Sendable {
     }
 
     /// What the shell must do.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Open the channel (`GET /device/v1/channel`).
         case connect
         /// Close the current channel transfer.
@@ -36,7 +36,7 @@ public struct ChannelStateMachine: Sendable {
     }
 
     /// A failure of the channel.
-    public enum Failure: Sendable, Equatable {
+    package enum Failure: Sendable, Equatable {
         /// Transport or HTTP failure that may pass: back off and retry.
         case retryable
         /// The device was revoked (`403 deviceRevoked` or a `revoked` record): stop.
@@ -44,39 +44,39 @@ public struct ChannelStateMachine: Sendable {
     }
 
     /// Backoff: first delay, factor 2, cap; jitter draws each delay in [½, 1] × the nominal value.
-    public struct Backoff: Sendable, Equatable {
+    package struct Backoff: Sendable, Equatable {
         /// First delay.
-        public var initial: Duration = .milliseconds(500)
+        package var initial: Duration = .milliseconds(500)
         /// Largest delay.
-        public var maximum: Duration = .seconds(60)
+        package var maximum: Duration = .seconds(60)
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     /// Current state.
-    public private(set) var state: State = .waitingForNetwork
+    package private(set) var state: State = .waitingForNetwork
     /// Whether the gateway is reachable as far as we know.
-    public private(set) var reachable = false
+    package private(set) var reachable = false
     /// Consecutive failures since the last open channel.
-    public private(set) var failures = 0
+    package private(set) var failures = 0
     /// Heartbeat deadline while open (nil = none).
-    public private(set) var heartbeatDeadline: Duration?
+    package private(set) var heartbeatDeadline: Duration?
     /// The gateway node to connect to, among `gateways`.
-    public private(set) var gateway = 0
+    package private(set) var gateway = 0
     /// Gateway nodes to choose from (several nodes sharing a PostgreSQL store; 1: one gateway).
-    public let gateways: Int
+    package let gateways: Int
     private let backoff: Backoff
     private var random: SplitMix64
 
     /// A machine waiting for the first reachability answer; `seed` makes the jitter reproducible.
-    public init(backoff: Backoff = Backoff(), seed: UInt64 = 0x5EED, gateways: Int = 1) {
+    package init(backoff: Backoff = Backoff(), seed: UInt64 = 0x5EED, gateways: Int = 1) {
         self.gateways = max(gateways, 1)
         self.backoff = backoff
         self.random = SplitMix64(seed: seed)
     }
 
     /// Reachability of the gateway host changed (or was first learnt).
-    public mutating func reachability(_ usable: Bool) -> [Action] {
+    package mutating func reachability(_ usable: Bool) -> [Action] {
         let was = reachable
         reachable = usable
         guard state != .stopped else { return [] }
@@ -95,7 +95,7 @@ public struct ChannelStateMachine: Sendable {
 
     /// The preferred source address towards the gateway changed: the old connection is bound to a stale
     /// address, so reconnect at once.
-    public mutating func sourceAddressChanged() -> [Action] {
+    package mutating func sourceAddressChanged() -> [Action] {
         guard reachable, state != .stopped else { return [] }
         let wasConnected = state == .open || state == .connecting
         state = .connecting
@@ -104,14 +104,14 @@ public struct ChannelStateMachine: Sendable {
 
     /// Largest heartbeat interval a gateway may announce (a day): the deadline arithmetic stays far from overflow,
     /// and a larger value is a broken or hostile gateway.
-    public static let maxHeartbeatSeconds = 86_400
+    package static let maxHeartbeatSeconds = 86_400
 
     /// Whether a `hello`'s heartbeat is one the agent accepts (0 = none, up to ``maxHeartbeatSeconds``).
-    public static func acceptsHeartbeat(_ seconds: Int) -> Bool { (0...maxHeartbeatSeconds).contains(seconds) }
+    package static func acceptsHeartbeat(_ seconds: Int) -> Bool { (0...maxHeartbeatSeconds).contains(seconds) }
 
     /// The channel answered 200 and sent `hello` with its heartbeat interval in seconds (0 = none). A value the
     /// agent does not accept (``acceptsHeartbeat(_:)``) fails the channel like a transport error.
-    public mutating func opened(heartbeatSeconds: Int) -> [Action] {
+    package mutating func opened(heartbeatSeconds: Int) -> [Action] {
         guard state == .connecting else { return [] }
         guard Self.acceptsHeartbeat(heartbeatSeconds) else { return failed(.retryable) }
         state = .open
@@ -126,18 +126,18 @@ public struct ChannelStateMachine: Sendable {
     }
 
     /// Any record arrived on the open channel: the connection is alive.
-    public mutating func recordReceived() -> [Action] {
+    package mutating func recordReceived() -> [Action] {
         guard state == .open, let deadline = heartbeatDeadline else { return [] }
         return [.armTimer(deadline)]
     }
 
     /// The gateway ends the channel on purpose (`shutdown`, `replaced`): reconnect after a short backoff.
-    public mutating func closedByGateway() -> [Action] {
+    package mutating func closedByGateway() -> [Action] {
         failed(.retryable)
     }
 
     /// Connecting failed, or the open channel ended with an error.
-    public mutating func failed(_ failure: Failure) -> [Action] {
+    package mutating func failed(_ failure: Failure) -> [Action] {
         guard state == .connecting || state == .open else { return [] }
         if failure == .fatal {
             state = .stopped
@@ -156,7 +156,7 @@ public struct ChannelStateMachine: Sendable {
     }
 
     /// The timer fired: backoff over ⇒ connect; heartbeat deadline passed ⇒ the channel is dead.
-    public mutating func timerFired() -> [Action] {
+    package mutating func timerFired() -> [Action] {
         switch state {
         case .backingOff:
             state = .connecting
@@ -169,7 +169,7 @@ public struct ChannelStateMachine: Sendable {
     }
 
     /// Stop for good (agent shutdown).
-    public mutating func stop() -> [Action] {
+    package mutating func stop() -> [Action] {
         let wasConnected = state == .open || state == .connecting
         state = .stopped
         return (wasConnected ? [.close] : []) + [.cancelTimer]

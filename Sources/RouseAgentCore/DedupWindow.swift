@@ -5,9 +5,9 @@
 /// shared fairly: when it is full, the oldest key of the partition holding the most keys goes. One provider sending
 /// thousands of pushes evicts its own old keys, not another topic's: before, the window was one queue of 4,096
 /// keys, oldest first, that a single provider could flush.
-public struct DedupWindow: Sendable, Codable, Equatable {
+package struct DedupWindow: Sendable, Codable, Equatable {
     /// Most keys kept, over all topics.
-    public let capacity: Int
+    package let capacity: Int
 
     /// One topic's keys, oldest first from `head` on; those before `head` were evicted and are dropped in one move
     /// once they are as many as the live ones, so an eviction costs O(1) amortized.
@@ -33,22 +33,22 @@ public struct DedupWindow: Sendable, Codable, Equatable {
     private var nextSequence: UInt64 = 0
 
     /// An empty window of `capacity` keys.
-    public init(capacity: Int = 4096) { self.capacity = capacity }
+    package init(capacity: Int = 4096) { self.capacity = capacity }
 
     /// The kept keys, oldest first.
-    public var order: [String] {
+    package var order: [String] {
         partitions.values.flatMap { $0.keys[$0.head...] }.sorted { $0.sequence < $1.sequence }.map(\.key)
     }
 
     /// Keys kept for the topic of `key` (tests).
-    public func count(partitionOf key: String) -> Int { partitions[Self.partition(key)]?.count ?? 0 }
+    package func count(partitionOf key: String) -> Int { partitions[Self.partition(key)]?.count ?? 0 }
 
     /// Whether `key` was seen.
-    public func contains(_ key: String) -> Bool { members.contains(key) }
+    package func contains(_ key: String) -> Bool { members.contains(key) }
 
     /// Records `key`; returns false if it was already there.
     @discardableResult
-    public mutating func insert(_ key: String) -> Bool {
+    package mutating func insert(_ key: String) -> Bool {
         guard capacity > 0 else { return !members.contains(key) }
         guard members.insert(key).inserted else { return false }
         let name = Self.partition(key)
@@ -79,18 +79,18 @@ public struct DedupWindow: Sendable, Codable, Equatable {
         key.firstIndex(of: " ").map { key[..<$0] } ?? Substring(key)
     }
 
-    public static func == (lhs: DedupWindow, rhs: DedupWindow) -> Bool {
+    package static func == (lhs: DedupWindow, rhs: DedupWindow) -> Bool {
         lhs.capacity == rhs.capacity && lhs.order == rhs.order
     }
 
     enum CodingKeys: String, CodingKey { case capacity, order }
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         capacity = try container.decode(Int.self, forKey: .capacity)
         // Inserted again, oldest first: a window persisted by an older agent (one queue) is shared fairly from here.
         for key in try container.decode([String].self, forKey: .order) { insert(key) }
     }
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(capacity, forKey: .capacity)
         try container.encode(order, forKey: .order)

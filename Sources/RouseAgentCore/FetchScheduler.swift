@@ -11,87 +11,87 @@ import RouseClock
 ///   fetch that times out or claims `newData` without moving a byte quadruples it (up to ``maxFactor``);
 /// - coalescing: another wake-up (a channel reconnect, another handler's fetch, a push) lets a handler fetch early,
 ///   once past the minimum interval and in the second half of its wait.
-public struct FetchScheduler: Sendable, Equatable {
+package struct FetchScheduler: Sendable, Equatable {
     /// How a fetch ended.
-    public enum Outcome: String, Sendable, Codable, Equatable {
+    package enum Outcome: String, Sendable, Codable, Equatable {
         case newData, noData, failed, timedOut
     }
 
     /// One fetch of the history.
-    public struct Entry: Sendable, Codable, Equatable {
+    package struct Entry: Sendable, Codable, Equatable {
         /// When it started (agent monotonic time, seconds).
-        public var startedSeconds: Double
-        public var outcome: Outcome
+        package var startedSeconds: Double
+        package var outcome: Outcome
         /// How long the handler took (seconds).
-        public var seconds: Double
+        package var seconds: Double
         /// Bytes the handler moved meanwhile (its reads and writes, `/proc/<pid>/io`).
-        public var bytes: Int64
+        package var bytes: Int64
         /// The factor it set.
-        public var factor: Double
+        package var factor: Double
     }
 
     /// The declared minimum interval.
-    public let minimum: Duration
+    package let minimum: Duration
     /// Multiplier of the minimum interval for the preferred time.
-    public private(set) var factor: Double = 2
+    package private(set) var factor: Double = 2
     /// When the last fetch started (nil: never; the first opportunity comes one minimum interval after start).
-    public private(set) var last: Duration?
+    package private(set) var last: Duration?
     /// Since when the handler exists for the scheduler (the first fetch is measured from it).
-    public private(set) var since: Duration
+    package private(set) var since: Duration
     /// A fetch is under way (started at this time).
-    public private(set) var running: Duration?
+    package private(set) var running: Duration?
     /// The last ``historyLength`` fetches, oldest first.
-    public private(set) var history: [Entry] = []
+    package private(set) var history: [Entry] = []
 
-    public static let maxFactor = 16.0
-    public static let historyLength = 8
+    package static let maxFactor = 16.0
+    package static let historyLength = 8
     /// A fetch quicker than this counts as fast.
-    public static let fast = Duration.seconds(10)
+    package static let fast = Duration.seconds(10)
     /// `newData` with fewer bytes moved than this is not believed.
-    public static let honestBytes: Int64 = 1024
+    package static let honestBytes: Int64 = 1024
 
     /// A scheduler for a handler declaring `minimum`, known from `now`.
-    public init(minimum: Duration, now: Duration) {
+    package init(minimum: Duration, now: Duration) {
         self.minimum = minimum
         self.since = now
     }
 
     /// The earliest allowed fetch: one minimum interval after the last (or after ``since``).
-    public var allowed: Duration { (last ?? since) + minimum }
+    package var allowed: Duration { (last ?? since) + minimum }
 
     /// The preferred fetch time.
-    public var preferred: Duration { (last ?? since) + minimum * factor }
+    package var preferred: Duration { (last ?? since) + minimum * factor }
 
     /// The earliest time a coalesced wake-up may fetch: past the minimum, in the second half of the wait.
-    public var coalescible: Duration { max(allowed, preferred - (preferred - allowed) / 2) }
+    package var coalescible: Duration { max(allowed, preferred - (preferred - allowed) / 2) }
 
     /// When the agent's timer must next look at this handler (nil: a fetch runs, or the network is down).
-    public func nextTimer(networkUsable: Bool) -> Duration? {
+    package func nextTimer(networkUsable: Bool) -> Duration? {
         guard networkUsable, running == nil else { return nil }
         return preferred
     }
 
     /// Whether the handler should fetch now: its preferred time came (`wakeUp`: or, when something else woke the
     /// device, its coalescible time came), the network is usable and no fetch runs.
-    public func due(now: Duration, networkUsable: Bool, wakeUp: Bool) -> Bool {
+    package func due(now: Duration, networkUsable: Bool, wakeUp: Bool) -> Bool {
         guard networkUsable, running == nil else { return false }
         return now >= (wakeUp ? coalescible : preferred)
     }
 
     /// The fetch starts.
-    public mutating func started(now: Duration) {
+    package mutating func started(now: Duration) {
         running = now
         last = now
     }
 
     /// The opportunity passed without a fetch (the user stopped the handler): the next one is an interval away.
-    public mutating func skipped(now: Duration) {
+    package mutating func skipped(now: Duration) {
         last = now
     }
 
     /// The fetch ended: `outcome`, the bytes the handler moved meanwhile. Returns the new factor.
     @discardableResult
-    public mutating func ended(_ outcome: Outcome, bytes: Int64, now: Duration) -> Double {
+    package mutating func ended(_ outcome: Outcome, bytes: Int64, now: Duration) -> Double {
         guard let start = running else { return factor }
         running = nil
         let took = now - start

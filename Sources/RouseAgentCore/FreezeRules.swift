@@ -2,23 +2,23 @@
 /// (`UIApplicationExitsOnSuspend`), `listening-sockets` and `exclusive-files` ("if it is found to be using a shared
 /// resource, the app is killed"), `silent-audio-grace-seconds` (background audio must be audible). See docs/agent.md,
 /// "Freezing and shared resources".
-public struct FreezeRules: Sendable, Equatable {
+package struct FreezeRules: Sendable, Equatable {
     /// Terminate the handler where it would be frozen (`exits-on-suspend = true`).
-    public var exitsOnSuspend = false
+    package var exitsOnSuspend = false
     /// What a listening socket found at freeze time does (`listening-sockets`).
-    public var listeningSockets = ListeningSocketPolicy.report
+    package var listeningSockets = ListeningSocketPolicy.report
     /// Files the handler must not hold a lock on while frozen (`exclusive-files`): absolute paths.
-    public var exclusiveFiles: [String] = []
+    package var exclusiveFiles: [String] = []
     /// How long a held playback session may be silent (corked, no stream, or no sound) before it stops keeping the
     /// handler from being frozen (`silent-audio-grace-seconds`).
-    public var silentAudioGrace: Duration = .seconds(10)
+    package var silentAudioGrace: Duration = .seconds(10)
 
     /// The defaults: frozen as before, listening sockets reported, no exclusive file, 10 s of silence allowed.
-    public init() {}
+    package init() {}
 }
 
 /// What a listening socket found when the handler is about to be frozen does.
-public enum ListeningSocketPolicy: String, Sendable, Equatable, CaseIterable {
+package enum ListeningSocketPolicy: String, Sendable, Equatable, CaseIterable {
     /// Logged, counted and shown in status; the handler is frozen.
     case report
     /// The handler is terminated instead of frozen.
@@ -26,45 +26,45 @@ public enum ListeningSocketPolicy: String, Sendable, Equatable, CaseIterable {
 }
 
 /// A listening socket a handler holds: its protocol and local address as `/proc/net` shows them.
-public struct ListeningSocket: Sendable, Hashable, Codable, CustomStringConvertible {
+package struct ListeningSocket: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `tcp`, `tcp6`, `udp`, `udp6` or `unix`.
-    public var proto: String
+    package var proto: String
     /// `address:port` (inet) or the path (`@name` abstract, empty unnamed) of a unix socket.
-    public var local: String
+    package var local: String
 
     /// A socket.
-    public init(proto: String, local: String) {
+    package init(proto: String, local: String) {
         self.proto = proto
         self.local = local
     }
 
     /// `tcp 0.0.0.0:8080`.
-    public var description: String { proto + " " + local }
+    package var description: String { proto + " " + local }
 }
 
 /// What a handler holds when it is about to be frozen (read from `/proc` by the agent).
-public struct HeldResources: Sendable, Equatable {
+package struct HeldResources: Sendable, Equatable {
     /// Its listening sockets (TCP in LISTEN, unconnected bound UDP, accepting unix sockets).
-    public var listeningSockets: [ListeningSocket]
+    package var listeningSockets: [ListeningSocket]
     /// The declared exclusive files it holds a lock on.
-    public var lockedExclusiveFiles: [String]
+    package var lockedExclusiveFiles: [String]
 
     /// What it holds.
-    public init(listeningSockets: [ListeningSocket] = [], lockedExclusiveFiles: [String] = []) {
+    package init(listeningSockets: [ListeningSocket] = [], lockedExclusiveFiles: [String] = []) {
         self.listeningSockets = listeningSockets
         self.lockedExclusiveFiles = lockedExclusiveFiles
     }
 }
 
 /// The agent's choice when a handler's background time ends: freeze it, or terminate it (through the stop path).
-public enum FreezeDecision: Sendable, Equatable {
+package enum FreezeDecision: Sendable, Equatable {
     /// Freeze it; `reported` are the listening sockets it keeps while frozen (policy `report`).
     case freeze(reported: [ListeningSocket])
     /// Terminate it instead, for `reason`.
     case terminate(FreezeTermination)
 
     /// Decides for a handler with `rules` that holds `held` (nil: not looked at, as `exits-on-suspend` needs no look).
-    public static func decide(_ rules: FreezeRules, held: HeldResources?) -> FreezeDecision {
+    package static func decide(_ rules: FreezeRules, held: HeldResources?) -> FreezeDecision {
         if rules.exitsOnSuspend { return .terminate(.exitsOnSuspend) }
         let held = held ?? HeldResources()
         if !held.lockedExclusiveFiles.isEmpty {
@@ -76,11 +76,11 @@ public enum FreezeDecision: Sendable, Equatable {
     }
 
     /// Whether the decision needs to know what the handler holds (so the agent reads `/proc` only then).
-    public static func needsHeldResources(_ rules: FreezeRules) -> Bool { !rules.exitsOnSuspend }
+    package static func needsHeldResources(_ rules: FreezeRules) -> Bool { !rules.exitsOnSuspend }
 }
 
 /// Why a handler is terminated instead of frozen.
-public enum FreezeTermination: Sendable, Equatable {
+package enum FreezeTermination: Sendable, Equatable {
     /// It declared `exits-on-suspend = true`.
     case exitsOnSuspend
     /// It holds a lock on declared exclusive files.
@@ -89,7 +89,7 @@ public enum FreezeTermination: Sendable, Equatable {
     case listeningSockets([ListeningSocket])
 
     /// The reason logged and given to the stop path.
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .exitsOnSuspend: "exits on suspend"
         case .exclusiveResource(let files):
@@ -102,7 +102,7 @@ public enum FreezeTermination: Sendable, Equatable {
     }
 
     /// The counter it adds to (`exitsOnSuspend`, `exclusiveResource`, `listeningSockets`).
-    public var counter: String {
+    package var counter: String {
         switch self {
         case .exitsOnSuspend: "exitsOnSuspend"
         case .exclusiveResource: "exclusiveResource"

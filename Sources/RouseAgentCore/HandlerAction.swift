@@ -1,5 +1,5 @@
 /// Lifecycle of one handler (iOS app states).
-public enum HandlerLifecycle: String, Sendable, Codable, Equatable {
+package enum HandlerLifecycle: String, Sendable, Codable, Equatable {
     /// Not launched (or terminated).
     case notRunning
     /// Launched, not yet registered over IPC.
@@ -18,7 +18,7 @@ public enum HandlerLifecycle: String, Sendable, Codable, Equatable {
 }
 
 /// What the I/O shell must do for a handler, in order.
-public enum HandlerAction: Sendable, Equatable {
+package enum HandlerAction: Sendable, Equatable {
     /// Launch the handler process into the background (`reason`: `voipPush`, `backgroundPush`, `user`).
     case launch(reason: String)
     /// Hand the push over IPC; `mustReport` and the deadline in seconds (0 = none).
@@ -38,7 +38,7 @@ public enum HandlerAction: Sendable, Equatable {
 }
 
 /// Notifications the rules send to a handler.
-public enum AgentMessageKind: Sendable, Equatable {
+package enum AgentMessageKind: Sendable, Equatable {
     /// Background task `id` expires in `seconds`.
     case taskExpiring(id: Int, name: String, seconds: Double)
     /// Task token for a `beginTask`.

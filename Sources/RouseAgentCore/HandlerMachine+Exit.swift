@@ -1,5 +1,5 @@
 /// How a handler's process ended, as the exit rules see it (docs/handler-protocol.md, "A push unanswered at exit").
-public enum HandlerExit: Sendable, Equatable {
+package enum HandlerExit: Sendable, Equatable {
     /// Exit status 0, the agent had not asked it to stop, and the agent is not stopping: the handler ended by itself
     /// and may never have read what was sent to it last (a push that arrived while it was leaving).
     case clean

@@ -7,7 +7,7 @@ extension HandlerMachine {
     /// `notificationResponse`) or resumed into the background, with the usual idle time before it is suspended
     /// again. A user action: a handler the user stopped is launched too. The shell hands the response once the
     /// handler is registered (at once when it is).
-    public mutating func notificationResponse(now: Duration) -> [HandlerAction] {
+    package mutating func notificationResponse(now: Duration) -> [HandlerAction] {
         switch lifecycle {
         case .notRunning:
             lifecycle = .launching

@@ -5,7 +5,7 @@ extension HandlerMachine {
     /// machine's monotonic clock reads zero: persisted strike times are mapped onto it, so a strike window
     /// keeps running across a restart (strikes expired meanwhile are dropped; times in the future, after a
     /// wall-clock step backwards, count as now). State without strike times restarts the window at `now`.
-    public mutating func restore(_ persisted: PersistedHandler, now: Duration, wallEpochMilliseconds: Int64) {
+    package mutating func restore(_ persisted: PersistedHandler, now: Duration, wallEpochMilliseconds: Int64) {
         let times: [Duration]
         if let persistedTimes = persisted.strikeTimes {
             times = persistedTimes.sorted().map { time in
@@ -21,7 +21,7 @@ extension HandlerMachine {
     }
 
     /// What to persist; strike times as UNIX milliseconds given the wall time at monotonic zero.
-    public func persisted(wallEpochMilliseconds: Int64) -> PersistedHandler {
+    package func persisted(wallEpochMilliseconds: Int64) -> PersistedHandler {
         PersistedHandler(
             strikes: strikes.count, voipBlocked: voipBlocked, userStopped: userStopped,
             strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) })
@@ -33,25 +33,25 @@ extension HandlerMachine {
 extension HandlerMachine {
     /// What the agent preserves of a handler's rules and lifecycle (purgeable: strikes live in the durable
     /// store too). Restored at the agent's next launch.
-    public struct Snapshot: Codable, Sendable, Equatable {
+    package struct Snapshot: Codable, Sendable, Equatable {
         /// Lifecycle state at preservation.
-        public var lifecycle: HandlerLifecycle
+        package var lifecycle: HandlerLifecycle
         /// The held (throttled) background push.
-        public var held: AgentPush?
+        package var held: AgentPush?
         /// Background-push tokens left.
-        public var tokens: Double
+        package var tokens: Double
         /// Strike times (UNIX milliseconds).
-        public var strikeTimes: [Int64]
+        package var strikeTimes: [Int64]
         /// Open background tasks by token.
-        public var tasks: [Int: String]
+        package var tasks: [Int: String]
         /// Background-task budget used so far (seconds), nil when not in the background.
-        public var budgetUsedSeconds: Double?
+        package var budgetUsedSeconds: Double?
         /// Calls in progress.
-        public var activeCalls: [String]
+        package var activeCalls: [String]
     }
 
     /// The snapshot to preserve.
-    public func snapshot(now: Duration, wallEpochMilliseconds: Int64) -> Snapshot {
+    package func snapshot(now: Duration, wallEpochMilliseconds: Int64) -> Snapshot {
         Snapshot(
             lifecycle: lifecycle, held: held, tokens: refilled(now: now),
             strikeTimes: strikes.map { wallEpochMilliseconds + milliseconds($0) },
@@ -61,7 +61,7 @@ extension HandlerMachine {
 
     /// Restores a snapshot: the held push and the token bucket always; calls, tasks and the budget used
     /// only when the handler process is still running (re-attached), as they belong to that process.
-    public mutating func restore(_ snapshot: Snapshot, now: Duration, running: Bool) {
+    package mutating func restore(_ snapshot: Snapshot, now: Duration, running: Bool) {
         if held == nil { held = snapshot.held }
         bucket.restore(tokens: snapshot.tokens, now: now, burst: rules.backgroundBurst)
         guard running else { return }

@@ -3,7 +3,7 @@
 /// time-zone change become one notice with both set), next to the other coalesced notices (reachability).
 extension HandlerMachine {
     /// The wall clock stepped (`clockStep`) and/or the time zone changed (`timeZone`).
-    public mutating func timeChanged(clockStep: Bool, timeZone: Bool) -> [HandlerAction] {
+    package mutating func timeChanged(clockStep: Bool, timeZone: Bool) -> [HandlerAction] {
         switch lifecycle {
         case .suspended, .launching:
             let old = coalescedTime ?? (false, false)

@@ -7,7 +7,7 @@ extension HandlerMachine {
     /// is in the foreground or in a call, it owes `reportCall` (`pushID`: `id`) or `voipWakeHandled` within the VoIP
     /// deadline (from its registration when launched); missing it is a strike, as for a push. Nil: dropped, because
     /// its VoIP launches are stopped after strikes.
-    public mutating func socketWake(id: String, now: Duration) -> [HandlerAction]? {
+    package mutating func socketWake(id: String, now: Duration) -> [HandlerAction]? {
         switch lifecycle {
         case .notRunning:
             guard !voipBlocked else { return nil }
@@ -26,7 +26,7 @@ extension HandlerMachine {
     }
 
     /// `voipWakeHandled(id)`: the wake carried no call; false when no such wake is owed.
-    public mutating func wakeHandled(id: String, now: Duration) -> Bool {
+    package mutating func wakeHandled(id: String, now: Duration) -> Bool {
         guard owedWakes.removeValue(forKey: id) != nil else { return false }
         markIdle(now: now)
         return true
@@ -35,7 +35,7 @@ extension HandlerMachine {
     /// A keep-alive (`id`) is due: the handler is launched (reason `keepAlive`) or resumed and gets the keep-alive
     /// budget; when it ends (or at `keepAliveDone`) the handler is suspended again. A foreground handler is told
     /// without a budget; a user-stopped one is not woken (empty).
-    public mutating func keepAliveDue(id: String, now: Duration) -> [HandlerAction] {
+    package mutating func keepAliveDue(id: String, now: Duration) -> [HandlerAction] {
         guard !userStopped else { return [] }
         let budget = rules.keepAliveBudget
         switch lifecycle {
@@ -63,7 +63,7 @@ extension HandlerMachine {
 
     /// `keepAliveDone(id)`: the handler may be suspended (after the usual idle time); false when it is not the
     /// keep-alive under way.
-    public mutating func keepAliveDone(id: String, now: Duration) -> Bool {
+    package mutating func keepAliveDone(id: String, now: Duration) -> Bool {
         guard keepAlive?.id == id else { return false }
         keepAlive = nil
         markIdle(now: now)

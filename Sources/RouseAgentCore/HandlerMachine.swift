@@ -3,55 +3,55 @@ import RouseClock
 /// The rules of one handler as a value-type state machine: inputs are events with the current monotonic
 /// time (`now`, from an injected clock) and, for staleness, the wall time; outputs are ``HandlerAction``s.
 /// Nothing here touches a process, a socket or a clock.
-public struct HandlerMachine: Sendable {
+package struct HandlerMachine: Sendable {
     /// The limits.
-    public var rules: HandlerRules
+    package var rules: HandlerRules
     /// Lifecycle state.
-    public internal(set) var lifecycle: HandlerLifecycle = .notRunning
+    package internal(set) var lifecycle: HandlerLifecycle = .notRunning
     /// The user stopped the handler: no background launches until started again.
-    public internal(set) var userStopped = false
+    package internal(set) var userStopped = false
     /// Strikes and the VoIP block (``StrikeRecord``).
     var strikeRecord = StrikeRecord()
     /// Times of recent strikes (missed VoIP reports and socket wakes, launches not registered in time).
-    public var strikes: [Duration] { strikeRecord.times }
+    package var strikes: [Duration] { strikeRecord.times }
     /// VoIP launches stopped after too many strikes (until ``reregister()``).
-    public var voipBlocked: Bool { strikeRecord.blocked }
+    package var voipBlocked: Bool { strikeRecord.blocked }
     /// Active calls reported by the handler.
-    public internal(set) var activeCalls: Set<String> = []
+    package internal(set) var activeCalls: Set<String> = []
     /// VoIP pushes owing a report: id → deadline.
-    public private(set) var owedReports: [String: Duration] = [:]
+    package private(set) var owedReports: [String: Duration] = [:]
     /// The pushes behind ``owedReports``: a clean exit hands them to a new launch (HandlerMachine+Exit).
-    public internal(set) var owedPushes: [String: AgentPush] = [:]
+    package internal(set) var owedPushes: [String: AgentPush] = [:]
     /// Pushes already handed again after a clean exit: a second unanswered exit consumes them (HandlerMachine+Exit).
-    public internal(set) var handedAgain: Set<String> = []
+    package internal(set) var handedAgain: Set<String> = []
     /// Background pushes being processed: id → deadline.
-    public private(set) var openBackground: [String: Duration] = [:]
+    package private(set) var openBackground: [String: Duration] = [:]
     /// The newest background push held while throttled.
-    public internal(set) var held: AgentPush?
+    package internal(set) var held: AgentPush?
     /// Background-transfer sessions whose events the handler must acknowledge (`transfersHandled`): session →
     /// deadline.
-    public private(set) var openTransferSessions: [String: Duration] = [:]
+    package private(set) var openTransferSessions: [String: Duration] = [:]
     /// Background fetches the handler must complete (`fetchComplete`): id → deadline.
-    public private(set) var openFetches: [String: Duration] = [:]
+    package private(set) var openFetches: [String: Duration] = [:]
     /// Socket wakes owing a report (`reportCall` or `voipWakeHandled`): wake id → deadline (HandlerMachine+Wakes).
-    public internal(set) var owedWakes: [String: Duration] = [:]
+    package internal(set) var owedWakes: [String: Duration] = [:]
     /// Socket wakes waiting for the launched handler to register.
-    public internal(set) var wakesWaiting: [String] = []
+    package internal(set) var wakesWaiting: [String] = []
     /// Its watched sockets stay unarmed until then: it exited with socket wakes unanswered (HandlerMachine+Wakes).
-    public internal(set) var socketBackoffUntil: Duration?
+    package internal(set) var socketBackoffUntil: Duration?
     /// The keep-alive under way: its id and the end of its budget.
-    public internal(set) var keepAlive: (id: String, deadline: Duration)?
+    package internal(set) var keepAlive: (id: String, deadline: Duration)?
     /// Pushes waiting for the launched handler to register.
-    public internal(set) var waiting: [AgentPush] = []
+    package internal(set) var waiting: [AgentPush] = []
     /// Its background time: budget start, open tasks, expiry notice (``BackgroundTasks``).
     var backgroundTime = BackgroundTasks()
     /// Open background tasks: token → name.
-    public var tasks: [Int: String] { backgroundTime.open }
+    package var tasks: [Int: String] { backgroundTime.open }
     /// When the handler entered the background (task budget start).
-    public var backgroundSince: Duration? { backgroundTime.since }
+    package var backgroundSince: Duration? { backgroundTime.since }
     /// The handler holds an activation that keeps it running in the background (an active playback, record
     /// or call session: iOS's audio background mode); it is not suspended while this holds.
-    public private(set) var holdsAudio = false
+    package private(set) var holdsAudio = false
     private var launchedAt: Duration?
     var idleSince: Duration?
     /// The background-push token bucket (``BackgroundPushBucket``).
@@ -61,19 +61,19 @@ public struct HandlerMachine: Sendable {
     var coalescedTime: (clockStep: Bool, timeZone: Bool)?
 
     /// A handler that is not running.
-    public init(rules: HandlerRules) {
+    package init(rules: HandlerRules) {
         self.rules = rules
         bucket = BackgroundPushBucket(burst: rules.backgroundBurst)
     }
 
     /// Strikes still inside the window.
-    public var strikeCount: Int { strikes.count }
+    package var strikeCount: Int { strikes.count }
 
     /// Background-push tokens available at `now`.
-    public func availableTokens(now: Duration) -> Double { refilled(now: now) }
+    package func availableTokens(now: Duration) -> Double { refilled(now: now) }
 
     /// Seconds of the background-task budget left at `now` (nil in the foreground or not running).
-    public func budgetRemaining(now: Duration) -> Double? {
+    package func budgetRemaining(now: Duration) -> Double? {
         guard !lifecycle.isForeground else { return nil }
         return backgroundTime.remaining(now: now, budget: rules.taskBudget)
     }
@@ -81,13 +81,13 @@ public struct HandlerMachine: Sendable {
     // MARK: Inputs
 
     /// A push for this handler arrived. `wallNowMilliseconds` is UNIX time for staleness.
-    public mutating func push(_ push: AgentPush, now: Duration, wallNowMilliseconds: Int64) -> [HandlerAction] {
+    package mutating func push(_ push: AgentPush, now: Duration, wallNowMilliseconds: Int64) -> [HandlerAction] {
         if push.isVoIP { return voip(push, now: now, wallNowMilliseconds: wallNowMilliseconds) }
         return background(push, now: now)
     }
 
     /// The launched (or connecting) handler registered over IPC.
-    public mutating func registered(now: Duration) -> [HandlerAction] {
+    package mutating func registered(now: Duration) -> [HandlerAction] {
         var actions: [HandlerAction] = []
         launchedAt = nil
         let entering = lifecycle == .notRunning || lifecycle == .launching || lifecycle == .suspended
@@ -109,13 +109,13 @@ public struct HandlerMachine: Sendable {
     }
 
     /// The shell launched the process (at `now`: the launch deadline starts).
-    public mutating func launched(now: Duration = .zero) {
+    package mutating func launched(now: Duration = .zero) {
         if lifecycle == .notRunning { lifecycle = .launching }
         launchedAt = now
     }
 
     /// The handler reported the call for `pushID` (or for no push: an outgoing or in-call report).
-    public mutating func reportCall(pushID: String?, callID: String, now: Duration) -> [HandlerAction] {
+    package mutating func reportCall(pushID: String?, callID: String, now: Duration) -> [HandlerAction] {
         activeCalls.insert(callID)
         idleSince = nil
         if let wake = wakeReported(pushID: pushID, callID: callID) { return wake }
@@ -125,14 +125,14 @@ public struct HandlerMachine: Sendable {
     }
 
     /// The call `callID` ended.
-    public mutating func callEnded(callID: String, now: Duration) -> [HandlerAction] {
+    package mutating func callEnded(callID: String, now: Duration) -> [HandlerAction] {
         activeCalls.remove(callID)
         markIdle(now: now)
         return []
     }
 
     /// A background push was completed.
-    public mutating func complete(pushID: String, result: String, now: Duration) -> [HandlerAction] {
+    package mutating func complete(pushID: String, result: String, now: Duration) -> [HandlerAction] {
         guard openBackground.removeValue(forKey: pushID) != nil else { return [] }
         markIdle(now: now)
         return [.ack(pushID: pushID), .log("background push completed", ["push-id": pushID, "result": result])]
@@ -142,7 +142,7 @@ public struct HandlerMachine: Sendable {
     /// the handler is launched (reason `backgroundTransfer`) or resumed, and owes `transfersHandled` within the
     /// background deadline (after its launch deadline when it must be launched). A user-stopped handler is not
     /// woken; a foreground one owes nothing.
-    public mutating func transferEvents(session: String, now: Duration) -> [HandlerAction] {
+    package mutating func transferEvents(session: String, now: Duration) -> [HandlerAction] {
         switch lifecycle {
         case .notRunning:
             guard !userStopped else { return [] }
@@ -169,7 +169,7 @@ public struct HandlerMachine: Sendable {
     /// A background-fetch opportunity `id`: like a background push, the handler is launched (reason
     /// `backgroundFetch`) or resumed, and owes `fetchComplete` within the background deadline. A user-stopped
     /// handler is not woken (false: no fetch happens).
-    public mutating func fetch(id: String, now: Duration) -> (started: Bool, actions: [HandlerAction]) {
+    package mutating func fetch(id: String, now: Duration) -> (started: Bool, actions: [HandlerAction]) {
         switch lifecycle {
         case .notRunning:
             guard !userStopped else { return (false, []) }
@@ -192,14 +192,14 @@ public struct HandlerMachine: Sendable {
     }
 
     /// `fetchComplete(id)`.
-    public mutating func fetchCompleted(id: String, now: Duration) -> [HandlerAction] {
+    package mutating func fetchCompleted(id: String, now: Duration) -> [HandlerAction] {
         guard openFetches.removeValue(forKey: id) != nil else { return [] }
         markIdle(now: now)
         return []
     }
 
     /// `transfersHandled(session)`: the handler processed the session's events.
-    public mutating func transfersHandled(session: String, now: Duration) -> [HandlerAction] {
+    package mutating func transfersHandled(session: String, now: Duration) -> [HandlerAction] {
         guard openTransferSessions.removeValue(forKey: session) != nil else { return [] }
         markIdle(now: now)
         return [.log("transfer events handled", ["session": session])]
@@ -209,7 +209,7 @@ public struct HandlerMachine: Sendable {
     /// between; a frozen process writes nothing, so whatever is read while `suspended` predates the freeze): the
     /// handler was still busy, so it is thawed into the background and its idle time starts again, before the
     /// request is handled. Its background budget goes on from where it was, not from now.
-    public mutating func requestReadWhileSuspended(now: Duration) -> [HandlerAction] {
+    package mutating func requestReadWhileSuspended(now: Duration) -> [HandlerAction] {
         guard lifecycle == .suspended else { return [] }
         lifecycle = .background
         backgroundTime.continueBudget(now: now)
@@ -218,7 +218,7 @@ public struct HandlerMachine: Sendable {
     }
 
     /// `beginTask(name)`: a token, or nil (`.invalid`) when the budget is spent.
-    public mutating func beginTask(name: String, now: Duration) -> (id: Int?, actions: [HandlerAction]) {
+    package mutating func beginTask(name: String, now: Duration) -> (id: Int?, actions: [HandlerAction]) {
         if let remaining = budgetRemaining(now: now), remaining <= 0 { return (nil, []) }
         let id = backgroundTime.begin(name: name)
         idleSince = nil
@@ -226,14 +226,14 @@ public struct HandlerMachine: Sendable {
     }
 
     /// `endTask(id)`.
-    public mutating func endTask(id: Int, now: Duration) -> [HandlerAction] {
+    package mutating func endTask(id: Int, now: Duration) -> [HandlerAction] {
         backgroundTime.end(id: id)
         markIdle(now: now)
         return []
     }
 
     /// The handler declared `state` (`active`, `inactive`, `background`).
-    public mutating func setState(_ state: HandlerLifecycle, now: Duration) -> [HandlerAction] {
+    package mutating func setState(_ state: HandlerLifecycle, now: Duration) -> [HandlerAction] {
         switch state {
         case .active, .inactive:
             lifecycle = state
@@ -251,7 +251,7 @@ public struct HandlerMachine: Sendable {
 
     /// The activation arbiter says whether the handler holds audio that keeps it running (see ``holdsAudio``).
     /// When that ends, the handler's idle time (before suspension) starts again.
-    public mutating func setHoldsAudio(_ holds: Bool, now: Duration) {
+    package mutating func setHoldsAudio(_ holds: Bool, now: Duration) {
         guard holds != holdsAudio else { return }
         holdsAudio = holds
         if holds {
@@ -262,7 +262,7 @@ public struct HandlerMachine: Sendable {
     }
 
     /// The gateway's reachability changed: told at once, or coalesced to one notice while suspended.
-    public mutating func reachability(_ reachable: Bool) -> [HandlerAction] {
+    package mutating func reachability(_ reachable: Bool) -> [HandlerAction] {
         switch lifecycle {
         case .suspended, .launching: coalescedReachability = reachable
         case .notRunning: break
@@ -274,7 +274,7 @@ public struct HandlerMachine: Sendable {
     /// The process exited (by itself or killed). `exit`: how (``HandlerExit``; a crash unless the shell knows it
     /// was clean). After a clean exit, the VoIP pushes it owed a report and had not been handed again go to a new
     /// launch (HandlerMachine+Exit); `wallNowMilliseconds` (UNIX time) then judges their staleness at the hand-over.
-    public mutating func exited(
+    package mutating func exited(
         now: Duration, exit: HandlerExit = .crashed, wallNowMilliseconds: Int64? = nil
     ) -> [HandlerAction] {
         var actions: [HandlerAction] = []
@@ -312,7 +312,7 @@ public struct HandlerMachine: Sendable {
     }
 
     /// The user stopped the handler (force quit): held push dropped, no background launches.
-    public mutating func userStop() -> [HandlerAction] {
+    package mutating func userStop() -> [HandlerAction] {
         userStopped = true
         var actions: [HandlerAction] = []
         if let held {
@@ -324,7 +324,7 @@ public struct HandlerMachine: Sendable {
     }
 
     /// The user started the handler: launched if needed, the held push delivered at once.
-    public mutating func userStart(now: Duration) -> [HandlerAction] {
+    package mutating func userStart(now: Duration) -> [HandlerAction] {
         userStopped = false
         var actions: [HandlerAction] = []
         if let held {
@@ -338,13 +338,13 @@ public struct HandlerMachine: Sendable {
     }
 
     /// Registered again: strikes cleared, VoIP launches allowed.
-    public mutating func reregister() -> [HandlerAction] {
+    package mutating func reregister() -> [HandlerAction] {
         let had = strikeRecord.clear()
         return [.log("handler registered again, strikes cleared", ["strikes": String(had)])]
     }
 
     /// Timers: call at ``nextDeadline(now:)`` (or any time); enforces deadlines.
-    public mutating func tick(now: Duration) -> [HandlerAction] {
+    package mutating func tick(now: Duration) -> [HandlerAction] {
         var actions: [HandlerAction] = []
         strikeRecord.expire(now: now, window: rules.strikeWindow)
         var killReason: String?
@@ -420,7 +420,7 @@ public struct HandlerMachine: Sendable {
     }
 
     /// When ``tick(now:)`` must next run, or nil when no timer is needed.
-    public func nextDeadline(now: Duration) -> Duration? {
+    package func nextDeadline(now: Duration) -> Duration? {
         var candidates: [Duration] =
             Array(owedReports.values) + Array(openBackground.values) + Array(openTransferSessions.values)
             + Array(openFetches.values) + Array(owedWakes.values)

@@ -5,9 +5,9 @@ import RouseClock
 /// is killed; a frozen one (iOS purges suspended apps "without notice"), one that cannot be told (no connection yet)
 /// and every handler at a system shutdown are killed at once. Inputs carry the monotonic `now`; nothing here touches
 /// a process, a socket or a clock.
-public struct HandlerTermination: Sendable, Equatable {
+package struct HandlerTermination: Sendable, Equatable {
     /// What the I/O shell must do.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send `willTerminate` (`reason`, `seconds` of grace).
         case notify(TerminationReason, seconds: Double)
         /// Kill the handler's process group (cgroup) now.
@@ -17,18 +17,18 @@ public struct HandlerTermination: Sendable, Equatable {
     }
 
     /// The termination under way: why, and when the kill comes; nil when none.
-    public private(set) var pending: (reason: TerminationReason, deadline: Duration)?
+    package private(set) var pending: (reason: TerminationReason, deadline: Duration)?
 
     /// No termination under way.
-    public init() {}
+    package init() {}
 
     /// Whether a notice is under way (the handler must not be frozen meanwhile: it could not exit).
-    public var isPending: Bool { pending != nil }
+    package var isPending: Bool { pending != nil }
 
     /// The agent stops the handler for `reason`: a notice and the grace when the handler runs (not frozen), is
     /// `connected` and the reason gives one; otherwise a kill now. A second stop while one is under way keeps the
     /// first deadline (a stop never extends a grace), except one that gives no notice, which kills now.
-    public mutating func begin(
+    package mutating func begin(
         reason: TerminationReason, lifecycle: HandlerLifecycle, connected: Bool, grace: Duration, now: Duration
     ) -> [Action] {
         let notice =
@@ -45,7 +45,7 @@ public struct HandlerTermination: Sendable, Equatable {
     }
 
     /// Timers: the grace has passed without an exit ⇒ the kill.
-    public mutating func tick(now: Duration) -> [Action] {
+    package mutating func tick(now: Duration) -> [Action] {
         guard let pending, pending.deadline <= now else { return [] }
         self.pending = nil
         return [
@@ -55,16 +55,16 @@ public struct HandlerTermination: Sendable, Equatable {
     }
 
     /// The process exited (by itself or killed): nothing more to do. Returns whether it left within a grace.
-    public mutating func exited() -> Bool {
+    package mutating func exited() -> Bool {
         defer { pending = nil }
         return pending != nil
     }
 
     /// When ``tick(now:)`` must next run, or nil.
-    public var nextDeadline: Duration? { pending?.deadline }
+    package var nextDeadline: Duration? { pending?.deadline }
 
     /// Same termination under way (or none).
-    public static func == (lhs: HandlerTermination, rhs: HandlerTermination) -> Bool {
+    package static func == (lhs: HandlerTermination, rhs: HandlerTermination) -> Bool {
         lhs.pending?.reason == rhs.pending?.reason && lhs.pending?.deadline == rhs.pending?.deadline
     }
 }

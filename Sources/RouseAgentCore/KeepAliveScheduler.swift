@@ -13,14 +13,14 @@ import RouseClock
 ///   the same interval at different moments wake together after at most one interval;
 /// - whenever one runs (its timer, or any other wake-up of the device), every handler within its tolerance runs with
 ///   it, and the next due time counts from then: N handlers cost one wake-up per interval, not N.
-public struct KeepAliveScheduler: Sendable, Equatable {
+package struct KeepAliveScheduler: Sendable, Equatable {
     /// The shortest interval (iOS: "The minimum acceptable timeout value is 600 seconds").
-    public static let minimumInterval = Duration.seconds(600)
+    package static let minimumInterval = Duration.seconds(600)
     /// The longest interval accepted (a day).
-    public static let maximumInterval = Duration.seconds(86_400)
+    package static let maximumInterval = Duration.seconds(86_400)
 
     /// Why an interval is refused.
-    public enum Refusal: Error, Equatable, Sendable {
+    package enum Refusal: Error, Equatable, Sendable {
         /// Below ``minimumInterval``.
         case tooShort
         /// Above ``maximumInterval``.
@@ -36,14 +36,14 @@ public struct KeepAliveScheduler: Sendable, Equatable {
     }
 
     /// The grid planned times are floored to.
-    public let grid: Duration
+    package let grid: Duration
     private var entries: [String: Entry] = [:]
 
     /// No keep-alives yet; planned times on a grid of `grid`.
-    public init(grid: Duration = .seconds(60)) { self.grid = grid }
+    package init(grid: Duration = .seconds(60)) { self.grid = grid }
 
     /// `seconds` as an interval, or why it is refused.
-    public static func interval(seconds: Double) -> Result<Duration, Refusal> {
+    package static func interval(seconds: Double) -> Result<Duration, Refusal> {
         guard seconds.isFinite else { return .failure(.notANumber) }
         guard seconds >= minimumInterval.inSeconds else { return .failure(.tooShort) }
         guard seconds <= maximumInterval.inSeconds else { return .failure(.tooLong) }
@@ -51,28 +51,28 @@ public struct KeepAliveScheduler: Sendable, Equatable {
     }
 
     /// How early a keep-alive of `interval` may run: a tenth of it.
-    public static func tolerance(_ interval: Duration) -> Duration { interval / 10 }
+    package static func tolerance(_ interval: Duration) -> Duration { interval / 10 }
 
     /// Handler `name` is kept alive every `interval` from `now` (replacing what it asked before).
-    public mutating func set(_ name: String, interval: Duration, now: Duration) {
+    package mutating func set(_ name: String, interval: Duration, now: Duration) {
         entries[name] = Entry(interval: interval, due: now + interval)
     }
 
     /// Handler `name` no longer asks for keep-alives.
-    public mutating func clear(_ name: String) { entries[name] = nil }
+    package mutating func clear(_ name: String) { entries[name] = nil }
 
     /// The handlers that ask for keep-alives, by name.
-    public var names: [String] { entries.keys.sorted() }
+    package var names: [String] { entries.keys.sorted() }
 
     /// `name`'s interval, nil when it asked for none.
-    public func interval(of name: String) -> Duration? { entries[name]?.interval }
+    package func interval(of name: String) -> Duration? { entries[name]?.interval }
 
     /// `name`'s latest time for its next keep-alive.
-    public func due(of name: String) -> Duration? { entries[name]?.due }
+    package func due(of name: String) -> Duration? { entries[name]?.due }
 
     /// When `name`'s timer would wake the device: its due time floored to the grid (never later than due, never
     /// before its tolerance allows: the grid is finer than any tolerance).
-    public func planned(of name: String) -> Duration? {
+    package func planned(of name: String) -> Duration? {
         guard let entry = entries[name] else { return nil }
         let step = grid.wholeMilliseconds
         guard step > 0 else { return entry.due }
@@ -82,11 +82,11 @@ public struct KeepAliveScheduler: Sendable, Equatable {
     }
 
     /// The one timer all keep-alives need: the earliest planned time, nil when no handler asks.
-    public func nextTimer() -> Duration? { entries.keys.compactMap { planned(of: $0) }.min() }
+    package func nextTimer() -> Duration? { entries.keys.compactMap { planned(of: $0) }.min() }
 
     /// The handlers whose keep-alive runs at `now`, by name: every one within its tolerance of its due time (the
     /// device is awake anyway, whether for this timer or for anything else).
-    public func due(now: Duration) -> [String] {
+    package func due(now: Duration) -> [String] {
         entries.keys.sorted().filter { name in
             guard let entry = entries[name] else { return false }
             return now >= entry.due - Self.tolerance(entry.interval)
@@ -94,7 +94,7 @@ public struct KeepAliveScheduler: Sendable, Equatable {
     }
 
     /// `name`'s keep-alive ran at `now`: the next is due one interval later.
-    public mutating func ran(_ name: String, now: Duration) {
+    package mutating func ran(_ name: String, now: Duration) {
         guard let entry = entries[name] else { return }
         entries[name]?.due = now + entry.interval
     }

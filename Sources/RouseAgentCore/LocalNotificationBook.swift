@@ -1,28 +1,28 @@
 /// One local notification a handler scheduled, as the agent keeps it (in its sealed durable state).
-public struct ScheduledNotification: Codable, Sendable, Equatable {
+package struct ScheduledNotification: Codable, Sendable, Equatable {
     /// The handler's identifier (unique per handler).
-    public var identifier: String
+    package var identifier: String
     /// Title, subtitle, body.
-    public var title: String
+    package var title: String
     /// A line under the title.
-    public var subtitle: String
+    package var subtitle: String
     /// The body.
-    public var body: String
+    package var body: String
     /// Sound-theme name.
-    public var sound: String?
+    package var sound: String?
     /// The thread (the `category` hint).
-    public var threadID: String?
+    package var threadID: String?
     /// `passive`, `active`, `time-sensitive`, `critical`.
-    public var interruptionLevel: String
+    package var interruptionLevel: String
     /// JSON text handed back in the response.
-    public var userInfo: String?
+    package var userInfo: String?
     /// When it fires next, UNIX milliseconds.
-    public var fireAt: Int64
+    package var fireAt: Int64
     /// Repeat interval in milliseconds (nil: fires once).
-    public var repeatMilliseconds: Int64?
+    package var repeatMilliseconds: Int64?
 
     /// A notification.
-    public init(
+    package init(
         identifier: String, title: String, subtitle: String = "", body: String, sound: String? = nil,
         threadID: String? = nil, interruptionLevel: String = "active", userInfo: String? = nil, fireAt: Int64,
         repeatMilliseconds: Int64? = nil
@@ -43,18 +43,18 @@ public struct ScheduledNotification: Codable, Sendable, Equatable {
 /// The handlers' pending local notifications (iOS's `UNUserNotificationCenter` pending requests): at most
 /// ``maximumPending`` per handler, an identifier scheduled again replacing the earlier one, fired in time order by
 /// wall time. A value: the agent's shell keeps it in its durable state and arms one timer for ``nextFireAt``.
-public struct LocalNotificationBook: Codable, Sendable, Equatable {
+package struct LocalNotificationBook: Codable, Sendable, Equatable {
     /// iOS keeps at most 64 pending notifications per app ("the system keeps the soonest-firing 64"); here the 65th
     /// is refused, so that a handler learns it instead of losing one silently.
-    public static let maximumPending = 64
+    package static let maximumPending = 64
     /// The shortest repeat interval (iOS: "the time interval must be at least 60 if repeating").
-    public static let minimumRepeatMilliseconds: Int64 = 60_000
+    package static let minimumRepeatMilliseconds: Int64 = 60_000
 
     /// Pending notifications by handler, each list by `fireAt` (then identifier).
-    public private(set) var pending: [String: [ScheduledNotification]] = [:]
+    package private(set) var pending: [String: [ScheduledNotification]] = [:]
 
     /// Why a schedule was refused.
-    public enum Refusal: Error, Equatable, Sendable {
+    package enum Refusal: Error, Equatable, Sendable {
         /// The handler has ``LocalNotificationBook/maximumPending`` pending already.
         case tooManyPending
         /// A repeat interval under a minute.
@@ -62,16 +62,16 @@ public struct LocalNotificationBook: Codable, Sendable, Equatable {
     }
 
     /// An empty book.
-    public init() {}
+    package init() {}
 
     /// Every pending notification.
-    public var count: Int { pending.values.reduce(0) { $0 + $1.count } }
+    package var count: Int { pending.values.reduce(0) { $0 + $1.count } }
 
     /// `handler`'s pending notifications, the next to fire first.
-    public func list(_ handler: String) -> [ScheduledNotification] { pending[handler] ?? [] }
+    package func list(_ handler: String) -> [ScheduledNotification] { pending[handler] ?? [] }
 
     /// Schedules `notification` for `handler`, replacing the pending one with its identifier.
-    public mutating func schedule(_ notification: ScheduledNotification, for handler: String) throws(Refusal) {
+    package mutating func schedule(_ notification: ScheduledNotification, for handler: String) throws(Refusal) {
         if let interval = notification.repeatMilliseconds, interval < Self.minimumRepeatMilliseconds {
             throw .repeatTooShort
         }
@@ -84,7 +84,7 @@ public struct LocalNotificationBook: Codable, Sendable, Equatable {
     }
 
     /// Cancels `identifiers` of `handler` (nil: all of them); returns how many were pending.
-    public mutating func cancel(_ identifiers: [String]?, for handler: String) -> Int {
+    package mutating func cancel(_ identifiers: [String]?, for handler: String) -> Int {
         let before = pending[handler]?.count ?? 0
         if let identifiers {
             let set = Set(identifiers)
@@ -97,12 +97,12 @@ public struct LocalNotificationBook: Codable, Sendable, Equatable {
     }
 
     /// When the next notification fires (UNIX milliseconds); nil with none pending.
-    public var nextFireAt: Int64? { pending.values.compactMap(\.first?.fireAt).min() }
+    package var nextFireAt: Int64? { pending.values.compactMap(\.first?.fireAt).min() }
 
     /// Takes the notifications due at `wallNow` (UNIX milliseconds), in time order: one-shot ones leave the book,
     /// repeating ones stay with their next time after `wallNow` (the intervals missed while the agent was down fire
     /// once, not once each).
-    public mutating func takeDue(wallNow: Int64) -> [(handler: String, notification: ScheduledNotification)] {
+    package mutating func takeDue(wallNow: Int64) -> [(handler: String, notification: ScheduledNotification)] {
         var due: [(handler: String, notification: ScheduledNotification)] = []
         for handler in pending.keys.sorted() {
             guard var list = pending[handler] else { continue }

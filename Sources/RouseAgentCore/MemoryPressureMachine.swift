@@ -1,31 +1,31 @@
 /// A PSI trigger as the kernel takes it (`some 150000 1000000`: tasks stalled on memory for 150 ms in any 1 s window),
 /// parsed and checked before the agent writes it (Documentation/accounting/psi.rst).
-public struct MemoryPressureTrigger: Sendable, Equatable, CustomStringConvertible {
+package struct MemoryPressureTrigger: Sendable, Equatable, CustomStringConvertible {
     /// `some`: at least one task stalled; `full`: all non-idle tasks stalled at once.
-    public enum Kind: String, Sendable { case some, full }
+    package enum Kind: String, Sendable { case some, full }
 
     /// Which stall counts.
-    public var kind: Kind
+    package var kind: Kind
     /// Stall time in the window that fires it, in microseconds.
-    public var stallMicroseconds: Int64
+    package var stallMicroseconds: Int64
     /// The window, in microseconds (the kernel takes 500 ms to 10 s).
-    public var windowMicroseconds: Int64
+    package var windowMicroseconds: Int64
 
     /// The agent's default: 300 ms of `some` stall in 2 s (15 %). The window is a multiple of 2 s: a process without
     /// CAP_SYS_RESOURCE (a per-user agent, or root in a container without it) may only set such windows
     /// (EINVAL otherwise, kernel 6.5 and later).
-    public static let standard = MemoryPressureTrigger(
+    package static let standard = MemoryPressureTrigger(
         kind: .some, stallMicroseconds: 300_000, windowMicroseconds: 2_000_000)
 
     /// A trigger.
-    public init(kind: Kind, stallMicroseconds: Int64, windowMicroseconds: Int64) {
+    package init(kind: Kind, stallMicroseconds: Int64, windowMicroseconds: Int64) {
         self.kind = kind
         self.stallMicroseconds = stallMicroseconds
         self.windowMicroseconds = windowMicroseconds
     }
 
     /// Parses `some|full STALL_US WINDOW_US`; nil with the reason in `problem`.
-    public static func parse(_ text: String) -> Result<MemoryPressureTrigger, MemoryPressureTriggerError> {
+    package static func parse(_ text: String) -> Result<MemoryPressureTrigger, MemoryPressureTriggerError> {
         let words = text.split(separator: " ", omittingEmptySubsequences: true)
         guard words.count == 3 else { return .failure(.init("expected 'some|full STALL_US WINDOW_US', got '\(text)'")) }
         guard let kind = Kind(rawValue: String(words[0])) else {
@@ -44,13 +44,13 @@ public struct MemoryPressureTrigger: Sendable, Equatable, CustomStringConvertibl
     }
 
     /// What is written to the pressure file.
-    public var description: String { "\(kind.rawValue) \(stallMicroseconds) \(windowMicroseconds)" }
+    package var description: String { "\(kind.rawValue) \(stallMicroseconds) \(windowMicroseconds)" }
 }
 
 /// Why a trigger text was refused.
-public struct MemoryPressureTriggerError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct MemoryPressureTriggerError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The reason.
-    public var description: String
+    package var description: String
     init(_ description: String) { self.description = description }
 }
 
@@ -58,9 +58,9 @@ public struct MemoryPressureTriggerError: Error, Sendable, Equatable, CustomStri
 /// trigger fires again, or the stall counter still grows at the trigger's rate when the check comes `persistAfter`
 /// later) terminates the next handler in ``MemoryPressurePolicy/order(_:)``, one per step, until a check finds the
 /// stall below the rate. No timer runs outside an episode: without pressure the agent never wakes for memory.
-public struct MemoryPressureMachine: Sendable {
+package struct MemoryPressureMachine: Sendable {
     /// What the agent does.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send `memoryWarning` to the running handlers.
         case warn
         /// Terminate the next handler in the policy's order.
@@ -70,29 +70,29 @@ public struct MemoryPressureMachine: Sendable {
     }
 
     /// The trigger (its rate is what "still above" means at a check).
-    public let trigger: MemoryPressureTrigger
+    package let trigger: MemoryPressureTrigger
     /// How long after a trigger (or a termination) the agent looks again.
-    public let persistAfter: Duration
+    package let persistAfter: Duration
     /// The episode under way: when its first trigger fired.
-    public private(set) var episodeStart: Duration?
+    package private(set) var episodeStart: Duration?
     /// When the agent must call ``check(now:stallMicroseconds:)`` (nil outside an episode).
-    public private(set) var nextCheck: Duration?
+    package private(set) var nextCheck: Duration?
     /// Episodes begun.
-    public private(set) var episodes = 0
+    package private(set) var episodes = 0
     /// Terminations asked for.
-    public private(set) var terminations = 0
+    package private(set) var terminations = 0
     /// How long the last episode lasted.
-    public private(set) var lastRelief: Duration?
+    package private(set) var lastRelief: Duration?
     private var sample: (at: Duration, stall: Int64)?
 
     /// A machine with no episode.
-    public init(trigger: MemoryPressureTrigger, persistAfter: Duration) {
+    package init(trigger: MemoryPressureTrigger, persistAfter: Duration) {
         self.trigger = trigger
         self.persistAfter = persistAfter
     }
 
     /// The trigger fired; `stallMicroseconds`: the stall counter (`total` of the trigger's kind) now.
-    public mutating func fired(now: Duration, stallMicroseconds: Int64) -> [Action] {
+    package mutating func fired(now: Duration, stallMicroseconds: Int64) -> [Action] {
         sample = (now, stallMicroseconds)
         nextCheck = now + persistAfter
         guard episodeStart != nil else {
@@ -107,7 +107,7 @@ public struct MemoryPressureMachine: Sendable {
 
     /// The check came (at or after ``nextCheck``): still above the trigger's rate since the last sample → the next
     /// termination; below → the episode ends.
-    public mutating func check(now: Duration, stallMicroseconds: Int64) -> [Action] {
+    package mutating func check(now: Duration, stallMicroseconds: Int64) -> [Action] {
         guard let due = nextCheck, due <= now, let start = episodeStart, let sample else { return [] }
         let elapsed = now - sample.at
         let elapsedMicros = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000

@@ -2,22 +2,22 @@
 /// notice is given"; "apps with large memory footprints are the first to be terminated"; a running background app
 /// gets `applicationWillTerminate` first). A plain function of what the agent knows of each handler at the moment
 /// pressure persists: nothing here reads a cgroup or kills a process.
-public enum MemoryPressurePolicy {
+package enum MemoryPressurePolicy {
     /// What the agent knows of one handler when it must free memory.
-    public struct Candidate: Sendable, Equatable {
+    package struct Candidate: Sendable, Equatable {
         /// The handler's name.
-        public var name: String
+        package var name: String
         /// Its lifecycle state.
-        public var lifecycle: HandlerLifecycle
+        package var lifecycle: HandlerLifecycle
         /// Its cgroup's charged memory (`memory.current`, v1 `memory.usage_in_bytes`); nil when unknown (it then
         /// counts as the smallest).
-        public var memoryBytes: Int64?
+        package var memoryBytes: Int64?
         /// It is in a call, owes a call report, or holds a call or playback session (an activation that keeps it
         /// running): never terminated for memory.
-        public var protected: Bool
+        package var protected: Bool
 
         /// A candidate.
-        public init(name: String, lifecycle: HandlerLifecycle, memoryBytes: Int64?, protected: Bool) {
+        package init(name: String, lifecycle: HandlerLifecycle, memoryBytes: Int64?, protected: Bool) {
             self.name = name
             self.lifecycle = lifecycle
             self.memoryBytes = memoryBytes
@@ -26,17 +26,17 @@ public enum MemoryPressurePolicy {
     }
 
     /// One handler to terminate, and how.
-    public struct Victim: Sendable, Equatable {
+    package struct Victim: Sendable, Equatable {
         /// The handler's name.
-        public var name: String
+        package var name: String
         /// Whether it runs (background, launching) and so goes through the agent's stop path (which gives running
         /// handlers their termination notice); false: frozen, killed without notice.
-        public var running: Bool
+        package var running: Bool
         /// Its footprint when chosen (for the log).
-        public var memoryBytes: Int64?
+        package var memoryBytes: Int64?
 
         /// A victim.
-        public init(name: String, running: Bool, memoryBytes: Int64?) {
+        package init(name: String, running: Bool, memoryBytes: Int64?) {
             self.name = name
             self.running = running
             self.memoryBytes = memoryBytes
@@ -47,7 +47,7 @@ public enum MemoryPressurePolicy {
     /// handlers (including one still launching), largest first. Never a foreground handler, never a protected one
     /// (a call, a call or playback session), never one that is not running. Ties keep the names' order, so the
     /// order is the same every time.
-    public static func order(_ candidates: [Candidate]) -> [Victim] {
+    package static func order(_ candidates: [Candidate]) -> [Victim] {
         func tier(_ lifecycle: HandlerLifecycle) -> Int? {
             switch lifecycle {
             case .suspended: return 0
@@ -71,7 +71,7 @@ public enum MemoryPressurePolicy {
 
     /// The `oom_score_adj` a handler's processes get in `lifecycle` (the agent's unit runs at -500): frozen ones are
     /// the kernel OOM killer's first choice, running background ones next, foreground ones and calls as any program.
-    public static func oomScoreAdjust(_ lifecycle: HandlerLifecycle, protected: Bool) -> Int {
+    package static func oomScoreAdjust(_ lifecycle: HandlerLifecycle, protected: Bool) -> Int {
         if protected { return 0 }
         switch lifecycle {
         case .suspended: return 500

@@ -3,9 +3,9 @@
 /// dropped; when it unlocks the key comes back first, then handlers are told `protectedDataDidBecomeAvailable`.
 /// Lock reports come from logind (its `Lock`/`Unlock` signals and `LockedHint`, both, deduplicated here). Time is
 /// injected (`now`, seconds on the agent's monotonic clock); the shell performs the actions.
-public struct SessionLockMachine: Sendable, Equatable {
+package struct SessionLockMachine: Sendable, Equatable {
     /// Where the session stands.
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Unlocked: every class available.
         case unlocked
         /// Locked, handlers told, keys still held until `deadline` (the grace to close files).
@@ -15,7 +15,7 @@ public struct SessionLockMachine: Sendable, Equatable {
     }
 
     /// What the shell must do.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Tell every connected handler `protectedDataWillBecomeUnavailable`.
         case tellWillBecomeUnavailable
         /// Wake the machine at `deadline` (``tick(now:)``).
@@ -33,22 +33,22 @@ public struct SessionLockMachine: Sendable, Equatable {
     }
 
     /// The current phase.
-    public private(set) var phase: Phase
+    package private(set) var phase: Phase
     /// Whether the session was unlocked at least once since the agent started.
-    public private(set) var unlockedOnce: Bool
+    package private(set) var unlockedOnce: Bool
     /// How long handlers have between being told and the keys being dropped.
-    public let grace: Double
+    package let grace: Double
 
     /// A machine as logind reported the session at start: `locked` (or no session yet) or unlocked. An agent that
     /// starts in an unlocked session counts it as the first unlock.
-    public init(locked: Bool, grace: Double = 0.5) {
+    package init(locked: Bool, grace: Double = 0.5) {
         phase = locked ? .locked : .unlocked
         unlockedOnce = !locked
         self.grace = grace
     }
 
     /// logind says the session locked (`Lock`, or `LockedHint` true).
-    public mutating func locked(now: Double) -> [Action] {
+    package mutating func locked(now: Double) -> [Action] {
         guard phase == .unlocked else { return [] }
         let deadline = now + grace
         phase = .closing(deadline: deadline)
@@ -56,7 +56,7 @@ public struct SessionLockMachine: Sendable, Equatable {
     }
 
     /// logind says the session unlocked (`Unlock`, or `LockedHint` false).
-    public mutating func unlocked(now: Double) -> [Action] {
+    package mutating func unlocked(now: Double) -> [Action] {
         switch phase {
         case .unlocked:
             return []
@@ -74,12 +74,12 @@ public struct SessionLockMachine: Sendable, Equatable {
     }
 
     /// The timer armed by ``locked(now:)``: the grace is over.
-    public mutating func tick(now: Double) -> [Action] {
+    package mutating func tick(now: Double) -> [Action] {
         guard case .closing(let deadline) = phase, now >= deadline else { return [] }
         phase = .locked
         return [.dropKeys]
     }
 
     /// Whether `complete` files are readable now (keys held: unlocked, or within the grace).
-    public var completeAvailable: Bool { phase != .locked }
+    package var completeAvailable: Bool { phase != .locked }
 }

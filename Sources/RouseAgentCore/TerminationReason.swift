@@ -1,31 +1,31 @@
 /// Why the agent stops a handler: the agent's own reasons are static members, the rules' deadline reasons are
 /// words (`"no call reported within the deadline"`); a string literal is a reason, so a rule reads as before.
 /// It decides the notice: see ``HandlerTermination``.
-public struct TerminationReason: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral,
+package struct TerminationReason: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral,
     CustomStringConvertible
 {
     /// The reason in words (logged, and sent as `willTerminate`'s `reason`).
-    public var rawValue: String
+    package var rawValue: String
 
     /// A reason.
-    public init(rawValue: String) { self.rawValue = rawValue }
+    package init(rawValue: String) { self.rawValue = rawValue }
 
     /// A reason from a literal.
-    public init(stringLiteral value: String) { self.rawValue = value }
+    package init(stringLiteral value: String) { self.rawValue = value }
 
     /// The reason in words.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The user stopped (force-quit) the handler: `rouse agent stop`, `userControl stopped`.
-    public static let userStopped: TerminationReason = "user stopped"
+    package static let userStopped: TerminationReason = "user stopped"
     /// The agent itself is stopping (SIGTERM, `systemctl stop`), the system is not going down.
-    public static let agentStopping: TerminationReason = "agent stopping"
+    package static let agentStopping: TerminationReason = "agent stopping"
     /// The system is shutting down or rebooting (logind `PrepareForShutdown`): no notice, as iOS at reboot.
-    public static let systemShutdown: TerminationReason = "system shutdown"
+    package static let systemShutdown: TerminationReason = "system shutdown"
     /// A reload removed the handler's file.
-    public static let handlerRemoved: TerminationReason = "handler removed"
+    package static let handlerRemoved: TerminationReason = "handler removed"
 
     /// Whether a running handler is told before it is killed for this reason (every reason but a system
     /// shutdown: iOS does not call `applicationWillTerminate` when the device reboots).
-    public var givesNotice: Bool { self != .systemShutdown }
+    package var givesNotice: Bool { self != .systemShutdown }
 }

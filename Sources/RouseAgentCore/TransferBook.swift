@@ -1,64 +1,64 @@
 /// One background-transfer task as the agent keeps it (persisted with the agent's sealed state, so that a restarted
 /// agent resumes it).
-public struct TransferRecord: Codable, Sendable, Equatable {
+package struct TransferRecord: Codable, Sendable, Equatable {
     /// Download into the spool, or upload from it.
-    public enum Kind: String, Codable, Sendable { case download, upload }
+    package enum Kind: String, Codable, Sendable { case download, upload }
     /// Where the task is.
-    public enum State: String, Codable, Sendable {
+    package enum State: String, Codable, Sendable {
         case queued, running, waitingForNetwork, completed, failed, cancelled
         /// Nothing more happens to it but handing its result over.
-        public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+        package var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
     }
 
     /// Unique among the agent's tasks.
-    public var id: Int
+    package var id: Int
     /// The handler that added it.
-    public var handler: String
+    package var handler: String
     /// Its session.
-    public var session: String
-    public var kind: Kind
-    public var url: String
+    package var session: String
+    package var kind: Kind
+    package var url: String
     /// `GET` for downloads; `PUT`/`POST`… for uploads.
-    public var method: String
+    package var method: String
     /// `Name: value` lines.
-    public var headers: [String]
+    package var headers: [String]
     /// May wait for a non-expensive network.
-    public var discretionary: Bool
-    public var state: State = .queued
+    package var discretionary: Bool
+    package var state: State = .queued
     /// Bytes received (download, in the spool file) or sent (upload) so far.
-    public var bytes: Int64 = 0
+    package var bytes: Int64 = 0
     /// Expected total when known.
-    public var total: Int64?
+    package var total: Int64?
     /// Final HTTP status.
-    public var status: Int?
+    package var status: Int?
     /// Failure code and words.
-    public var error: String?
-    public var detail: String?
+    package var error: String?
+    package var detail: String?
     /// The spool file: the download's target, or the upload's body (a copy the agent owns).
-    public var spoolFile: String
+    package var spoolFile: String
     /// The download's `ETag` (or `Last-Modified`) for `If-Range` when it resumes.
-    public var validator: String?
+    package var validator: String?
     /// Times it was (re)started.
-    public var attempts = 0
+    package var attempts = 0
     /// When it finished (UNIX milliseconds), for the expiry of results never collected.
-    public var finishedAt: Int64?
+    package var finishedAt: Int64?
 }
 
 /// Why a transfer request was refused: its code goes to the handler in an `error` frame.
-public struct TransferRefusal: Error, Sendable, Equatable {
+package struct TransferRefusal: Error, Sendable, Equatable {
     /// `badRequest`, `unknownSession`, `unknownTask`, `tooManyTasks`, `spoolFull`, `badDescriptor`.
-    public let code: String
-    public let detail: String
+    package let code: String
+    package let detail: String
 
     /// A refusal with its code and a sentence for the handler.
-    public init(code: String, detail: String) {
+    package init(code: String, detail: String) {
         self.code = code
         self.detail = detail
     }
 }
 
 /// What the shell must do for the transfers, in order.
-public enum TransferAction: Sendable, Equatable {
+package enum TransferAction: Sendable, Equatable {
     /// Start (or resume) the task on libcurl.
     case start(TransferRecord)
     /// Stop the task's libcurl transfer (its state was already changed).
@@ -77,53 +77,53 @@ public enum TransferAction: Sendable, Equatable {
 /// The background-transfer rules as a value-type state machine (no sockets, no files, no clock): sessions per
 /// handler, the task queue under the budgets, the network's state, which task starts or stops, and when a
 /// session is finished. The shell (`Agent+Transfers.swift`) runs libcurl and the spool and feeds results back.
-public struct TransferBook: Sendable, Equatable {
+package struct TransferBook: Sendable, Equatable {
     /// Budgets (hostile handlers): see docs/agent.md, "Background transfers".
-    public struct Limits: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// Unfinished or undelivered tasks one handler may have.
-        public var tasksPerHandler = 64
+        package var tasksPerHandler = 64
         /// Transfers running at once, all handlers together.
-        public var concurrent = 4
+        package var concurrent = 4
         /// Bytes of spool one handler may hold (downloads and upload copies).
-        public var spoolBytesPerHandler: Int64 = 1 << 30
+        package var spoolBytesPerHandler: Int64 = 1 << 30
         /// Sessions one handler may have.
-        public var sessionsPerHandler = 16
+        package var sessionsPerHandler = 16
         /// Largest upload a handler may pass as a descriptor (also within its spool budget).
-        public var uploadBytes: Int64 = 256 << 20
+        package var uploadBytes: Int64 = 256 << 20
         /// Transfers of one handler running at once: the others wait, so one handler cannot hold every slot.
-        public var concurrentPerHandler = 2
+        package var concurrentPerHandler = 2
         /// A running transfer slower than this many bytes per second for ``lowSpeedSeconds`` is ended (`timeout`;
         /// it resumes later like any transient failure, within its attempts): a peer that trickles cannot hold a
         /// slot for a day.
-        public var lowSpeedBytesPerSecond = 1024
-        public var lowSpeedSeconds = 60
-        public init() {}
+        package var lowSpeedBytesPerSecond = 1024
+        package var lowSpeedSeconds = 60
+        package init() {}
     }
 
-    public var limits: Limits
+    package var limits: Limits
     /// Starts of one task after transient failures (no response) while the network is up; a link that goes down
     /// does not count (the task waits for it instead).
-    public static let maxAttempts = 3
+    package static let maxAttempts = 3
     /// Every task not yet handed back, by id.
-    public private(set) var tasks: [Int: TransferRecord] = [:]
+    package private(set) var tasks: [Int: TransferRecord] = [:]
     /// Sessions by handler.
-    public private(set) var sessions: [String: Set<String>] = [:]
+    package private(set) var sessions: [String: Set<String>] = [:]
     /// Whether the network is usable (the agent's reachability).
-    public private(set) var networkUsable: Bool
+    package private(set) var networkUsable: Bool
     /// Whether the path is expensive (cellular, or an interface configured so): discretionary tasks wait.
-    public private(set) var networkExpensive = false
+    package private(set) var networkExpensive = false
     private var nextID = 1
     /// Counters of refusals and failures by code (metrics).
-    public private(set) var counters: [String: Int] = [:]
+    package private(set) var counters: [String: Int] = [:]
 
     /// An empty book.
-    public init(limits: Limits = Limits(), networkUsable: Bool = false) {
+    package init(limits: Limits = Limits(), networkUsable: Bool = false) {
         self.limits = limits
         self.networkUsable = networkUsable
     }
 
     /// A book restored from persisted tasks: running ones are queued again (resumed when the network allows).
-    public init(restoring records: [TransferRecord], limits: Limits = Limits()) {
+    package init(restoring records: [TransferRecord], limits: Limits = Limits()) {
         self.init(limits: limits)
         for var record in records {
             if record.state == .running || record.state == .waitingForNetwork { record.state = .queued }
@@ -134,15 +134,15 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// Every task, oldest first (to persist).
-    public var records: [TransferRecord] { tasks.keys.sorted().compactMap { tasks[$0] } }
+    package var records: [TransferRecord] { tasks.keys.sorted().compactMap { tasks[$0] } }
 
     /// A handler's tasks in `session`, oldest first.
-    public func tasks(of handler: String, session: String) -> [TransferRecord] {
+    package func tasks(of handler: String, session: String) -> [TransferRecord] {
         records.filter { $0.handler == handler && $0.session == session }
     }
 
     /// Sessions whose tasks are all finished with results still to hand over (after a restart: owed wake-ups).
-    public var finishedSessions: [(handler: String, session: String)] {
+    package var finishedSessions: [(handler: String, session: String)] {
         var seen: Set<String> = []
         var result: [(String, String)] = []
         for record in records where !seen.contains(record.handler + "\u{0}" + record.session) {
@@ -157,7 +157,7 @@ public struct TransferBook: Sendable, Equatable {
     // MARK: Inputs
 
     /// `transferSession`: creates or reattaches `session`.
-    public mutating func openSession(handler: String, session: String) throws(TransferRefusal) {
+    package mutating func openSession(handler: String, session: String) throws(TransferRefusal) {
         guard Self.validIdentifier(session) else {
             throw refuse("badRequest", "a session identifier is 1-64 bytes of A-Za-z0-9._-")
         }
@@ -169,7 +169,7 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// `addTransfer`, checked: returns the new task's id; the task is queued (and maybe started).
-    public mutating func add(
+    package mutating func add(
         handler: String, session: String, kind: TransferRecord.Kind, url: String, method: String, headers: [String],
         discretionary: Bool, spoolFile: (Int) -> String, uploadBytes: Int64? = nil
     ) throws(TransferRefusal) -> (id: Int, actions: [TransferAction]) {
@@ -209,7 +209,7 @@ public struct TransferBook: Sendable, Equatable {
 
     /// The shell's progress report for a running task; `validator`: the answer's `ETag` (or `Last-Modified`), kept
     /// (and persisted) for the `If-Range` of a resume.
-    public mutating func progress(id: Int, bytes: Int64, total: Int64?, validator: String? = nil) -> [TransferAction] {
+    package mutating func progress(id: Int, bytes: Int64, total: Int64?, validator: String? = nil) -> [TransferAction] {
         guard var record = tasks[id], record.state == .running else { return [] }
         record.bytes = bytes
         if let total { record.total = total }
@@ -219,7 +219,7 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// How a libcurl transfer ended.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// A response (any status: 4xx/5xx complete the task, as in iOS); `bytes` of body in total.
         case response(status: Int, bytes: Int64, validator: String?)
         /// No response: `code` (`unreachable`, `tls`, `timeout`, `spoolFull`, `transport`…) and words.
@@ -227,7 +227,7 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// A running task's transfer ended.
-    public mutating func finished(id: Int, _ outcome: Outcome) -> [TransferAction] {
+    package mutating func finished(id: Int, _ outcome: Outcome) -> [TransferAction] {
         guard var record = tasks[id], record.state == .running else { return [] }
         var actions: [TransferAction] = []
         switch outcome {
@@ -263,7 +263,7 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// `cancelTransfer` from its handler.
-    public mutating func cancel(handler: String, id: Int) throws(TransferRefusal) -> [TransferAction] {
+    package mutating func cancel(handler: String, id: Int) throws(TransferRefusal) -> [TransferAction] {
         guard let record = tasks[id], record.handler == handler else {
             throw refuse("unknownTask", "no task \(id) of this handler")
         }
@@ -273,7 +273,7 @@ public struct TransferBook: Sendable, Equatable {
 
     /// The user stopped the handler (`rouse agent stop`): its pending tasks are cancelled, as iOS cancels a
     /// force-quit app's background session tasks; their spool files go.
-    public mutating func userStopped(handler: String) -> [TransferAction] {
+    package mutating func userStopped(handler: String) -> [TransferAction] {
         var actions: [TransferAction] = []
         for id in tasks.keys.sorted() where tasks[id]?.handler == handler {
             guard let record = tasks[id] else { continue }
@@ -290,7 +290,7 @@ public struct TransferBook: Sendable, Equatable {
 
     /// The path became expensive or not (iOS's `isDiscretionary`): on an expensive one, running discretionary
     /// tasks stop and wait (resumed with `Range` later) and queued ones stay queued.
-    public mutating func network(expensive: Bool) -> [TransferAction] {
+    package mutating func network(expensive: Bool) -> [TransferAction] {
         guard expensive != networkExpensive else { return [] }
         networkExpensive = expensive
         guard expensive else { return schedule() }
@@ -304,7 +304,7 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// The network became usable or not: running tasks wait, waiting ones resume.
-    public mutating func network(usable: Bool) -> [TransferAction] {
+    package mutating func network(usable: Bool) -> [TransferAction] {
         guard usable != networkUsable else { return [] }
         networkUsable = usable
         guard !usable else { return schedule() }
@@ -318,14 +318,14 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// Records when terminal task `id` finished (the shell's wall clock), once.
-    public mutating func stamp(id: Int, wallMilliseconds: Int64) {
+    package mutating func stamp(id: Int, wallMilliseconds: Int64) {
         guard let record = tasks[id], record.state.isTerminal, record.finishedAt == nil else { return }
         tasks[id]?.finishedAt = wallMilliseconds
     }
 
     /// Results finished before `cutoff` (UNIX milliseconds) that no handler collected: forgotten, their files
     /// deleted, each counted (`spool-expired`).
-    public mutating func expire(finishedBefore cutoff: Int64) -> [TransferAction] {
+    package mutating func expire(finishedBefore cutoff: Int64) -> [TransferAction] {
         var actions: [TransferAction] = []
         for id in tasks.keys.sorted() {
             guard let record = tasks[id], record.state.isTerminal, let at = record.finishedAt, at < cutoff else {
@@ -340,7 +340,7 @@ public struct TransferBook: Sendable, Equatable {
     }
 
     /// The result of a terminal task reached its handler (a download's file with it): the task is forgotten.
-    public mutating func delivered(id: Int) -> [TransferAction] {
+    package mutating func delivered(id: Int) -> [TransferAction] {
         guard let record = tasks[id], record.state.isTerminal else { return [] }
         tasks[id] = nil
         return [.removeSpool(handler: record.handler, path: record.spoolFile)]

@@ -1,34 +1,34 @@
 /// The UnifiedPush D-Bus specification's rules on arguments (docs/unifiedpush.md): what a distributor accepts in
 /// `Register` and `Unregister`. A call that breaks one is ignored, as the specification says.
-public enum UnifiedPushArguments {
+package enum UnifiedPushArguments {
     /// A connection token: 1 to 100 bytes of UTF-8.
-    public static let maximumTokenBytes = 100
+    package static let maximumTokenBytes = 100
     /// A description: at most 100 bytes.
-    public static let maximumDescriptionBytes = 100
+    package static let maximumDescriptionBytes = 100
 
     /// Why an argument was refused (logged; the call is then ignored).
-    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
         /// What is wrong.
-        public let description: String
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// A valid token, or why not.
-    public static func checkToken(_ token: String) -> Problem? {
+    package static func checkToken(_ token: String) -> Problem? {
         if token.isEmpty { return Problem("empty token") }
         if token.utf8.count > maximumTokenBytes { return Problem("token over \(maximumTokenBytes) bytes") }
         return nil
     }
 
     /// A valid description, or why not.
-    public static func checkDescription(_ description: String) -> Problem? {
+    package static func checkDescription(_ description: String) -> Problem? {
         description.utf8.count > maximumDescriptionBytes
             ? Problem("description over \(maximumDescriptionBytes) bytes") : nil
     }
 
     /// A D-Bus well-known bus name an app can be activated as (`org.kde.tokodon`): 2 or more dot-separated elements
     /// of `[A-Za-z0-9_-]`, none starting with a digit, at most 255 bytes, no leading `:` (a unique name is no app).
-    public static func checkService(_ name: String) -> Problem? {
+    package static func checkService(_ name: String) -> Problem? {
         guard !name.isEmpty, name.utf8.count <= 255 else { return Problem("service name empty or over 255 bytes") }
         let elements = name.split(separator: ".", omittingEmptySubsequences: false)
         guard elements.count >= 2 else { return Problem("service name has fewer than two elements") }
@@ -50,7 +50,7 @@ public enum UnifiedPushArguments {
     }
 
     /// A VAPID public key: a P-256 uncompressed point (65 bytes, first 0x04) in unpadded base64url, 87 characters.
-    public static func checkVAPID(_ key: String) -> Problem? {
+    package static func checkVAPID(_ key: String) -> Problem? {
         guard key.utf8.count == 87 else { return Problem("VAPID key not 87 characters") }
         guard let bytes = base64URLDecode(key) else { return Problem("VAPID key not base64url") }
         guard bytes.count == 65, bytes.first == 0x04 else {
@@ -61,7 +61,7 @@ public enum UnifiedPushArguments {
 
     /// Unpadded base64url (RFC 4648 §5) decoded; nil for any other character, a bad length, or non-zero trailing
     /// bits.
-    public static func base64URLDecode(_ text: String) -> [UInt8]? {
+    package static func base64URLDecode(_ text: String) -> [UInt8]? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count * 3 / 4)
         var accumulator: UInt32 = 0

@@ -4,38 +4,38 @@
 ///
 /// A plain value: the agent's distributor shell asks it what a `Register` means (`admit`), records the outcome, and
 /// asks which registrations the 30-day rule touches (``silent(nowMilliseconds:)``).
-public struct UnifiedPushBook: Codable, Sendable, Equatable {
+package struct UnifiedPushBook: Codable, Sendable, Equatable {
     /// Registrations per app at most (an app needs one per account; more is a runaway app): `ACTION_REQUIRED`.
-    public static let defaultMaximumPerApp = 8
+    package static let defaultMaximumPerApp = 8
     /// Registrations per device at most (the gateway's default cap on subscriptions is 256): `ACTION_REQUIRED`.
-    public static let defaultMaximumPerDevice = 64
+    package static let defaultMaximumPerDevice = 64
     /// An app that acknowledged nothing for this long gets a `NewEndpoint` ping; if that fails, it is unregistered
     /// (the UnifiedPush Android rule, applied on D-Bus too).
-    public static let silenceLimitMilliseconds: Int64 = 30 * 24 * 3600 * 1000
+    package static let silenceLimitMilliseconds: Int64 = 30 * 24 * 3600 * 1000
 
     /// One app's registration.
-    public struct Registration: Codable, Sendable, Equatable {
+    package struct Registration: Codable, Sendable, Equatable {
         /// The connector's token (≤ 100 bytes); never sent to the gateway.
-        public var token: String
+        package var token: String
         /// The app's D-Bus name, also the name activated to deliver.
-        public var service: String
+        package var service: String
         /// The interface version the app registered with: 1 (`Distributor1`) or 2 (`Distributor2`).
-        public var version: Int
+        package var version: Int
         /// The app's description (≤ 100 bytes), if it gave one.
-        public var description: String?
+        package var description: String?
         /// The application server's VAPID key, if the app gave one.
-        public var vapid: String?
+        package var vapid: String?
         /// The gateway subscription's id (the endpoint's last path segment).
-        public var subscription: String
+        package var subscription: String
         /// The endpoint handed to the app.
-        public var endpoint: String
+        package var endpoint: String
         /// When it was made, UNIX milliseconds.
-        public var createdAt: Int64
+        package var createdAt: Int64
         /// When the app last acknowledged a message (or answered a ping), UNIX milliseconds; ``createdAt`` at first.
-        public var lastAckAt: Int64
+        package var lastAckAt: Int64
 
         /// A registration.
-        public init(
+        package init(
             token: String, service: String, version: Int, description: String?, vapid: String?, subscription: String,
             endpoint: String, createdAt: Int64
         ) {
@@ -52,7 +52,7 @@ public struct UnifiedPushBook: Codable, Sendable, Equatable {
     }
 
     /// What a `Register` call means for the book.
-    public enum Admission: Sendable, Equatable {
+    package enum Admission: Sendable, Equatable {
         /// The token is registered already for this service and key: the same endpoint again.
         case known(Registration)
         /// The token is registered for another service: refused (a token is unique; another app cannot take it).
@@ -66,23 +66,23 @@ public struct UnifiedPushBook: Codable, Sendable, Equatable {
     }
 
     /// The registrations, oldest first.
-    public private(set) var registrations: [Registration] = []
+    package private(set) var registrations: [Registration] = []
     /// Gateway subscriptions whose deletion has not been confirmed yet (retried when the channel opens).
-    public private(set) var pendingDeletions: [String] = []
+    package private(set) var pendingDeletions: [String] = []
     /// An empty book.
-    public init() {}
+    package init() {}
 
     /// The registration of `token`.
-    public func registration(token: String) -> Registration? { registrations.first { $0.token == token } }
+    package func registration(token: String) -> Registration? { registrations.first { $0.token == token } }
 
     /// The registration whose gateway subscription is `subscription`.
-    public func registration(subscription: String) -> Registration? {
+    package func registration(subscription: String) -> Registration? {
         registrations.first { $0.subscription == subscription }
     }
 
     /// What `Register(service, token, vapid)` means now, with at most `maximumPerApp` registrations per app and
     /// `maximumPerDevice` in all.
-    public func admit(
+    package func admit(
         service: String, token: String, vapid: String?, maximumPerApp: Int = Self.defaultMaximumPerApp,
         maximumPerDevice: Int = Self.defaultMaximumPerDevice
     ) -> Admission {
@@ -96,7 +96,7 @@ public struct UnifiedPushBook: Codable, Sendable, Equatable {
     }
 
     /// Records `registration` (replacing one with the same token; its old subscription is to be deleted).
-    public mutating func add(_ registration: Registration) {
+    package mutating func add(_ registration: Registration) {
         if let old = self.registration(token: registration.token), old.subscription != registration.subscription {
             pendingDeletions.append(old.subscription)
         }
@@ -106,7 +106,7 @@ public struct UnifiedPushBook: Codable, Sendable, Equatable {
 
     /// Removes `token`'s registration; its subscription is to be deleted at the gateway.
     @discardableResult
-    public mutating func remove(token: String) -> Registration? {
+    package mutating func remove(token: String) -> Registration? {
         guard let index = registrations.firstIndex(where: { $0.token == token }) else { return nil }
         let removed = registrations.remove(at: index)
         if !pendingDeletions.contains(removed.subscription) { pendingDeletions.append(removed.subscription) }
@@ -114,10 +114,10 @@ public struct UnifiedPushBook: Codable, Sendable, Equatable {
     }
 
     /// The gateway confirmed the deletion of `subscription` (or it was unknown there).
-    public mutating func deleted(_ subscription: String) { pendingDeletions.removeAll { $0 == subscription } }
+    package mutating func deleted(_ subscription: String) { pendingDeletions.removeAll { $0 == subscription } }
 
     /// `token`'s app acknowledged a message (or answered a ping) at `nowMilliseconds`.
-    public mutating func acknowledged(token: String, nowMilliseconds: Int64) {
+    package mutating func acknowledged(token: String, nowMilliseconds: Int64) {
         guard let index = registrations.firstIndex(where: { $0.token == token }) else { return }
         registrations[index].lastAckAt = max(registrations[index].lastAckAt, nowMilliseconds)
     }
@@ -125,7 +125,7 @@ public struct UnifiedPushBook: Codable, Sendable, Equatable {
     /// The version-2 registrations whose app acknowledged nothing for ``silenceLimitMilliseconds``: each gets a
     /// `NewEndpoint` ping, and is unregistered when the ping fails. (A version-1 app cannot answer: `NewEndpoint` has
     /// no reply there, so it is never pinged nor dropped for silence.)
-    public func silent(nowMilliseconds: Int64) -> [Registration] {
+    package func silent(nowMilliseconds: Int64) -> [Registration] {
         registrations.filter { $0.version >= 2 && nowMilliseconds - $0.lastAckAt >= Self.silenceLimitMilliseconds }
     }
 }

@@ -8,9 +8,9 @@
 /// the last strike. An acknowledgement clears the app's strikes (the strikes that count are consecutive failures).
 ///
 /// A plain value on machine time (`Duration` since the agent's start, the clock the handler machines use).
-public struct UnifiedPushStrikes: Sendable, Equatable {
+package struct UnifiedPushStrikes: Sendable, Equatable {
     /// What ``admit(service:now:)`` decides for a delivery.
-    public enum Admission: Sendable, Equatable {
+    package enum Admission: Sendable, Equatable {
         /// Deliver.
         case deliver
         /// Deliver as the paused app's probe (its reply ends the pause or strikes again).
@@ -20,50 +20,50 @@ public struct UnifiedPushStrikes: Sendable, Equatable {
     }
 
     /// One app's record.
-    public struct App: Sendable, Equatable {
+    package struct App: Sendable, Equatable {
         /// Times of the strikes inside the window, oldest first.
-        public var strikes: [Duration] = []
+        package var strikes: [Duration] = []
         /// Deliveries are paused (the limit was reached).
-        public var paused = false
+        package var paused = false
         /// A probe delivery is out (at most one while paused).
-        public var probing = false
+        package var probing = false
     }
 
     /// Strikes within ``window`` that pause the app's deliveries (the handler rules' VoIP strike limit).
-    public var limit: Int
+    package var limit: Int
     /// The window strikes count in (the handler rules' strike window).
-    public var window: Duration
+    package var window: Duration
     /// While paused, a probe is let through this long after the last strike.
-    public var probeInterval: Duration
+    package var probeInterval: Duration
     /// The apps with strikes or a pause, by D-Bus name.
-    public private(set) var apps: [String: App] = [:]
+    package private(set) var apps: [String: App] = [:]
     /// Strikes counted since the start (the `strikes` counter of `rouse-agent status`).
-    public private(set) var total = 0
+    package private(set) var total = 0
     /// Deliveries left at the gateway because their app was paused.
-    public private(set) var withheld = 0
+    package private(set) var withheld = 0
     /// Times an app's deliveries were paused.
-    public private(set) var pauses = 0
+    package private(set) var pauses = 0
 
     /// The probe interval's default: 10 minutes.
-    public static let defaultProbeInterval = Duration.seconds(600)
+    package static let defaultProbeInterval = Duration.seconds(600)
 
     /// Strikes under `rules`' limit and window.
-    public init(rules: HandlerRules = HandlerRules(), probeInterval: Duration = Self.defaultProbeInterval) {
+    package init(rules: HandlerRules = HandlerRules(), probeInterval: Duration = Self.defaultProbeInterval) {
         limit = rules.strikeLimit
         window = rules.strikeWindow
         self.probeInterval = probeInterval
     }
 
     /// The apps whose deliveries are paused now, sorted.
-    public var pausedApps: [String] { apps.filter(\.value.paused).map(\.key).sorted() }
+    package var pausedApps: [String] { apps.filter(\.value.paused).map(\.key).sorted() }
 
     /// The strikes of `service` inside the window at `now`.
-    public func strikeCount(_ service: String, now: Duration) -> Int {
+    package func strikeCount(_ service: String, now: Duration) -> Int {
         apps[service]?.strikes.count { now - $0 <= window } ?? 0
     }
 
     /// Whether a message for `service` may be delivered at `now` (a probe is recorded as out).
-    public mutating func admit(service: String, now: Duration) -> Admission {
+    package mutating func admit(service: String, now: Duration) -> Admission {
         guard var app = apps[service], app.paused else { return .deliver }
         let last = app.strikes.last ?? now
         guard !app.probing, now - last >= probeInterval else {
@@ -77,7 +77,7 @@ public struct UnifiedPushStrikes: Sendable, Equatable {
 
     /// A delivery to `service` failed at `now`: a strike; true when it paused the app.
     @discardableResult
-    public mutating func failed(service: String, now: Duration) -> Bool {
+    package mutating func failed(service: String, now: Duration) -> Bool {
         var app = apps[service] ?? App()
         app.strikes.removeAll { now - $0 > window }
         app.strikes.append(now)
@@ -94,11 +94,11 @@ public struct UnifiedPushStrikes: Sendable, Equatable {
 
     /// `service` acknowledged a delivery: its strikes are cleared and a pause ends; true when it was paused.
     @discardableResult
-    public mutating func acknowledged(service: String) -> Bool {
+    package mutating func acknowledged(service: String) -> Bool {
         apps.removeValue(forKey: service)?.paused ?? false
     }
 
     /// `service` registered again (or was unregistered): as ``acknowledged(service:)``.
     @discardableResult
-    public mutating func registered(service: String) -> Bool { acknowledged(service: service) }
+    package mutating func registered(service: String) -> Bool { acknowledged(service: service) }
 }

@@ -2,25 +2,25 @@
 /// which sockets each handler declared, the budgets, what happened to them while their handler slept (told at its
 /// next wake, one notice per kind), the wakes they caused, and the counters. The descriptors themselves, epoll and
 /// the handlers' processes are the shell's (`VoIPSockets` in RouseAgent); nothing here touches them.
-public struct VoIPSocketBook: Sendable, Equatable {
+package struct VoIPSocketBook: Sendable, Equatable {
     /// How many sockets may be watched.
-    public struct Limits: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// Per handler (a softphone has one or two signalling connections).
-        public var perHandler = 8
+        package var perHandler = 8
         /// For all handlers together.
-        public var total = 64
+        package var total = 64
 
         /// The defaults.
-        public init() {}
+        package init() {}
     }
 
     /// A socket's type (`SO_TYPE`).
-    public enum Kind: String, Sendable, Equatable, Codable {
+    package enum Kind: String, Sendable, Equatable, Codable {
         case stream, datagram, seqpacket
     }
 
     /// What can happen to a watched socket while its handler sleeps (besides data, which wakes it).
-    public enum ChangeKind: String, Sendable, Equatable, CaseIterable {
+    package enum ChangeKind: String, Sendable, Equatable, CaseIterable {
         /// The peer closed or hung up: the socket is no longer watched.
         case closed
         /// A socket error (`SO_ERROR`).
@@ -28,20 +28,20 @@ public struct VoIPSocketBook: Sendable, Equatable {
     }
 
     /// One socket's change, told at the handler's next wake.
-    public struct Change: Sendable, Equatable {
-        public var socketID: Int
+    package struct Change: Sendable, Equatable {
+        package var socketID: Int
         /// For ``ChangeKind/error``: the error's text.
-        public var error: String?
+        package var error: String?
 
         /// A change.
-        public init(socketID: Int, error: String? = nil) {
+        package init(socketID: Int, error: String? = nil) {
             self.socketID = socketID
             self.error = error
         }
     }
 
     /// Why a socket is refused.
-    public enum Refusal: String, Error, Sendable, Equatable {
+    package enum Refusal: String, Error, Sendable, Equatable {
         /// The handler's budget (``Limits/perHandler``) is used up.
         case handlerFull
         /// The agent-wide budget (``Limits/total``) is used up.
@@ -49,57 +49,57 @@ public struct VoIPSocketBook: Sendable, Equatable {
     }
 
     /// What happened, for status and metrics.
-    public struct Counters: Sendable, Equatable, Codable {
+    package struct Counters: Sendable, Equatable, Codable {
         /// Sockets accepted.
-        public var added = 0
+        package var added = 0
         /// Refused for a budget (`tooManySockets`).
-        public var refusedTooMany = 0
+        package var refusedTooMany = 0
         /// Refused for what was passed (`badDescriptor`: not a connected socket).
-        public var refusedBadDescriptor = 0
+        package var refusedBadDescriptor = 0
         /// Wakes (data on a watched socket).
-        public var wakes = 0
+        package var wakes = 0
         /// Sockets found closed while watched.
-        public var closed = 0
+        package var closed = 0
         /// Socket errors found while watched.
-        public var errors = 0
+        package var errors = 0
         /// Wakes dropped because the handler's VoIP launches are stopped (strikes).
-        public var wakesDropped = 0
+        package var wakesDropped = 0
 
         /// Zero.
-        public init() {}
+        package init() {}
     }
 
     /// The budgets.
-    public var limits: Limits
+    package var limits: Limits
     /// The counters.
-    public private(set) var counters = Counters()
+    package private(set) var counters = Counters()
     private var sockets: [String: [Int: Kind]] = [:]
     private var nextSocketID: [String: Int] = [:]
     private var changes: [String: [ChangeKind: [Int: String?]]] = [:]
     private var nextWake = 1
 
     /// No sockets yet.
-    public init(limits: Limits = Limits()) { self.limits = limits }
+    package init(limits: Limits = Limits()) { self.limits = limits }
 
     /// Whether a handler in `lifecycle` has its sockets watched by the agent: while it cannot read them itself
     /// (suspended, or not running). A launching handler has been woken already; a running one reads its own.
-    public static func watches(_ lifecycle: HandlerLifecycle) -> Bool {
+    package static func watches(_ lifecycle: HandlerLifecycle) -> Bool {
         lifecycle == .suspended || lifecycle == .notRunning
     }
 
     /// Sockets watched for all handlers.
-    public var total: Int { sockets.values.reduce(0) { $0 + $1.count } }
+    package var total: Int { sockets.values.reduce(0) { $0 + $1.count } }
 
     /// `handler`'s sockets, by id.
-    public func sockets(of handler: String) -> [(id: Int, kind: Kind)] {
+    package func sockets(of handler: String) -> [(id: Int, kind: Kind)] {
         (sockets[handler] ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// Whether `handler` has socket `id`.
-    public func contains(_ handler: String, _ id: Int) -> Bool { sockets[handler]?[id] != nil }
+    package func contains(_ handler: String, _ id: Int) -> Bool { sockets[handler]?[id] != nil }
 
     /// A socket of `kind` for `handler`: its id, or why it is refused (counted).
-    public mutating func add(_ handler: String, kind: Kind) -> Result<Int, Refusal> {
+    package mutating func add(_ handler: String, kind: Kind) -> Result<Int, Refusal> {
         if (sockets[handler]?.count ?? 0) >= limits.perHandler {
             counters.refusedTooMany += 1
             return .failure(.handlerFull)
@@ -116,17 +116,17 @@ public struct VoIPSocketBook: Sendable, Equatable {
     }
 
     /// A descriptor that is no connected socket was refused.
-    public mutating func refusedDescriptor() { counters.refusedBadDescriptor += 1 }
+    package mutating func refusedDescriptor() { counters.refusedBadDescriptor += 1 }
 
     /// `handler` no longer wants socket `id` watched; false when it has no such socket.
-    public mutating func remove(_ handler: String, _ id: Int) -> Bool {
+    package mutating func remove(_ handler: String, _ id: Int) -> Bool {
         guard sockets[handler]?.removeValue(forKey: id) != nil else { return false }
         for kind in ChangeKind.allCases { changes[handler]?[kind]?[id] = nil }
         return true
     }
 
     /// Every socket of `handler` is dropped (the user stopped it, or it is no longer configured): their ids.
-    public mutating func removeAll(_ handler: String) -> [Int] {
+    package mutating func removeAll(_ handler: String) -> [Int] {
         let ids = sockets(of: handler).map(\.id)
         sockets[handler] = nil
         changes[handler] = nil
@@ -134,14 +134,14 @@ public struct VoIPSocketBook: Sendable, Equatable {
     }
 
     /// Socket `id` of `handler` was found closed: no longer watched, told at the next wake.
-    public mutating func closed(_ handler: String, _ id: Int) {
+    package mutating func closed(_ handler: String, _ id: Int) {
         guard sockets[handler]?.removeValue(forKey: id) != nil else { return }
         counters.closed += 1
         changes[handler, default: [:]][.closed, default: [:]][id] = .some(nil)
     }
 
     /// Socket `id` of `handler` has error `text`; `keep`: it stays watched (a datagram socket). Told at the next wake.
-    public mutating func failed(_ handler: String, _ id: Int, error text: String, keep: Bool) {
+    package mutating func failed(_ handler: String, _ id: Int, error text: String, keep: Bool) {
         guard sockets[handler]?[id] != nil else { return }
         if !keep { sockets[handler]?[id] = nil }
         counters.errors += 1
@@ -149,7 +149,7 @@ public struct VoIPSocketBook: Sendable, Equatable {
     }
 
     /// What happened to `handler`'s sockets since its last wake, one entry per kind (closed first), taken.
-    public mutating func takeChanges(_ handler: String) -> [(kind: ChangeKind, sockets: [Change])] {
+    package mutating func takeChanges(_ handler: String) -> [(kind: ChangeKind, sockets: [Change])] {
         guard let pending = changes.removeValue(forKey: handler) else { return [] }
         return ChangeKind.allCases.compactMap { kind in
             guard let entries = pending[kind], !entries.isEmpty else { return nil }
@@ -159,14 +159,14 @@ public struct VoIPSocketBook: Sendable, Equatable {
     }
 
     /// A wake of `handler` by data on its sockets: the wake's id (`wake-N`).
-    public mutating func wake() -> String {
+    package mutating func wake() -> String {
         defer { nextWake += 1 }
         counters.wakes += 1
         return "wake-\(nextWake)"
     }
 
     /// A wake that was dropped (VoIP launches stopped): `handler`'s sockets are closed as well.
-    public mutating func wakeDropped(_ handler: String) -> [Int] {
+    package mutating func wakeDropped(_ handler: String) -> [Int] {
         counters.wakesDropped += 1
         return removeAll(handler)
     }

@@ -48,7 +48,7 @@ extension DBusConnection {
     /// Calls `member` of `interface` on the object `path` of `destination` and returns the reply's values. The bus
     /// starts `destination` first when it is activatable and not running (`autoStart`, D-Bus activation). Fails with
     /// the peer's error (``DBusError/name``), or with `org.freedesktop.DBus.Error.NoReply` after `timeout`.
-    public func call(
+    package func call(
         destination: String, path: String, interface: String, member: String, arguments: [DBusValue] = [],
         timeout: Duration = .seconds(25), autoStart: Bool = true
     ) async throws(DBusError) -> [DBusValue] {
@@ -79,7 +79,7 @@ extension DBusConnection {
     }
 
     /// The value of `property` of `interface` on `path` of `destination` (`org.freedesktop.DBus.Properties.Get`).
-    public func property(destination: String, path: String, interface: String, _ property: String)
+    package func property(destination: String, path: String, interface: String, _ property: String)
         async throws(DBusError) -> DBusValue
     {
         let values = try await call(
@@ -90,7 +90,7 @@ extension DBusConnection {
     }
 
     /// Every property of `interface` on `path` of `destination` (`org.freedesktop.DBus.Properties.GetAll`).
-    public func properties(destination: String, path: String, interface: String) async throws(DBusError)
+    package func properties(destination: String, path: String, interface: String) async throws(DBusError)
         -> [String: DBusValue]
     {
         let values = try await call(
@@ -104,7 +104,7 @@ extension DBusConnection {
 
     /// Asks the bus for the well-known `name` (`RequestName`); true when this connection is its primary owner
     /// afterwards, false when it was queued or the name is taken.
-    public func requestName(_ name: String, replaceExisting: Bool = false, queue: Bool = false)
+    package func requestName(_ name: String, replaceExisting: Bool = false, queue: Bool = false)
         async throws(DBusError) -> Bool
     {
         var flags: UInt32 = 0
@@ -118,7 +118,7 @@ extension DBusConnection {
     }
 
     /// The unique name owning `name`, nil when nobody does.
-    public func nameOwner(_ name: String) async throws(DBusError) -> String? {
+    package func nameOwner(_ name: String) async throws(DBusError) -> String? {
         do throws(DBusError) {
             let reply = try await call(
                 destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",

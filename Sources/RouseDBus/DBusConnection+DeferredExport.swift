@@ -5,7 +5,7 @@ import RouseEventLoop
 /// answer needs a round trip of its own (the UnifiedPush distributor's `Register` waits for the gateway) keeps it and
 /// calls ``send(_:)`` once. One never answered is answered `org.freedesktop.DBus.Error.Failed` when released, so the
 /// caller is not left waiting for its timeout and the message is freed.
-public final class DBusDeferredReply: @unchecked Sendable {  // `message` is touched on the connection's loop only
+package final class DBusDeferredReply: @unchecked Sendable {  // `message` is touched on the connection's loop only
     // (and in deinit, when nothing else holds the object).
     private var message: OpaquePointer?
     private let connection: DBusConnection
@@ -16,7 +16,7 @@ public final class DBusDeferredReply: @unchecked Sendable {  // `message` is tou
     }
 
     /// Sends `reply` (``DBusMethodReply/notHandled`` counts as an error); later calls do nothing.
-    public func send(_ reply: DBusMethodReply) {
+    package func send(_ reply: DBusMethodReply) {
         connection.loop.execute { [self] in
             guard let message = take() else { return }
             connection.answerDeferred(message, with: reply)
@@ -76,7 +76,7 @@ extension DBusConnection {
     /// Answers method calls on the object `path` with `handler` (on the loop; it must not block), which either
     /// answers at once or returns nil and answers later through the ``DBusDeferredReply`` it was given.
     /// ``DBusMethodReply/notHandled`` at once leaves the call to sd-bus (`UnknownMethod`).
-    public func export(
+    package func export(
         path: String, deferring handler: @escaping @Sendable (DBusMethodCall, DBusDeferredReply) -> DBusMethodReply?
     ) async throws(DBusError) -> DBusRegistration {
         try await onLoop { () throws(DBusError) in
@@ -104,7 +104,7 @@ extension DBusConnection {
     /// Sends a method call for which no reply is wanted (`NO_REPLY_EXPECTED`: a UnifiedPush version-1 connector's
     /// `Message`, `NewEndpoint`, `Unregistered`, annotated NoReply). The bus starts `destination` first when it is
     /// activatable. Fails only when the message could not be queued.
-    public func send(
+    package func send(
         destination: String, path: String, interface: String, member: String, arguments: [DBusValue] = []
     ) async throws(DBusError) {
         try await onLoop { () throws(DBusError) in

@@ -1,20 +1,20 @@
 import CSystemd
 
 /// A method call received by an exported object.
-public struct DBusMethodCall: Sendable, Equatable {
+package struct DBusMethodCall: Sendable, Equatable {
     /// The caller's unique name.
-    public var sender: String
+    package var sender: String
     /// The object called.
-    public var path: String
+    package var path: String
     /// The interface named by the caller (may be empty: D-Bus lets a caller omit it).
-    public var interface: String
+    package var interface: String
     /// The method.
-    public var member: String
+    package var member: String
     /// Its arguments.
-    public var arguments: [DBusValue]
+    package var arguments: [DBusValue]
 
     /// A call (what the bus delivers; tests make their own).
-    public init(sender: String, path: String, interface: String, member: String, arguments: [DBusValue]) {
+    package init(sender: String, path: String, interface: String, member: String, arguments: [DBusValue]) {
         self.sender = sender
         self.path = path
         self.interface = interface
@@ -24,7 +24,7 @@ public struct DBusMethodCall: Sendable, Equatable {
 }
 
 /// What an exported object answers.
-public enum DBusMethodReply: Sendable, Equatable {
+package enum DBusMethodReply: Sendable, Equatable {
     /// A method return with these values.
     case values([DBusValue])
     /// An error reply (`org.freedesktop.DBus.Error.InvalidArgs`, or the service's own name).
@@ -98,7 +98,7 @@ extension DBusConnection {
     /// facility a D-Bus service (the UnifiedPush distributor) is built on. The handler answers every interface of
     /// the path it knows, `org.freedesktop.DBus.Introspectable.Introspect` included (with its XML as `.string`), and
     /// says ``DBusMethodReply/notHandled`` for the rest.
-    public func export(path: String, _ handler: @escaping @Sendable (DBusMethodCall) -> DBusMethodReply)
+    package func export(path: String, _ handler: @escaping @Sendable (DBusMethodCall) -> DBusMethodReply)
         async throws(DBusError) -> DBusRegistration
     {
         try await onLoop { () throws(DBusError) in

@@ -2,31 +2,31 @@ import CSystemd
 import RouseEventLoop
 
 /// A signal received: who sent it, from which object, and its values.
-public struct DBusSignal: Sendable, Equatable {
+package struct DBusSignal: Sendable, Equatable {
     /// The sender's unique name.
-    public var sender: String
+    package var sender: String
     /// The object that emitted it.
-    public var path: String
+    package var path: String
     /// Its interface.
-    public var interface: String
+    package var interface: String
     /// Its name.
-    public var member: String
+    package var member: String
     /// Its values.
-    public var arguments: [DBusValue]
+    package var arguments: [DBusValue]
 }
 
 /// Which signals a subscription receives; nil members match anything. The sender is left to the path and interface
 /// (sd-bus compares a match's sender with the message's unique name, so a well-known name would never match).
-public struct DBusMatch: Sendable, Equatable {
+package struct DBusMatch: Sendable, Equatable {
     /// The emitting object, or nil for any.
-    public var path: String?
+    package var path: String?
     /// The interface, or nil for any.
-    public var interface: String?
+    package var interface: String?
     /// The signal's name, or nil for any.
-    public var member: String?
+    package var member: String?
 
     /// A match.
-    public init(path: String? = nil, interface: String? = nil, member: String? = nil) {
+    package init(path: String? = nil, interface: String? = nil, member: String? = nil) {
         self.path = path
         self.interface = interface
         self.member = member
@@ -34,12 +34,12 @@ public struct DBusMatch: Sendable, Equatable {
 }
 
 /// A subscription or an exported object; ``cancel()`` ends it (so does closing the connection).
-public struct DBusRegistration: Sendable {
+package struct DBusRegistration: Sendable {
     let id: UInt64
     let connection: DBusConnection
 
     /// Ends it.
-    public func cancel() async {
+    package func cancel() async {
         try? await connection.onLoop { () throws(DBusError) in connection.cancel(id) }
     }
 }
@@ -79,7 +79,7 @@ let matchInstalled: sd_bus_message_handler_t = { message, userdata, _ in
 extension DBusConnection {
     /// Calls `handler` (on the loop) for each signal matching `match`, from when this returns: the bus has added
     /// the match rule by then (`AddMatch` answered).
-    public func subscribe(_ match: DBusMatch, _ handler: @escaping @Sendable (DBusSignal) -> Void)
+    package func subscribe(_ match: DBusMatch, _ handler: @escaping @Sendable (DBusSignal) -> Void)
         async throws(DBusError) -> DBusRegistration
     {
         let result: Result<DBusRegistration, DBusError> = await withCheckedContinuation { continuation in
@@ -107,7 +107,7 @@ extension DBusConnection {
     }
 
     /// Emits a signal from the object `path`.
-    public func emit(path: String, interface: String, member: String, arguments: [DBusValue] = [])
+    package func emit(path: String, interface: String, member: String, arguments: [DBusValue] = [])
         async throws(DBusError)
     {
         try await onLoop { () throws(DBusError) in

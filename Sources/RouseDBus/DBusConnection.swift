@@ -5,7 +5,7 @@ import RouseEventLoop
 import Synchronization
 
 /// Which bus to connect to.
-public enum DBusBus: Sendable, Equatable, CustomStringConvertible {
+package enum DBusBus: Sendable, Equatable, CustomStringConvertible {
     /// The system bus (`/run/dbus/system_bus_socket`, or `DBUS_SYSTEM_BUS_ADDRESS`): logind, UPower.
     case system
     /// The user's session bus (`DBUS_SESSION_BUS_ADDRESS`, or `$XDG_RUNTIME_DIR/bus`): the notification server.
@@ -13,7 +13,7 @@ public enum DBusBus: Sendable, Equatable, CustomStringConvertible {
     /// A bus at this address (`unix:path=…`): the tests' private `dbus-daemon`.
     case address(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system: "system"
         case .session: "session"
@@ -28,7 +28,7 @@ public enum DBusBus: Sendable, Equatable, CustomStringConvertible {
 ///
 /// The `sd_bus` handle is confined to the loop's thread (sd-bus is not thread-safe); every public method hops there.
 /// Signal handlers and exported methods are called on that thread and must not block.
-public final class DBusConnection: @unchecked Sendable {  // Mutable state is loop-confined (see above).
+package final class DBusConnection: @unchecked Sendable {  // Mutable state is loop-confined (see above).
     let loop: EventLoop
     private let ownsLoop: Bool
     private var bus: OpaquePointer?
@@ -42,13 +42,13 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
     private var nextSlot: UInt64 = 1
     private var disconnectHandlers: [@Sendable (DBusError) -> Void] = []
     /// The bus this connection was made to.
-    public let busKind: DBusBus
+    package let busKind: DBusBus
     /// The unique name the bus gave this connection (`:1.42`), once connected.
-    public private(set) var uniqueName = ""
+    package private(set) var uniqueName = ""
 
     /// Connects to `bus`. On `loop` when given (it must be running), else on a loop of its own named `rouse-dbus`
     /// with timers on `clock`. Fails when the bus cannot be reached.
-    public static func connect(
+    package static func connect(
         _ bus: DBusBus, loop: EventLoop? = nil, clock: any RouseClock = SystemClock()
     ) async throws(DBusError) -> DBusConnection {
         let chosen: EventLoop
@@ -129,7 +129,7 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
 
     /// Closes the connection: pending calls fail with ``DBusError/closed``, subscriptions and exported objects end;
     /// a loop of its own is stopped. Idempotent.
-    public func close() async {
+    package func close() async {
         try? await onLoop { () throws(DBusError) in self.closeOnLoop(DBusError.closed, notify: false) }
         if ownsLoop { loop.stopAndWait() }
     }
@@ -138,7 +138,7 @@ public final class DBusConnection: @unchecked Sendable {  // Mutable state is lo
     package var wakeUps: UInt64 { loop.wakeUps.load(ordering: .relaxed) }
 
     /// Calls `handler` (on the loop) once the bus drops the connection (dbus-daemon ended, the socket closed).
-    public func onDisconnect(_ handler: @escaping @Sendable (DBusError) -> Void) {
+    package func onDisconnect(_ handler: @escaping @Sendable (DBusError) -> Void) {
         loop.execute { [self] in disconnectHandlers.append(handler) }
     }
 

@@ -4,7 +4,7 @@ import RouseSystem
 /// Why a D-Bus operation failed: a call of sd-bus that returned a negative errno, an error reply from the peer
 /// (its D-Bus error name and message, kept verbatim), a message we could not read as expected, or a connection that
 /// was closed before the answer came.
-public struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
     enum Code: Sendable, Equatable {
         case call(String, errno: Int32)
         case reply(name: String, message: String)
@@ -24,21 +24,21 @@ public struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
     static func unexpected(_ what: String) -> DBusError { DBusError(.unexpected(what)) }
 
     /// The connection was closed with the operation still pending.
-    public static let closed = DBusError(.closed)
+    package static let closed = DBusError(.closed)
 
     /// The peer's error name (`org.freedesktop.DBus.Error.ServiceUnknown` …), when this is an error reply.
-    public var name: String? {
+    package var name: String? {
         if case .reply(let name, _) = code { return name }
         return nil
     }
 
     /// The errno of a failed sd-bus call, when this is one.
-    public var errno: Int32? {
+    package var errno: Int32? {
         if case .call(_, let errno) = code { return errno }
         return nil
     }
 
-    public var description: String {
+    package var description: String {
         switch code {
         case .call(let call, let errno): "\(call): \(Errno(rawValue: errno)) (errno \(errno))"
         case .reply(let name, let message): "\(name): \(message)"

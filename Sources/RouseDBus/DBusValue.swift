@@ -3,7 +3,7 @@
 /// Containers carry the signature of their elements, so that an empty array or dictionary still has a type
 /// (`a{sv}` with no entry is `.dictionary(key: "s", value: "v", [])`). Unix descriptors (`h`) are not modelled:
 /// none of the interfaces Rouse speaks passes one, and a message carrying one is refused as unsupported.
-public indirect enum DBusValue: Sendable, Hashable {
+package indirect enum DBusValue: Sendable, Hashable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -26,20 +26,20 @@ public indirect enum DBusValue: Sendable, Hashable {
     case structure([DBusValue])
 
     /// One entry of a ``DBusValue/dictionary(key:value:_:)``.
-    public struct DictionaryEntry: Sendable, Hashable {
+    package struct DictionaryEntry: Sendable, Hashable {
         /// The entry's key (a basic type).
-        public var key: DBusValue
+        package var key: DBusValue
         /// The entry's value.
-        public var value: DBusValue
+        package var value: DBusValue
         /// An entry.
-        public init(_ key: DBusValue, _ value: DBusValue) {
+        package init(_ key: DBusValue, _ value: DBusValue) {
             self.key = key
             self.value = value
         }
     }
 
     /// The value's D-Bus signature (`s`, `a{sv}`, `(so)` …).
-    public var signature: String {
+    package var signature: String {
         switch self {
         case .byte: "y"
         case .boolean: "b"
@@ -62,14 +62,14 @@ public indirect enum DBusValue: Sendable, Hashable {
 
     /// An `a{sv}` dictionary from string keys, each value wrapped in a variant: what notification hints, UnifiedPush
     /// messages and most "options" arguments are.
-    public static func vardict(_ entries: [(String, DBusValue)]) -> DBusValue {
+    package static func vardict(_ entries: [(String, DBusValue)]) -> DBusValue {
         .dictionary(key: "s", value: "v", entries.map { DictionaryEntry(.string($0.0), .variant($0.1)) })
     }
 
     // MARK: Reading
 
     /// The string of a `s`, `o` or `g` value; nil for any other type.
-    public var string: String? {
+    package var string: String? {
         switch self {
         case .string(let text), .objectPath(let text), .signature(let text): text
         default: nil
@@ -77,44 +77,44 @@ public indirect enum DBusValue: Sendable, Hashable {
     }
 
     /// A boolean's value; nil for any other type.
-    public var bool: Bool? {
+    package var bool: Bool? {
         if case .boolean(let value) = self { return value }
         return nil
     }
 
     /// An unsigned 32-bit value's; nil for any other type.
-    public var uint32: UInt32? {
+    package var uint32: UInt32? {
         if case .uint32(let value) = self { return value }
         return nil
     }
 
     /// A double's value; nil for any other type.
-    public var double: Double? {
+    package var double: Double? {
         if case .double(let value) = self { return value }
         return nil
     }
 
     /// The value inside a variant; the value itself when it is not one.
-    public var unwrapped: DBusValue {
+    package var unwrapped: DBusValue {
         if case .variant(let inner) = self { return inner.unwrapped }
         return self
     }
 
     /// The elements of an array; nil for any other type.
-    public var elements: [DBusValue]? {
+    package var elements: [DBusValue]? {
         if case .array(_, let values) = self { return values }
         return nil
     }
 
     /// The fields of a struct; nil for any other type.
-    public var fields: [DBusValue]? {
+    package var fields: [DBusValue]? {
         if case .structure(let values) = self { return values }
         return nil
     }
 
     /// An `a{s…}` dictionary as a Swift one (variants unwrapped); nil for any other type. A repeated key keeps its
     /// last value.
-    public var stringKeyed: [String: DBusValue]? {
+    package var stringKeyed: [String: DBusValue]? {
         guard case .dictionary(_, _, let entries) = self else { return nil }
         var result: [String: DBusValue] = [:]
         for entry in entries {

@@ -4,30 +4,30 @@
 /// `org.freedesktop.login1.Session` (sent when someone asks logind to lock, `loginctl lock-session`; the screen
 /// locker reacts to them) and the session's `LockedHint` property (set by the screen locker once the screen is
 /// actually locked or unlocked, announced with `PropertiesChanged`).
-public struct Logind: Sendable {
+package struct Logind: Sendable {
     /// logind's bus name.
-    public static let name = "org.freedesktop.login1"
+    package static let name = "org.freedesktop.login1"
     /// The manager object.
-    public static let managerPath = "/org/freedesktop/login1"
+    package static let managerPath = "/org/freedesktop/login1"
     static let managerInterface = "org.freedesktop.login1.Manager"
     static let sessionInterface = "org.freedesktop.login1.Session"
 
     /// One entry of `ListSessions`.
-    public struct SessionEntry: Sendable, Equatable {
+    package struct SessionEntry: Sendable, Equatable {
         /// The session id (`c2`, `3`).
-        public var id: String
+        package var id: String
         /// Its user's uid.
-        public var uid: UInt32
+        package var uid: UInt32
         /// Its user's name.
-        public var user: String
+        package var user: String
         /// Its seat (`seat0`), empty for none (SSH, a user manager).
-        public var seat: String
+        package var seat: String
         /// Its object path.
-        public var path: String
+        package var path: String
     }
 
     /// What a session's lock events say.
-    public enum LockEvent: Sendable, Equatable {
+    package enum LockEvent: Sendable, Equatable {
         /// The `Lock` signal: lock now.
         case lock
         /// The `Unlock` signal.
@@ -39,10 +39,10 @@ public struct Logind: Sendable {
     let connection: DBusConnection
 
     /// logind on `connection` (the system bus, or a test's).
-    public init(connection: DBusConnection) { self.connection = connection }
+    package init(connection: DBusConnection) { self.connection = connection }
 
     /// Every session (`ListSessions`).
-    public func sessions() async throws(DBusError) -> [SessionEntry] {
+    package func sessions() async throws(DBusError) -> [SessionEntry] {
         let reply = try await connection.call(
             destination: Self.name, path: Self.managerPath, interface: Self.managerInterface, member: "ListSessions")
         guard let rows = reply.first?.elements else { throw DBusError.unexpected("ListSessions: \(reply)") }
@@ -56,7 +56,7 @@ public struct Logind: Sendable {
 
     /// The session to follow for `uid`: `preferredID` (`XDG_SESSION_ID`) when it is one of the user's, else the
     /// user's first session on a seat, else the user's first session; for `uid` nil (system mode), seat0's first.
-    public func session(uid: UInt32?, preferredID: String? = nil) async throws(DBusError) -> SessionEntry? {
+    package func session(uid: UInt32?, preferredID: String? = nil) async throws(DBusError) -> SessionEntry? {
         let all = try await sessions()
         let mine = uid.map { uid in all.filter { $0.uid == uid } } ?? all.filter { $0.seat == "seat0" }
         if let preferredID, let chosen = mine.first(where: { $0.id == preferredID }) { return chosen }
@@ -64,7 +64,7 @@ public struct Logind: Sendable {
     }
 
     /// The session's `LockedHint`.
-    public func lockedHint(session path: String) async throws(DBusError) -> Bool {
+    package func lockedHint(session path: String) async throws(DBusError) -> Bool {
         let value = try await connection.property(
             destination: Self.name, path: path, interface: Self.sessionInterface, "LockedHint")
         guard let locked = value.bool else { throw DBusError.unexpected("LockedHint is a \(value.signature)") }
@@ -73,7 +73,7 @@ public struct Logind: Sendable {
 
     /// Calls `handler` (on the connection's loop) with each lock event of the session at `path`: `Lock`, `Unlock`,
     /// and `LockedHint` changes. Two subscriptions; both are returned to be cancelled.
-    public func watchLock(session path: String, _ handler: @escaping @Sendable (LockEvent) -> Void)
+    package func watchLock(session path: String, _ handler: @escaping @Sendable (LockEvent) -> Void)
         async throws(DBusError) -> [DBusRegistration]
     {
         let signals = try await connection.subscribe(DBusMatch(path: path, interface: Self.sessionInterface)) {

@@ -1,51 +1,51 @@
 /// The desktop's notification server (`org.freedesktop.Notifications`, on the session bus), as the Desktop
 /// Notifications Specification 1.2 defines it.
-public struct Notifications: Sendable {
+package struct Notifications: Sendable {
     /// The server's bus name.
-    public static let name = "org.freedesktop.Notifications"
+    package static let name = "org.freedesktop.Notifications"
     static let path = "/org/freedesktop/Notifications"
     static let interface = "org.freedesktop.Notifications"
 
     /// How urgent a notification is (the `urgency` hint).
-    public enum Urgency: UInt8, Sendable {
+    package enum Urgency: UInt8, Sendable {
         case low = 0
         case normal = 1
         case critical = 2
     }
 
     /// One notification to show.
-    public struct Notification: Sendable, Equatable {
+    package struct Notification: Sendable, Equatable {
         /// The sending program's name.
-        public var appName: String
+        package var appName: String
         /// The id of the shown notification this one replaces (0: a new one).
-        public var replacesID: UInt32 = 0
+        package var replacesID: UInt32 = 0
         /// An icon name or `file://` URI.
-        public var icon = ""
+        package var icon = ""
         /// The summary line.
-        public var summary: String
+        package var summary: String
         /// The body (the server may render a subset of HTML).
-        public var body: String
+        package var body: String
         /// Actions as (key, label) pairs; the key `default` is a click on the notification itself.
-        public var actions: [(String, String)] = []
+        package var actions: [(String, String)] = []
         /// `category` hint (`im.received`, `call.incoming` … or the app's own).
-        public var category: String?
+        package var category: String?
         /// `urgency` hint.
-        public var urgency: Urgency = .normal
+        package var urgency: Urgency = .normal
         /// `sound-name` hint (a freedesktop sound theme name).
-        public var soundName: String?
+        package var soundName: String?
         /// `desktop-entry` hint: the app's .desktop file name without the suffix.
-        public var desktopEntry: String?
+        package var desktopEntry: String?
         /// Milliseconds before it expires: -1 the server's default, 0 never.
-        public var expireTimeout: Int32 = -1
+        package var expireTimeout: Int32 = -1
 
         /// A notification.
-        public init(appName: String, summary: String, body: String) {
+        package init(appName: String, summary: String, body: String) {
             self.appName = appName
             self.summary = summary
             self.body = body
         }
 
-        public static func == (lhs: Notification, rhs: Notification) -> Bool {
+        package static func == (lhs: Notification, rhs: Notification) -> Bool {
             lhs.arguments == rhs.arguments
         }
 
@@ -64,7 +64,7 @@ public struct Notifications: Sendable {
     }
 
     /// What the server reports of a notification.
-    public enum Event: Sendable, Equatable {
+    package enum Event: Sendable, Equatable {
         /// `ActionInvoked`: the user chose the action `key` (`default`: clicked it).
         case actionInvoked(id: UInt32, key: String)
         /// `NotificationClosed` with its reason (1 expired, 2 dismissed, 3 closed by a call, 4 other).
@@ -74,10 +74,10 @@ public struct Notifications: Sendable {
     let connection: DBusConnection
 
     /// The server on `connection` (the session bus, or a test's).
-    public init(connection: DBusConnection) { self.connection = connection }
+    package init(connection: DBusConnection) { self.connection = connection }
 
     /// Shows `notification`; returns the id the server gave it.
-    public func notify(_ notification: Notification) async throws(DBusError) -> UInt32 {
+    package func notify(_ notification: Notification) async throws(DBusError) -> UInt32 {
         let reply = try await connection.call(
             destination: Self.name, path: Self.path, interface: Self.interface, member: "Notify",
             arguments: notification.arguments)
@@ -86,14 +86,14 @@ public struct Notifications: Sendable {
     }
 
     /// Closes the notification `id` (`CloseNotification`).
-    public func close(_ id: UInt32) async throws(DBusError) {
+    package func close(_ id: UInt32) async throws(DBusError) {
         _ = try await connection.call(
             destination: Self.name, path: Self.path, interface: Self.interface, member: "CloseNotification",
             arguments: [.uint32(id)])
     }
 
     /// Calls `handler` (on the connection's loop) with each `ActionInvoked` and `NotificationClosed`.
-    public func watch(_ handler: @escaping @Sendable (Event) -> Void) async throws(DBusError) -> DBusRegistration {
+    package func watch(_ handler: @escaping @Sendable (Event) -> Void) async throws(DBusError) -> DBusRegistration {
         try await connection.subscribe(DBusMatch(path: Self.path, interface: Self.interface)) { signal in
             switch (signal.member, signal.arguments.first?.uint32, signal.arguments.dropFirst().first) {
             case ("ActionInvoked", let id?, let key?):

@@ -1,22 +1,22 @@
 /// UPower (`org.freedesktop.UPower`, on the system bus): whether the machine runs on battery, and the charge of its
 /// display device (the aggregate battery a desktop shows).
-public struct UPower: Sendable {
+package struct UPower: Sendable {
     /// UPower's bus name.
-    public static let name = "org.freedesktop.UPower"
+    package static let name = "org.freedesktop.UPower"
     static let path = "/org/freedesktop/UPower"
     static let interface = "org.freedesktop.UPower"
     static let devicePath = "/org/freedesktop/UPower/devices/DisplayDevice"
     static let deviceInterface = "org.freedesktop.UPower.Device"
 
     /// The power state Rouse cares about.
-    public struct PowerState: Sendable, Equatable {
+    package struct PowerState: Sendable, Equatable {
         /// `OnBattery`: no external power.
-        public var onBattery: Bool
+        package var onBattery: Bool
         /// The display device's `Percentage` (0–100), nil when there is no battery (`IsPresent` false).
-        public var percentage: Double?
+        package var percentage: Double?
 
         /// A state.
-        public init(onBattery: Bool, percentage: Double?) {
+        package init(onBattery: Bool, percentage: Double?) {
             self.onBattery = onBattery
             self.percentage = percentage
         }
@@ -25,10 +25,10 @@ public struct UPower: Sendable {
     let connection: DBusConnection
 
     /// UPower on `connection`.
-    public init(connection: DBusConnection) { self.connection = connection }
+    package init(connection: DBusConnection) { self.connection = connection }
 
     /// `OnBattery` and the display device's charge, now.
-    public func state() async throws(DBusError) -> PowerState {
+    package func state() async throws(DBusError) -> PowerState {
         let onBattery = try await connection.property(
             destination: Self.name, path: Self.path, interface: Self.interface, "OnBattery")
         let device = try? await connection.properties(
@@ -39,7 +39,7 @@ public struct UPower: Sendable {
 
     /// Calls `handler` (on the connection's loop) whenever `OnBattery` or the display device's properties change;
     /// it reads ``state()`` again itself.
-    public func watch(_ handler: @escaping @Sendable () -> Void) async throws(DBusError) -> [DBusRegistration] {
+    package func watch(_ handler: @escaping @Sendable () -> Void) async throws(DBusError) -> [DBusRegistration] {
         var registrations: [DBusRegistration] = []
         for path in [Self.path, Self.devicePath] {
             registrations.append(

@@ -140,10 +140,10 @@ struct AdminView: Sendable {
 }
 
 /// The JSON device list of the admin view (`/v1/devices`) and `rouse gateway devices list --json`.
-public enum DeviceJSON {
+package enum DeviceJSON {
     /// `[{"id":…,"authentication":…,"createdAt":…,"revokedAt":…,"pending":…,"handlers":[{"topic":…,
     /// "strikes":…,"voipBlocked":…,"reportedAt":…}]}]`.
-    public static func list(_ devices: [DeviceRecord], pending: [String: Int], handlers: [HandlerReport]) -> String {
+    package static func list(_ devices: [DeviceRecord], pending: [String: Int], handlers: [HandlerReport]) -> String {
         let byDevice = Dictionary(grouping: handlers, by: \.deviceID)
         let items = devices.map { device in
             let reports = (byDevice[device.id] ?? []).sorted { $0.topic < $1.topic }.map { report in

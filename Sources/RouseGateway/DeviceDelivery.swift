@@ -13,9 +13,9 @@
 ///   whose number does not follow the last one this channel accounted for means another node committed the ones
 ///   between: the store may hold pushes older than this one, so it is not sent from memory; the channel loads
 ///   what the store holds, in order (in the same transaction, which sees every push committed before it).
-public struct DeviceDelivery: Sendable, Hashable {
+package struct DeviceDelivery: Sendable, Hashable {
     /// What to do after an event.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// Nothing.
         case none
         /// Write this push on the channel now.
@@ -25,22 +25,22 @@ public struct DeviceDelivery: Sendable, Hashable {
     }
 
     /// The device's current channel.
-    public let channelID: UInt64
+    package let channelID: UInt64
     /// Non-VoIP pushes allowed in flight.
-    public let window: Int
+    package let window: Int
     /// Extra in-flight room kept for VoIP pushes.
-    public let voipAllowance: Int
+    package let voipAllowance: Int
     /// Ids sent on this channel and not yet acknowledged (stored and ephemeral).
-    public private(set) var inFlight: Set<Int64> = []
+    package private(set) var inFlight: Set<Int64> = []
     /// Whether the store may hold pushes not yet sent on this channel.
-    public private(set) var backlog = true
+    package private(set) var backlog = true
     /// Several nodes: the device's sequence number up to which every push is in flight, gone, or covered by
     /// `backlog` (`nil`: unknown, or one node, where sequence numbers are not used).
-    public private(set) var lastSeq: Int64?
+    package private(set) var lastSeq: Int64?
 
     /// A new channel: everything pending in the store is still to be sent. `lastSeq`: the device's last
     /// sequence number when the channel opened (several nodes), read under the device's row lock.
-    public init(channelID: UInt64, window: Int, voipAllowance: Int, lastSeq: Int64? = nil) {
+    package init(channelID: UInt64, window: Int, voipAllowance: Int, lastSeq: Int64? = nil) {
         self.channelID = channelID
         self.window = max(window, 1)
         self.voipAllowance = max(voipAllowance, 0)
@@ -48,11 +48,11 @@ public struct DeviceDelivery: Sendable, Hashable {
     }
 
     /// The first action of a new channel: load the backlog.
-    public var start: Action { .refill(limit: window) }
+    package var start: Action { .refill(limit: window) }
 
     /// A push was committed for this device (or, with `apns-expiration: 0`, is to be delivered now). `seq`: the
     /// device's sequence number for it (several nodes).
-    public mutating func offer(id: Int64, isVoIP: Bool, seq: Int64? = nil) -> Action {
+    package mutating func offer(id: Int64, isVoIP: Bool, seq: Int64? = nil) -> Action {
         if let seq {
             // Checked: `lastSeq` may come from another node's message (`storedElsewhere`), up to `Int64.max`.
             let follows = lastSeq.map { last in last < Int64.max && seq == last + 1 } ?? false
@@ -80,34 +80,34 @@ public struct DeviceDelivery: Sendable, Hashable {
     }
 
     /// Whether an `apns-expiration: 0` push can go out now (it is never stored, so it cannot wait).
-    public func canSendEphemeral(isVoIP: Bool) -> Bool {
+    package func canSendEphemeral(isVoIP: Bool) -> Bool {
         inFlight.count < window + (isVoIP ? voipAllowance : 0)
     }
 
     /// Records an ephemeral push as sent.
-    public mutating func sentEphemeral(id: Int64) { inFlight.insert(id) }
+    package mutating func sentEphemeral(id: Int64) { inFlight.insert(id) }
 
     /// The store returned `ids` for a refill of `limit`: they are now in flight; fewer than asked means the
     /// store has nothing more.
-    public mutating func refilled(ids: [Int64], limit: Int) {
+    package mutating func refilled(ids: [Int64], limit: Int) {
         for id in ids { inFlight.insert(id) }
         backlog = ids.count >= limit
     }
 
     /// The device acknowledged `ids`; returns whether to refill from the store.
-    public mutating func acknowledged(_ ids: some Sequence<Int64>) -> Action {
+    package mutating func acknowledged(_ ids: some Sequence<Int64>) -> Action {
         for id in ids { inFlight.remove(id) }
         return refillIfRoom()
     }
 
     /// Pushes left the store without an acknowledgement (collapsed, expired, token dropped).
-    public mutating func removed(_ ids: some Sequence<Int64>) -> Action {
+    package mutating func removed(_ ids: some Sequence<Int64>) -> Action {
         acknowledged(ids)
     }
 
     /// Another node committed pushes for this device, up to sequence number `seq` (`nil`: maybe, after news from
     /// other nodes were lost): the store may hold more.
-    public mutating func storedElsewhere(seq: Int64?) -> Action {
+    package mutating func storedElsewhere(seq: Int64?) -> Action {
         if let seq { lastSeq = max(lastSeq ?? seq, seq) }
         backlog = true
         return refillIfRoom()

@@ -3,7 +3,7 @@ import RouseText
 extension Gateway {
     /// Enrolls devices directly in `store`, without enrollment secrets (operators pre-provisioning a fleet, the
     /// benchmark): one transaction; returns each device's credential (`<id>.<secret>`) in `ids` order.
-    public static func provisionDevices(store: any GatewayStore, ids: [String], now: Int64) throws -> [String] {
+    package static func provisionDevices(store: any GatewayStore, ids: [String], now: Int64) throws -> [String] {
         for id in ids where !DeviceAPI.isValidDeviceID(id) { throw GatewayError.badRequest("bad device id '\(id)'") }
         return try store.write { transaction in
             var credentials: [String] = []
@@ -21,7 +21,7 @@ extension Gateway {
     }
 
     /// Creates a live token for `topic` owned by each device (pre-provisioning, the benchmark).
-    public static func provisionTokens(store: any GatewayStore, deviceIDs: [String], topic: String, now: Int64) throws
+    package static func provisionTokens(store: any GatewayStore, deviceIDs: [String], topic: String, now: Int64) throws
         -> [String]
     {
         try store.write { transaction in

@@ -10,13 +10,13 @@ import Synchronization
 
 /// `rouse-gateway`: the APNs-compatible provider API, the device API with its channels, the admin endpoint,
 /// and the store thread between them.
-public final class Gateway: Sendable {
+package final class Gateway: Sendable {
     /// The configuration it runs with.
-    public let configuration: GatewayConfiguration
+    package let configuration: GatewayConfiguration
     /// The store.
-    public let store: any GatewayStore
+    package let store: any GatewayStore
     /// Its metrics.
-    public let metrics: GatewayMetrics
+    package let metrics: GatewayMetrics
     let core: GatewayCore
     /// Messages from the other nodes sharing a PostgreSQL store.
     private let listener: PostgresNotifications?
@@ -29,25 +29,25 @@ public final class Gateway: Sendable {
     private let logger: Logger
 
     /// Where providers connect (the real port when 0 was configured).
-    public var providerAddress: SocketAddress { provider.localAddress }
+    package var providerAddress: SocketAddress { provider.localAddress }
     /// Where devices connect.
-    public var deviceAddress: SocketAddress { device.localAddress }
+    package var deviceAddress: SocketAddress { device.localAddress }
     /// Where WebPush senders connect, if configured.
-    public var webPushAddress: SocketAddress? { webPush?.localAddress }
+    package var webPushAddress: SocketAddress? { webPush?.localAddress }
     /// The admin endpoint, if configured.
-    public var adminAddress: SocketAddress? { admin?.localAddress }
+    package var adminAddress: SocketAddress? { admin?.localAddress }
     /// The provider API's port.
-    public var providerPort: UInt16 { provider.localAddress.port }
+    package var providerPort: UInt16 { provider.localAddress.port }
     /// The device API's port.
-    public var devicePort: UInt16 { device.localAddress.port }
+    package var devicePort: UInt16 { device.localAddress.port }
     /// The admin endpoint's port, if configured.
-    public var adminPort: UInt16? { admin?.localAddress.port }
+    package var adminPort: UInt16? { admin?.localAddress.port }
 
     /// Opens the store, registers the configured keys and starts listening.
     ///
     /// - Parameter clock: what expirations, sweeps, the key cache and the listeners' timers read; tests pass a
     ///   `ManualClock` to drive them.
-    public init(
+    package init(
         configuration: GatewayConfiguration, store: (any GatewayStore)? = nil,
         logger: Logger = Logger(label: "rouse.gateway"), clock: any RouseClock = SystemClock()
     ) throws {
@@ -175,7 +175,7 @@ public final class Gateway: Sendable {
 
     /// Graceful shutdown: stop taking pushes (GOAWAY, answer what is in flight), finish the store's queue,
     /// end every channel with a `shutdown` record, then close device and admin connections.
-    public func shutdown(gracePeriod: Duration = .seconds(5)) async {
+    package func shutdown(gracePeriod: Duration = .seconds(5)) async {
         await provider.shutdown(gracePeriod: gracePeriod)
         await webPush?.shutdown(gracePeriod: gracePeriod)
         await core.stop()
@@ -188,12 +188,13 @@ public final class Gateway: Sendable {
 
     /// Creates a one-time enrollment secret (hex) valid for `validity`; the device exchanges it for a
     /// credential at `POST /device/v1/enroll`.
-    public func makeEnrollmentSecret(validity: Duration? = .seconds(86_400)) throws -> String {
+    package func makeEnrollmentSecret(validity: Duration? = .seconds(86_400)) throws -> String {
         try Self.makeEnrollmentSecret(store: store, now: core.clock.wallMilliseconds, validity: validity)
     }
 
     /// Creates a one-time enrollment secret in `store`.
-    public static func makeEnrollmentSecret(store: any GatewayStore, now: Int64, validity: Duration?) throws -> String {
+    package static func makeEnrollmentSecret(store: any GatewayStore, now: Int64, validity: Duration?) throws -> String
+    {
         let secret = DeviceAPI.randomBytes(32)
         let expiresAt = validity.map { now + $0.components.seconds * 1000 }
         try store.write { transaction in
@@ -227,7 +228,7 @@ public final class Gateway: Sendable {
     }
 
     /// UNIX milliseconds from the system's real-time clock.
-    @Sendable public static func systemMilliseconds() -> Int64 { SystemClock().wallMilliseconds }
+    @Sendable package static func systemMilliseconds() -> Int64 { SystemClock().wallMilliseconds }
 
     /// The budgets both public listeners share (docs/gateway.md, "Running it in public").
     private static func applyBudgets(_ limits: GatewayConfiguration.Limits, to c: inout HTTP2ServerConfiguration) {
@@ -257,7 +258,7 @@ public final class Gateway: Sendable {
     }
 
     /// How often each public listener's budgets were hit (the admin endpoint's metrics show them).
-    public var limitCounts: (provider: HTTP2ServerLimitCounts, device: HTTP2ServerLimitCounts) {
+    package var limitCounts: (provider: HTTP2ServerLimitCounts, device: HTTP2ServerLimitCounts) {
         (provider.limitCounts, device.limitCounts)
     }
 

@@ -104,7 +104,7 @@ extension GatewayConfiguration {
     /// `publicKey` is a PEM file name or PEM text. Every key names its `topics` (`["*"]`: every topic), and
     /// `provider.certificateTopics` is required with `provider.clientCA`: a credential without topics is an error
     /// naming it. Unknown members are errors (a typo must not pass silently).
-    public static func load(path: String) throws(GatewayError) -> GatewayConfiguration {
+    package static func load(path: String) throws(GatewayError) -> GatewayConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .badConfiguration("\(path): cannot read")
         }
@@ -112,7 +112,7 @@ extension GatewayConfiguration {
     }
 
     /// Parses configuration JSON; relative file names resolve against `baseDirectory`.
-    public static func parse(data: Data, baseDirectory: String, source: String) throws(GatewayError)
+    package static func parse(data: Data, baseDirectory: String, source: String) throws(GatewayError)
         -> GatewayConfiguration
     {
         if let unknown = unknownMember(data) { throw .badConfiguration("\(source): unknown member \(unknown)") }

@@ -21,7 +21,7 @@ import Synchronization
 /// never sees 200 for a push that is not durable. If a batch fails, each of its jobs is run again in its own
 /// transaction, so one bad job cannot fail the others. Delivery state is a value: a failed transaction leaves
 /// it as it was.
-public final class GatewayCore: Sendable {
+package final class GatewayCore: Sendable {
     /// A unit of work on the store thread.
     struct Job: Sendable {
         /// Runs inside the batch's transaction; may queue effects.
@@ -374,19 +374,19 @@ public final class GatewayCore: Sendable {
 
 /// Messages from other nodes waiting for the store thread, merged: its size is bounded by the devices named, not
 /// by the number of messages.
-public struct NodeInbox: Sendable {
+package struct NodeInbox: Sendable {
     /// Highest sequence number announced per device.
-    public private(set) var pending: [String: Int64] = [:]
+    package private(set) var pending: [String: Int64] = [:]
     /// Channels to close (`replaced`, `revoked`), each once.
-    public private(set) var closes: Set<NodeMessage> = []
+    package private(set) var closes: Set<NodeMessage> = []
     /// Whether a job to take them is queued.
     var queued = false
 
     /// Empty.
-    public init() {}
+    package init() {}
 
     /// Adds messages.
-    public mutating func merge(_ messages: [NodeMessage]) {
+    package mutating func merge(_ messages: [NodeMessage]) {
         for message in messages {
             if case .pending(let deviceID, let seq) = message {
                 pending[deviceID] = max(pending[deviceID] ?? seq, seq)
@@ -397,7 +397,7 @@ public struct NodeInbox: Sendable {
     }
 
     /// Closes first (a push for a channel closed meanwhile is not loaded), then the devices by id.
-    public var messages: [NodeMessage] {
+    package var messages: [NodeMessage] {
         closes.sorted { $0.line < $1.line }
             + pending.sorted { $0.key < $1.key }.map { .pending(deviceID: $0.key, seq: $0.value) }
     }

@@ -1,5 +1,5 @@
 /// An error of the gateway: configuration, storage, or a request that cannot be served.
-public struct GatewayError: Error, Sendable, CustomStringConvertible {
+package struct GatewayError: Error, Sendable, CustomStringConvertible {
     private enum Code: String, Sendable {
         case badConfiguration
         case storage
@@ -11,7 +11,7 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
 
     private let code: Code
     /// What went wrong, with the file, field or SQL context.
-    public let detail: String
+    package let detail: String
 
     private init(_ code: Code, _ detail: String) {
         self.code = code
@@ -19,20 +19,20 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The configuration file or a value in it is invalid.
-    public static func badConfiguration(_ detail: String) -> GatewayError { GatewayError(.badConfiguration, detail) }
+    package static func badConfiguration(_ detail: String) -> GatewayError { GatewayError(.badConfiguration, detail) }
     /// The store failed (SQLite error, disk full, schema mismatch).
-    public static func storage(_ detail: String) -> GatewayError { GatewayError(.storage, detail) }
+    package static func storage(_ detail: String) -> GatewayError { GatewayError(.storage, detail) }
     /// A device request was malformed.
-    public static func badRequest(_ detail: String) -> GatewayError { GatewayError(.badRequest, detail) }
+    package static func badRequest(_ detail: String) -> GatewayError { GatewayError(.badRequest, detail) }
     /// A listener or a file could not be set up.
-    public static func startup(_ detail: String) -> GatewayError { GatewayError(.startup, detail) }
+    package static func startup(_ detail: String) -> GatewayError { GatewayError(.startup, detail) }
 
     /// The store cannot be reached now (PostgreSQL down, restarting, or the connection broke): providers get 503
     /// `ServiceUnavailable` and retry; the store reconnects by itself.
-    public static func unavailable(_ detail: String) -> GatewayError { GatewayError(.unavailable, detail) }
+    package static func unavailable(_ detail: String) -> GatewayError { GatewayError(.unavailable, detail) }
 
     /// Another live gateway node uses this node id (it holds the id's lock in PostgreSQL).
-    public static func nodeInUse(_ node: String) -> GatewayError {
+    package static func nodeInUse(_ node: String) -> GatewayError {
         GatewayError(
             .nodeInUse,
             "node id \"\(node)\" is in use by another live gateway node on this database (PostgreSQL holds its lock "
@@ -40,13 +40,13 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// True when another live node holds this node id.
-    public var isNodeInUse: Bool { code == .nodeInUse }
+    package var isNodeInUse: Bool { code == .nodeInUse }
 
     /// True when the configuration (or what the database holds for it) is at fault.
-    public var isBadConfiguration: Bool { code == .badConfiguration }
+    package var isBadConfiguration: Bool { code == .badConfiguration }
 
     /// True when the store was unreachable (nothing was committed, or the outcome of COMMIT is unknown).
-    public var isUnavailable: Bool { code == .unavailable }
+    package var isUnavailable: Bool { code == .unavailable }
 
-    public var description: String { "\(code.rawValue): \(detail)" }
+    package var description: String { "\(code.rawValue): \(detail)" }
 }

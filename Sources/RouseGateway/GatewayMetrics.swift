@@ -7,9 +7,9 @@ import Synchronization
 /// The gateway's Prometheus metrics, in its own registry (so several gateways can live in one test process):
 /// pushes in by push type and outcome, pushes out, acknowledgements, drops, queue depth, connected devices,
 /// delivery latency (acceptance → written to the device channel).
-public final class GatewayMetrics: Sendable {
+package final class GatewayMetrics: Sendable {
     /// The registry `/metrics` renders.
-    public let registry = PrometheusCollectorRegistry()
+    package let registry = PrometheusCollectorRegistry()
     private let connected: Gauge
     private let queueDepth: Gauge
     private let http2Sessions: Gauge
@@ -26,7 +26,7 @@ public final class GatewayMetrics: Sendable {
     private let totals = Mutex<[String: Int]>([:])
 
     /// Metrics with every fixed series registered.
-    public init() {
+    package init() {
         connected = registry.makeGauge(descriptor: Self.name("connected", "devices", "Device channels open"))
         queueDepth = registry.makeGauge(
             descriptor: Self.name("pending", "pushes", "Pushes stored, not yet acknowledged"))
@@ -48,30 +48,30 @@ public final class GatewayMetrics: Sendable {
 
     /// A push arrived from a provider and ended as `outcome` (`stored`, `delivered-now`, `dropped-offline`,
     /// `expired`, or an APNs reason).
-    public func pushIn(type: String?, outcome: String) {
+    package func pushIn(type: String?, outcome: String) {
         count("rouse_gateway_pushes_in_total", type: MetricLabel.pushType(type), outcome: outcome)
     }
 
     /// A push was written to a device channel.
-    public func pushOut(type: String?, latencyMilliseconds: Int64) {
+    package func pushOut(type: String?, latencyMilliseconds: Int64) {
         count("rouse_gateway_pushes_out_total", type: MetricLabel.pushType(type), outcome: "sent")
         latency.record(Double(max(latencyMilliseconds, 0)) / 1000)
     }
 
     /// A push was dropped without delivery: `reason` is `collapsed`, `background-slot`,
     /// `expiration-zero-offline`, `channel-closed`, or a storage quota (`token-quota`, `device-quota`).
-    public func dropped(type: String?, reason: String, count amount: Int = 1) {
+    package func dropped(type: String?, reason: String, count amount: Int = 1) {
         for _ in 0..<amount { count("rouse_gateway_dropped_total", type: MetricLabel.pushType(type), outcome: reason) }
     }
 
     /// Pushes acknowledged.
-    public func acknowledged(count amount: Int) {
+    package func acknowledged(count amount: Int) {
         acks.increment(by: Int64(amount))
         add("acks", amount)
     }
 
     /// Stored pushes expired.
-    public func expired(count amount: Int) {
+    package func expired(count amount: Int) {
         expiredCounter.increment(by: Int64(amount))
         add("expired", amount)
     }
@@ -79,7 +79,7 @@ public final class GatewayMetrics: Sendable {
     /// Brings `rouse_gateway_limit_hits_total{listener,limit}` up to a listener's budget-hit counts: connections
     /// refused (in total, per address), accept pauses (EMFILE), streams refused (buffer budget), request
     /// timeouts, connections that did not authenticate in time. An attack shows here.
-    public func recordLimitCounts(listener: String, _ counts: HTTP2ServerLimitCounts) {
+    package func recordLimitCounts(listener: String, _ counts: HTTP2ServerLimitCounts) {
         let listener = MetricLabel.listener(listener)
         let values: [(String, UInt64)] = [
             ("connections-refused", counts.connectionsRefused),
@@ -104,7 +104,7 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// One hit of a gateway-level budget (not the HTTP/2 kernel's), counted in the same series.
-    public func limitHit(listener: String, limit: String) {
+    package func limitHit(listener: String, limit: String) {
         let (listener, limit) = (MetricLabel.listener(listener), MetricLabel.limit(limit))
         limitCounter(listener: listener, limit: limit).increment()
         add("limit/\(listener)/\(limit)", 1)
@@ -133,26 +133,26 @@ public final class GatewayMetrics: Sendable {
     func channelCloseQueued() { add("channel-closes-queued", 1) }
 
     /// Timers held by the listeners' loops (`HTTP2Server.timerEntries`).
-    public func setTimerEntries(_ value: Int) { timerEntries.set(to: Double(value)) }
+    package func setTimerEntries(_ value: Int) { timerEntries.set(to: Double(value)) }
 
     /// Open device channels now.
-    public func setConnectedDevices(_ value: Int) { connected.set(to: Double(value)) }
+    package func setConnectedDevices(_ value: Int) { connected.set(to: Double(value)) }
 
     /// Pending pushes now.
-    public func setPending(_ value: Int) { queueDepth.set(to: Double(value)) }
+    package func setPending(_ value: Int) { queueDepth.set(to: Double(value)) }
 
     /// nghttp2's server sessions and the bytes it holds for them (`HTTP2Server.sessionMemory`).
-    public func setHTTP2SessionMemory(sessions: Int, bytes: Int) {
+    package func setHTTP2SessionMemory(sessions: Int, bytes: Int) {
         http2Sessions.set(to: Double(sessions))
         http2SessionBytes.set(to: Double(bytes))
     }
 
     /// The Prometheus text exposition.
-    public func render() -> [UInt8] { registry.emitToBuffer() }
+    package func render() -> [UInt8] { registry.emitToBuffer() }
 
     /// A plain total, e.g. `rouse_gateway_dropped_total{reason=expiration-zero-offline}` as
     /// `dropped/expiration-zero-offline` (tests).
-    public func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
+    package func total(_ key: String) -> Int { totals.withLock { $0[key] ?? 0 } }
 
     private func count(_ name: String, type: String, outcome: String) {
         // Every label value from a closed set: a header a peer sent never names a series.

@@ -6,19 +6,19 @@
 /// migrator), 4 the `schema_version` table itself; PostgreSQL starts at 4 with everything at once. 5: several
 /// nodes (PostgreSQL: per-device sequence numbers, channel owners, node leases; SQLite: nothing but the number). 6: the
 /// cluster key that seals node messages (PostgreSQL; SQLite: the number). 7: WebPush subscriptions (both).
-public enum GatewaySchema {
+package enum GatewaySchema {
     /// The newest version this build knows.
-    public static let version = 7
+    package static let version = 7
 
     /// What opening a store did to its schema.
-    public struct Migration: Sendable, Equatable {
+    package struct Migration: Sendable, Equatable {
         /// The version found (0: an empty database).
-        public var from: Int
+        package var from: Int
         /// The version now.
-        public var to: Int
+        package var to: Int
 
         /// A migration from one version to another.
-        public init(from: Int, to: Int) {
+        package init(from: Int, to: Int) {
             self.from = from
             self.to = to
         }

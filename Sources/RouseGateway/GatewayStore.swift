@@ -4,7 +4,7 @@
 /// follow for several nodes (every operation is one statement keyed by device or token, no SQLite-only
 /// features are needed by callers). The gateway calls it from its single store thread, so implementations
 /// need no internal ordering beyond what one connection gives.
-public protocol GatewayStore: Sendable {
+package protocol GatewayStore: Sendable {
     /// What opening the store did to its schema (`from` 0: a new database; `from == to`: up to date). Every backend
     /// migrates when it opens and says so here (`rouse gateway migrate` prints it).
     var migration: GatewaySchema.Migration { get }
@@ -15,7 +15,7 @@ public protocol GatewayStore: Sendable {
 }
 
 /// The operations inside one store transaction.
-public protocol GatewayStoreTransaction: WebPushStoreTransaction, GatewayNodeTransaction {
+package protocol GatewayStoreTransaction: WebPushStoreTransaction, GatewayNodeTransaction {
     // MARK: Pushes
 
     /// Stores a push; returns its sequence number (the delivery id, increasing).
@@ -102,7 +102,7 @@ public protocol GatewayStoreTransaction: WebPushStoreTransaction, GatewayNodeTra
 /// ownership, node leases and the messages between nodes. Every backend implements each one explicitly, with no
 /// default, so a new backend cannot forget one: a store for one node answers with its single-node values
 /// (`nil`, nothing to do, no nodes), as `SQLiteTransaction+Nodes.swift` does.
-public protocol GatewayNodeTransaction {
+package protocol GatewayNodeTransaction {
     /// Takes the device's next sequence number and locks the device's row until COMMIT, so that pushes for one
     /// device commit in the order of their numbers, whichever node stores them; says which channel holds the
     /// device now. `nil`: one node (the push's `id` is commit order already).
@@ -126,52 +126,52 @@ public protocol GatewayNodeTransaction {
 extension GatewayStoreTransaction {
     /// The device's pending, unexpired pushes not in `excluding`: VoIP first, then by id; at most `limit` (WebPush
     /// messages of every urgency).
-    public func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
+    package func pending(deviceID: String, excluding: Set<Int64>, limit: Int, now: Int64) throws -> [StoredPush] {
         try pending(deviceID: deviceID, excluding: excluding, limit: limit, now: now, webPushMinimum: 0)
     }
 }
 
 /// The channel that holds a device: which node, which of its channels.
-public struct ChannelOwner: Sendable, Hashable {
+package struct ChannelOwner: Sendable, Hashable {
     /// The node's id (configuration `node`).
-    public var node: String
+    package var node: String
     /// The channel's id on that node.
-    public var channelID: UInt64
+    package var channelID: UInt64
 
     /// An owner.
-    public init(node: String, channelID: UInt64) {
+    package init(node: String, channelID: UInt64) {
         self.node = node
         self.channelID = channelID
     }
 }
 
 /// A device's sequence number for a new push, and who holds its channel.
-public struct DeviceSequence: Sendable, Hashable {
+package struct DeviceSequence: Sendable, Hashable {
     /// The number taken.
-    public var seq: Int64
+    package var seq: Int64
     /// The device's channel, if one is open on any node.
-    public var owner: ChannelOwner?
+    package var owner: ChannelOwner?
 
     /// A sequence number.
-    public init(seq: Int64, owner: ChannelOwner?) {
+    package init(seq: Int64, owner: ChannelOwner?) {
         self.seq = seq
         self.owner = owner
     }
 }
 
 /// A gateway node sharing the store, as `rouse gateway nodes` lists it.
-public struct GatewayNodeRecord: Sendable, Hashable {
+package struct GatewayNodeRecord: Sendable, Hashable {
     /// Its id.
-    public var id: String
+    package var id: String
     /// When it started (UNIX milliseconds).
-    public var startedAt: Int64
+    package var startedAt: Int64
     /// Until when its lease runs (UNIX milliseconds); a node whose lease ran out is dead.
-    public var leaseExpiresAt: Int64
+    package var leaseExpiresAt: Int64
     /// Device channels it holds.
-    public var channels: Int
+    package var channels: Int
 
     /// A node.
-    public init(id: String, startedAt: Int64, leaseExpiresAt: Int64, channels: Int) {
+    package init(id: String, startedAt: Int64, leaseExpiresAt: Int64, channels: Int) {
         self.id = id
         self.startedAt = startedAt
         self.leaseExpiresAt = leaseExpiresAt
@@ -180,7 +180,7 @@ public struct GatewayNodeRecord: Sendable, Hashable {
 }
 
 /// Whose pending pushes a storage quota counts.
-public enum BacklogOwner: Sendable, Hashable {
+package enum BacklogOwner: Sendable, Hashable {
     /// One device token (lowercase hex).
     case token(String)
     /// One device, all its tokens.

@@ -1,7 +1,7 @@
 /// What one gateway node tells another through the database (PostgreSQL `NOTIFY` on the receiving node's channel,
 /// sent when the sender's transaction commits): one message a line, fields separated by tabs, the device id last
 /// and percent-escaped (`%`, tab and newline), so no device id can forge a second message.
-public enum NodeMessage: Sendable, Hashable {
+package enum NodeMessage: Sendable, Hashable {
     /// Pushes for the device were committed elsewhere, up to its sequence number `seq`: load them, in order.
     case pending(deviceID: String, seq: Int64)
     /// The device opened a newer channel elsewhere: close channel `channelID` (if still open here) with `replaced`.
@@ -11,10 +11,10 @@ public enum NodeMessage: Sendable, Hashable {
 
     /// The largest payload sent in one notification, before it is sealed (`NodeMessageSeal`: a header line, the
     /// nonce and tag, base64): PostgreSQL's limit is 8000 bytes.
-    public static let maxPayloadBytes = 5000
+    package static let maxPayloadBytes = 5000
 
     /// The message as one line (without its newline).
-    public var line: String {
+    package var line: String {
         switch self {
         case .pending(let deviceID, let seq): "p\t\(seq)\t\(Self.escape(deviceID))"
         case .replaced(let deviceID, let channelID): "c\t\(channelID)\t\(Self.escape(deviceID))"
@@ -23,16 +23,16 @@ public enum NodeMessage: Sendable, Hashable {
     }
 
     /// The failure to read one line.
-    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The line, cut to 80 characters.
-        public var line: String
+        package var line: String
         /// What was wrong.
-        public var reason: String
-        public var description: String { "node message \"\(line)\": \(reason)" }
+        package var reason: String
+        package var description: String { "node message \"\(line)\": \(reason)" }
     }
 
     /// Reads a notification's payload: the messages of its well-formed lines, and an error for each other line.
-    public static func parse(_ payload: String) -> (messages: [NodeMessage], errors: [ParseError]) {
+    package static func parse(_ payload: String) -> (messages: [NodeMessage], errors: [ParseError]) {
         var messages: [NodeMessage] = []
         var errors: [ParseError] = []
         // Lines, fields and escapes are cut on bytes, not on Characters: a grapheme cluster may span a separator
@@ -73,7 +73,7 @@ public enum NodeMessage: Sendable, Hashable {
     }
 
     /// Joins messages into payloads of at most `maxPayloadBytes` each.
-    public static func payloads(_ messages: [NodeMessage]) -> [String] {
+    package static func payloads(_ messages: [NodeMessage]) -> [String] {
         var payloads: [String] = []
         var current = ""
         for message in messages {

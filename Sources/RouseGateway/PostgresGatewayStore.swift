@@ -14,11 +14,11 @@ import Synchronization
 /// `ServiceUnavailable`, never 200 (if COMMIT was sent and the answer was lost, the pushes may be stored; the
 /// provider's retry then stores them twice, and the agent de-duplicates by `apns-id`). The next batch reconnects,
 /// at most one attempt per `reconnectInterval`, so an outage costs each push one fast 503 rather than a timeout.
-public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  // writer and readers: under `lock`
+package final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  // writer and readers: under `lock`
     /// Where the store connects (for logs; no password).
-    public let displayName: String
+    package let displayName: String
     /// What opening the store did to the schema.
-    public let migration: GatewaySchema.Migration
+    package let migration: GatewaySchema.Migration
     /// The settings it connects with (the node's listener opens its own connection with them).
     let settings: PostgresSettings
     /// The cluster key node messages are sealed with (`NodeMessageSeal`), read from the database.
@@ -34,7 +34,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     private static let reconnectInterval = Duration.milliseconds(250)
 
     /// Connects (a failure names the setting at fault), then brings the schema up to date.
-    public init(settings: PostgresSettings) throws(GatewayError) {
+    package init(settings: PostgresSettings) throws(GatewayError) {
         try settings.validate()
         self.settings = settings
         displayName = settings.displayName
@@ -131,7 +131,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         return connection
     }
 
-    public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+    package func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
         try writeLock.withLock { _ in
             var connection = try readyWriter()
             do {
@@ -148,7 +148,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
         }
     }
 
-    public func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
         guard readerPermits.wait(timeout: .now() + .seconds(10)) == .success else {
             throw GatewayError.unavailable("postgres: \(displayName): every read connection is busy")
         }
@@ -176,7 +176,7 @@ public final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  //
     }
 
     /// `synchronous_commit` as the writer connection sees it (`on`), for checks.
-    public func synchronousCommit() throws -> String {
+    package func synchronousCommit() throws -> String {
         try writeLock.withLock { _ in
             let writer = try readyWriter()
             return try GatewayError.wrapping(try writer.query("SHOW synchronous_commit")).string(0, 0) ?? ""

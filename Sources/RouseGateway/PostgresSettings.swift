@@ -4,31 +4,31 @@ import RouseText
 
 /// How the gateway reaches PostgreSQL: `"database": "postgresql://…"` (a libpq URL) or a `"postgres"` object in
 /// the configuration. Each member that can be wrong at start has a name, used in the errors that blame it.
-public struct PostgresSettings: Sendable, Equatable {
+package struct PostgresSettings: Sendable, Equatable {
     /// A libpq connection URL (`postgresql://user@host:5432/db?sslmode=require`); the members below override it.
-    public var url: String?
+    package var url: String?
     /// Host name, IP address, or a directory holding the server's Unix socket.
-    public var host: String?
+    package var host: String?
     /// TCP port.
-    public var port: Int?
+    package var port: Int?
     /// Database name.
-    public var database: String?
+    package var database: String?
     /// Role name.
-    public var user: String?
+    package var user: String?
     /// A file whose first line is the password (kept out of the configuration, which may be world-readable).
-    public var passwordFile: String?
+    package var passwordFile: String?
     /// libpq `sslmode`: disable, allow, prefer, require, verify-ca or verify-full.
-    public var sslmode: String?
+    package var sslmode: String?
     /// Connections at most: one for the store thread's writes, the others for reads (admin views, key cache).
-    public var poolSize: Int = 4
+    package var poolSize: Int = 4
     /// Seconds a connection attempt may take.
-    public var connectTimeoutSeconds: Int = 5
+    package var connectTimeoutSeconds: Int = 5
 
     /// The `sslmode` values libpq knows.
-    public static let sslModes: Set<String> = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
+    package static let sslModes: Set<String> = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
 
     /// Settings from members (all optional: libpq's defaults and `PG*` variables fill the rest).
-    public init(
+    package init(
         url: String? = nil, host: String? = nil, port: Int? = nil, database: String? = nil, user: String? = nil,
         passwordFile: String? = nil, sslmode: String? = nil, poolSize: Int = 4
     ) {
@@ -43,11 +43,11 @@ public struct PostgresSettings: Sendable, Equatable {
     }
 
     /// True for a `database` value that names PostgreSQL rather than a SQLite file.
-    public static func isURL(_ database: String) -> Bool { PostgresURL.isURL(database) }
+    package static func isURL(_ database: String) -> Bool { PostgresURL.isURL(database) }
 
     /// Checks what can be checked without a server (and, with `readingFiles`, that the password file can be
     /// read); the error names the member (`postgres.port`).
-    public func validate(readingFiles: Bool = true) throws(GatewayError) {
+    package func validate(readingFiles: Bool = true) throws(GatewayError) {
         if let port, !(1...65_535).contains(port) {
             throw .badConfiguration("postgres.port: \(port) is not a TCP port (1-65535)")
         }
@@ -92,7 +92,7 @@ public struct PostgresSettings: Sendable, Equatable {
 
     /// Where the settings point, for logs and errors: never a password (one in the URL's user info, which may
     /// itself hold `@`, becomes `***`; so does a `password=` query parameter).
-    public var displayName: String {
+    package var displayName: String {
         if let url { return PostgresURL.redacted(url) }
         return "postgresql://\(user.map { $0 + "@" } ?? "")\(host ?? "")\(port.map { ":\($0)" } ?? "")/"
             + (database ?? "")
@@ -100,7 +100,7 @@ public struct PostgresSettings: Sendable, Equatable {
 
     /// Whether the connection may go over the network without TLS being asked for: `sslmode` set nowhere (libpq's
     /// default, `prefer`, falls back to plain text silently) for a host that is not local. The gateway warns.
-    public var sslmodeUnsetForRemoteHost: Bool {
+    package var sslmodeUnsetForRemoteHost: Bool {
         if sslmode != nil { return false }
         if let url, url.includes("sslmode=") { return false }
         let target = host ?? url.flatMap(PostgresURL.host) ?? ""

@@ -15,11 +15,11 @@ import Synchronization
 /// one at a time; up to `maxReaders` query-only reader connections, opened when needed and kept, each read a
 /// `BEGIN DEFERRED` snapshot that runs beside the writer (WAL: readers and the writer never block each other).
 /// Other processes on the same file (the `rouse gateway` CLI) wait up to `busyTimeout` for its lock.
-public final class SQLiteGatewayStore: GatewayStore, @unchecked Sendable {  // writer: under writerPermit
+package final class SQLiteGatewayStore: GatewayStore, @unchecked Sendable {  // writer: under writerPermit
     /// The database file.
-    public let path: String
+    package let path: String
     /// What opening the store did to the schema.
-    public let migration: GatewaySchema.Migration
+    package let migration: GatewaySchema.Migration
     private let writer: SQLiteConnection
     private let writerPermit = DispatchSemaphore(value: 1)
     private let readerPermits = DispatchSemaphore(value: SQLiteGatewayStore.maxReaders)
@@ -30,7 +30,7 @@ public final class SQLiteGatewayStore: GatewayStore, @unchecked Sendable {  // w
     static let busyTimeout: Int32 = 5_000
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
-    public init(path: String) throws(GatewayError) {
+    package init(path: String) throws(GatewayError) {
         self.path = path
         do {
             writer = try SQLiteConnection(path: path, busyTimeout: Self.busyTimeout)
@@ -46,7 +46,7 @@ public final class SQLiteGatewayStore: GatewayStore, @unchecked Sendable {  // w
         migration = try Self.migrate(writer, path: path)
     }
 
-    public func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+    package func write<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
         writerPermit.wait()
         defer { writerPermit.signal() }
         return try storageErrors {
@@ -54,7 +54,7 @@ public final class SQLiteGatewayStore: GatewayStore, @unchecked Sendable {  // w
         }
     }
 
-    public func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (any GatewayStoreTransaction) throws -> T) throws -> T {
         readerPermits.wait()
         defer { readerPermits.signal() }
         let reader = try storageErrors {
@@ -78,7 +78,7 @@ public final class SQLiteGatewayStore: GatewayStore, @unchecked Sendable {  // w
 
     /// The durability settings in force on the writer connection: `journal_mode` and `synchronous`
     /// (2 = FULL), for checks and the admin view.
-    public func durabilitySettings() throws -> (journalMode: String, synchronous: Int) {
+    package func durabilitySettings() throws -> (journalMode: String, synchronous: Int) {
         writerPermit.wait()
         defer { writerPermit.signal() }
         return try storageErrors {

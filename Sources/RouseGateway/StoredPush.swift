@@ -1,41 +1,41 @@
 import RouseAPNs
 
 /// A push the gateway holds for a device: what the provider sent plus what the gateway decided.
-public struct StoredPush: Sendable, Hashable {
+package struct StoredPush: Sendable, Hashable {
     /// The delivery id the device acknowledges: the store's sequence number (ordering), or an id above
     /// `StoredPush.ephemeralIDBase` for `apns-expiration: 0` pushes that are never stored.
-    public var id: Int64
+    package var id: Int64
     /// The device the token belongs to.
-    public var deviceID: String
+    package var deviceID: String
     /// The device token the provider addressed (lowercase hex).
-    public var token: String
+    package var token: String
     /// `apns-topic`.
-    public var topic: String
+    package var topic: String
     /// `apns-push-type`, if sent.
-    public var pushType: String?
+    package var pushType: String?
     /// `apns-priority`.
-    public var priority: Int
+    package var priority: Int
     /// `apns-id` (the provider's or the one the gateway generated).
-    public var apnsID: String
+    package var apnsID: String
     /// `apns-collapse-id`, if sent.
-    public var collapseID: String?
+    package var collapseID: String?
     /// `apns-expiration` as sent, in UNIX seconds (`nil`: absent; 0: deliver now or drop).
-    public var expiration: Int64?
+    package var expiration: Int64?
     /// When the gateway stops offering the push, UNIX milliseconds (expiration capped by the storage limit).
-    public var expiresAt: Int64
+    package var expiresAt: Int64
     /// When the gateway accepted the push, UNIX milliseconds.
-    public var receivedAt: Int64
+    package var receivedAt: Int64
     /// The payload bytes as the provider sent them.
-    public var payload: [UInt8]
+    package var payload: [UInt8]
     /// The device's own sequence number for this push, in commit order (several nodes on PostgreSQL; `nil` on one
     /// node, where `id` is commit order already).
-    public var deviceSeq: Int64?
+    package var deviceSeq: Int64?
 
     /// Ids at or above this are `apns-expiration: 0` pushes held only in memory.
-    public static let ephemeralIDBase: Int64 = 1 << 62
+    package static let ephemeralIDBase: Int64 = 1 << 62
 
     /// A push.
-    public init(
+    package init(
         id: Int64, deviceID: String, token: String, topic: String, pushType: String?, priority: Int, apnsID: String,
         collapseID: String?, expiration: Int64?, expiresAt: Int64, receivedAt: Int64, payload: [UInt8]
     ) {
@@ -54,17 +54,17 @@ public struct StoredPush: Sendable, Hashable {
     }
 
     /// VoIP pushes jump the queue.
-    public var isVoIP: Bool { pushType == APNsPushType.voip.rawValue }
+    package var isVoIP: Bool { pushType == APNsPushType.voip.rawValue }
     /// Background pushes keep a single slot per topic while the device is offline.
-    public var isBackground: Bool { pushType == APNsPushType.background.rawValue }
+    package var isBackground: Bool { pushType == APNsPushType.background.rawValue }
     /// Whether this push lives only in memory (`apns-expiration: 0`).
-    public var isEphemeral: Bool { id >= Self.ephemeralIDBase }
+    package var isEphemeral: Bool { id >= Self.ephemeralIDBase }
 }
 
 /// A device as the store knows it.
-public struct DeviceRecord: Sendable, Hashable {
+package struct DeviceRecord: Sendable, Hashable {
     /// How a device proves who it is.
-    public enum Authentication: String, Sendable, Hashable {
+    package enum Authentication: String, Sendable, Hashable {
         /// A credential from a one-time enrollment secret (`authorization: Bearer <device>.<secret>`).
         case secret
         /// A client certificate from the operator's CA whose subject CN is the device id.
@@ -72,18 +72,18 @@ public struct DeviceRecord: Sendable, Hashable {
     }
 
     /// The device id.
-    public var id: String
+    package var id: String
     /// How it authenticates.
-    public var authentication: Authentication
+    package var authentication: Authentication
     /// SHA-256 of the credential secret (secret authentication only).
-    public var credentialHash: [UInt8]?
+    package var credentialHash: [UInt8]?
     /// Enrollment time, UNIX milliseconds.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Revocation time, UNIX milliseconds, if revoked.
-    public var revokedAt: Int64?
+    package var revokedAt: Int64?
 
     /// A device record.
-    public init(
+    package init(
         id: String, authentication: Authentication, credentialHash: [UInt8]?, createdAt: Int64, revokedAt: Int64?
     ) {
         self.id = id
@@ -95,20 +95,20 @@ public struct DeviceRecord: Sendable, Hashable {
 }
 
 /// A push token: what a provider addresses, owned by one device for one topic.
-public struct TokenRecord: Sendable, Hashable {
+package struct TokenRecord: Sendable, Hashable {
     /// Lowercase hex.
-    public var token: String
+    package var token: String
     /// The owning device.
-    public var deviceID: String
+    package var deviceID: String
     /// The one topic the token receives.
-    public var topic: String
+    package var topic: String
     /// Creation time, UNIX milliseconds.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// When the device dropped it (410 Unregistered with this `timestamp` from then on).
-    public var revokedAt: Int64?
+    package var revokedAt: Int64?
 
     /// A token record.
-    public init(token: String, deviceID: String, topic: String, createdAt: Int64, revokedAt: Int64?) {
+    package init(token: String, deviceID: String, topic: String, createdAt: Int64, revokedAt: Int64?) {
         self.token = token
         self.deviceID = deviceID
         self.topic = topic
@@ -118,20 +118,20 @@ public struct TokenRecord: Sendable, Hashable {
 }
 
 /// What a device's agent last reported about one of its handlers (`POST /device/v1/handlers`).
-public struct HandlerReport: Sendable, Hashable {
+package struct HandlerReport: Sendable, Hashable {
     /// The reporting device.
-    public var deviceID: String
+    package var deviceID: String
     /// The handler's topic (bundle id).
-    public var topic: String
+    package var topic: String
     /// Missed VoIP reports inside the handler's strike window.
-    public var strikes: Int
+    package var strikes: Int
     /// Whether the agent stopped launching the handler for VoIP pushes (until it is registered again).
-    public var voipBlocked: Bool
+    package var voipBlocked: Bool
     /// When the gateway received the report, UNIX milliseconds.
-    public var reportedAt: Int64
+    package var reportedAt: Int64
 
     /// A report.
-    public init(deviceID: String, topic: String, strikes: Int, voipBlocked: Bool, reportedAt: Int64) {
+    package init(deviceID: String, topic: String, strikes: Int, voipBlocked: Bool, reportedAt: Int64) {
         self.deviceID = deviceID
         self.topic = topic
         self.strikes = strikes
@@ -141,23 +141,23 @@ public struct HandlerReport: Sendable, Hashable {
 }
 
 /// A provider signing key registered with the gateway.
-public struct ProviderKeyRecord: Sendable, Hashable {
+package struct ProviderKeyRecord: Sendable, Hashable {
     /// `kid`.
-    public var keyID: String
+    package var keyID: String
     /// `iss`.
-    public var teamID: String
+    package var teamID: String
     /// The public key, PEM.
-    public var publicKeyPEM: String
+    package var publicKeyPEM: String
     /// Bundle IDs the key may push to; `["*"]`: every topic. `nil` (a key stored without topics by an older
     /// version) authorizes nothing.
-    public var topics: [String]?
+    package var topics: [String]?
     /// Creation time, UNIX milliseconds.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Revocation time, UNIX milliseconds, if revoked.
-    public var revokedAt: Int64?
+    package var revokedAt: Int64?
 
     /// A key record.
-    public init(
+    package init(
         keyID: String, teamID: String, publicKeyPEM: String, topics: [String]?, createdAt: Int64, revokedAt: Int64?
     ) {
         self.keyID = keyID
@@ -169,7 +169,7 @@ public struct ProviderKeyRecord: Sendable, Hashable {
     }
 
     /// Whether the key may push to every topic (`["*"]`).
-    public var grantsEveryTopic: Bool { topics == [GatewayConfiguration.anyTopic] }
+    package var grantsEveryTopic: Bool { topics == [GatewayConfiguration.anyTopic] }
 
     /// The bundle IDs the APNs rules check pushes against: `nil` for every topic, none without topics.
     var bundleIDs: Set<String>? { GatewayConfiguration.bundleIDs(forTopics: topics) }

@@ -5,24 +5,24 @@
 /// storage quota per token and `Topic` replacement are per subscription), `pushType` is `webpush`, `priority`
 /// holds the RFC 8030 urgency's rank (0 very-low … 3 high), `collapseID` the sender's `Topic`, and `apnsID` the
 /// body's `Content-Encoding` (empty: none).
-public struct WebPushSubscriptionRecord: Sendable, Hashable {
+package struct WebPushSubscriptionRecord: Sendable, Hashable {
     /// base64url of 32 random bytes: the endpoint's last path segment.
-    public var id: String
+    package var id: String
     /// The owning device.
-    public var deviceID: String
+    package var deviceID: String
     /// The app's id (D-Bus name).
-    public var app: String
+    package var app: String
     /// The device's label for the registration.
-    public var token: String
+    package var token: String
     /// The VAPID public key (base64url of the uncompressed P-256 point), if restricted.
-    public var vapidKey: String?
+    package var vapidKey: String?
     /// Creation time, UNIX milliseconds.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// When it was deleted (410 from then on), UNIX milliseconds.
-    public var revokedAt: Int64?
+    package var revokedAt: Int64?
 
     /// A record.
-    public init(
+    package init(
         id: String, deviceID: String, app: String, token: String, vapidKey: String?, createdAt: Int64,
         revokedAt: Int64?
     ) {
@@ -36,11 +36,11 @@ public struct WebPushSubscriptionRecord: Sendable, Hashable {
     }
 
     /// `StoredPush.pushType` of WebPush messages.
-    public static let pushType = "webpush"
+    package static let pushType = "webpush"
 }
 
 /// The WebPush operations inside one store transaction (both backends; schema version 7).
-public protocol WebPushStoreTransaction {
+package protocol WebPushStoreTransaction {
     /// Adds a subscription.
     func insertWebPushSubscription(_ subscription: WebPushSubscriptionRecord) throws
     /// The subscription with this id, deleted or not.
@@ -58,5 +58,5 @@ public protocol WebPushStoreTransaction {
 
 extension StoredPush {
     /// Whether this is a WebPush message.
-    public var isWebPush: Bool { pushType == WebPushSubscriptionRecord.pushType }
+    package var isWebPush: Bool { pushType == WebPushSubscriptionRecord.pushType }
 }

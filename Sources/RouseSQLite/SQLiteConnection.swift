@@ -11,16 +11,16 @@ import CSQLite
 /// `@unchecked Sendable` (a connection is handed between threads, never shared). Statements are compiled once per
 /// SQL text and kept (at most `statementCacheLimit`; past that a statement is compiled for its one use), so the
 /// push path does not recompile an insert whose triggers cost more to compile than to run.
-public final class SQLiteConnection: @unchecked Sendable {  // one user at a time: its owner's permit
+package final class SQLiteConnection: @unchecked Sendable {  // one user at a time: its owner's permit
     private let handle: OpaquePointer
     /// The database file.
-    public let path: String
+    package let path: String
     private var statements: [String: SQLiteStatement] = [:]
     /// The most statements kept compiled; the stores' SQL is a fixed set of a few dozen texts.
-    public static let statementCacheLimit = 128
+    package static let statementCacheLimit = 128
 
     /// How a transaction starts.
-    public enum TransactionKind: Sendable {
+    package enum TransactionKind: Sendable {
         /// `BEGIN DEFERRED`: a read snapshot from the first read (WAL readers never block the writer).
         case deferred
         /// `BEGIN IMMEDIATE`: the write lock at once, so the transaction never fails to upgrade half-way.
@@ -29,7 +29,7 @@ public final class SQLiteConnection: @unchecked Sendable {  // one user at a tim
 
     /// Opens (creating if needed) the database at `path`; a locked database is retried for `busyTimeout`
     /// milliseconds before a statement fails with `SQLITE_BUSY`. `queryOnly` connections refuse every write.
-    public init(path: String, busyTimeout: Int32, queryOnly: Bool = false) throws(SQLiteError) {
+    package init(path: String, busyTimeout: Int32, queryOnly: Bool = false) throws(SQLiteError) {
         var connection: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &connection, flags, nil)
@@ -52,7 +52,7 @@ public final class SQLiteConnection: @unchecked Sendable {  // one user at a tim
 
     /// Runs SQL text without parameters: one statement or several separated by `;` (schema scripts, `BEGIN`,
     /// pragmas). Only for SQL written in the program, never for text built from input.
-    public func execute(_ sql: String) throws(SQLiteError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         var message: UnsafeMutablePointer<CChar>?
         let code = sqlite3_exec(handle, sql, nil, nil, &message)
         guard code == SQLITE_OK else {
@@ -65,14 +65,14 @@ public final class SQLiteConnection: @unchecked Sendable {  // one user at a tim
     }
 
     /// Runs one statement with `arguments` bound to its `?` parameters, reading no rows.
-    public func run(_ sql: String, _ arguments: [any SQLiteBindable] = [], cached: Bool = true) throws {
+    package func run(_ sql: String, _ arguments: [any SQLiteBindable] = [], cached: Bool = true) throws {
         try use(sql, arguments, cached: cached) { statement in
             while try statement.step() {}
         }
     }
 
     /// Runs one statement with `arguments` bound and returns its rows, each read by `map`.
-    public func rows<T>(
+    package func rows<T>(
         _ sql: String, _ arguments: [any SQLiteBindable] = [], cached: Bool = true,
         _ map: (SQLiteRow) throws -> T
     ) throws -> [T] {
@@ -84,7 +84,7 @@ public final class SQLiteConnection: @unchecked Sendable {  // one user at a tim
     }
 
     /// The first row of a statement, read by `map`, or `nil` when there is none (the rest are not read).
-    public func row<T>(
+    package func row<T>(
         _ sql: String, _ arguments: [any SQLiteBindable] = [], _ map: (SQLiteRow) throws -> T
     ) throws -> T? {
         try use(sql, arguments, cached: true) { statement in
@@ -93,22 +93,22 @@ public final class SQLiteConnection: @unchecked Sendable {  // one user at a tim
     }
 
     /// The rowid of the last row inserted on this connection.
-    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    package var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE on this connection.
-    public var changes: Int { Int(sqlite3_changes64(handle)) }
+    package var changes: Int { Int(sqlite3_changes64(handle)) }
 
     /// False inside a transaction.
-    public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+    package var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 
     /// Whether a table exists in the main schema.
-    public func tableExists(_ name: String) throws -> Bool {
+    package func tableExists(_ name: String) throws -> Bool {
         try row("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?", [name]) { _ in true }
             ?? false
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it (or COMMIT) throws.
-    public func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ kind: TransactionKind, _ body: () throws -> T) throws -> T {
         try execute(kind == .immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
         do {
             let value = try body()

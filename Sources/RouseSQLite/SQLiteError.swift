@@ -4,29 +4,29 @@ import CSQLite
 ///
 /// Result codes are SQLite's, not ours, so the code stays an open number (`SQLITE_CONSTRAINT_UNIQUE`,
 /// `SQLITE_BUSY`, …; `primaryCode` groups the extended ones) and the message is `sqlite3_errmsg`'s text.
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+package struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// SQLite's extended result code.
-    public let code: Int32
+    package let code: Int32
     /// SQLite's message for it.
-    public let message: String
+    package let message: String
     /// The first line of the statement that failed (empty when the failure is not a statement's).
-    public let statement: String
+    package let statement: String
 
     /// An error with SQLite's code and message.
-    public init(code: Int32, message: String, statement: String = "") {
+    package init(code: Int32, message: String, statement: String = "") {
         self.code = code
         self.message = message
         self.statement = statement.split(separator: "\n").first.map { String($0.prefix(100)) } ?? ""
     }
 
     /// The primary result code (`SQLITE_CONSTRAINT` for every constraint violation, `SQLITE_BUSY`, …).
-    public var primaryCode: Int32 { code & 0xff }
+    package var primaryCode: Int32 { code & 0xff }
 
     /// True when another connection held the lock for longer than the busy timeout.
-    public var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
+    package var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
 
     /// "SQLite error 2067: UNIQUE constraint failed: devices.id (in: INSERT INTO devices…)".
-    public var description: String {
+    package var description: String {
         "SQLite error \(code): \(message)" + (statement.isEmpty ? "" : " (in: \(statement))")
     }
 

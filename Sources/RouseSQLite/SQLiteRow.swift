@@ -3,7 +3,7 @@ import CSQLite
 /// The current row of a stepped statement, read by column name with the type the caller expects. Valid only inside
 /// the closure it is given to (the statement moves on after it). A NULL where a value is required, or a missing
 /// column, throws; nothing traps.
-public struct SQLiteRow {
+package struct SQLiteRow {
     private let statement: SQLiteStatement
 
     init(_ statement: SQLiteStatement) { self.statement = statement }
@@ -23,22 +23,22 @@ public struct SQLiteRow {
     }
 
     /// An INTEGER column, or `nil` for NULL.
-    public func optionalInt64(_ name: String) throws(SQLiteError) -> Int64? {
+    package func optionalInt64(_ name: String) throws(SQLiteError) -> Int64? {
         let index = try index(name)
         return isNull(index) ? nil : sqlite3_column_int64(statement.handle, index)
     }
 
     /// An INTEGER column that is never NULL.
-    public func int64(_ name: String) throws(SQLiteError) -> Int64 { try required(name, optionalInt64(name)) }
+    package func int64(_ name: String) throws(SQLiteError) -> Int64 { try required(name, optionalInt64(name)) }
 
     /// An INTEGER column as `Int` (SQLite's integers are 64-bit, as `Int` is here).
-    public func int(_ name: String) throws(SQLiteError) -> Int { Int(try int64(name)) }
+    package func int(_ name: String) throws(SQLiteError) -> Int { Int(try int64(name)) }
 
     /// An INTEGER column read as a boolean (non-zero is true).
-    public func bool(_ name: String) throws(SQLiteError) -> Bool { try int64(name) != 0 }
+    package func bool(_ name: String) throws(SQLiteError) -> Bool { try int64(name) != 0 }
 
     /// A TEXT column, or `nil` for NULL.
-    public func optionalString(_ name: String) throws(SQLiteError) -> String? {
+    package func optionalString(_ name: String) throws(SQLiteError) -> String? {
         let index = try index(name)
         guard !isNull(index) else { return nil }
         // The pointer first, then its length (SQLite's documented order: the length is of that conversion).
@@ -48,10 +48,10 @@ public struct SQLiteRow {
     }
 
     /// A TEXT column that is never NULL.
-    public func string(_ name: String) throws(SQLiteError) -> String { try required(name, optionalString(name)) }
+    package func string(_ name: String) throws(SQLiteError) -> String { try required(name, optionalString(name)) }
 
     /// A BLOB column, or `nil` for NULL.
-    public func optionalBytes(_ name: String) throws(SQLiteError) -> [UInt8]? {
+    package func optionalBytes(_ name: String) throws(SQLiteError) -> [UInt8]? {
         let index = try index(name)
         guard !isNull(index) else { return nil }
         let bytes = sqlite3_column_blob(statement.handle, index)
@@ -61,5 +61,5 @@ public struct SQLiteRow {
     }
 
     /// A BLOB column that is never NULL.
-    public func bytes(_ name: String) throws(SQLiteError) -> [UInt8] { try required(name, optionalBytes(name)) }
+    package func bytes(_ name: String) throws(SQLiteError) -> [UInt8] { try required(name, optionalBytes(name)) }
 }

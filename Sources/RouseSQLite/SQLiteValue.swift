@@ -1,5 +1,5 @@
 /// A value bound to a statement's `?` parameter: SQLite's storage classes that the stores use.
-public enum SQLiteValue: Sendable, Hashable {
+package enum SQLiteValue: Sendable, Hashable {
     /// SQL NULL.
     case null
     /// A 64-bit integer (also booleans: 0 and 1).
@@ -11,42 +11,42 @@ public enum SQLiteValue: Sendable, Hashable {
 }
 
 /// A Swift value that binds to a statement parameter. Arguments are always bound, never spliced into SQL text.
-public protocol SQLiteBindable {
+package protocol SQLiteBindable {
     /// The value SQLite stores.
     var sqliteValue: SQLiteValue { get }
 }
 
 extension SQLiteValue: SQLiteBindable {
     /// Itself.
-    public var sqliteValue: SQLiteValue { self }
+    package var sqliteValue: SQLiteValue { self }
 }
 
 extension Int64: SQLiteBindable {
     /// An INTEGER.
-    public var sqliteValue: SQLiteValue { .integer(self) }
+    package var sqliteValue: SQLiteValue { .integer(self) }
 }
 
 extension Int: SQLiteBindable {
     /// An INTEGER.
-    public var sqliteValue: SQLiteValue { .integer(Int64(self)) }
+    package var sqliteValue: SQLiteValue { .integer(Int64(self)) }
 }
 
 extension Bool: SQLiteBindable {
     /// An INTEGER, 1 or 0 (how SQLite and GRDB store booleans).
-    public var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) }
+    package var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) }
 }
 
 extension String: SQLiteBindable {
     /// TEXT.
-    public var sqliteValue: SQLiteValue { .text(self) }
+    package var sqliteValue: SQLiteValue { .text(self) }
 }
 
 extension Array: SQLiteBindable where Element == UInt8 {
     /// A BLOB.
-    public var sqliteValue: SQLiteValue { .blob(self) }
+    package var sqliteValue: SQLiteValue { .blob(self) }
 }
 
 extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
     /// NULL for `nil`, else the wrapped value.
-    public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
+    package var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
 }

@@ -3,7 +3,7 @@ import RouseText
 
 /// A step of the atomic write sequence. A fault hook is called before each; a crash there leaves the disk as
 /// the previous steps left it.
-public enum WriteStep: String, Sendable, CaseIterable {
+package enum WriteStep: String, Sendable, CaseIterable {
     /// Before the temp file `.<name>.tmp-XXXXXX` is created in the same directory.
     case createTemp = "create-temp"
     /// Temp file created, nothing written.
@@ -21,7 +21,7 @@ public enum WriteStep: String, Sendable, CaseIterable {
 }
 
 /// A hook called before each `WriteStep`: tests throw or kill the process there to simulate a crash.
-public typealias WriteFaultHook = @Sendable (WriteStep, _ path: String) throws(StateError) -> Void
+package typealias WriteFaultHook = @Sendable (WriteStep, _ path: String) throws(StateError) -> Void
 
 /// Replaces files atomically and durably, the way trusted daemons do: temp file in the same directory
 /// (`O_CREAT|O_EXCL`, 0600), write, `fsync`, `rename` over the final name, `fsync` of the directory.

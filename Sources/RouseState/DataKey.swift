@@ -3,14 +3,14 @@ import RouseText
 
 /// A 256-bit data key, with a short public identifier stored in every file it seals (so a reader can tell
 /// "sealed under another key" from "tampered", and pick the right key during a rotation).
-public struct DataKey: Sendable {
+package struct DataKey: Sendable {
     /// The key material.
     let key: SymmetricKey
     /// The first 8 bytes of SHA-256("rouse-state-key-id" ‖ key).
-    public let id: [UInt8]
+    package let id: [UInt8]
 
     /// A data key from 32 bytes of key material.
-    public init(bytes: [UInt8]) throws(StateError) {
+    package init(bytes: [UInt8]) throws(StateError) {
         guard bytes.count == 32 else {
             throw StateError(.badKey("a data key is 32 bytes, not \(bytes.count)"), file: "")
         }
@@ -26,13 +26,13 @@ public struct DataKey: Sendable {
     }
 
     /// A fresh random data key.
-    public static func random() -> DataKey { DataKey(key: SymmetricKey(size: .bits256)) }
+    package static func random() -> DataKey { DataKey(key: SymmetricKey(size: .bits256)) }
 
     /// The key material (only for wrapping it into a credential or a key file).
     var bytes: [UInt8] { key.withUnsafeBytes { Array($0) } }
 
     /// The identifier as hex, for logs.
-    public var idHex: String { Hex.encode(id) }
+    package var idHex: String { Hex.encode(id) }
 
     /// The per-class key: HKDF-SHA256 of the data key with the class name as info, so the files of different
     /// classes are sealed under different keys and a class key can be dropped on its own.

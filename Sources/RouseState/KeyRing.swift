@@ -4,7 +4,7 @@ import Synchronization
 
 /// The data keys the process holds, and the protection-class keys derived from them that the session's
 /// lock state allows. Shared by every store; thread-safe.
-public final class KeyRing: Sendable {
+package final class KeyRing: Sendable {
     private struct State {
         var writing: DataKey
         var keys: [DataKey]
@@ -40,24 +40,24 @@ public final class KeyRing: Sendable {
 
     /// A ring holding `key`, used for writing and reading. It starts locked, never unlocked: only `.none`
     /// files are available until `report(.unlocked)`.
-    public init(key: DataKey) {
+    package init(key: DataKey) {
         var initial = State(writing: key, keys: [key])
         initial.rederive()
         state = Mutex(initial)
     }
 
     /// The id of the key new files are sealed with.
-    public var writingKeyID: [UInt8] { state.withLock { $0.writing.id } }
+    package var writingKeyID: [UInt8] { state.withLock { $0.writing.id } }
 
     /// The ids of every key files can be opened with.
-    public var keyIDs: [[UInt8]] { state.withLock { $0.keys.map(\.id) } }
+    package var keyIDs: [[UInt8]] { state.withLock { $0.keys.map(\.id) } }
 
     /// The protection state machine, for inspection.
-    public var protection: ProtectionStateMachine { state.withLock { $0.machine } }
+    package var protection: ProtectionStateMachine { state.withLock { $0.machine } }
 
     /// Records a lock-state report; derives or drops class keys as the machine says. Returns its actions.
     @discardableResult
-    public func report(_ lockState: LockState) -> [ProtectionStateMachine.Action] {
+    package func report(_ lockState: LockState) -> [ProtectionStateMachine.Action] {
         state.withLock { state in
             let actions = state.machine.report(lockState)
             for action in actions {

@@ -4,7 +4,7 @@ import RouseSystem
 
 /// A step of a key rotation. A fault hook is called before each; a crash there is recovered at the next
 /// start by `KeyRotation.recover`.
-public enum RotationStep: Sendable, Equatable, CustomStringConvertible {
+package enum RotationStep: Sendable, Equatable, CustomStringConvertible {
     /// Before the new key is written as `<key>.pending` (the rotation's journal: its presence means
     /// "rotation in progress").
     case writePendingKey
@@ -15,7 +15,7 @@ public enum RotationStep: Sendable, Equatable, CustomStringConvertible {
     /// Committed.
     case done
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .writePendingKey: "write-pending-key"
         case .reseal(let store, let file): "reseal \(store)/\(file)"
@@ -26,7 +26,7 @@ public enum RotationStep: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A hook called before each `RotationStep` (interruption tests only).
-public typealias RotationFaultHook = @Sendable (RotationStep) throws(StateError) -> Void
+package typealias RotationFaultHook = @Sendable (RotationStep) throws(StateError) -> Void
 
 /// Key rotation: re-seals every file of the given stores under a new data key, recoverably.
 ///
@@ -42,11 +42,11 @@ public typealias RotationFaultHook = @Sendable (RotationStep) throws(StateError)
 /// Run it inside the process that owns the key ring (the agent, on `rotate-key` over its IPC), with no write
 /// in flight, or with the agent stopped: a process still holding only the old key would find the re-sealed
 /// files under a key it does not hold, and discard them as `wrong-key`.
-public enum KeyRotation {
+package enum KeyRotation {
     /// Rotates the key of `keyStore` (backend `backend`), re-sealing every file of `stores`.
     /// Returns the new key.
     @discardableResult
-    public static func rotate(
+    package static func rotate(
         keyStore: KeyStore, backend: KeyBackend, ring: KeyRing, stores: [SealedStore], logger: Logger,
         faultHook: RotationFaultHook? = nil
     ) throws(StateError) -> DataKey {
@@ -62,7 +62,7 @@ public enum KeyRotation {
     /// At start, after `KeyStore.load`: completes a rotation that was interrupted (a pending key exists).
     /// Returns whether there was one.
     @discardableResult
-    public static func recover(
+    package static func recover(
         loaded: KeyStore.Loaded, keyStore: KeyStore, ring: KeyRing, stores: [SealedStore], logger: Logger
     ) throws(StateError) -> Bool {
         guard let pending = loaded.pending else { return false }

@@ -2,7 +2,7 @@ import Logging
 import RouseSystem
 
 /// Where the data key is kept at rest.
-public enum KeyBackend: String, Sendable, Equatable {
+package enum KeyBackend: String, Sendable, Equatable {
     /// Wrapped by `systemd-creds` (host key and/or TPM2), file `state-key.cred`; loaded from
     /// `$CREDENTIALS_DIRECTORY/<name>` when the unit has `LoadCredentialEncrypted=`.
     case systemdCredential = "systemd-credential"
@@ -11,7 +11,7 @@ public enum KeyBackend: String, Sendable, Equatable {
 }
 
 /// Which backend to use.
-public enum KeyBackendPreference: String, Sendable {
+package enum KeyBackendPreference: String, Sendable {
     /// An existing key keeps its backend; a new key uses systemd credentials when `systemd-creds` works,
     /// else a key file.
     case auto
@@ -23,11 +23,11 @@ public enum KeyBackendPreference: String, Sendable {
 
 /// Keeps the data key at rest and loads it at start: creates it on first use, picks and logs the backend,
 /// finds an interrupted rotation's pending key. Files live in `directory` (0700).
-public struct KeyStore: Sendable {
+package struct KeyStore: Sendable {
     /// The directory holding the key (and, during a rotation, the pending key).
-    public let directory: String
+    package let directory: String
     /// The systemd credential name (embedded in the credential, checked on decryption).
-    public let credentialName: String
+    package let credentialName: String
     let logger: Logger
     let creds: SystemdCreds
     let credentialsDirectory: String?
@@ -37,17 +37,17 @@ public struct KeyStore: Sendable {
     static let pendingSuffix = ".pending"
 
     /// What `load` found.
-    public struct Loaded: Sendable {
+    package struct Loaded: Sendable {
         /// The committed key.
-        public let current: DataKey
+        package let current: DataKey
         /// A rotation's new key, when a rotation was interrupted before it committed.
-        public let pending: DataKey?
+        package let pending: DataKey?
         /// Where the key is kept.
-        public let backend: KeyBackend
+        package let backend: KeyBackend
     }
 
     /// A key store in `directory`. `credentialsDirectory` `nil` means `$CREDENTIALS_DIRECTORY`; `""` means none.
-    public init(
+    package init(
         directory: String, logger: Logger, credentialName: String = "rouse-state-key",
         systemdCreds: String = "/usr/bin/systemd-creds", withKey: String = "auto",
         credentialsDirectory: String? = nil
@@ -62,7 +62,7 @@ public struct KeyStore: Sendable {
     var writer: AtomicWriter { AtomicWriter(directory: directory) }
 
     /// Loads the data key, creating it when there is none; logs the backend and why it was chosen.
-    public func load(preference: KeyBackendPreference = .auto) throws(StateError) -> Loaded {
+    package func load(preference: KeyBackendPreference = .auto) throws(StateError) -> Loaded {
         try StateError.wrapping(try Sys.makeDirectory(directory))
         _ = try writer.cleanStaleTemps()
         let backend = try choose(preference)

@@ -1,25 +1,25 @@
 /// One handler's (or the agent's own) preserved state: pieces of opaque bytes under restoration paths, and
 /// what wrote them, for the reader to decide whether it accepts them.
-public struct PreservationArchive: Sendable, Equatable {
+package struct PreservationArchive: Sendable, Equatable {
     /// The archive format this code writes and the only one it reads; any other is discarded, never parsed
     /// best-effort.
-    public static let formatVersion: UInt16 = 1
+    package static let formatVersion: UInt16 = 1
 
     /// What wrote the archive, and when (UIKit's restoration keys).
-    public struct Info: Sendable, Equatable {
+    package struct Info: Sendable, Equatable {
         /// The archive format version.
-        public var formatVersion: UInt16
+        package var formatVersion: UInt16
         /// The handler the archive belongs to.
-        public var handler: String
+        package var handler: String
         /// The handler's own version when it preserved (its reader may refuse other versions).
-        public var writerVersion: String
+        package var writerVersion: String
         /// The agent's version.
-        public var agentVersion: String
+        package var agentVersion: String
         /// Seconds since the Unix epoch.
-        public var createdAt: Int64
+        package var createdAt: Int64
 
         /// What wrote an archive; `formatVersion` defaults to this code's.
-        public init(
+        package init(
             handler: String, writerVersion: String, agentVersion: String = "", createdAt: Int64,
             formatVersion: UInt16 = PreservationArchive.formatVersion
         ) {
@@ -32,29 +32,29 @@ public struct PreservationArchive: Sendable, Equatable {
     }
 
     /// What wrote the archive.
-    public var info: Info
+    package var info: Info
     private var pieces: [RestorationPath: [UInt8]] = [:]
 
     /// An empty archive.
-    public init(info: Info) { self.info = info }
+    package init(info: Info) { self.info = info }
 
     /// Preserves `data` under `path`, replacing what was there. The piece is kept only if every enclosing
     /// path is preserved too.
-    public mutating func preserve(_ data: [UInt8], at path: RestorationPath) { pieces[path] = data }
+    package mutating func preserve(_ data: [UInt8], at path: RestorationPath) { pieces[path] = data }
 
     /// Removes the piece at `path`.
-    public mutating func remove(_ path: RestorationPath) { pieces[path] = nil }
+    package mutating func remove(_ path: RestorationPath) { pieces[path] = nil }
 
     /// The pieces that are preserved (every ancestor preserved), parents first.
-    public var preservedPieces: [(path: RestorationPath, data: [UInt8])] {
+    package var preservedPieces: [(path: RestorationPath, data: [UInt8])] {
         pieces.keys.filter(isAnchored).sorted().map { ($0, pieces[$0] ?? []) }
     }
 
     /// The pieces dropped because an enclosing path is not preserved.
-    public var orphans: [RestorationPath] { pieces.keys.filter { !isAnchored($0) }.sorted() }
+    package var orphans: [RestorationPath] { pieces.keys.filter { !isAnchored($0) }.sorted() }
 
     /// The data preserved at `path`, if it is preserved.
-    public subscript(path: RestorationPath) -> [UInt8]? { isAnchored(path) ? pieces[path] : nil }
+    package subscript(path: RestorationPath) -> [UInt8]? { isAnchored(path) ? pieces[path] : nil }
 
     private func isAnchored(_ path: RestorationPath) -> Bool {
         var current = path.parent

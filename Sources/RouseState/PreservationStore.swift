@@ -3,44 +3,44 @@ import Synchronization
 
 /// Preserved state offered to a handler at launch. Restore it through `PreservationStore.restore`; it can
 /// be restored once.
-public struct Restoration: Sendable {
+package struct Restoration: Sendable {
     /// What wrote the archive.
-    public let info: PreservationArchive.Info
+    package let info: PreservationArchive.Info
     /// The preserved pieces, parents first.
-    public let pieces: [(path: RestorationPath, data: [UInt8])]
+    package let pieces: [(path: RestorationPath, data: [UInt8])]
 }
 
 /// What a restore did.
-public struct RestoreOutcome: Sendable, Equatable {
+package struct RestoreOutcome: Sendable, Equatable {
     /// Pieces given back, in order.
-    public var restored: [RestorationPath] = []
+    package var restored: [RestorationPath] = []
     /// Pieces whose identifier no longer maps to current data (not an error).
-    public var skipped: [RestorationPath] = []
+    package var skipped: [RestorationPath] = []
     /// The piece whose restore failed, after which the rest was discarded.
-    public var failedAt: RestorationPath?
+    package var failedAt: RestorationPath?
     /// Whether nothing was done because the archive was not (or no longer) on offer.
-    public var notOffered = false
+    package var notOffered = false
 }
 
 /// Preservation and restoration for the agent and its handlers, over a sealed-file store: per handler, the
 /// archive `<handler>.state` and the launch record `<handler>.launch`, driven by a
 /// `RestorationStateMachine` each. Thread-safe; the calls for one handler are expected one at a time (the
 /// agent serialises a handler's lifecycle events).
-public final class PreservationStore: Sendable {
+package final class PreservationStore: Sendable {
     /// The sealed-file kind of archives.
-    public static let archiveKind = "preservation"
+    package static let archiveKind = "preservation"
     /// The sealed-file kind of launch records.
-    public static let launchRecordKind = "launch-record"
+    package static let launchRecordKind = "launch-record"
 
     /// The store underneath.
-    public let store: SealedStore
+    package let store: SealedStore
     let logger: Logger
     let protection: ProtectionClass
     private let machines = Mutex<[String: RestorationStateMachine]>([:])
 
     /// Archives are sealed with `protection` (launch records always with `.none`: the counter must be
     /// writable before anyone unlocks).
-    public init(store: SealedStore, logger: Logger, protection: ProtectionClass = .none) {
+    package init(store: SealedStore, logger: Logger, protection: ProtectionClass = .none) {
         self.store = store
         self.logger = logger
         self.protection = protection
@@ -53,7 +53,7 @@ public final class PreservationStore: Sendable {
     /// before it is suspended or terminated). Returns `false`, writing nothing, after the user quit the
     /// handler and until its next launch.
     @discardableResult
-    public func preserve(_ archive: PreservationArchive) throws(StateError) -> Bool {
+    package func preserve(_ archive: PreservationArchive) throws(StateError) -> Bool {
         let handler = archive.info.handler
         var machine = try machine(handler)
         guard machine.mayPreserve else {
@@ -70,7 +70,7 @@ public final class PreservationStore: Sendable {
     /// A launch of `handler` begins. Persists the launch counter first, applies the crash-loop and user-quit
     /// rules, loads the archive and asks `accepts` about its version. Returns the restoration on offer, or
     /// `nil` when there is none (nothing preserved, or discarded — the log says why).
-    public func beginLaunch(
+    package func beginLaunch(
         handler: String, crashLimit: Int = RestorationStateMachine.crashLoopLimit,
         accepts: (PreservationArchive.Info) -> Bool = { _ in true }
     ) throws(StateError) -> Restoration? {
@@ -128,7 +128,7 @@ public final class PreservationStore: Sendable {
 
     /// Gives every piece back to `apply`, parents first, under the paths they were preserved at. If `apply`
     /// throws, the rest is discarded and the handler starts clean.
-    public func restore(
+    package func restore(
         _ restoration: Restoration, apply: (RestorationPath, [UInt8]) throws -> Void
     ) throws(StateError) -> RestoreOutcome {
         try restore(restoration, identify: { $0 }, apply: { path, data in try apply(path, data) })
@@ -137,7 +137,7 @@ public final class PreservationStore: Sendable {
     /// Restores through an identifier mapping: `identify` maps a path back to the current object it stands
     /// for; a path that no longer matches (`nil`) is skipped, not an error. If `apply` throws, the rest is
     /// discarded and the handler starts clean.
-    public func restore<Item>(
+    package func restore<Item>(
         _ restoration: Restoration, identify: (RestorationPath) -> Item?, apply: (Item, [UInt8]) throws -> Void
     ) throws(StateError) -> RestoreOutcome {
         let handler = restoration.info.handler
@@ -177,7 +177,7 @@ public final class PreservationStore: Sendable {
     }
 
     /// The handler refused the offered state.
-    public func refuse(handler: String) throws(StateError) {
+    package func refuse(handler: String) throws(StateError) {
         var machine = try machine(handler)
         let actions = machine.refused()
         save(handler, machine)
@@ -186,7 +186,7 @@ public final class PreservationStore: Sendable {
 
     /// The launch finished (the handler is up and healthy): clears the crash counter; the archive that was
     /// offered is deleted.
-    public func finishLaunch(handler: String) throws(StateError) {
+    package func finishLaunch(handler: String) throws(StateError) {
         var machine = try machine(handler)
         let actions = machine.launchFinished()
         save(handler, machine)
@@ -195,7 +195,7 @@ public final class PreservationStore: Sendable {
 
     /// The handler's process ended before ``finishLaunch(handler:)`` (a crashed launch): it stays counted,
     /// and the next ``beginLaunch(handler:accepts:)`` starts a new launch (an agent outlives its handlers).
-    public func launchAbandoned(handler: String) throws(StateError) {
+    package func launchAbandoned(handler: String) throws(StateError) {
         var machine = try machine(handler)
         machine.launchAbandoned()
         save(handler, machine)
@@ -203,7 +203,7 @@ public final class PreservationStore: Sendable {
 
     /// The user explicitly quit `handler`: its preserved state is deleted, and none is kept until its next
     /// launch.
-    public func quitByUser(handler: String) throws(StateError) {
+    package func quitByUser(handler: String) throws(StateError) {
         var machine = try machine(handler)
         let actions = machine.quitByUser()
         save(handler, machine)
@@ -212,7 +212,7 @@ public final class PreservationStore: Sendable {
 
     /// The handler no longer opts in to preservation (or is unregistered): its archive and launch record are
     /// deleted.
-    public func forget(handler: String) throws(StateError) {
+    package func forget(handler: String) throws(StateError) {
         try SealedStore.validate(Self.archiveName(handler))
         try discard(handler, .optedOut)
         try store.remove(Self.recordName(handler))
@@ -220,7 +220,7 @@ public final class PreservationStore: Sendable {
     }
 
     /// The handler's state machine (for inspection).
-    public func state(handler: String) throws(StateError) -> RestorationStateMachine { try machine(handler) }
+    package func state(handler: String) throws(StateError) -> RestorationStateMachine { try machine(handler) }
 
     private func run(_ actions: [RestorationStateMachine.Action], _ handler: String) throws(StateError) {
         for action in actions {

@@ -1,5 +1,5 @@
 /// When a sealed file can be read, in the spirit of iOS file protection classes.
-public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
+package enum ProtectionClass: String, Sendable, CaseIterable, Codable {
     /// Readable whenever the agent runs, from boot on, without any user (iOS class D). What a system daemon
     /// needs to handle pushes before anyone logs in.
     case none
@@ -39,7 +39,7 @@ public enum ProtectionClass: String, Sendable, CaseIterable, Codable {
 
 /// Whether the user's session is locked, as reported by an injected source (logind's `LockedHint` in
 /// production — advisory, a trigger for dropping keys, not a security boundary).
-public enum LockState: Sendable, Equatable {
+package enum LockState: Sendable, Equatable {
     /// The session is locked (or nobody has logged in since boot).
     case locked
     /// The session is unlocked.
@@ -48,9 +48,9 @@ public enum LockState: Sendable, Equatable {
 
 /// Which protection-class keys may be held, as a value-type state machine driven by lock-state reports.
 /// It starts as after boot: locked, never unlocked.
-public struct ProtectionStateMachine: Sendable, Equatable {
+package struct ProtectionStateMachine: Sendable, Equatable {
     /// What the key holder must do after a lock-state report.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Derive and hold the key of this class.
         case loadKey(ProtectionClass)
         /// Drop (zero) the key of this class.
@@ -58,16 +58,16 @@ public struct ProtectionStateMachine: Sendable, Equatable {
     }
 
     /// The last reported lock state.
-    public private(set) var lockState: LockState = .locked
+    package private(set) var lockState: LockState = .locked
     /// Whether the session was unlocked at least once since the agent started.
-    public private(set) var unlockedSinceStart = false
+    package private(set) var unlockedSinceStart = false
 
     /// A machine as after boot: locked, never unlocked.
-    public init() {}
+    package init() {}
 
     /// Whether a file of `protection` may be read now (and written, but `completeUnlessOpen` files can be written
     /// always: only their private key follows this).
-    public func isAvailable(_ protection: ProtectionClass) -> Bool {
+    package func isAvailable(_ protection: ProtectionClass) -> Bool {
         switch protection {
         case .none: true
         case .untilFirstUnlock: unlockedSinceStart
@@ -76,7 +76,7 @@ public struct ProtectionStateMachine: Sendable, Equatable {
     }
 
     /// Records a lock-state report; returns the keys to load or drop.
-    public mutating func report(_ state: LockState) -> [Action] {
+    package mutating func report(_ state: LockState) -> [Action] {
         let before = ProtectionClass.allCases.map(isAvailable)
         lockState = state
         if state == .unlocked { unlockedSinceStart = true }

@@ -1,17 +1,17 @@
 /// Where a piece of preserved state lives: a restoration-identifier path such as `calls/1234/ui` or
 /// `settings/editor`. Components are non-empty, without `/`, `.` or `..`, at most 255 bytes in all.
-public struct RestorationPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+package struct RestorationPath: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The identifiers, outermost first.
-    public let components: [String]
+    package let components: [String]
 
     /// Parses `calls/1234/ui`.
-    public init(_ string: String) throws(StateError) {
+    package init(_ string: String) throws(StateError) {
         let components = string.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         try self.init(components: components)
     }
 
     /// A path from its identifiers.
-    public init(components: [String]) throws(StateError) {
+    package init(components: [String]) throws(StateError) {
         let joined = components.joined(separator: "/")
         guard !components.isEmpty, joined.utf8.count <= 255 else {
             throw StateError(.invalidPath("1 to 255 bytes"), file: joined)
@@ -25,28 +25,28 @@ public struct RestorationPath: Sendable, Hashable, Comparable, CustomStringConve
     }
 
     /// The enclosing path (`calls/1234` for `calls/1234/ui`); `nil` at the top level.
-    public var parent: RestorationPath? {
+    package var parent: RestorationPath? {
         components.count > 1 ? RestorationPath(unchecked: Array(components.dropLast())) : nil
     }
 
     /// The last identifier (`ui` for `calls/1234/ui`).
-    public var identifier: String { components[components.count - 1] }
+    package var identifier: String { components[components.count - 1] }
 
     /// A path one level below this one.
-    public func appending(_ identifier: String) throws(StateError) -> RestorationPath {
+    package func appending(_ identifier: String) throws(StateError) -> RestorationPath {
         try RestorationPath(components: components + [identifier])
     }
 
     /// Whether `self` is `other` or lies below it.
-    public func isWithin(_ other: RestorationPath) -> Bool {
+    package func isWithin(_ other: RestorationPath) -> Bool {
         components.count >= other.components.count
             && Array(components.prefix(other.components.count)) == other.components
     }
 
-    public var description: String { components.joined(separator: "/") }
+    package var description: String { components.joined(separator: "/") }
 
     /// Parents sort before their children.
-    public static func < (lhs: RestorationPath, rhs: RestorationPath) -> Bool {
+    package static func < (lhs: RestorationPath, rhs: RestorationPath) -> Bool {
         lhs.components.lexicographicallyPrecedes(rhs.components)
     }
 

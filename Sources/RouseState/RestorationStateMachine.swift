@@ -1,12 +1,12 @@
 /// What is persisted about a handler's launches, next to its archive.
-public struct LaunchRecord: Sendable, Equatable {
+package struct LaunchRecord: Sendable, Equatable {
     /// Launches started in a row that have not finished (the current one included, once it started).
-    public var unfinishedLaunches: Int
+    package var unfinishedLaunches: Int
     /// The user explicitly quit the handler: no restoration at its next launch, no preservation until then.
-    public var quitByUser: Bool
+    package var quitByUser: Bool
 
     /// A record; the default is a handler that never launched.
-    public init(unfinishedLaunches: Int = 0, quitByUser: Bool = false) {
+    package init(unfinishedLaunches: Int = 0, quitByUser: Bool = false) {
         self.unfinishedLaunches = unfinishedLaunches
         self.quitByUser = quitByUser
     }
@@ -31,7 +31,7 @@ public struct LaunchRecord: Sendable, Equatable {
 }
 
 /// Why preserved state was not restored.
-public enum DiscardReason: String, Sendable, Equatable {
+package enum DiscardReason: String, Sendable, Equatable {
     /// Two launches in a row crashed before finishing (the agent's own archive).
     case crashLoop = "crash-loop"
     /// The last launch crashed during restoration (before `restorationFinished` or the grace): the guide's rule.
@@ -58,17 +58,17 @@ public enum DiscardReason: String, Sendable, Equatable {
 /// idle ─launchStarted→ launching ─archiveLoaded→ offered ─restoreFinished/Failed→ restored
 ///  ↑                                     └────────(nothing to offer)──────────────────┘   │
 ///  └───────────────────────────── launchFinished ←────────────────────────────────────────┘
-public struct RestorationStateMachine: Sendable, Equatable {
+package struct RestorationStateMachine: Sendable, Equatable {
     /// Unfinished launches in a row after which a handler's archive is discarded: one (the App Programming Guide: "if
     /// your app crashes during the restoration process, the system automatically throws away the state information
     /// during the next launch cycle"). A launch finishes at `restorationFinished` or, failing that, the grace.
-    public static let crashLimit = 1
+    package static let crashLimit = 1
     /// The same for the agent's own archive: two ("crashes twice during launch"), as its launch finishes only by the
     /// grace timer (its restoration is synchronous; the timer guards against a crash the restored state causes).
-    public static let crashLoopLimit = 2
+    package static let crashLoopLimit = 2
 
     /// Where the current launch is.
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// No launch in progress (before one, or after `launchFinished`).
         case idle
         /// The launch was counted; the archive is being loaded.
@@ -80,7 +80,7 @@ public struct RestorationStateMachine: Sendable, Equatable {
     }
 
     /// What the I/O shell must do.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Write the launch record (durably, before anything is restored).
         case persist(LaunchRecord)
         /// Load the archive and report it with `archiveLoaded`.
@@ -92,19 +92,19 @@ public struct RestorationStateMachine: Sendable, Equatable {
     }
 
     /// Where the current launch is.
-    public private(set) var state: State = .idle
+    package private(set) var state: State = .idle
     /// The launch record as it must be persisted.
-    public private(set) var record: LaunchRecord
+    package private(set) var record: LaunchRecord
     /// A new archive was written during this launch: finishing it must not delete that one.
-    public private(set) var preservedThisLaunch = false
+    package private(set) var preservedThisLaunch = false
 
     /// A machine starting from the persisted record (`nil` when there is none).
-    public init(record: LaunchRecord?) { self.record = record ?? LaunchRecord() }
+    package init(record: LaunchRecord?) { self.record = record ?? LaunchRecord() }
 
     /// A launch begins: count it before restoring anything, apply crash-loop and user-quit rules.
     /// `crashLimit`: unfinished launches before this one that discard the archive (``crashLimit`` for a handler,
     /// ``crashLoopLimit``, the default, for the agent's own).
-    public mutating func launchStarted(crashLimit: Int = Self.crashLoopLimit) -> [Action] {
+    package mutating func launchStarted(crashLimit: Int = Self.crashLoopLimit) -> [Action] {
         guard state == .idle else { return [] }
         state = .launching
         preservedThisLaunch = false
@@ -128,7 +128,7 @@ public struct RestorationStateMachine: Sendable, Equatable {
     }
 
     /// The archive was loaded: `nil` when there is none, `accepted` whether its version is accepted.
-    public mutating func archiveLoaded(present: Bool, accepted: Bool) -> [Action] {
+    package mutating func archiveLoaded(present: Bool, accepted: Bool) -> [Action] {
         guard state == .launching else { return [] }
         guard present else {
             state = .restored
@@ -143,35 +143,35 @@ public struct RestorationStateMachine: Sendable, Equatable {
     }
 
     /// The archive failed its checks while loading (the store already discarded it).
-    public mutating func archiveFailed() -> [Action] {
+    package mutating func archiveFailed() -> [Action] {
         guard state == .launching else { return [] }
         state = .restored
         return []
     }
 
     /// The handler refused the offered archive.
-    public mutating func refused() -> [Action] {
+    package mutating func refused() -> [Action] {
         guard state == .offered else { return [] }
         state = .restored
         return [.discardArchive(.refusedByHandler)]
     }
 
     /// Restoring went through (pieces that no longer match were skipped).
-    public mutating func restoreFinished() -> [Action] {
+    package mutating func restoreFinished() -> [Action] {
         guard state == .offered else { return [] }
         state = .restored
         return []
     }
 
     /// Restoring a piece failed: the rest is discarded.
-    public mutating func restoreFailed() -> [Action] {
+    package mutating func restoreFailed() -> [Action] {
         guard state == .offered else { return [] }
         state = .restored
         return [.discardArchive(.restoreFailed)]
     }
 
     /// The launch finished (the handler is up): clear the counter; the archive, offered once, is gone.
-    public mutating func launchFinished() -> [Action] {
+    package mutating func launchFinished() -> [Action] {
         guard state != .idle else { return [] }
         state = .idle
         record.unfinishedLaunches = 0
@@ -180,23 +180,23 @@ public struct RestorationStateMachine: Sendable, Equatable {
 
     /// The launched process ended before `launchFinished` (it crashed or was killed): the counter stays
     /// as persisted, and the next `launchStarted` counts a new launch.
-    public mutating func launchAbandoned() {
+    package mutating func launchAbandoned() {
         guard state != .idle else { return }
         state = .idle
         preservedThisLaunch = false
     }
 
     /// Whether state may be preserved now (not after an explicit quit, until the next launch).
-    public var mayPreserve: Bool { !record.quitByUser }
+    package var mayPreserve: Bool { !record.quitByUser }
 
     /// A new archive was written.
-    public mutating func preserved() {
+    package mutating func preserved() {
         if state != .idle { preservedThisLaunch = true }
     }
 
     /// The user explicitly quit the handler: its preserved state is deleted and none is kept until it is
     /// launched again.
-    public mutating func quitByUser() -> [Action] {
+    package mutating func quitByUser() -> [Action] {
         state = .idle
         record.quitByUser = true
         record.unfinishedLaunches = 0

@@ -7,11 +7,11 @@ import RouseSystem
 extension SealedStore {
     /// One open `completeUnlessOpen` file: its name, kind, and file key. Holds key material: keep it only as long as
     /// the file is open.
-    public struct OpenFile: Sendable {
+    package struct OpenFile: Sendable {
         /// The file's name in its store.
-        public let name: String
+        package let name: String
         /// What the file holds.
-        public let kind: String
+        package let kind: String
         let keyID: [UInt8]
         let ephemeral: [UInt8]
         let key: SymmetricKey
@@ -20,7 +20,7 @@ extension SealedStore {
     /// Opens the `completeUnlessOpen` file `name`: an existing one needs the class's private key (the session
     /// unlocked, else `locked`); a missing one is created empty when `create` (possible while locked), else `nil`.
     /// A file of another class is refused (`wrongClass`).
-    public func open(name: String, kind: String, create: Bool) throws(StateError) -> OpenFile? {
+    package func open(name: String, kind: String, create: Bool) throws(StateError) -> OpenFile? {
         try Self.validate(name)
         guard let bytes = try StateError.wrapping(try Sys.readFile(path(name))) else {
             guard create else { return nil }
@@ -46,7 +46,7 @@ extension SealedStore {
     }
 
     /// Replaces the content of the open `file`, sealed under its own key (no class key needed).
-    public func write(_ plaintext: [UInt8], to file: OpenFile) throws(StateError) {
+    package func write(_ plaintext: [UInt8], to file: OpenFile) throws(StateError) {
         let sealed = try SealedFile.seal(
             plaintext, name: file.name, kind: file.kind, protection: .completeUnlessOpen, keyID: file.keyID,
             classKey: file.key, ephemeral: file.ephemeral)
@@ -55,7 +55,7 @@ extension SealedStore {
 
     /// The content of the open `file`; `nil` when it was removed since. When the file was replaced since it was
     /// opened (a plain write: another file key), it is read as a closed file (`locked` while locked).
-    public func read(_ file: OpenFile) throws(StateError) -> [UInt8]? {
+    package func read(_ file: OpenFile) throws(StateError) -> [UInt8]? {
         guard let bytes = try StateError.wrapping(try Sys.readFile(path(file.name))) else { return nil }
         let header = try SealedFile.parseHeader(bytes, name: file.name, kind: file.kind)
         guard header.ephemeral == file.ephemeral, header.keyID == file.keyID else {

@@ -5,16 +5,16 @@ import RouseSystem
 /// kind and format version authenticated, written atomically and durably. A file that fails its checks
 /// (tampered, truncated, foreign, unknown format, wrong key) is reported with a precise error, logged and
 /// discarded, never half-used.
-public struct SealedStore: Sendable {
+package struct SealedStore: Sendable {
     /// The directory holding the files (created 0700 if missing).
-    public let directory: String
+    package let directory: String
     /// The keys files are sealed and opened with.
-    public let keys: KeyRing
+    package let keys: KeyRing
     let logger: Logger
     let writer: AtomicWriter
 
     /// A store over `directory`. `faultHook` is called before each write step (crash tests only).
-    public init(
+    package init(
         directory: String, keys: KeyRing, logger: Logger, faultHook: WriteFaultHook? = nil
     ) throws(StateError) {
         try StateError.wrapping(try Sys.makeDirectory(directory))
@@ -26,7 +26,7 @@ public struct SealedStore: Sendable {
 
     /// Removes the temp files interrupted writes left; call once at start, before anything else.
     @discardableResult
-    public func cleanStaleTemps() throws(StateError) -> [String] {
+    package func cleanStaleTemps() throws(StateError) -> [String] {
         let stale = try writer.cleanStaleTemps()
         for name in stale {
             logger.notice("removed a stale temp file", metadata: ["file": "\(directory)/\(name)"])
@@ -37,7 +37,7 @@ public struct SealedStore: Sendable {
     /// Seals `plaintext` and atomically replaces the file `name` with it.
     /// Throws `locked` when the class key of `protection` is not held (never for `completeUnlessOpen`, sealed to
     /// its always-held public key).
-    public func write(
+    package func write(
         _ plaintext: [UInt8], name: String, kind: String, protection: ProtectionClass = .none
     ) throws(StateError) {
         try Self.validate(name)
@@ -60,7 +60,7 @@ public struct SealedStore: Sendable {
     /// The plaintext of the file `name`, which must hold `kind`; `nil` when there is no such file.
     /// A file that fails a check is discarded (and logged), then its precise error thrown; `locked` leaves the
     /// file in place.
-    public func read(name: String, kind: String) throws(StateError) -> [UInt8]? {
+    package func read(name: String, kind: String) throws(StateError) -> [UInt8]? {
         try Self.validate(name)
         guard let bytes = try StateError.wrapping(try Sys.readFile(path(name))) else { return nil }
         do throws(StateError) {
@@ -76,7 +76,7 @@ public struct SealedStore: Sendable {
 
     /// Removes the file `name` durably; `false` when it did not exist.
     @discardableResult
-    public func remove(_ name: String) throws(StateError) -> Bool {
+    package func remove(_ name: String) throws(StateError) -> Bool {
         try Self.validate(name)
         return try writer.remove(name)
     }
@@ -90,12 +90,12 @@ public struct SealedStore: Sendable {
     }
 
     /// The names of the sealed files (temp files excluded).
-    public func names() throws(StateError) -> [String] {
+    package func names() throws(StateError) -> [String] {
         try StateError.wrapping(try Sys.directoryEntries(directory)).filter { !$0.hasPrefix(".") }.sorted()
     }
 
     /// Whether the file `name` exists.
-    public func exists(_ name: String) throws(StateError) -> Bool {
+    package func exists(_ name: String) throws(StateError) -> Bool {
         try StateError.wrapping(try Sys.status(path(name))) != nil
     }
 

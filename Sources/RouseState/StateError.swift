@@ -2,7 +2,7 @@ import RouseSystem
 
 /// Why a sealed file, a key or a preservation archive could not be used, with the file and (for system
 /// calls) the call and `errno` involved.
-public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     enum Code: Sendable, Equatable {
         case system(call: String, errno: Int32)
         case notSealedFile
@@ -25,7 +25,7 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
 
     let code: Code
     /// The file involved (a path or a sealed file's name), when there is one.
-    public let file: String
+    package let file: String
 
     init(_ code: Code, file: String) {
         self.code = code
@@ -49,14 +49,14 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The system call and `errno`, when this is a system call failure.
-    public var systemCall: (call: String, errno: Int32)? {
+    package var systemCall: (call: String, errno: Int32)? {
         if case .system(let call, let errno) = code { return (call, errno) }
         return nil
     }
 
     /// True for the failures that mean the file's content cannot be trusted (tampered, truncated, foreign,
     /// unknown format, sealed under a key we do not hold): such a file is discarded, never half-used.
-    public var isIntegrityFailure: Bool {
+    package var isIntegrityFailure: Bool {
         switch code {
         case .notSealedFile, .unsupportedFormatVersion, .foreignFile, .truncated, .trailingBytes, .wrongKey,
             .authenticationFailed, .undecodableArchive:
@@ -67,13 +67,13 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// True when the file is intact but its protection class key is not loaded (session locked).
-    public var isLocked: Bool {
+    package var isLocked: Bool {
         if case .locked = code { return true }
         return false
     }
 
     /// A short, stable reason for logs (`tampered`, `truncated`, `foreign`, …).
-    public var reason: String {
+    package var reason: String {
         switch code {
         case .system: "system-call-failed"
         case .notSealedFile: "not-a-sealed-file"
@@ -95,7 +95,7 @@ public struct StateError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch code {
         case .system(let call, let errno):
             "\(file): \(call): \(Errno(rawValue: errno)) (errno \(errno))"

@@ -5,16 +5,16 @@ import Synchronization
 
 /// A private `dbus-daemon` for one test, and python3-dbusmock stand-ins for logind, the notification server and
 /// UPower on it. Everything started is stopped when the test's scope ends (``TestScope``).
-public final class DBusLab: Sendable {
+package final class DBusLab: Sendable {
     /// The bus address (`unix:path=…`).
-    public let address: String
+    package let address: String
     let directory: String
     private let daemon: RunningChild
     private let mocks = Mutex<[RunningChild]>([])
 
     /// Starts the daemon (a minimal configuration: no activatable service, so nothing real is ever started), or with
     /// `serviceDirectory` as its only service directory (the test's own `.service` files: D-Bus activation).
-    public static func start(serviceDirectory: String? = nil) async throws -> DBusLab {
+    package static func start(serviceDirectory: String? = nil) async throws -> DBusLab {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rouse-dbus-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -52,7 +52,7 @@ public final class DBusLab: Sendable {
     }
 
     /// A connection to the lab's bus on a loop of its own; closed when the test ends.
-    public func connect() async throws -> DBusConnection {
+    package func connect() async throws -> DBusConnection {
         let connection = try await DBusConnection.connect(.address(address))
         TestScope.current?.onEnd { await connection.close() }
         return connection
@@ -60,7 +60,7 @@ public final class DBusLab: Sendable {
 
     /// Starts `python3 -m dbusmock --template NAME` on the lab's bus and returns once it owns `busName` (watched
     /// through `NameOwnerChanged`, no polling). `parameters` is the template's JSON parameters.
-    public func startMock(template: String, busName: String, parameters: String? = nil, on watcher: DBusConnection)
+    package func startMock(template: String, busName: String, parameters: String? = nil, on watcher: DBusConnection)
         async throws
     {
         let owned = AsyncStream<Void>.makeStream()
@@ -90,7 +90,7 @@ public final class DBusLab: Sendable {
     }
 
     /// Kills the daemon (the bus goes away under its clients).
-    public func killDaemon() { daemon.kill() }
+    package func killDaemon() { daemon.kill() }
 
     func stop() {
         for mock in mocks.withLock({ $0 }) { mock.kill() }
@@ -103,7 +103,7 @@ extension DBusLab {
     /// A seat0 session of `uid` (logind stand-in) on a machine on battery (UPower stand-in) whose display device is
     /// discharging at `percentage` with `secondsToEmpty` left (`icon`, `warningLevel` as UPower's), for the tests of
     /// what power holds back; the connection that drives the stand-ins.
-    public func startSessionOnBattery(
+    package func startSessionOnBattery(
         uid: UInt32, percentage: Double, secondsToEmpty: Int64, icon: String, warningLevel: UInt32
     ) async throws -> DBusConnection {
         let control = try await connect()
