@@ -35,13 +35,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // SQLite's C API, for the gateway's one-node store (RouseSQLite wraps it).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus").
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // sd-bus (D-Bus) from libsystemd: RouseDBus's binding (docs/architecture.md, "D-Bus"); headers only, as CCurl.
+        .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
         // One C shim per binding, each linking only its own library: syscalls, processes and rtnetlink (libc only),
-        // libcurl (loaded with dlopen on first use, its variadic calls typed; CCurl gives only its headers), OpenSSL's
-        // macros (OpenSSL only).
+        // libcurl and libsystemd's sd-bus (each loaded with dlopen on first use, so a program that makes no transfer or
+        // opens no bus never loads it; CCurl and CSystemd give only their headers), OpenSSL's macros (OpenSSL only).
         .target(name: "CRouseSys"),
         .target(name: "CRouseCurl", dependencies: ["CCurl"]),
+        .target(name: "CRouseSystemd", dependencies: ["CSystemd"]),
         // libpq, PostgreSQL's C client, for the gateway's shared store (RousePostgres wraps it): loaded with dlopen when
         // a PostgreSQL store opens, so no other program or store loads it or its dependencies (libpq-dev's headers).
         .target(name: "CRousePQ"),
@@ -108,7 +109,7 @@ let package = Package(
         ),
         // D-Bus through sd-bus on an event loop, and the typed models of the session's services (logind,
         // notifications, UPower); calls, signals, and a small method export for services.
-        .target(name: "RouseDBus", dependencies: ["CSystemd", "RouseClock", "RouseEventLoop", "RouseSystem"]),
+        .target(name: "RouseDBus", dependencies: ["CSystemd", "CRouseSystemd", "RouseClock", "RouseEventLoop", "RouseSystem"]),
 
         // MARK: Products
         .target(

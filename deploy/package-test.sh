@@ -43,18 +43,33 @@ done
 # The system libraries the programs link, from dpkg-shlibdeps (apt must bring them: the root does not have them).
 # rouse, rouse-gateway, rouse-agent and rouse-pushd are one multi-call binary in the rouse package (the others ship
 # symlinks to it and depend on rouse of the same version), so its package carries the libraries all four link
-# (nghttp2, OpenSSL, SQLite). libcurl and libpq are loaded with dlopen, when a transfer is made or a PostgreSQL store
-# opens: the package of the program that needs each depends on it by name (the agent's device channel: libcurl; the
-# gateway's PostgreSQL store: libpq), and rouse, whose `send --transport curl` uses libcurl, recommends it.
+# (nghttp2, OpenSSL, SQLite). libcurl, libsystemd and libpq are loaded with dlopen, when a transfer is made, a D-Bus
+# connection or a PostgreSQL store opens: the package of the program that needs each depends on it by name (the
+# agent's device channel: libcurl; its session: libsystemd; the gateway's PostgreSQL store: libpq), and rouse, whose
+# `send --transport curl` uses libcurl, recommends it.
 rouse_deb=$(printf '%s\n' "${debs[@]}" | grep '/rouse_')
 version=$(dpkg-deb -f "$rouse_deb" Version)
-has_library() { # has_library DEB FIELD LIBRARY: the control field names the package LIBRARY
-    dpkg-deb -f "$1" "$2" | grep -q -E "(^|, )$3( |,|$)" ||
-        fail "$(basename "$1") has no $3 in $2: $(dpkg-deb -f "$1" "$2")"
+has_library() { # has_library DEB FIELD LIBRARY [VERSION]: the control field names the package LIBRARY (with VERSION)
+    local field
+    field=$(dpkg-deb -f "$1" "$2")
+    grep -q -E "(^|, )$3( \(${4:-}|,|$)" <<<"$field" || fail "$(basename "$1") has no $3 ${4:-}in $2: $field"
 }
 for library in libnghttp2-14 libssl3 libsqlite3-0; do has_library "$rouse_deb" Depends "$library"; done
 has_library "$rouse_deb" Recommends libcurl4
+has_library "$rouse_deb" Recommends libpq5
+# The binaries' relative relocations are packed (DT_RELR): glibc 2.36's loader or none.
+has_library "$rouse_deb" Depends libc6 ">= 2.36)"
+has_library "$(printf '%s\n' "${debs[@]}" | grep '/rouse-agent_')" Depends libc6 ">= 2.36)"
+# What the dlopen is for: the multi-call binary links none of the three (each program loads what it uses).
+multicall=$(mktemp)
+dpkg-deb --fsys-tarfile "$rouse_deb" | tar -xO ./usr/bin/rouse >"$multicall"
+multicall_needed=$(readelf -d "$multicall")
+rm -f "$multicall"
+grep -q "NEEDED.*libssl" <<<"$multicall_needed" || fail "readelf found no NEEDED entry in /usr/bin/rouse"
+! grep -E "NEEDED.*(libcurl|libpq|libsystemd)" <<<"$multicall_needed" ||
+    fail "/usr/bin/rouse links a library it should load with dlopen"
 has_library "$(printf '%s\n' "${debs[@]}" | grep '/rouse-agent_')" Depends libcurl4
+has_library "$(printf '%s\n' "${debs[@]}" | grep '/rouse-agent_')" Depends libsystemd0
 has_library "$(printf '%s\n' "${debs[@]}" | grep '/rouse-gateway_')" Depends libpq5
 for package in rouse-gateway rouse-agent rouse-pushd; do
     deb=$(printf '%s\n' "${debs[@]}" | grep "/${package}_")

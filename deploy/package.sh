@@ -3,8 +3,9 @@
 # the example handler, the handler protocol's specification and its C and Python client libraries: clients/) and
 # rouse-pushd. Release binaries with the Swift runtime linked statically (--static-swift-stdlib), so the machines
 # they are installed on need no Swift toolchain; their dependencies are Debian 12's libraries, computed by
-# dpkg-shlibdeps, except libcurl4 and libpq5, which the binaries load with dlopen when they make a transfer (the
-# agent's device channel, `--transport curl`) or open a PostgreSQL store, and which are named here by hand. rouse,
+# dpkg-shlibdeps, except libcurl4, libsystemd0 and libpq5, which the binaries load with dlopen when they make a
+# transfer (the agent's device channel, `--transport curl`), open a D-Bus connection (the agent) or a PostgreSQL
+# store (the gateway), and which are named here by hand. rouse,
 # rouse-gateway, rouse-agent and rouse-pushd are one multi-call binary, /usr/bin/rouse in the rouse package (the
 # others are symlinks to it in their packages, which depend on rouse of the same version): the runtime,
 # FoundationEssentials and the shared modules are installed once instead of four times (deploy/debian/multicall.c;
@@ -91,11 +92,13 @@ cmp -s "$cache/BuildStamp.swift" "$src/$stamp_file" || cp "$cache/BuildStamp.swi
 # --- release build ---------------------------------------------------------------------------------------------
 # -z now: every symbol bound at start, so the GOT is read-only after relocation (full RELRO with -z relro, the
 # linker's default here); lintian's hardening-no-bindnow. The static Swift runtime resolves nothing lazily that
-# this would break (the package test runs every binary). --icf=safe: gold folds functions whose code is identical
-# and whose address is never taken (Swift's generic specialisations repeat a lot): 410 KB less of the multi-call
-# binary, 115 KB of the example handler (2026-11-29, docs/benchmarks.md "Footprint"). lld (the Swift toolchain's) with
-# -z pack-relative-relocs: the position-independent binaries' ~110,000 relative relocations as a DT_RELR bitmap (16 KB)
-# instead of RELA entries (1.6 MB the loader read at every start and kept resident); glibc 2.36 (Debian 12) applies it.
+# this would break (the package test runs every binary). lld (the Swift toolchain's) with -z pack-relative-relocs: the
+# position-independent binaries' ~110,000 relative relocations as a DT_RELR bitmap (16 KB) instead of RELA entries
+# (1.6 MB the loader read at every start and kept resident); glibc 2.36 (Debian 12) applies it, and the packages say
+# so. --icf=safe folds functions whose code is identical and whose address is never taken; lld folds little of
+# Swift's code with it (swiftc writes no address-significance table, so every Swift function counts as
+# address-taken), gold folded 410 KB of the multi-call binary, but gold cannot pack relocations, which saves more
+# (1.4 MB stripped; docs/benchmarks.md, "Start-up").
 linker=(-use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
 build=(swift build -c release --static-swift-stdlib -Xswiftc "${linker[0]}" "${linker[@]:1}"
     -Xlinker -z -Xlinker now -Xlinker --icf=safe
@@ -373,12 +376,18 @@ rouse_depends=$(shlibs_depends rouse)
 gateway_depends=$(shlibs_depends rouse-gateway)
 agent_depends=$(shlibs_depends rouse-agent)
 debs=()
-# libcurl4 and libpq5: loaded with dlopen (Sources/CRouseCurl, Sources/CRousePQ), so dpkg-shlibdeps cannot see them;
-# libcurl 7.68 for curl_multi_wakeup. The agent needs libcurl for its device channel, rouse only for `rouse send
-# --transport curl`; the gateway needs libpq for a PostgreSQL store (the default store, SQLite, is linked).
-libcurl="libcurl4 (>= 7.68.0)"
+# libcurl4, libsystemd0 and libpq5: loaded with dlopen (Sources/CRouseCurl, CRouseSystemd, CRousePQ), so
+# dpkg-shlibdeps cannot see them; libcurl 7.85 for CURLOPT_PROTOCOLS_STR, libsystemd 241 for sd_bus_close_unref (its
+# symbol version). The agent needs libcurl for its device channel and sd-bus for the session, rouse libcurl only for
+# `rouse send --transport curl`; the gateway needs libpq for a PostgreSQL store (the default store, SQLite, is linked).
+libcurl="libcurl4 (>= 7.85.0)"
+libsystemd="libsystemd0 (>= 241)"
 libpq="libpq5"
-debs+=("$(build_deb rouse "$rouse_depends" "$libcurl, openssl, curl" \
+# libc6 2.36: the relative relocations are packed (DT_RELR, lld's -z pack-relative-relocs above), which only glibc
+# 2.36's loader applies (the binaries need the version GLIBC_ABI_DT_RELR); dpkg-shlibdeps looks only at the functions
+# called, so it says 2.35.
+libc="libc6 (>= 2.36)"
+debs+=("$(build_deb rouse "$(depends "$rouse_depends" "$libc")" "$libcurl, $libpq, openssl, curl" \
     "VoIP push tools for Linux: APNs sender, mock APNs, reachability" \
     "rouse sends VoIP, background and alert pushes to Apple's APNs or anything speaking its provider API (token or certificate authentication, HTTP/2), runs a mock APNs endpoint that checks what Apple checks (rouse mock-apns), watches network reachability with SCNetworkReachability semantics (rouse reach), and sets up and administers rouse-gateway (rouse gateway init, keys, devices, tokens) and rouse-agent (rouse agent enroll, handlers, status).")")
 gateway_depends=$(depends "$gateway_depends" "$libpq, adduser, debconf (>= 0.5) | debconf-2.0, rouse (= $version)")
@@ -388,7 +397,7 @@ debs+=("$(build_deb rouse-gateway "$gateway_depends" "openssl" \
 # procps: the agent unit's ExecReload= is /bin/kill -HUP (handler files reloaded on SIGHUP).
 # systemd | systemd-sysusers: the postinst creates the handler user from sysusers.d (as debhelper's
 # dh_installsysusers does).
-debs+=("$(build_deb rouse-agent "$(depends "$agent_depends" "$libcurl, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)")" "" \
+debs+=("$(build_deb rouse-agent "$(depends "$agent_depends" "$libc, $libcurl, $libsystemd, debconf (>= 0.5) | debconf-2.0, procps, systemd | systemd-sysusers, rouse (= $version)")" "" \
     "Push agent for Linux devices: wakes VoIP handlers with iOS's rules" \
     "rouse-agent keeps the device channel to rouse-gateway open while the network allows, and launches, suspends and arbitrates handler programs for the pushes it receives with iOS's PushKit rules (a VoIP push must be reported as a call), with audio-session-like activations and sealed state at rest. Includes an example handler, the handler protocol's specification, its client libraries for C (librouse-handler.so.0, rouse-handler.h) and Python (rouse_handler), and a Kamailio recipe for push-woken SIP softphones. The system unit (headless devices) is enabled at installation and starts once 'rouse agent enroll' has enrolled the device; the per-user unit (desktops: handlers are the user's programs in the user's session) starts for a user who ran 'rouse agent enroll --user'.")")
 pushd_depends=$(shlibs_depends rouse-pushd)

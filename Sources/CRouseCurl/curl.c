@@ -41,16 +41,20 @@ static void rouse_curl_resolve(void) {
     void *library = dlopen(ROUSE_CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         const char *why = dlerror();
-        snprintf(curl_load_error, sizeof curl_load_error, "%s (Debian package libcurl4)", why ? why : ROUSE_CURL_LIBRARY);
+        snprintf(curl_load_error, sizeof curl_load_error, "%s (Debian package libcurl4)",
+                 why ? why : ROUSE_CURL_LIBRARY);
         return;
     }
-#define ROUSE_CURL_SYMBOL(field, name)                                                                   \
-    do {                                                                                                  \
-        *(void **)&curl.field = dlsym(library, name);                                                     \
-        if (curl.field == NULL) {                                                                         \
-            snprintf(curl_load_error, sizeof curl_load_error, "%s has no %s", ROUSE_CURL_LIBRARY, name);  \
-            return;                                                                                       \
-        }                                                                                                 \
+#define ROUSE_CURL_SYMBOL(field, name)                                                                               \
+    do {                                                                                                             \
+        *(void **)&curl.field = dlsym(library, name);                                                                \
+        if (curl.field == NULL) {                                                                                    \
+            const char *why = dlerror();                                                                             \
+            snprintf(curl_load_error, sizeof curl_load_error, "%s has no %s: %s", ROUSE_CURL_LIBRARY, name,          \
+                     why ? why : "?");                                                                               \
+            dlclose(library);                                                                                        \
+            return;                                                                                                  \
+        }                                                                                                            \
     } while (0)
     ROUSE_CURL_SYMBOL(global_init, "curl_global_init");
     ROUSE_CURL_SYMBOL(easy_init, "curl_easy_init");

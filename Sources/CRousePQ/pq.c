@@ -45,13 +45,16 @@ static void rouse_pq_resolve(void) {
         snprintf(pq_load_error, sizeof pq_load_error, "%s (Debian package libpq5)", why ? why : ROUSE_PQ_LIBRARY);
         return;
     }
-#define ROUSE_PQ_SYMBOL(field, name)                                                                  \
-    do {                                                                                               \
-        *(void **)&pq.field = dlsym(library, name);                                                    \
-        if (pq.field == NULL) {                                                                        \
-            snprintf(pq_load_error, sizeof pq_load_error, "%s has no %s", ROUSE_PQ_LIBRARY, name);     \
-            return;                                                                                    \
-        }                                                                                              \
+#define ROUSE_PQ_SYMBOL(field, name)                                                                                 \
+    do {                                                                                                             \
+        *(void **)&pq.field = dlsym(library, name);                                                                  \
+        if (pq.field == NULL) {                                                                                      \
+            const char *why = dlerror();                                                                             \
+            snprintf(pq_load_error, sizeof pq_load_error, "%s has no %s: %s", ROUSE_PQ_LIBRARY, name,                \
+                     why ? why : "?");                                                                               \
+            dlclose(library);                                                                                        \
+            return;                                                                                                  \
+        }                                                                                                            \
     } while (0)
     ROUSE_PQ_SYMBOL(connectdb_params, "PQconnectdbParams");
     ROUSE_PQ_SYMBOL(status, "PQstatus");

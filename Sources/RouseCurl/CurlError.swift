@@ -110,6 +110,7 @@ package struct CurlError: Error, Sendable, CustomStringConvertible {
         case .libraryLoad: text = "\(operation): unavailable"
         }
         if !detail.isEmpty { text += ": \(detail)" }
+        if kind == .libraryLoad { return text }  // nothing was ever sent: processing says nothing here
         return text + " [processing: \(processing)]"
     }
 }

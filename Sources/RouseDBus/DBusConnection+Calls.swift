@@ -1,3 +1,4 @@
+import CRouseSystemd
 import CSystemd
 import RouseEventLoop
 
@@ -21,8 +22,8 @@ final class PendingCall {
     /// A reply's values, or its error (`org.freedesktop.DBus.Error.*`: no reply, unknown service …).
     static func result(of message: OpaquePointer?) -> Result<[DBusValue], DBusError> {
         guard let message else { return .failure(.unexpected("a reply without a message")) }
-        if sd_bus_message_is_method_error(message, nil) > 0 {
-            let error = sd_bus_message_get_error(message)
+        if rouse_sd_bus_message_is_method_error(message, nil) > 0 {
+            let error = rouse_sd_bus_message_get_error(message)
             let name = error?.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
             let text = error?.pointee.message.map { String(cString: $0) } ?? ""
             return .failure(DBusError(.reply(name: name, message: text)))
@@ -58,13 +59,14 @@ extension DBusConnection {
                 do throws(DBusError) {
                     let handle = try handle()
                     var message: OpaquePointer?
-                    let made = sd_bus_message_new_method_call(handle, &message, destination, path, interface, member)
+                    let made = rouse_sd_bus_message_new_method_call(
+                        handle, &message, destination, path, interface, member)
                     guard made >= 0, let message else { throw DBusError.call("sd_bus_message_new_method_call", made) }
-                    defer { sd_bus_message_unref(message) }
-                    _ = sd_bus_message_set_auto_start(message, autoStart ? 1 : 0)
+                    defer { rouse_sd_bus_message_unref(message) }
+                    _ = rouse_sd_bus_message_set_auto_start(message, autoStart ? 1 : 0)
                     try DBusMessageCoding.append(arguments, to: message)
                     let microseconds = UInt64(max(1, timeout.wholeMicroseconds))
-                    let sent = sd_bus_call_async(
+                    let sent = rouse_sd_bus_call_async(
                         handle, nil, message, callReplied, Unmanaged.passUnretained(pending).toOpaque(), microseconds)
                     if sent < 0 { throw DBusError.call("sd_bus_call_async", sent) }
                     track(pending)

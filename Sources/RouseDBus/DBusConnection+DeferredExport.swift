@@ -1,3 +1,4 @@
+import CRouseSystemd
 import CSystemd
 import RouseEventLoop
 
@@ -11,7 +12,7 @@ package final class DBusDeferredReply: @unchecked Sendable {  // `message` is to
     private let connection: DBusConnection
 
     init(message: OpaquePointer, connection: DBusConnection) {
-        self.message = sd_bus_message_ref(message)
+        self.message = rouse_sd_bus_message_ref(message)
         self.connection = connection
     }
 
@@ -54,7 +55,7 @@ let deferredMethodCalled: sd_bus_message_handler_t = { message, userdata, _ in
     let box = Unmanaged<DeferredExportBox>.fromOpaque(userdata).takeUnretainedValue()
     guard let connection = box.connection else { return 0 }
     var type: UInt8 = 0
-    guard sd_bus_message_get_type(message, &type) >= 0, type == 1 else { return 0 }  // SD_BUS_MESSAGE_METHOD_CALL
+    guard rouse_sd_bus_message_get_type(message, &type) >= 0, type == 1 else { return 0 }  // SD_BUS_MESSAGE_METHOD_CALL
     func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
     let arguments: [DBusValue]
     do throws(DBusError) {
@@ -63,12 +64,13 @@ let deferredMethodCalled: sd_bus_message_handler_t = { message, userdata, _ in
         return answer(message, with: .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "\(error)"))
     }
     let call = DBusMethodCall(
-        sender: text(sd_bus_message_get_sender(message)), path: text(sd_bus_message_get_path(message)),
-        interface: text(sd_bus_message_get_interface(message)), member: text(sd_bus_message_get_member(message)),
+        sender: text(rouse_sd_bus_message_get_sender(message)), path: text(rouse_sd_bus_message_get_path(message)),
+        interface: text(rouse_sd_bus_message_get_interface(message)),
+        member: text(rouse_sd_bus_message_get_member(message)),
         arguments: arguments)
     let later = DBusDeferredReply(message: message, connection: connection)
     guard let reply = box.handler(call, later) else { return 1 }
-    if let taken = later.take() { sd_bus_message_unref(taken) }
+    if let taken = later.take() { rouse_sd_bus_message_unref(taken) }
     return answer(message, with: reply)
 }
 
@@ -84,7 +86,7 @@ extension DBusConnection {
             let box = DeferredExportBox(handler: handler)
             box.connection = self
             var slot: OpaquePointer?
-            let added = sd_bus_add_object(
+            let added = rouse_sd_bus_add_object(
                 handle, &slot, path, deferredMethodCalled, Unmanaged.passUnretained(box).toOpaque())
             if added < 0 { throw DBusError.call("sd_bus_add_object", added) }
             return DBusRegistration(id: self.keep(Registration(slot: slot, box: box)), connection: self)
@@ -98,7 +100,7 @@ extension DBusConnection {
             _ = answer(message, with: reply == .notHandled ? failed : reply)
             drive()
         }
-        sd_bus_message_unref(message)
+        rouse_sd_bus_message_unref(message)
     }
 
     /// Sends a method call for which no reply is wanted (`NO_REPLY_EXPECTED`: a UnifiedPush version-1 connector's
@@ -110,12 +112,12 @@ extension DBusConnection {
         try await onLoop { () throws(DBusError) in
             let handle = try self.handle()
             var message: OpaquePointer?
-            let made = sd_bus_message_new_method_call(handle, &message, destination, path, interface, member)
+            let made = rouse_sd_bus_message_new_method_call(handle, &message, destination, path, interface, member)
             guard made >= 0, let message else { throw DBusError.call("sd_bus_message_new_method_call", made) }
-            defer { sd_bus_message_unref(message) }
-            _ = sd_bus_message_set_expect_reply(message, 0)
+            defer { rouse_sd_bus_message_unref(message) }
+            _ = rouse_sd_bus_message_set_expect_reply(message, 0)
             try DBusMessageCoding.append(arguments, to: message)
-            let sent = sd_bus_send(handle, message, nil)
+            let sent = rouse_sd_bus_send(handle, message, nil)
             if sent < 0 { throw DBusError.call("sd_bus_send", sent) }
             self.drive()
         }

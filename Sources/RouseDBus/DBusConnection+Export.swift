@@ -1,3 +1,4 @@
+import CRouseSystemd
 import CSystemd
 
 /// A method call received by an exported object.
@@ -43,16 +44,17 @@ let methodCalled: sd_bus_message_handler_t = { message, userdata, _ in
     guard let message, let userdata else { return 0 }
     let box = Unmanaged<ExportBox>.fromOpaque(userdata).takeUnretainedValue()
     var type: UInt8 = 0
-    guard sd_bus_message_get_type(message, &type) >= 0, type == 1 else { return 0 }  // SD_BUS_MESSAGE_METHOD_CALL
+    guard rouse_sd_bus_message_get_type(message, &type) >= 0, type == 1 else { return 0 }  // SD_BUS_MESSAGE_METHOD_CALL
     func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
     let reply: DBusMethodReply
     do throws(DBusError) {
         let arguments = try DBusMessageCoding.readAll(message)
         reply = box.handler(
             DBusMethodCall(
-                sender: text(sd_bus_message_get_sender(message)), path: text(sd_bus_message_get_path(message)),
-                interface: text(sd_bus_message_get_interface(message)),
-                member: text(sd_bus_message_get_member(message)),
+                sender: text(rouse_sd_bus_message_get_sender(message)),
+                path: text(rouse_sd_bus_message_get_path(message)),
+                interface: text(rouse_sd_bus_message_get_interface(message)),
+                member: text(rouse_sd_bus_message_get_member(message)),
                 arguments: arguments))
     } catch {
         reply = .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "\(error)")
@@ -65,30 +67,30 @@ let methodCalled: sd_bus_message_handler_t = { message, userdata, _ in
 func answer(_ message: OpaquePointer, with reply: DBusMethodReply) -> Int32 {
     if case .notHandled = reply { return 0 }
     // `NO_REPLY_EXPECTED` (a NoReply method such as `Distributor1.Unregister`): sd-bus refuses to make a reply.
-    if sd_bus_message_get_expect_reply(message) == 0 { return 1 }
+    if rouse_sd_bus_message_get_expect_reply(message) == 0 { return 1 }
     switch reply {
     case .notHandled:
         return 0
     case .error(let name, let text):
         var error = sd_bus_error()
-        _ = sd_bus_error_set(&error, name, text)
-        defer { sd_bus_error_free(&error) }
-        _ = sd_bus_reply_method_error(message, &error)
+        _ = rouse_sd_bus_error_set(&error, name, text)
+        defer { rouse_sd_bus_error_free(&error) }
+        _ = rouse_sd_bus_reply_method_error(message, &error)
         return 1
     case .values(let values):
         var answer: OpaquePointer?
-        guard sd_bus_message_new_method_return(message, &answer) >= 0, let answer else { return -12 }  // ENOMEM
-        defer { sd_bus_message_unref(answer) }
+        guard rouse_sd_bus_message_new_method_return(message, &answer) >= 0, let answer else { return -12 }  // ENOMEM
+        defer { rouse_sd_bus_message_unref(answer) }
         do throws(DBusError) {
             try DBusMessageCoding.append(values, to: answer)
         } catch {
             var failure = sd_bus_error()
-            _ = sd_bus_error_set(&failure, "org.freedesktop.DBus.Error.Failed", "\(error)")
-            defer { sd_bus_error_free(&failure) }
-            _ = sd_bus_reply_method_error(message, &failure)
+            _ = rouse_sd_bus_error_set(&failure, "org.freedesktop.DBus.Error.Failed", "\(error)")
+            defer { rouse_sd_bus_error_free(&failure) }
+            _ = rouse_sd_bus_reply_method_error(message, &failure)
             return 1
         }
-        _ = sd_bus_send(nil, answer, nil)
+        _ = rouse_sd_bus_send(nil, answer, nil)
         return 1
     }
 }
@@ -105,7 +107,8 @@ extension DBusConnection {
             let handle = try self.handle()
             let box = ExportBox(handler: handler)
             var slot: OpaquePointer?
-            let added = sd_bus_add_object(handle, &slot, path, methodCalled, Unmanaged.passUnretained(box).toOpaque())
+            let added = rouse_sd_bus_add_object(
+                handle, &slot, path, methodCalled, Unmanaged.passUnretained(box).toOpaque())
             if added < 0 { throw DBusError.call("sd_bus_add_object", added) }
             return DBusRegistration(id: self.keep(Registration(slot: slot, box: box)), connection: self)
         }

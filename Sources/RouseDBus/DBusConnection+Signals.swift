@@ -1,3 +1,4 @@
+import CRouseSystemd
 import CSystemd
 import RouseEventLoop
 
@@ -61,8 +62,9 @@ let signalArrived: sd_bus_message_handler_t = { message, userdata, _ in
     func text(_ pointer: UnsafePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
     box.handler(
         DBusSignal(
-            sender: text(sd_bus_message_get_sender(message)), path: text(sd_bus_message_get_path(message)),
-            interface: text(sd_bus_message_get_interface(message)), member: text(sd_bus_message_get_member(message)),
+            sender: text(rouse_sd_bus_message_get_sender(message)), path: text(rouse_sd_bus_message_get_path(message)),
+            interface: text(rouse_sd_bus_message_get_interface(message)),
+            member: text(rouse_sd_bus_message_get_member(message)),
             arguments: arguments))
     return 0
 }
@@ -91,7 +93,7 @@ extension DBusConnection {
                 do throws(DBusError) {
                     let handle = try handle()
                     var slot: OpaquePointer?
-                    let added = sd_bus_match_signal_async(
+                    let added = rouse_sd_bus_match_signal_async(
                         handle, &slot, nil, match.path, match.interface, match.member, signalArrived, matchInstalled,
                         Unmanaged.passUnretained(box).toOpaque())
                     if added < 0 { throw DBusError.call("sd_bus_match_signal_async", added) }
@@ -113,11 +115,11 @@ extension DBusConnection {
         try await onLoop { () throws(DBusError) in
             let handle = try self.handle()
             var message: OpaquePointer?
-            let made = sd_bus_message_new_signal(handle, &message, path, interface, member)
+            let made = rouse_sd_bus_message_new_signal(handle, &message, path, interface, member)
             guard made >= 0, let message else { throw DBusError.call("sd_bus_message_new_signal", made) }
-            defer { sd_bus_message_unref(message) }
+            defer { rouse_sd_bus_message_unref(message) }
             try DBusMessageCoding.append(arguments, to: message)
-            let sent = sd_bus_send(handle, message, nil)
+            let sent = rouse_sd_bus_send(handle, message, nil)
             if sent < 0 { throw DBusError.call("sd_bus_send", sent) }
             self.drive()
         }

@@ -1,3 +1,4 @@
+import CRouseSystemd
 import CSystemd
 import Glibc
 import RouseClock
@@ -72,7 +73,7 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
                 interface: "org.freedesktop.DBus.Peer", member: "Ping")
             try await connection.onLoop { () throws(DBusError) in
                 var name: UnsafePointer<CChar>?
-                if let handle = connection.bus, sd_bus_get_unique_name(handle, &name) >= 0, let name {
+                if let handle = connection.bus, rouse_sd_bus_get_unique_name(handle, &name) >= 0, let name {
                     connection.uniqueName = String(cString: name)
                 }
             }
@@ -96,25 +97,26 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
     /// On the loop: opens the bus and registers its descriptor.
     private func open() throws(DBusError) {
         loop.assertInLoop()
+        if let why = rouse_sd_load() { throw DBusError.libraryLoad(String(cString: why)) }
         var handle: OpaquePointer?
         var result: Int32
         switch busKind {
-        case .system: result = sd_bus_open_system(&handle)
-        case .session: result = sd_bus_open_user(&handle)
+        case .system: result = rouse_sd_bus_open_system(&handle)
+        case .session: result = rouse_sd_bus_open_user(&handle)
         case .address(let address):
-            result = sd_bus_new(&handle)
+            result = rouse_sd_bus_new(&handle)
             if result >= 0, let handle {
-                result = sd_bus_set_address(handle, address)
-                if result >= 0 { result = sd_bus_set_bus_client(handle, 1) }
-                if result >= 0 { result = sd_bus_start(handle) }
+                result = rouse_sd_bus_set_address(handle, address)
+                if result >= 0 { result = rouse_sd_bus_set_bus_client(handle, 1) }
+                if result >= 0 { result = rouse_sd_bus_start(handle) }
             }
         }
         guard result >= 0, let handle else {
-            if let handle { sd_bus_close_unref(handle) }
+            if let handle { rouse_sd_bus_close_unref(handle) }
             throw DBusError.call("sd_bus_open (\(busKind))", result)
         }
         bus = handle
-        let descriptor = sd_bus_get_fd(handle)
+        let descriptor = rouse_sd_bus_get_fd(handle)
         guard descriptor >= 0 else { throw DBusError.call("sd_bus_get_fd", descriptor) }
         fd = descriptor
         interest = EventLoop.readable
@@ -149,11 +151,11 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
         fd = -1
         if let timer { loop.cancelTimer(timer) }
         timer = nil
-        for registration in slots.values { sd_bus_slot_unref(registration.slot) }
+        for registration in slots.values { rouse_sd_bus_slot_unref(registration.slot) }
         slots = [:]
         let calls = pendingCalls.values
         pendingCalls = [:]
-        sd_bus_close_unref(handle)
+        rouse_sd_bus_close_unref(handle)
         bus = nil
         for call in calls { call.complete(.failure(error)) }
         if notify { for handler in disconnectHandlers { handler(error) } }
@@ -190,7 +192,7 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
         guard let handle = bus, !processing else { return }
         processing = true
         while true {
-            let result = sd_bus_process(handle, nil)
+            let result = rouse_sd_bus_process(handle, nil)
             if result < 0 {
                 processing = false
                 closeOnLoop(DBusError.call("sd_bus_process", result), notify: true)
@@ -200,7 +202,7 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
         }
         processing = false
         guard bus != nil else { return }
-        let wanted = sd_bus_get_events(handle)
+        let wanted = rouse_sd_bus_get_events(handle)
         var events: UInt32 = 0
         if wanted >= 0 {
             if Int16(truncatingIfNeeded: wanted) & Int16(POLLIN) != 0 { events |= EPOLLIN.rawValue }
@@ -211,7 +213,7 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
             loop.modify(fd, events: events)
         }
         var deadline: UInt64 = .max
-        if sd_bus_get_timeout(handle, &deadline) < 0 { deadline = .max }
+        if rouse_sd_bus_get_timeout(handle, &deadline) < 0 { deadline = .max }
         armTimer(deadline)
     }
 
@@ -247,7 +249,7 @@ package final class DBusConnection: @unchecked Sendable {  // Mutable state is l
     /// Ends a subscription or an export.
     func cancel(_ id: UInt64) {
         guard let registration = slots.removeValue(forKey: id) else { return }
-        sd_bus_slot_unref(registration.slot)
+        rouse_sd_bus_slot_unref(registration.slot)
     }
 
     /// The loop's handler of the bus's descriptor.

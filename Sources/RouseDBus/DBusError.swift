@@ -2,8 +2,8 @@ import Glibc
 import RouseSystem
 
 /// Why a D-Bus operation failed: a call of sd-bus that returned a negative errno, an error reply from the peer
-/// (its D-Bus error name and message, kept verbatim), a message we could not read as expected, or a connection that
-/// was closed before the answer came.
+/// (its D-Bus error name and message, kept verbatim), a message we could not read as expected, a connection that
+/// was closed before the answer came, or libsystemd (sd-bus) that could not be loaded.
 package struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
     enum Code: Sendable, Equatable {
         case call(String, errno: Int32)
@@ -11,6 +11,7 @@ package struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
         case unexpected(String)
         case closed
         case timedOut
+        case libraryLoad(String)
     }
 
     let code: Code
@@ -22,6 +23,9 @@ package struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// A message did not hold what its interface promises (a wrong signature, a missing property).
     static func unexpected(_ what: String) -> DBusError { DBusError(.unexpected(what)) }
+
+    /// libsystemd could not be loaded (`dlopen`) or lacks a function Rouse calls; the loader's text.
+    static func libraryLoad(_ why: String) -> DBusError { DBusError(.libraryLoad(why)) }
 
     /// The connection was closed with the operation still pending.
     package static let closed = DBusError(.closed)
@@ -45,6 +49,7 @@ package struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unexpected(let what): "unexpected D-Bus message: \(what)"
         case .closed: "the D-Bus connection was closed"
         case .timedOut: "no reply in time"
+        case .libraryLoad(let why): "sd-bus is not available: \(why)"
         }
     }
 }

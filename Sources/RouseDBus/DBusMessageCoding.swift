@@ -1,3 +1,4 @@
+import CRouseSystemd
 import CSystemd
 
 /// Writes ``DBusValue``s into an sd-bus message and reads them back, through sd-bus's non-variadic calls
@@ -20,15 +21,16 @@ enum DBusMessageCoding {
         func basic<T>(_ type: Character, _ value: T) throws(DBusError) {
             var copy = value
             try check(
-                withUnsafePointer(to: &copy) { sd_bus_message_append_basic(message, Self.code(type), $0) },
+                withUnsafePointer(to: &copy) { rouse_sd_bus_message_append_basic(message, Self.code(type), $0) },
                 "sd_bus_message_append_basic")
         }
         func container(_ type: Character, _ contents: String, _ body: () throws(DBusError) -> Void)
             throws(DBusError)
         {
-            try check(sd_bus_message_open_container(message, code(type), contents), "sd_bus_message_open_container")
+            try check(
+                rouse_sd_bus_message_open_container(message, code(type), contents), "sd_bus_message_open_container")
             try body()
-            try check(sd_bus_message_close_container(message), "sd_bus_message_close_container")
+            try check(rouse_sd_bus_message_close_container(message), "sd_bus_message_close_container")
         }
         switch value {
         case .byte(let v): try basic("y", v)
@@ -44,7 +46,8 @@ enum DBusMessageCoding {
             // String types take the string itself, not a pointer to it.
             let type = value.signature.utf8.first ?? UInt8(ascii: "s")
             try check(
-                sd_bus_message_append_basic(message, CChar(bitPattern: type), text), "sd_bus_message_append_basic")
+                rouse_sd_bus_message_append_basic(message, CChar(bitPattern: type), text), "sd_bus_message_append_basic"
+            )
         case .variant(let inner):
             try container("v", inner.signature) { () throws(DBusError) in try append(inner, to: message) }
         case .array(let element, let values):
@@ -86,7 +89,7 @@ enum DBusMessageCoding {
         guard depth < maximumDepth else { throw .unexpected("nesting deeper than \(maximumDepth)") }
         var type: CChar = 0
         var contentsPointer: UnsafePointer<CChar>?
-        let peeked = sd_bus_message_peek_type(message, &type, &contentsPointer)
+        let peeked = rouse_sd_bus_message_peek_type(message, &type, &contentsPointer)
         if peeked < 0 { throw .call("sd_bus_message_peek_type", peeked) }
         if peeked == 0 { return nil }
         let contents = contentsPointer.map { String(cString: $0) } ?? ""
@@ -103,7 +106,7 @@ enum DBusMessageCoding {
         case "d": return .double(try basic(message, type, Double(0)))
         case "s", "o", "g":
             var pointer: UnsafePointer<CChar>?
-            let result = sd_bus_message_read_basic(message, type, &pointer)
+            let result = rouse_sd_bus_message_read_basic(message, type, &pointer)
             if result < 0 { throw .call("sd_bus_message_read_basic", result) }
             let text = pointer.map { String(cString: $0) } ?? ""
             return character == "s" ? .string(text) : character == "o" ? .objectPath(text) : .signature(text)
@@ -119,7 +122,7 @@ enum DBusMessageCoding {
                 while true {
                     var entryType: CChar = 0
                     var entryContents: UnsafePointer<CChar>?
-                    let more = sd_bus_message_peek_type(message, &entryType, &entryContents)
+                    let more = rouse_sd_bus_message_peek_type(message, &entryType, &entryContents)
                     if more < 0 { throw .call("sd_bus_message_peek_type", more) }
                     if more == 0 { break }
                     let pair = try inside(message, entryType, entrySignature, depth: depth + 1)
@@ -140,18 +143,18 @@ enum DBusMessageCoding {
 
     private static func basic<T>(_ message: OpaquePointer, _ type: CChar, _ initial: T) throws(DBusError) -> T {
         var value = initial
-        let result = withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(message, type, $0) }
+        let result = withUnsafeMutablePointer(to: &value) { rouse_sd_bus_message_read_basic(message, type, $0) }
         if result < 0 { throw .call("sd_bus_message_read_basic", result) }
         return value
     }
 
     private static func enter(_ message: OpaquePointer, _ type: CChar, _ contents: String) throws(DBusError) {
-        let result = sd_bus_message_enter_container(message, type, contents)
+        let result = rouse_sd_bus_message_enter_container(message, type, contents)
         if result < 0 { throw .call("sd_bus_message_enter_container", result) }
     }
 
     private static func exit(_ message: OpaquePointer) throws(DBusError) {
-        let result = sd_bus_message_exit_container(message)
+        let result = rouse_sd_bus_message_exit_container(message)
         if result < 0 { throw .call("sd_bus_message_exit_container", result) }
     }
 

@@ -3,9 +3,13 @@ import RousePostgres
 extension GatewayError {
     /// libpq's error as the gateway's, with the same text: a statement the server refused is ``storage(_:)``; a
     /// connection that failed or broke, or a server that does not serve now, is ``unavailable(_:)`` (providers get
-    /// 503 and retry).
+    /// 503 and retry); libpq that could not be loaded is ``missingLibrary(_:)`` (the installation's to fix).
     init(_ error: PostgresError) {
-        self = error.isUnavailable ? .unavailable(error.description) : .storage(error.description)
+        if error.isLibraryMissing {
+            self = .missingLibrary(error.description)
+        } else {
+            self = error.isUnavailable ? .unavailable(error.description) : .storage(error.description)
+        }
     }
 
     /// A libpq call (`try GatewayError.wrapping(try connection.query(…))`), its error as the gateway's.

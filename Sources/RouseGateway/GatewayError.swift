@@ -7,6 +7,7 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
         case startup
         case unavailable
         case nodeInUse
+        case missingLibrary
     }
 
     private let code: Code
@@ -31,6 +32,10 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// `ServiceUnavailable` and retry; the store reconnects by itself.
     package static func unavailable(_ detail: String) -> GatewayError { GatewayError(.unavailable, detail) }
 
+    /// A library the configuration needs could not be loaded (libpq5 for a PostgreSQL store): the installation's to
+    /// fix, so starting again will not help.
+    package static func missingLibrary(_ detail: String) -> GatewayError { GatewayError(.missingLibrary, detail) }
+
     /// Another live gateway node uses this node id (it holds the id's lock in PostgreSQL).
     package static func nodeInUse(_ node: String) -> GatewayError {
         GatewayError(
@@ -44,6 +49,9 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
 
     /// True when the configuration (or what the database holds for it) is at fault.
     package var isBadConfiguration: Bool { code == .badConfiguration }
+
+    /// True when a library the configuration needs could not be loaded (``missingLibrary(_:)``).
+    package var isMissingLibrary: Bool { code == .missingLibrary }
 
     /// True when the store was unreachable (nothing was committed, or the outcome of COMMIT is unknown).
     package var isUnavailable: Bool { code == .unavailable }

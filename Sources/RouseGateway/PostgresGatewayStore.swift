@@ -43,6 +43,7 @@ package final class PostgresGatewayStore: GatewayStore, @unchecked Sendable {  /
         do {
             connection = try Self.connect(settings)
         } catch {
+            if error.isMissingLibrary { throw error }
             // At start a connection failure is a configuration problem until shown otherwise.
             throw .badConfiguration(error.detail)
         }

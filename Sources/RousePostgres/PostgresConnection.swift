@@ -18,7 +18,7 @@ package final class PostgresConnection {
     /// expanded); a failure is ``PostgresError/isConnectFailure`` with libpq's message.
     package init(parameters pairs: [(String, String)]) throws(PostgresError) {
         if let why = rouse_pq_load() {
-            throw .connect("libpq is not available: " + String(cString: why))
+            throw .library(String(cString: why))
         }
         let keywords = pairs.map { strdup($0.0) } + [nil]
         let values = pairs.map { strdup($0.1) } + [nil]

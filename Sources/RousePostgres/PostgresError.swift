@@ -9,6 +9,7 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
         case lost
         case unavailable
         case refused
+        case library
     }
 
     private let code: Code
@@ -28,6 +29,8 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
 
     /// Connecting failed: `message` is libpq's, naming the cause (a refused connection, a password, a database…).
     static func connect(_ message: String) -> PostgresError { PostgresError(.connect, message) }
+    /// libpq itself could not be loaded (`dlopen`): an installation problem, not the server's.
+    static func library(_ message: String) -> PostgresError { PostgresError(.library, message) }
     /// libpq could not allocate a connection.
     static var noMemory: PostgresError { PostgresError(.noMemory, "libpq could not allocate a connection") }
     /// The connection broke (the server went away): it is not used again.
@@ -45,7 +48,11 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// True when the server could not be reached or does not serve now (connecting failed, the connection broke,
     /// SQLSTATE 57P01–57P03 or 08xxx): nothing was done, or the outcome of a COMMIT is unknown. False when the
     /// server refused the statement.
-    package var isUnavailable: Bool { code != .refused }
+    package var isUnavailable: Bool { code != .refused && code != .library }
+
+    /// True when libpq could not be loaded: no server was asked, and asking again will not help until libpq5 is
+    /// installed.
+    package var isLibraryMissing: Bool { code == .library }
 
     /// True when connecting failed (``message`` is libpq's, naming the cause).
     package var isConnectFailure: Bool { code == .connect }
@@ -55,6 +62,7 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
         switch code {
         case .connect: "postgres: cannot connect: \(message)"
         case .noMemory: "postgres: \(message)"
+        case .library: "postgres: libpq5 is not installed or not usable: \(message)"
         case .lost: "postgres: connection lost: \(message)"
         case .unavailable: "postgres: SQLSTATE \(sqlState ?? "?????"): \(message)"
         case .refused: "postgres: SQLSTATE \(sqlState ?? "?????"): \(message) (in: \(statement))"

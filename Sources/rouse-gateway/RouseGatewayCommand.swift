@@ -44,7 +44,15 @@ struct RouseGatewayCommand: AsyncParsableCommand {
             logger.critical("bad configuration", metadata: ["error": "\(error)"])
             throw ExitCode(78)  // EX_CONFIG
         }
-        let gateway = try Gateway(configuration: configuration, logger: logger)
+        let gateway: Gateway
+        do {
+            gateway = try Gateway(configuration: configuration, logger: logger)
+        } catch let error as GatewayError where error.isMissingLibrary {
+            // Starting again will not help until libpq5 is installed: EX_CONFIG, which the unit does not restart
+            // (RestartPreventExitStatus=78). A store that cannot be reached yet exits 1 and is restarted.
+            logger.critical("cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode(78)
+        }
         // swift-metrics users in the process (libraries) report into the gateway's /metrics registry.
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: gateway.metrics.registry))
         let service = GatewayService(gateway: gateway, gracePeriod: .seconds(gracePeriod)) {

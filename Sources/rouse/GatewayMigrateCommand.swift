@@ -5,7 +5,9 @@ extension GatewayCommand {
     /// `rouse gateway migrate`: brings the store's schema to this build's version (the gateway also does it when it
     /// starts); refuses a database newer than this build.
     struct Migrate: AsyncParsableCommand {
+        // The name given, not derived: deriving it reflects on the type (String(describing:)) on every parse.
         static let configuration = CommandConfiguration(
+            commandName: "migrate",
             abstract: "Create or upgrade the gateway's database schema (SQLite or PostgreSQL).")
         @OptionGroup var location: GatewayCommand.Location
 

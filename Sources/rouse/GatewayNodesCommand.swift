@@ -7,6 +7,7 @@ extension GatewayCommand {
     /// is dead: it stopped renewing, or was killed), and how many device channels each holds.
     struct Nodes: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "nodes",
             abstract: "List the gateway nodes sharing the store (PostgreSQL) and the channels each holds.")
         @OptionGroup var location: GatewayCommand.Location
         @Flag(name: .long, help: "Dead nodes (lease run out) too.") var all = false

@@ -215,6 +215,46 @@ struct FirstRunTests {
         #expect(typo.status == 1)
         #expect(typo.stdout.contains("\(directory)/typo.toml: unknown key limts.strikes"), "\(typo.stdout)")
     }
+
+    /// libpq is loaded when a PostgreSQL store opens (CRousePQ), so a machine without it (libpq5 not installed, or
+    /// broken) learns so from the gateway's start, with EX_CONFIG, which the unit does not restart: not a network
+    /// error retried every 2 s. The library is made unloadable in a private mount namespace (/dev/null bound over it).
+    @Test func aPostgresStoreWithoutLibpqIsAConfigurationError() async throws {
+        guard getuid() == 0 else { throw FixtureError("a private mount namespace needs root (uid \(getuid()))") }
+        let directory = try FirstRun.temporaryDirectory()
+        let config = directory + "/gateway.json"
+        let initialized = try await ChildProcess.run(
+            try Products.path("rouse"),
+            [
+                "gateway", "init", "--hostname", "127.0.0.1", "--self-signed", "--config", config, "--database",
+                directory + "/db/gateway.sqlite", "--tls-dir", directory + "/tls", "--provider-listen", "127.0.0.1:0",
+                "--device-listen", "127.0.0.1:0",
+            ])
+        try #require(initialized.status == 0, "\(initialized.stderr)")
+        let sqlite = try String(contentsOfFile: config, encoding: .utf8)
+        let postgres = sqlite.replacingOccurrences(
+            of: "\"" + directory + "/db/gateway.sqlite\"", with: "\"postgresql://rouse@127.0.0.1:1/rouse\"")
+        try #require(postgres != sqlite, "no database path in \(sqlite)")
+        try Data(postgres.utf8).write(to: URL(fileURLWithPath: config))
+        let libpq = try #require(
+            ["/usr/lib/x86_64-linux-gnu/libpq.so.5", "/usr/lib/aarch64-linux-gnu/libpq.so.5"].first {
+                FileManager.default.fileExists(atPath: $0)
+            }, "libpq.so.5 is not installed here (libpq5)")
+        let script = "mount --bind /dev/null \"$1\" && shift && exec \"$@\""
+        let gateway = try await ChildProcess.run(
+            "/usr/bin/unshare",
+            ["--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", libpq]
+                + [try Products.path("rouse-gateway"), "--config", config, "--log-level", "warning"])
+        #expect(gateway.status == 78, "status \(gateway.status): \(gateway.stderr)")
+        #expect(gateway.stderr.contains("libpq5 is not installed"), "\(gateway.stderr)")
+        #expect(!gateway.stderr.contains("cannot connect"), "\(gateway.stderr)")
+        // With libpq there, the same configuration is a store not reachable yet (nothing listens on port 1): exit 1,
+        // which systemd restarts, as at boot before PostgreSQL is up.
+        let unreachable = try await ChildProcess.run(
+            try Products.path("rouse-gateway"), ["--config", config, "--log-level", "warning"])
+        #expect(unreachable.status == 1, "status \(unreachable.status): \(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("cannot connect"), "\(unreachable.stderr)")
+    }
 }
 
 enum FirstRun {

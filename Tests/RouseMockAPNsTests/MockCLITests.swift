@@ -34,13 +34,16 @@ struct MockCLITests {
         // Idle after serving, it sleeps: no libdispatch worker pool, whose monitor would wake it every
         // second. Quiet means 3 s without a wake-up of any of its threads; then at most 1 in 5 s.
         let pid = process.processIdentifier
-        // It makes no transfer, so it never loaded libcurl (CRouseCurl loads it on first use) or its dependencies.
+        // It makes no transfer, opens no D-Bus connection and no PostgreSQL store, so it never loaded libcurl, libsystemd
+        // or libpq (CRouseCurl, CRouseSystemd and CRousePQ load them on first use) or their dependencies.
         // (Read to the end: /proc files have no size, and String(contentsOfFile:) stops after the first read.)
         let file = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
         let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
         try file.close()
         #expect(maps.contains("libnghttp2"), "the maps of the mock list no libnghttp2: not the mock's maps")
-        #expect(!maps.contains("libcurl"), "the mock loaded libcurl")
+        for library in ["libcurl", "libsystemd", "libpq"] {
+            #expect(!maps.contains(library), "the mock loaded \(library)")
+        }
         let quiet = try await ProcessProbe.settle(pid, quiet: .seconds(3), limit: .seconds(15))
         #expect(quiet, "the mock never went quiet")
         if quiet {
