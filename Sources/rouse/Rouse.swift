@@ -26,12 +26,7 @@ struct Rouse: AsyncParsableCommand {
 @main
 enum RouseMain {
     static func main() {
-        let command: any ParsableCommand
-        do {
-            command = try Rouse.parseAsRoot()
-        } catch {
-            Rouse.exit(withError: error)
-        }
+        let command = parse()
         guard let asynchronous = command as? any AsyncParsableCommand else {
             var synchronous = command
             do {
@@ -61,5 +56,25 @@ enum RouseMain {
             Rouse.exit()
         }
         dispatchMain()
+    }
+
+    /// The command line as a command. `rouse send …`, the one-shot a script or a SIP proxy runs per push, is parsed
+    /// against `SendCommand` alone first: ArgumentParser's parse from the root reflects on the whole command tree and
+    /// builds `SendCommand`'s argument set twice (once to ask whether it passes its arguments through), about 5 % of
+    /// a one-shot push's CPU (docs/benchmarks.md, "Start-up"). Whatever that parse refuses or treats as a request
+    /// (`--help`, a completion script, an error: anything that is not a `SendCommand`) is parsed again from the root, so that help, usage and error
+    /// messages name `rouse send` exactly as before.
+    private static func parse() -> any ParsableCommand {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "send",
+            let send = try? SendCommand.parseAsRoot(Array(arguments.dropFirst())) as? SendCommand
+        {
+            return send  // not help (`--help` parses to ArgumentParser's help command, whose usage would say "send")
+        }
+        do {
+            return try Rouse.parseAsRoot(arguments)
+        } catch {
+            Rouse.exit(withError: error)
+        }
     }
 }

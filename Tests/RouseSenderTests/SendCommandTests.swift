@@ -107,6 +107,23 @@ struct SendCommandTests {
         #expect(output.stderr.split(separator: "\n").count == 1)
     }
 
+    /// `rouse send` is parsed against `SendCommand` alone first (a one-shot's start-up); what that parse does not
+    /// turn into a send (help, a parse error, a request of ArgumentParser's) is parsed from the root again, so that
+    /// every message names `rouse send` as the full parse does.
+    @Test(arguments: [
+        (["send", "voip", "--help"], 0, "USAGE: rouse send [<options>] <kind>"),
+        (["send", "-h"], 0, "USAGE: rouse send [<options>] <kind>"),
+        (["send", "voip", "--bogus"], 64, "Usage: rouse send [<options>] <kind>"),
+        (["send"], 64, "Usage: rouse send [<options>] <kind>"),
+        (["send", "--version"], 0, "development build"),
+    ])
+    func helpAndParseErrorsNameRouseSend(_ arguments: [String], _ status: Int32, _ text: String) async throws {
+        let output = try await ChildProcess.run(try Self.rouse, arguments)
+        #expect(output.status == status, "\(output.stdout) \(output.stderr)")
+        #expect((output.stdout + output.stderr).contains(text), "\(output.stdout) \(output.stderr)")
+        #expect(!(output.stdout + output.stderr).contains("USAGE: send"), "\(output.stdout)")
+    }
+
     @Test func connectFailureExits2() async throws {
         let output = try await ChildProcess.run(
             try Self.rouse,
