@@ -109,7 +109,9 @@ let package = Package(
         ),
         // D-Bus through sd-bus on an event loop, and the typed models of the session's services (logind,
         // notifications, UPower); calls, signals, and a small method export for services.
-        .target(name: "RouseDBus", dependencies: ["CSystemd", "CRouseSystemd", "RouseClock", "RouseEventLoop", "RouseSystem"]),
+        .target(
+            name: "RouseDBus",
+            dependencies: ["CSystemd", "CRouseSystemd", "RouseClock", "RouseEventLoop", "RouseSystem"]),
 
         // MARK: Products
         .target(
