@@ -372,9 +372,11 @@ build_deb() {
     echo "$deb"
 }
 
-rouse_depends=$(shlibs_depends rouse)
+# without_libc6 LIST: the list without its libc6 entry (the packages with binaries name libc6 (>= 2.36), below).
+without_libc6() { sed -E 's/(^|, )libc6 \([^)]*\)//; s/^, //' <<<"$1"; }
+rouse_depends=$(without_libc6 "$(shlibs_depends rouse)")
 gateway_depends=$(shlibs_depends rouse-gateway)
-agent_depends=$(shlibs_depends rouse-agent)
+agent_depends=$(without_libc6 "$(shlibs_depends rouse-agent)")
 debs=()
 # libcurl4, libsystemd0 and libpq5: loaded with dlopen (Sources/CRouseCurl, CRouseSystemd, CRousePQ), so
 # dpkg-shlibdeps cannot see them; libcurl 7.85 for CURLOPT_PROTOCOLS_STR, libsystemd 241 for sd_bus_close_unref (its
