@@ -32,10 +32,6 @@ final class HTTP1ServerState {
     /// Whether the socket is polled for reading and for writing now.
     var readInterest = true
     var writeInterest = false
-    /// Bytes (or the peer's end) became readable while a request waited for its answer: reading is off until it is
-    /// sent. Read interest stays on otherwise, so a client that waits for each answer (as WebPush senders do) costs
-    /// no `epoll_ctl` per request; only a pipelining one does.
-    var readableWhileBusy = false
 
     init(limits: HTTP1RequestParser.Limits) {
         parser = HTTP1RequestParser(limits: limits)
@@ -55,11 +51,9 @@ extension ServerConnection {
         http1ReadAll()
     }
 
-    /// Reads while no request waits for its answer, then parses. Called by the loop when the socket is readable and
-    /// after each answer.
+    /// Reads while no request waits for its answer, then parses.
     func http1ReadAll() {
         guard let state = http1 else { return }
-        if state.current != nil { state.readableWhileBusy = true }
         let buffer = readBuffer
         var budget = 1 << 20
         while phase == .active && state.current == nil && !state.closeAfterOutput && budget > 0 {
@@ -157,7 +151,6 @@ extension ServerConnection {
         guard let state = http1 else { return }
         state.keepAlive = false
         state.current = nil
-        state.readableWhileBusy = false
         http1Append(Self.http1Response(status: status, headers: [], body: Array((message + "\n").utf8), close: true))
         state.closeAfterOutput = true
         http1Flush()
@@ -166,7 +159,6 @@ extension ServerConnection {
     func http1Respond(streamID: Int32, status: Int, headers: [HTTP2Header], body: [UInt8]) {
         guard let state = http1, state.current == streamID, phase == .active else { return }
         state.current = nil
-        state.readableWhileBusy = false
         let close = !state.keepAlive || state.closeAfterOutput
         http1Append(Self.http1Response(status: status, headers: headers, body: body, close: close))
         if close { state.closeAfterOutput = true }
@@ -248,11 +240,11 @@ extension ServerConnection {
         http1UpdateInterest()
     }
 
-    /// Polls for reading except after the socket became readable while a request waits (a level-triggered poll would
-    /// spin then), for writing only while output waits.
+    /// Polls for reading only while no request waits (a level-triggered poll would spin otherwise), for writing
+    /// only while output waits.
     private func http1UpdateInterest() {
         guard let state = http1, phase == .active else { return }
-        let read = !state.closeAfterOutput && (state.current == nil || !state.readableWhileBusy)
+        let read = state.current == nil && !state.closeAfterOutput
         let write = state.outputOffset < state.output.count
         guard read != state.readInterest || write != state.writeInterest else { return }
         state.readInterest = read
