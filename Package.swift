@@ -41,11 +41,11 @@ let package = Package(
         // libcurl and libsystemd's sd-bus (each loaded with dlopen on first use, so a program that makes no transfer or
         // opens no bus never loads it; CCurl and CSystemd give only their headers), OpenSSL's macros (OpenSSL only).
         .target(name: "CRouseSys"),
-        .target(name: "CRouseCurl", dependencies: ["CCurl"]),
-        .target(name: "CRouseSystemd", dependencies: ["CSystemd"]),
+        .target(name: "CRouseCurl", dependencies: ["CCurl", "CRouseSys"]),
+        .target(name: "CRouseSystemd", dependencies: ["CSystemd", "CRouseSys"]),
         // libpq, PostgreSQL's C client, for the gateway's shared store (RousePostgres wraps it): loaded with dlopen when
         // a PostgreSQL store opens, so no other program or store loads it or its dependencies (libpq-dev's headers).
-        .target(name: "CRousePQ"),
+        .target(name: "CRousePQ", dependencies: ["CRouseSys"]),
         .target(name: "CRouseOpenSSL", dependencies: ["COpenSSL"]),
 
         // MARK: Pure Swift models (no C module)

@@ -1,8 +1,7 @@
 #include "CRouseCurl.h"
 
-#include <dlfcn.h>
+#include "rouse_library.h"
 #include <pthread.h>
-#include <stdio.h>
 
 // libcurl is loaded with dlopen on first use rather than linked. Hand-written because no library does this for
 // libcurl: the multi-call binary holds programs that never make a curl transfer (`rouse send` on its native engine,
@@ -37,24 +36,13 @@ static char curl_load_error[512];
 #define ROUSE_CURL_LIBRARY "libcurl.so.4"
 
 static void rouse_curl_resolve(void) {
-    // RTLD_LOCAL: libcurl's symbols stay out of the global scope; RTLD_NOW: a missing symbol fails here, not mid-call.
-    void *library = dlopen(ROUSE_CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *why = dlerror();
-        snprintf(curl_load_error, sizeof curl_load_error, "%s (Debian package libcurl4)",
-                 why ? why : ROUSE_CURL_LIBRARY);
-        return;
-    }
+    void *library = rouse_library_open(ROUSE_CURL_LIBRARY, "libcurl4", curl_load_error, sizeof curl_load_error);
+    if (library == NULL) return;
 #define ROUSE_CURL_SYMBOL(field, name)                                                                               \
     do {                                                                                                             \
-        *(void **)&curl.field = dlsym(library, name);                                                                \
-        if (curl.field == NULL) {                                                                                    \
-            const char *why = dlerror();                                                                             \
-            snprintf(curl_load_error, sizeof curl_load_error, "%s has no %s: %s", ROUSE_CURL_LIBRARY, name,          \
-                     why ? why : "?");                                                                               \
-            dlclose(library);                                                                                        \
+        if (rouse_library_symbol(library, ROUSE_CURL_LIBRARY, name, (void **)&curl.field, curl_load_error,           \
+                                 sizeof curl_load_error) != 0)                                                       \
             return;                                                                                                  \
-        }                                                                                                            \
     } while (0)
     ROUSE_CURL_SYMBOL(global_init, "curl_global_init");
     ROUSE_CURL_SYMBOL(easy_init, "curl_easy_init");

@@ -1,8 +1,7 @@
 #include "CRousePQ.h"
 
-#include <dlfcn.h>
+#include "rouse_library.h"
 #include <pthread.h>
-#include <stdio.h>
 
 // libpq is loaded with dlopen on first use rather than linked. Hand-written because no library does this for libpq:
 // the multi-call binary holds programs that never open a PostgreSQL connection (`rouse send`, the mock, the agent, a
@@ -38,23 +37,13 @@ static char pq_load_error[512];
 #define ROUSE_PQ_LIBRARY "libpq.so.5"
 
 static void rouse_pq_resolve(void) {
-    // RTLD_LOCAL: libpq's symbols stay out of the global scope; RTLD_NOW: a missing symbol fails here, not mid-call.
-    void *library = dlopen(ROUSE_PQ_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *why = dlerror();
-        snprintf(pq_load_error, sizeof pq_load_error, "%s (Debian package libpq5)", why ? why : ROUSE_PQ_LIBRARY);
-        return;
-    }
+    void *library = rouse_library_open(ROUSE_PQ_LIBRARY, "libpq5", pq_load_error, sizeof pq_load_error);
+    if (library == NULL) return;
 #define ROUSE_PQ_SYMBOL(field, name)                                                                                 \
     do {                                                                                                             \
-        *(void **)&pq.field = dlsym(library, name);                                                                  \
-        if (pq.field == NULL) {                                                                                      \
-            const char *why = dlerror();                                                                             \
-            snprintf(pq_load_error, sizeof pq_load_error, "%s has no %s: %s", ROUSE_PQ_LIBRARY, name,                \
-                     why ? why : "?");                                                                               \
-            dlclose(library);                                                                                        \
+        if (rouse_library_symbol(library, ROUSE_PQ_LIBRARY, name, (void **)&pq.field, pq_load_error,                 \
+                                 sizeof pq_load_error) != 0)                                                         \
             return;                                                                                                  \
-        }                                                                                                            \
     } while (0)
     ROUSE_PQ_SYMBOL(connectdb_params, "PQconnectdbParams");
     ROUSE_PQ_SYMBOL(status, "PQstatus");

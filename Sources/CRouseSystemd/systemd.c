@@ -1,10 +1,9 @@
 #include "CRouseSystemd.h"
 
-#include <dlfcn.h>
+#include "rouse_library.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 
 // libsystemd is loaded with dlopen on first use rather than linked. Hand-written because no library does this for
 // sd-bus: the multi-call binary holds programs that never open a D-Bus connection (`rouse send`, the mock, the
@@ -69,24 +68,13 @@ static char sd_load_error[512];
 #define ROUSE_SD_LIBRARY "libsystemd.so.0"
 
 static void rouse_sd_resolve(void) {
-    // RTLD_LOCAL: libsystemd's symbols stay out of the global scope; RTLD_NOW: a missing symbol fails here.
-    void *library = dlopen(ROUSE_SD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *why = dlerror();
-        snprintf(sd_load_error, sizeof sd_load_error, "%s (Debian package libsystemd0)",
-                 why ? why : ROUSE_SD_LIBRARY);
-        return;
-    }
+    void *library = rouse_library_open(ROUSE_SD_LIBRARY, "libsystemd0", sd_load_error, sizeof sd_load_error);
+    if (library == NULL) return;
 #define ROUSE_SD_SYMBOL(field, name)                                                                                 \
     do {                                                                                                             \
-        *(void **)&sd.field = dlsym(library, name);                                                                  \
-        if (sd.field == NULL) {                                                                                      \
-            const char *why = dlerror();                                                                             \
-            snprintf(sd_load_error, sizeof sd_load_error, "%s has no %s: %s", ROUSE_SD_LIBRARY, name,                \
-                     why ? why : "?");                                                                               \
-            dlclose(library);                                                                                        \
+        if (rouse_library_symbol(library, ROUSE_SD_LIBRARY, name, (void **)&sd.field, sd_load_error,                 \
+                                 sizeof sd_load_error) != 0)                                                         \
             return;                                                                                                  \
-        }                                                                                                            \
     } while (0)
     ROUSE_SD_SYMBOL(bus_add_object, "sd_bus_add_object");
     ROUSE_SD_SYMBOL(bus_call_async, "sd_bus_call_async");

@@ -7,5 +7,6 @@
 #define ROUSE_SYS_SHIM_H
 #include "rouse_netlink.h"
 #include "rouse_process.h"
+#include "rouse_library.h"
 #include "rouse_sys.h"
 #endif
