@@ -28,6 +28,7 @@ static struct {
     const char *(*multi_strerror)(CURLMcode code);
     struct curl_slist *(*slist_append)(struct curl_slist *list, const char *text);
     void (*slist_free_all)(struct curl_slist *list);
+    curl_version_info_data *(*version_info)(CURLversion stamp);
 } curl;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_loaded;
@@ -63,6 +64,7 @@ static void rouse_curl_resolve(void) {
     ROUSE_CURL_SYMBOL(multi_strerror, "curl_multi_strerror");
     ROUSE_CURL_SYMBOL(slist_append, "curl_slist_append");
     ROUSE_CURL_SYMBOL(slist_free_all, "curl_slist_free_all");
+    ROUSE_CURL_SYMBOL(version_info, "curl_version_info");
 #undef ROUSE_CURL_SYMBOL
     curl_loaded = 1;
 }
@@ -100,8 +102,8 @@ CURLMcode rouse_curl_multi_remove_handle(CURLM *multi, CURL *handle) {
 CURLMcode rouse_curl_multi_perform(CURLM *multi, int *running) {
     return curl.multi_perform(multi, running);
 }
-CURLMcode rouse_curl_multi_poll(CURLM *multi, int timeout_ms) {
-    return curl.multi_poll(multi, NULL, 0, timeout_ms, NULL);
+CURLMcode rouse_curl_multi_poll(CURLM *multi, int timeout_ms, int *events) {
+    return curl.multi_poll(multi, NULL, 0, timeout_ms, events);
 }
 CURLMcode rouse_curl_multi_timeout(CURLM *multi, long *milliseconds) {
     return curl.multi_timeout(multi, milliseconds);
@@ -117,6 +119,11 @@ struct curl_slist *rouse_curl_slist_append(struct curl_slist *list, const char *
 }
 void rouse_curl_slist_free_all(struct curl_slist *list) {
     if (list != NULL) curl.slist_free_all(list);
+}
+unsigned int rouse_curl_version_number(void) {
+    if (!rouse_curl_ready()) return 0;
+    curl_version_info_data *info = curl.version_info(CURLVERSION_NOW);
+    return info != NULL ? info->version_num : 0;
 }
 
 CURLcode rouse_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {

@@ -15,3 +15,6 @@ private let curlGlobalInitFailure: CurlError? = {
 func ensureCurlGlobalInit() throws {
     if let failure = curlGlobalInitFailure { throw failure }
 }
+
+/// The loaded libcurl's version as 0xXXYYZZ (7.88.1 is 0x075801); 0 when libcurl cannot be loaded.
+package var curlVersionNumber: UInt32 { UInt32(rouse_curl_version_number()) }

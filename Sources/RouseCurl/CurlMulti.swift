@@ -51,12 +51,16 @@ package final class CurlMulti {
         return Int(running)
     }
 
-    /// Waits for socket activity, libcurl's own timers, a ``wakeup()`` or `timeoutMilliseconds`.
-    package func poll(timeoutMilliseconds: Int32) throws {
-        let result = rouse_curl_multi_poll(handle, timeoutMilliseconds)
+    /// Waits for socket activity, libcurl's own timers, a ``wakeup()`` or `timeoutMilliseconds`; returns how many of
+    /// libcurl's sockets had an event (a wake-up is none).
+    @discardableResult
+    package func poll(timeoutMilliseconds: Int32) throws -> Int {
+        var events: Int32 = 0
+        let result = rouse_curl_multi_poll(handle, timeoutMilliseconds, &events)
         guard result == CURLM_OK else {
             throw CurlError(multiCode: CurlMultiCode(result), operation: "curl_multi_poll")
         }
+        return Int(events)
     }
 
     /// libcurl's next timer (`curl_multi_timeout`), capped at `limit`; `limit` when libcurl has none.

@@ -19,6 +19,18 @@ import Synchronization
 /// (nothing is queued, so the stall cannot happen) it sleeps until libcurl's own next timer (deadlines
 /// included), a socket event or a wake-up from another thread, and nothing else: an idle device channel costs
 /// no wake-up.
+///
+/// One more pass before sleeping (libcurl before 8.4.0, Debian 12's 7.88.1 among them): at the end of
+/// `curl_multi_perform` libcurl drops every timer it finds already due, comparing in whole milliseconds, so a
+/// "run this transfer again now" timer set less than 1 ms after the call began is dropped as past without the
+/// transfer having run (curl issue #11937, fixed in 8.4.0 by commit 579f093). HTTP/2 sets that timer when one
+/// transfer's turn reads frames for another: a response whose `END_STREAM` came in while a sibling stream read was
+/// left unfinished until the next byte on the connection, which on a quiet device channel may be minutes away
+/// (the gateway's test "a newer channel replaces the older one" hung in 3–6 % of its runs). So with such a libcurl,
+/// after a pass that did anything (socket events before it, a callback or a completion in it, a transfer added or
+/// removed) the loop runs another pass at once instead of sleeping; the transfer libcurl marked to run again (its
+/// drain flag survives the lost timer) runs there. It ends with the first pass that did nothing: an idle client
+/// still sleeps until a real event.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []
@@ -34,9 +46,14 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Attached transfers whose response head has not arrived yet (loop thread only).
     private var awaitingHead: Set<ObjectIdentifier> = []
     private let logger: Logger
+    /// Callbacks of this loop's transfers so far (loop thread only).
+    private let activity = CurlLoopActivity()
+    /// libcurl drops sub-millisecond timers (before 8.4.0): settle with one more pass after any work.
+    private let settlesAfterWork: Bool
 
     init(configuration: CurlHTTPClient.Configuration, logger: Logger) throws {
         self.logger = logger
+        settlesAfterWork = curlVersionNumber < Self.timerFixVersion
         multi = try CurlMulti()
         try multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX), name: "CURLMOPT_PIPELINING")
         try multi.set(
@@ -111,8 +128,12 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     // MARK: loop thread
 
+    /// The first libcurl that keeps sub-millisecond timers (8.4.0).
+    static let timerFixVersion: UInt32 = 0x08_04_00
+
     private func run() {
         logger.debug("curl loop started")
+        var socketEvents = 0
         while true {
             let (adds, removals, stopping) = shared.withLock { shared in
                 defer {
@@ -125,10 +146,15 @@ final class CurlMultiLoop: @unchecked Sendable {
             for transfer in removals { detach(transfer) }
             if stopping { break }
             do {
+                let callbacksBefore = activity.count
                 _ = try multi.perform()
-                completeFinished()
+                let completed = completeFinished()
+                let didWork =
+                    socketEvents > 0 || completed > 0 || activity.count != callbacksBefore || !adds.isEmpty
+                    || !removals.isEmpty
                 let cap: Int32 = awaitingHead.isEmpty ? Int32.max : 50
-                try multi.poll(timeoutMilliseconds: multi.timeoutMilliseconds(atMost: cap))
+                let timeout = settlesAfterWork && didWork ? 0 : multi.timeoutMilliseconds(atMost: cap)
+                socketEvents = try multi.poll(timeoutMilliseconds: timeout)
             } catch let error as CurlError {
                 // Multi-level failures are not tied to one transfer (out of memory, a bad handle): fail all.
                 logger.error("curl multi failure", metadata: ["error": "\(error)"])
@@ -166,6 +192,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         guard !transfer.isDone else { return }
         do {
             try multi.add(transfer.easy)
+            transfer.activity = activity
             active[transfer.easy.handle] = transfer
             let id = ObjectIdentifier(transfer)
             awaitingHead.insert(id)
@@ -183,9 +210,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         multi.remove(transfer.easy)
     }
 
-    private func completeFinished() {
+    /// Completes every transfer libcurl reports finished; returns how many.
+    private func completeFinished() -> Int {
+        var completed = 0
         while let (easy, result) = multi.nextDone() {
             guard let transfer = active.removeValue(forKey: easy) else { continue }
+            completed += 1
             awaitingHead.remove(ObjectIdentifier(transfer))
             multi.remove(transfer.easy)
             if result != .ok {
@@ -196,5 +226,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             transfer.finish(result: result)
         }
+        return completed
     }
+}
+
+/// How many libcurl callbacks (head, body, upload) a loop's transfers have had: the loop compares it across a
+/// `curl_multi_perform` to tell a pass that did work. Loop thread only.
+final class CurlLoopActivity {
+    var count: UInt64 = 0
 }

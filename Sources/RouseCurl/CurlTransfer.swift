@@ -31,6 +31,8 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: CurlEasy
     /// Loop thread only: called once when the response head has arrived (see `CurlMultiLoop`).
     var onHeadArrived: (() -> Void)?
+    /// Loop thread only: the loop's count of callbacks, bumped by each of this transfer's (see `CurlMultiLoop`).
+    var activity: CurlLoopActivity?
     private let state = Mutex(State())
     private let maxBodyBytes: Int
     /// Set for streaming transfers: where body chunks go.
@@ -118,6 +120,7 @@ final class CurlTransfer: @unchecked Sendable {
     // MARK: libcurl callbacks (loop thread)
 
     func receiveHeader(_ bytes: UnsafeRawBufferPointer) {
+        activity?.count &+= 1
         // Strip the line ending on bytes: as Characters, "\r\n" is one grapheme and matches neither.
         var end = bytes.count
         while end > 0, bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A { end -= 1 }
@@ -155,6 +158,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Returns false to make libcurl abort the transfer (buffered body limit).
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        activity?.count &+= 1
         if let sink {
             // A body before the final head (a 1xx has none; libcurl hands no other) is not the sink's.
             return !sinkRefused && state.withLock { $0.headComplete } && sink.body(bytes)
@@ -175,7 +179,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Fills libcurl's upload buffer from the sink: the count, or nil to abort.
     func sendBody(_ buffer: UnsafeMutableRawBufferPointer) -> Int? {
-        sink?.read(into: buffer)
+        activity?.count &+= 1
+        return sink?.read(into: buffer)
     }
 
     private func deliverStreamHead() {

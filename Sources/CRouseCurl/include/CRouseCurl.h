@@ -18,8 +18,9 @@ void rouse_curl_multi_cleanup(CURLM *multi);
 CURLMcode rouse_curl_multi_add_handle(CURLM *multi, CURL *handle);
 CURLMcode rouse_curl_multi_remove_handle(CURLM *multi, CURL *handle);
 CURLMcode rouse_curl_multi_perform(CURLM *multi, int *running);
-/// curl_multi_poll with no extra descriptors.
-CURLMcode rouse_curl_multi_poll(CURLM *multi, int timeout_ms);
+/// curl_multi_poll with no extra descriptors; `events` (may be NULL) gets how many of libcurl's sockets had an
+/// event (a wake-up by curl_multi_wakeup is not one).
+CURLMcode rouse_curl_multi_poll(CURLM *multi, int timeout_ms, int *events);
 CURLMcode rouse_curl_multi_timeout(CURLM *multi, long *milliseconds);
 CURLMcode rouse_curl_multi_wakeup(CURLM *multi);
 /// libcurl's text for a multi code, or "libcurl is not loaded".
@@ -27,6 +28,9 @@ const char *rouse_curl_multi_strerror(CURLMcode code);
 struct curl_slist *rouse_curl_slist_append(struct curl_slist *list, const char *text);
 /// curl_slist_free_all; NULL is nothing to free.
 void rouse_curl_slist_free_all(struct curl_slist *list);
+/// The loaded libcurl's version as 0xXXYYZZ (curl_version_info's version_num: 7.88.1 is 0x075801); 0 when libcurl
+/// cannot be loaded.
+unsigned int rouse_curl_version_number(void);
 
 typedef size_t (*rouse_curl_data_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
