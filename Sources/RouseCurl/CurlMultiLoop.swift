@@ -20,17 +20,21 @@ import Synchronization
 /// included), a socket event or a wake-up from another thread, and nothing else: an idle device channel costs
 /// no wake-up.
 ///
-/// One more pass before sleeping (libcurl before 8.4.0, Debian 12's 7.88.1 among them): at the end of
-/// `curl_multi_perform` libcurl drops every timer it finds already due, comparing in whole milliseconds, so a
-/// "run this transfer again now" timer set less than 1 ms after the call began is dropped as past without the
-/// transfer having run (curl issue #11937, fixed in 8.4.0 by commit 579f093). HTTP/2 sets that timer when one
-/// transfer's turn reads frames for another: a response whose `END_STREAM` came in while a sibling stream read was
-/// left unfinished until the next byte on the connection, which on a quiet device channel may be minutes away
-/// (the gateway's test "a newer channel replaces the older one" hung in 3–6 % of its runs). So with such a libcurl,
-/// after a pass that did anything (socket events before it, a callback or a completion in it, a transfer added or
-/// removed) the loop runs another pass at once instead of sleeping; the transfer libcurl marked to run again (its
-/// drain flag survives the lost timer) runs there. It ends with the first pass that did nothing: an idle client
-/// still sleeps until a real event.
+/// One more pass before sleeping (libcurl before 8.4.0, Debian 12's 7.88.1 among them). When a transfer's earliest
+/// timer is already due as `curl_multi_perform` begins and the call sets it a new "run again now" timer, the call
+/// ends by dropping the due timer and, comparing in whole milliseconds, the new one too when it lies less than 1 ms
+/// after the call began (curl issue #11937, fixed in 8.4.0 by commit 579f093). HTTP/2 sets that timer for a stream
+/// that must run once more to see its end: when its own read returns its last bytes with the stream already closed,
+/// and when a sibling's read takes in its frames. Such a transfer then waited for the next byte on the connection,
+/// which on a quiet device channel may be minutes away (traced: a stream returned its last record with the stream
+/// closed, and `curl_multi_timeout` then named a 10 s timer instead of 0; the gateway's test "a newer channel
+/// replaces the older one" hung in 6 of 200 runs). So with such a libcurl the loop sleeps only after a pass that
+/// did nothing: after a wake-up from a sleep (socket events, a timer, another thread), and after a pass with a
+/// callback, a completion, or a transfer added or removed, it runs another pass at once (`poll` with timeout 0);
+/// the transfer libcurl marked to run again (its drain flag survives the lost timer) runs there. An idle client
+/// still sleeps until a real event: a wake-up costs one more `curl_multi_perform`, not another wake-up. What is
+/// left: bytes that arrive during a pass that began without a sleep before it, are read by a sibling with no
+/// callback, and leave a transfer whose timer is lost; a window of microseconds, against the millisecond of before.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Shared {
         var adds: [CurlTransfer] = []
@@ -134,6 +138,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func run() {
         logger.debug("curl loop started")
         var socketEvents = 0
+        var slept = false
         while true {
             let (adds, removals, stopping) = shared.withLock { shared in
                 defer {
@@ -150,11 +155,12 @@ final class CurlMultiLoop: @unchecked Sendable {
                 _ = try multi.perform()
                 let completed = completeFinished()
                 let didWork =
-                    socketEvents > 0 || completed > 0 || activity.count != callbacksBefore || !adds.isEmpty
-                    || !removals.isEmpty
+                    slept || socketEvents > 0 || completed > 0 || activity.count != callbacksBefore
+                    || !adds.isEmpty || !removals.isEmpty
                 let cap: Int32 = awaitingHead.isEmpty ? Int32.max : 50
                 let timeout = settlesAfterWork && didWork ? 0 : multi.timeoutMilliseconds(atMost: cap)
                 socketEvents = try multi.poll(timeoutMilliseconds: timeout)
+                slept = timeout != 0
             } catch let error as CurlError {
                 // Multi-level failures are not tied to one transfer (out of memory, a bad handle): fail all.
                 logger.error("curl multi failure", metadata: ["error": "\(error)"])

@@ -4,10 +4,10 @@ import Synchronization
 
 /// One request in flight: its easy handle, what libcurl has delivered so far, and who is waiting.
 ///
-/// `@unchecked Sendable`: all mutable state lives in `state`, a `Mutex`, except `onHeadArrived`, which only
-/// the loop thread touches. `easy` is configured before the transfer is submitted and afterwards used only
-/// on the loop thread (libcurl's callbacks run there, inside `curl_multi_perform`). Continuations are always
-/// resumed outside the lock.
+/// `@unchecked Sendable`: all mutable state lives in `state`, a `Mutex`, except `onHeadArrived`, `activity` and
+/// `sinkRefused`, which only the loop thread touches. `easy` is configured before the transfer is submitted and
+/// afterwards used only on the loop thread (libcurl's callbacks run there, inside `curl_multi_perform`).
+/// Continuations are always resumed outside the lock.
 final class CurlTransfer: @unchecked Sendable {
     private enum Waiter {
         case buffered(CheckedContinuation<CurlResponse, any Error>)
