@@ -54,41 +54,13 @@ package struct SIPLab: Sendable {
         try Self.requireTools()
         self.directory = directory
         self.files = files
-        var ports: Set<UInt16> = []
-        // Ports below the kernel's ephemeral range (`ip_local_port_range`, 32768-60999 by default) when it leaves
-        // room: a port from that range can become any outgoing connection's source port, or another test's
-        // `bind(0)`, between this check and the program's own bind (seen: baresip's "SIP Transport failed: Address
-        // already in use" while other tests ran). Below it only an explicit bind can take it.
-        let ephemeralLow =
-            Sys.readText("/proc/sys/net/ipv4/ip_local_port_range")?.split(whereSeparator: \.isWhitespace).first
-            .flatMap { Int($0) } ?? 0
-        func port() throws -> UInt16 {
-            while true {
-                let candidate =
-                    ephemeralLow > 12_000
-                    ? UInt16(Int.random(in: 10_000..<(ephemeralLow - 1))) : try Sys.freeLoopbackPort()
-                guard ephemeralLow <= 12_000 || Sys.loopbackPortIsFree(candidate) else { continue }
-                if ports.insert(candidate).inserted { return candidate }
-            }
-        }
-        // baresip 1.0 also listens for SIP over TLS on its port + 1 (it has no setting to turn that off): a phone's
-        // port comes with the next one free too, else baresip fails to start ("SIP/TLS transport failed: Address
-        // already in use", seen when another test held that port).
-        func phonePortPair() throws -> UInt16 {
-            while true {
-                let candidate = try port()
-                guard candidate < UInt16.max, !ports.contains(candidate + 1), Sys.loopbackPortIsFree(candidate + 1)
-                else { continue }
-                ports.insert(candidate + 1)
-                return candidate
-            }
-        }
-        proxyPort = try port()
-        phonePort = try phonePortPair()
-        controlPort = try port()
-        callerPort = try port()
-        tcpPhonePort = try phonePortPair()
-        bridgePort = try port()
+        var ports = LoopbackPorts()
+        proxyPort = try ports.next()
+        phonePort = try ports.nextPair()
+        controlPort = try ports.next()
+        callerPort = try ports.next()
+        tcpPhonePort = try ports.nextPair()
+        bridgePort = try ports.next()
         try FileManager.default.createDirectory(atPath: baresipDirectory, withIntermediateDirectories: true)
         let kamailio = """
             #!KAMAILIO
@@ -264,6 +236,18 @@ package struct SIPLab: Sendable {
     package func calls(
         _ tag: String, count: Int, period: Duration, hold: Duration = .milliseconds(200), callee: String? = nil
     ) async throws -> SIPCallRun {
+        try await Self.calls(
+            tag, count: count, period: period, hold: hold, scenario: files + "/sipp-uac.xml", to: callee ?? user,
+            at: proxyPort, from: callerPort, directory: directory)
+    }
+
+    /// `count` calls from SIPp running `scenario` (`deploy/sip/sipp-uac.xml`) on 127.0.0.1:`callerPort` to
+    /// `callee` through 127.0.0.1:`port`, as ``calls(_:count:period:hold:callee:)`` places them; its logs go to
+    /// `directory`.
+    package static func calls(
+        _ tag: String, count: Int, period: Duration, hold: Duration, scenario: String, to callee: String,
+        at port: UInt16, from callerPort: UInt16, directory: String
+    ) async throws -> SIPCallRun {
         let log = "\(directory)/sipp-\(tag).log"
         // SIPp's unexpected messages, whole: what a failed call got instead of its answer (quoted with the output).
         let errors = "\(directory)/sipp-\(tag)-errors.log"
@@ -271,13 +255,13 @@ package struct SIPLab: Sendable {
             1, Int(period.components.seconds * 1000 + period.components.attoseconds / 1_000_000_000_000_000))
         let holdMs = Int(hold.components.seconds * 1000 + hold.components.attoseconds / 1_000_000_000_000_000)
         let output = try await ChildProcess.run(
-            Self.sipp,
+            sipp,
             [
-                "-sf", files + "/sipp-uac.xml", "-s", callee ?? user, "-i", "127.0.0.1", "-p", "\(callerPort)",
+                "-sf", scenario, "-s", callee, "-i", "127.0.0.1", "-p", "\(callerPort)",
                 "-m", "\(count)", "-l", "1", "-r", "1", "-rp", "\(periodMs)", "-d", "\(holdMs)", "-trace_logs",
                 "-log_file", log, "-trace_err", "-error_file", errors, "-recv_timeout", "20000", "-timeout",
                 "\(count * (periodMs / 1000 + 25))",
-                "-nostdin", "127.0.0.1:\(proxyPort)",
+                "-nostdin", "127.0.0.1:\(port)",
             ], timeout: .seconds(Int64(count * (periodMs / 1000 + 30))))
         let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
         let answered = lines.compactMap { line -> Double? in
@@ -292,6 +276,44 @@ package struct SIPLab: Sendable {
                     ? ""
                     : "\nSIPp errors:\n"
                         + String(((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").suffix(4000))))
+    }
+}
+
+/// Free ports on 127.0.0.1 for SIP programs that bind the port they are given, none handed out twice.
+package struct LoopbackPorts: Sendable {
+    private var taken: Set<UInt16> = []
+    // Ports below the kernel's ephemeral range (`ip_local_port_range`, 32768-60999 by default) when it leaves
+    // room: a port from that range can become any outgoing connection's source port, or another test's
+    // `bind(0)`, between this check and the program's own bind (seen: baresip's "SIP Transport failed: Address
+    // already in use" while other tests ran). Below it only an explicit bind can take it.
+    private let ephemeralLow =
+        Sys.readText("/proc/sys/net/ipv4/ip_local_port_range")?.split(whereSeparator: \.isWhitespace).first
+        .flatMap { Int($0) } ?? 0
+
+    package init() {}
+
+    /// A port free a moment ago for TCP and UDP.
+    package mutating func next() throws -> UInt16 {
+        while true {
+            let candidate =
+                ephemeralLow > 12_000
+                ? UInt16(Int.random(in: 10_000..<(ephemeralLow - 1))) : try Sys.freeLoopbackPort()
+            guard ephemeralLow <= 12_000 || Sys.loopbackPortIsFree(candidate) else { continue }
+            if taken.insert(candidate).inserted { return candidate }
+        }
+    }
+
+    /// A port with the next one free too: baresip 1.0 also listens for SIP over TLS on its port + 1 (it has no
+    /// setting to turn that off), and fails to start when another test holds that port ("SIP/TLS transport
+    /// failed: Address already in use").
+    package mutating func nextPair() throws -> UInt16 {
+        while true {
+            let candidate = try next()
+            guard candidate < UInt16.max, !taken.contains(candidate + 1), Sys.loopbackPortIsFree(candidate + 1)
+            else { continue }
+            taken.insert(candidate + 1)
+            return candidate
+        }
     }
 }
 
