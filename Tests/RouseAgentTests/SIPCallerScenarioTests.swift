@@ -1,6 +1,5 @@
 import Foundation
 import RouseSIPLab
-import RouseSystem
 import RouseTestSupport
 import Testing
 
@@ -28,9 +27,13 @@ struct SIPCallerScenarioTests {
                 "-nostdin",
             ], stdout: .file(directory + "/callee.out"))
         defer { callee.kill() }
-        // SIPp binds its UDP port before it reads anything; the caller's first INVITE must not beat it.
+        // The caller's first INVITE must not beat the callee's bind. Read from /proc/net/udp (local address
+        // 0100007F:port in hex) rather than probed with a bind of our own, which could take the port from SIPp.
+        let bound = String(format: "0100007F:%04X", calleePort)
         try await SIPLab.until("the callee's SIPp bound 127.0.0.1:\(calleePort)") {
-            !Sys.loopbackPortIsFree(calleePort) || !callee.isRunning
+            let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
+            return !callee.isRunning
+                || table.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first == bound[...] }
         }
         let run = try await SIPLab.calls(
             "late-180", count: calls, period: .milliseconds(1), hold: .milliseconds(100),
