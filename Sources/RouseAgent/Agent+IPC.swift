@@ -49,7 +49,14 @@ extension Agent {
         switch inbound {
         case .closed:
             let name = ipc.closed(connection)
-            if let peer = connection.peer, connection.launchedFor == nil { admission.release(uid: peer.uid) }
+            if let peer = connection.peer, connection.launchedFor == nil {
+                // Its slot is the peer's until every descriptor it passed is closed: a reconnecting peer cannot pin
+                // more than its quota's worth of never-ending closes.
+                let admission = admission
+                if !connection.whenDescriptorsReleased({ admission.release(uid: peer.uid) }) {
+                    ipc.meter.count(\.slotsKeptForCloses)
+                }
+            }
             guard let name, handlers.detach(name, connection) else { return false }
             let running = handlers.process(of: name) != nil
             if !running, preservations.flags(of: name).launchBegun {

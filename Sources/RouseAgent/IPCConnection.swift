@@ -46,8 +46,10 @@ final class IPCConnection: Sendable {
     private let stopping = Mutex(false)
     private let meter: IPCMeter
     /// Frames yielded and not yet handled, descriptors its peer passed that are yielded and not yet handled or wait to
-    /// be closed, and whether the reader waits for room.
-    private let queued = Mutex((frames: 0, descriptors: 0, waiting: false))
+    /// be closed, whether the reader waits for room, and what runs once no descriptor is held
+    /// (``whenDescriptorsReleased(_:)``).
+    private let queued = Mutex(
+        (frames: 0, descriptors: 0, waiting: false, whenReleased: (@Sendable () -> Void)?.none))
     /// Signalled when the reader may go on.
     private let room = DispatchSemaphore(value: 0)
     /// Frames yielded that the agent has not taken from ``inbound`` yet.
@@ -108,12 +110,34 @@ final class IPCConnection: Sendable {
 
     /// A descriptor of ``descriptorHeld()`` is off the budget (handled, kept, or closed): the reader may read again.
     func descriptorReleased() {
+        var released: (@Sendable () -> Void)?
         let wake = queued.withLock { queued in
             queued.descriptors -= 1
+            if queued.descriptors == 0 {
+                released = queued.whenReleased
+                queued.whenReleased = nil
+            }
             defer { queued.waiting = false }
             return queued.waiting
         }
         if wake { room.signal() }
+        released?()
+    }
+
+    /// Runs `body` once none of the descriptors this peer passed is held any more (at once when none is): on the
+    /// calling thread, or on the thread whose close released the last one. For the connection's slot in its uid's
+    /// quota, given back only then: a close that never ends (a FUSE file whose `FLUSH` is never answered) keeps its
+    /// descriptor open in the agent, and a peer that connected again after each close would otherwise pin one more
+    /// every time, until the agent ran out of descriptors. True when `body` ran at once.
+    @discardableResult
+    func whenDescriptorsReleased(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let now = queued.withLock { queued in
+            guard queued.descriptors > 0 else { return true }
+            queued.whenReleased = body
+            return false
+        }
+        if now { body() }
+        return now
     }
 
     /// Waits, on the reader thread, while ``pendingDescriptors`` of this peer's descriptors are held.

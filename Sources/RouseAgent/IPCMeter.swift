@@ -21,6 +21,9 @@ package struct IPCCounters: Codable, Sendable, Equatable {
     /// Times a connection's reader stopped reading because descriptors its peer passed wait to be handled or closed
     /// (``IPCConnection/pendingDescriptors``; a close can block as long as the peer wants).
     package var closesPending = 0
+    /// Connections that ended while descriptors their peer passed still waited to be closed: each keeps its slot in
+    /// its uid's quota (``refusedOverQuota`` beyond) until the last of them is closed.
+    package var slotsKeptForCloses = 0
     /// Connections closed because the agent's queue of descriptor closes was over its limit when they passed one.
     package var closeQueueFull = 0
     /// Descriptors that came without an `addTransfer` claiming them (closed by the connection's reader).

@@ -85,6 +85,25 @@ struct BlockingCloseBudgetTests {
         #expect(received.count == 3)
         for fd in received { Sys.close(fd) }
     }
+
+    /// A connection's slot in its uid's quota is given back when the last descriptor its peer passed is closed, not
+    /// when the connection ends: at once with none held, else from the release of the last one.
+    @Test func whatWaitsForTheDescriptorsRunsWhenTheLastIsReleased() throws {
+        let connection = IPCConnection(id: 1, fd: -1, peer: nil, launchedFor: nil, meter: IPCMeter())
+        let runs = Mutex(0)
+        #expect(connection.whenDescriptorsReleased { runs.withLock { $0 += 1 } })
+        #expect(runs.withLock { $0 } == 1)
+        connection.descriptorHeld()
+        connection.descriptorHeld()
+        #expect(!connection.whenDescriptorsReleased { runs.withLock { $0 += 10 } })
+        connection.descriptorReleased()
+        #expect(runs.withLock { $0 } == 1, "one descriptor still waits to be closed")
+        connection.descriptorReleased()
+        #expect(runs.withLock { $0 } == 11)
+        connection.descriptorHeld()
+        connection.descriptorReleased()
+        #expect(runs.withLock { $0 } == 11, "it runs once")
+    }
 }
 
 /// Upload copies run on one thread per handler: a copy that never ends stalls its handler's next copy, never
