@@ -118,6 +118,12 @@ final class PreservationRig: Sendable {
             stderrPath: directory + "/agent\(n).log")
     }
 
+    /// The last `lines` lines of agent run `n`'s log, as written (for a failure's message).
+    func agentLogTail(_ n: Int, lines: Int = 40) -> String {
+        ((try? String(contentsOfFile: directory + "/agent\(n).log", encoding: .utf8)) ?? "").split(separator: "\n")
+            .suffix(lines).joined(separator: "\n")
+    }
+
     /// The agent's log lines (JSON objects) of run `n`.
     func agentLog(_ n: Int) -> [[String: String]] {
         ((try? String(contentsOfFile: directory + "/agent\(n).log", encoding: .utf8)) ?? "").split(separator: "\n")
@@ -391,7 +397,9 @@ struct AgentPreservationTests {
         let pid = try await rig.handlerPID()
         let token = try await rig.token()
         PreservationRig.kill(first)
-        #expect(AgentRestartTests.alive(pid))
+        // Seen once in 30 runs of the test command (run 6 of a test-repeat, 2026-11-29): the handler was gone here;
+        // the agent's last lines say what ended it.
+        #expect(AgentRestartTests.alive(pid), "handler \(pid) gone; agent 1's last lines:\n\(rig.agentLogTail(1))")
         // A push while the agent is down stays with the gateway.
         try await rig.push(#"{"n":3}"#, token: token)
         let second = try await rig.agent(2)
