@@ -180,7 +180,6 @@ final class IPCConnection: Sendable {
             // Descriptors passed with frames (SCM_RIGHTS) arrive with the frame's first bytes: at most one can wait
             // for a frame still incomplete; any more were sent without a frame claiming them and are closed.
             var descriptors: [Int32] = []
-            defer { for fd in descriptors { Sys.close(fd) } }
             while true {
                 self.waitForCloses()
                 if self.stopping.withLock({ $0 }) { break }
@@ -219,6 +218,14 @@ final class IPCConnection: Sendable {
                 closed = true
                 Sys.close(self.fd)
                 if let pidfd = self.peer?.pidfd, pidfd >= 0 { Sys.close(pidfd) }
+            }
+            // The one left waiting for a frame that never came, closed here like the other strays and before the
+            // agent hears of the end: a close that blocks (a FUSE file whose FLUSH is never answered) keeps the
+            // connection, and so its slot in its uid's quota, until it returns. Closed after the end was yielded, it
+            // would pin one more descriptor and this thread with every connection the peer made again.
+            for fd in descriptors {
+                self.meter.count(\.strayDescriptors)
+                Sys.close(fd)
             }
             self.continuation.yield(.closed)
             self.continuation.finish()
