@@ -116,11 +116,15 @@ package enum ProcessProbe {
     }
 
     /// A `kB` field of /proc/PID/status (`VmRSS`, `VmHWM`), in KiB; nil when the process or the field is gone.
-    package static func statusKiB(_ pid: pid_t, _ field: String) -> Int? {
+    package static func statusKiB(_ pid: pid_t, _ field: String) -> Int? { statusNumber(pid, field) }
+
+    /// The number a field of /proc/PID/status starts with (`Threads`; a `kB` one in KiB); nil when the process or
+    /// the field is gone.
+    package static func statusNumber(_ pid: pid_t, _ field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
         else { return nil }
-        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+        return line.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int($0) }
     }
 
     /// CPU time (user + system) of `pid` so far, in clock ticks (`ticksPerSecond`); nil when the process is gone.

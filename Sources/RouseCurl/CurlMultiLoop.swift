@@ -28,10 +28,11 @@ import Synchronization
 /// and when a sibling's read takes in its frames. Such a transfer then waited for the next byte on the connection,
 /// which on a quiet device channel may be minutes away (traced: a stream returned its last record with the stream
 /// closed, and `curl_multi_timeout` then named a 10 s timer instead of 0; the gateway's test "a newer channel
-/// replaces the older one" hung in 3–6 % of its runs, with Debian's libcurl as with upstream 7.88.1). So with such a libcurl the loop sleeps only after a pass that
-/// did nothing: after a wake-up from a sleep (socket events, a timer, another thread), and after a pass with a
-/// callback, a completion, or a transfer added or removed, it runs another pass at once (`poll` with timeout 0);
-/// the transfer libcurl marked to run again (its drain flag survives the lost timer) runs there. An idle client
+/// replaces the older one" hung in 3–6 % of its runs, with Debian's libcurl as with upstream 7.88.1). So with such
+/// a libcurl the loop sleeps only after a pass that did nothing: after a wake-up from a sleep (socket events, a
+/// timer, another thread), and after a pass with a callback, a completion, or a transfer added or removed, it runs
+/// another pass at once (`poll` with timeout 0); the transfer libcurl marked to run again (its drain flag survives
+/// the lost timer) runs there. An idle client
 /// still sleeps until a real event: a wake-up costs one more `curl_multi_perform`, not another wake-up. What is
 /// left: bytes that arrive during a pass that began without a sleep before it, are read by a sibling with no
 /// callback, and leave a transfer whose timer is lost; a window of microseconds, against the millisecond of before.

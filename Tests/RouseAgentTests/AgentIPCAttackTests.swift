@@ -160,11 +160,7 @@ struct AgentIPCAttackTests {
         let target = try await Target()
         defer { Task { await target.stop() } }
         let pid = target.agent.process.processIdentifier
-        @Sendable func residentKiB() -> Int {
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
-        }
+        @Sendable func residentKiB() -> Int { ProcessProbe.statusKiB(pid, "VmRSS") ?? -1 }
         let before = residentKiB()
         let script = """
             import json, socket, struct, sys, time
@@ -258,9 +254,9 @@ struct AgentIPCAttackTests {
     /// mount that never answers `FLUSH` with `addTransfer` frames, and connects again whenever the agent closes a
     /// connection (it does after the first frame: `notRegistered`). `flood`: each connection sends as fast as it
     /// can; `oneAtATime`: each sends one frame and waits for the close; `leftover`: each sends the descriptor with
-    /// the first bytes of a frame that never comes, then ends the connection (the reader closes it, as a stray). Each close blocks (all four close threads
-    /// are soon held), so every descriptor the agent takes stays open: a connection's reader stops while 2 of its
-    /// descriptors wait (`ipc.closesPending`), a connection that ended keeps its slot in the uid's quota while its
+    /// the first bytes of a frame that never comes, then ends the connection (the reader closes it, as a stray).
+    /// Each close blocks (all four close threads are soon held), so every descriptor the agent takes stays open: a
+    /// connection's reader stops while 2 of its descriptors wait (`ipc.closesPending`), a connection that ended keeps its slot in the uid's quota while its
     /// descriptors wait (`ipc.slotsKeptForCloses`), the next connections are refused (`ipc.refusedOverQuota`), the
     /// agent's open descriptors (`/proc/PID/fd`) stay bounded, and status answers. (Before a slot was kept,
     /// `oneAtATime` pinned one more descriptor with every connection: 20,000 in 8 s, the agent's limit; before the
@@ -287,11 +283,7 @@ struct AgentIPCAttackTests {
         }
         // A close that blocks takes the number out of the table first: the thread blocked in it, not the number,
         // is what such a descriptor costs the agent (`Threads:` in /proc/PID/status).
-        @Sendable func threads() -> Int {
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") } ?? ""
-            return Int(line.split(whereSeparator: \.isWhitespace).last ?? "") ?? -1
-        }
+        @Sendable func threads() -> Int { ProcessProbe.statusNumber(pid, "Threads") ?? -1 }
         let before = openDescriptors()
         let threadsBefore = threads()
         let script = """

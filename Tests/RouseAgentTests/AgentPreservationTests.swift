@@ -397,8 +397,8 @@ struct AgentPreservationTests {
         let pid = try await rig.handlerPID()
         let token = try await rig.token()
         PreservationRig.kill(first)
-        // Seen once in 30 runs of the test command (run 6 of a test-repeat, 2026-11-29): the handler was gone here;
-        // the agent's last lines say what ended it.
+        // Seen once (run 6 of a 10-run test-repeat, 2026-11-29): the handler was gone here; the agent's last lines
+        // say what ended it.
         #expect(AgentRestartTests.alive(pid), "handler \(pid) gone; agent 1's last lines:\n\(rig.agentLogTail(1))")
         // A push while the agent is down stays with the gateway.
         try await rig.push(#"{"n":3}"#, token: token)
